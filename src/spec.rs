@@ -1,0 +1,176 @@
+//! The vocabulary of the specification (`../shared/spec/service-spec.md`), shared by the
+//! sandbox and the harness so that both spell states, events and prefixes the same way.
+
+use std::fmt;
+
+/// Identifier prefixes (§2, §2.1, §5.3).
+pub mod prefix {
+    pub const CONNECTION: &str = "conn_";
+    pub const ACCOUNT: &str = "acc_";
+    pub const TRANSACTION: &str = "txn_";
+    pub const EVENT: &str = "evt_";
+    pub const CLIENT: &str = "cli_";
+    pub const WIDGET_TOKEN: &str = "sess_";
+}
+
+/// Event types that are not connection events (§6).
+pub const ACCOUNTS_UPDATED: &str = "accounts.updated";
+pub const TRANSACTION_DELETED: &str = "transaction.deleted";
+
+/// The eight connection states of §3.1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ConnectionState {
+    Created,
+    CredentialsSubmitted,
+    Verifying,
+    Connected,
+    MfaRequired,
+    FailedAuth,
+    Error,
+    Disconnected,
+}
+
+impl ConnectionState {
+    pub const ALL: [ConnectionState; 8] = [
+        Self::Created,
+        Self::CredentialsSubmitted,
+        Self::Verifying,
+        Self::Connected,
+        Self::MfaRequired,
+        Self::FailedAuth,
+        Self::Error,
+        Self::Disconnected,
+    ];
+
+    /// The lower-case name events carry in `previousStatus` (§3.1, §6.2).
+    pub fn lower(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::CredentialsSubmitted => "credentials_submitted",
+            Self::Verifying => "verifying",
+            Self::Connected => "connected",
+            Self::MfaRequired => "mfa_required",
+            Self::FailedAuth => "failed_auth",
+            Self::Error => "error",
+            Self::Disconnected => "disconnected",
+        }
+    }
+
+    /// The upper-case name the API returns in `status` (§2.1, §3.1).
+    pub fn upper(self) -> String {
+        self.lower().to_ascii_uppercase()
+    }
+
+    /// The connection event type that announces entering this state (§3.1, §6).
+    pub fn event_type(self) -> &'static str {
+        match self {
+            Self::Created => "connection.created",
+            Self::CredentialsSubmitted => "connection.credentials_submitted",
+            Self::Verifying => "connection.verifying",
+            Self::Connected => "connection.connected",
+            Self::MfaRequired => "connection.mfa_required",
+            Self::FailedAuth => "connection.failed_auth",
+            Self::Error => "connection.error",
+            Self::Disconnected => "connection.disconnected",
+        }
+    }
+
+    pub fn from_lower(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.lower() == s)
+    }
+
+    pub fn from_upper(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.upper() == s)
+    }
+
+    pub fn from_event_type(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.event_type() == s)
+    }
+}
+
+impl fmt::Display for ConnectionState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.lower())
+    }
+}
+
+/// The five account types of §2.2.
+pub const ACCOUNT_TYPES: [&str; 5] = ["checking", "savings", "credit_card", "brokerage", "pension"];
+
+/// Actions that move a connection or change its data. The spec does not say how (§3.2, §4.5),
+/// so the harness asks a driver for them and the sandbox exposes them as control routes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    Connect,
+    FailAuth,
+    RequireMfa,
+    Error,
+    Disconnect,
+    UpdateAccounts,
+    DeleteTransaction,
+}
+
+impl Action {
+    pub const ALL: [Action; 7] = [
+        Self::Connect,
+        Self::FailAuth,
+        Self::RequireMfa,
+        Self::Error,
+        Self::Disconnect,
+        Self::UpdateAccounts,
+        Self::DeleteTransaction,
+    ];
+
+    /// The name used by the driver protocol (`BANKCONF_ACTION`) and the sandbox control route.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Connect => "connect",
+            Self::FailAuth => "fail_auth",
+            Self::RequireMfa => "require_mfa",
+            Self::Error => "error",
+            Self::Disconnect => "disconnect",
+            Self::UpdateAccounts => "update_accounts",
+            Self::DeleteTransaction => "delete_transaction",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+
+    /// The state a successful state-changing action ends in, as the sandbox and the example
+    /// driver implement it. `None` for actions that change data, not state.
+    pub fn target_state(self) -> Option<ConnectionState> {
+        match self {
+            Self::Connect => Some(ConnectionState::Connected),
+            Self::FailAuth => Some(ConnectionState::FailedAuth),
+            Self::RequireMfa => Some(ConnectionState::MfaRequired),
+            Self::Error => Some(ConnectionState::Error),
+            Self::Disconnect => Some(ConnectionState::Disconnected),
+            Self::UpdateAccounts | Self::DeleteTransaction => None,
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_names_round_trip() {
+        for st in ConnectionState::ALL {
+            assert_eq!(ConnectionState::from_lower(st.lower()), Some(st));
+            assert_eq!(ConnectionState::from_upper(&st.upper()), Some(st));
+            assert_eq!(ConnectionState::from_event_type(st.event_type()), Some(st));
+        }
+        for a in Action::ALL {
+            assert_eq!(Action::parse(a.as_str()), Some(a));
+        }
+    }
+}
