@@ -1,1 +1,83 @@
-fn main() {}
+//! `bankconf`: run the conformance catalogue against a target, or serve the reference sandbox.
+
+use bankconf::harness::{self, catalogue, config::RunConfig};
+use bankconf::sandbox::{Sandbox, SandboxConfig};
+use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "bankconf", version, about = "Conformance harness for the Bank Connection Aggregation Service")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the conformance catalogue (against the embedded sandbox when no --base-url is given).
+    Run {
+        #[command(flatten)]
+        config: RunConfig,
+        /// Print the catalogue (id, section, level, title) and exit.
+        #[arg(long)]
+        list: bool,
+    },
+    /// Serve the embedded reference sandbox.
+    Serve {
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+        /// API key of a client (repeatable); without any, two are made and printed.
+        #[arg(long = "api-key")]
+        api_keys: Vec<String>,
+        /// `<service>` in `/widget/<service>-connect.js`.
+        #[arg(long, default_value = "bankconf")]
+        service: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bankconf: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = match cli.command {
+        Command::Run { config, list: true } => {
+            let selection = config.selection();
+            for case in catalogue::all().iter().filter(|c| selection.matches(c)) {
+                println!("{:<36} {:<5} {:<10} {}", case.id, case.section, case.level, case.title);
+            }
+            0
+        }
+        Command::Run { config, list: false } => runtime.block_on(harness::run(config)),
+        Command::Serve { listen, api_keys, service } => {
+            runtime.block_on(serve(SandboxConfig { listen, api_keys, service }))
+        }
+    };
+    ExitCode::from(code as u8)
+}
+
+async fn serve(config: SandboxConfig) -> i32 {
+    let sandbox = match Sandbox::start(config).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("bankconf serve: {e}");
+            return 2;
+        }
+    };
+    println!("bankconf sandbox listening on {}", sandbox.base_url);
+    println!("widget: {}/widget/{}-connect.js", sandbox.base_url, sandbox.service);
+    // The sandbox's own keys: printed so that the person who started it can use them.
+    for client in &sandbox.clients {
+        println!("client {}  api key {}", client.client_id, client.api_key);
+    }
+    tokio::select! {
+        _ = sandbox.wait() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    0
+}

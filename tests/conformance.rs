@@ -1,1 +1,68 @@
-fn main(){}
+//! `cargo test --test conformance`: the catalogue as a libtest-mimic harness, so test-name
+//! filters, `--list`, `--ignored` and the usual `test result:` line work. Configured by the
+//! `BANKCONF_*` environment variables; with no `BANKCONF_BASE_URL`, the embedded sandbox.
+//!
+//! Failures at levels outside the gate (`BANKCONF_GATE`, default `must,security`) are printed
+//! but do not fail the test, as in `bankconf run`.
+
+use bankconf::harness::catalogue;
+use bankconf::harness::config::RunConfig;
+use bankconf::harness::context::RunContext;
+use bankconf::harness::outcome::Outcome;
+use bankconf::harness::runner;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let config = match RunConfig::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("bankconf: bad BANKCONF_* configuration: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = Arc::new(tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime"));
+    // Listing needs no target.
+    let ctx: Option<Arc<RunContext>> = if args.list {
+        None
+    } else {
+        match runtime.block_on(RunContext::setup(config.clone())) {
+            Ok(ctx) => {
+                eprintln!("bankconf: testing {} (seed {})", ctx.target, ctx.seed);
+                Some(ctx)
+            }
+            Err(e) => {
+                eprintln!("bankconf: the run could not start: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let trials = catalogue::all()
+        .iter()
+        .map(|case| {
+            let (ctx, runtime, gating) = (ctx.clone(), runtime.clone(), config.gates(case.level));
+            Trial::ignorable_test(case.id.clone(), move || {
+                let Some(ctx) = ctx else { return Ok(Completion::Completed) };
+                match runtime.block_on(runner::run_case(ctx, case)).outcome {
+                    Outcome::Passed => Ok(Completion::Completed),
+                    Outcome::Ignored(reason) => Ok(Completion::ignored_with(reason)),
+                    Outcome::Failed(m) if gating => {
+                        Err(Failed::from(format!("{} ({}, {}): {m}", case.id, case.section, case.level)))
+                    }
+                    Outcome::Failed(m) => {
+                        eprintln!("note: {} ({}, {}, not gating): {m}", case.id, case.section, case.level);
+                        Ok(Completion::Completed)
+                    }
+                }
+            })
+            .with_kind(case.level.as_str())
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    if let Some(ctx) = ctx {
+        runtime.block_on(ctx.shutdown());
+    }
+    conclusion.exit_code()
+}

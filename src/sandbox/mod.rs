@@ -17,11 +17,7 @@ pub struct SandboxConfig {
 
 impl Default for SandboxConfig {
     fn default() -> Self {
-        Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            api_keys: Vec::new(),
-            service: "bankconf".to_string(),
-        }
+        Self { listen: SocketAddr::from(([127, 0, 0, 1], 0)), api_keys: Vec::new(), service: "bankconf".to_string() }
     }
 }
 
@@ -68,12 +64,7 @@ impl Control {
     }
 
     /// Applies an action (like `POST /sandbox/connections/{id}/{action}`).
-    pub async fn apply(
-        &self,
-        connection_id: &str,
-        action: Action,
-        target: ActionTarget,
-    ) -> Result<(), ControlError> {
+    pub async fn apply(&self, connection_id: &str, action: Action, target: ActionTarget) -> Result<(), ControlError> {
         let _ = (connection_id, action, target);
         Ok(())
     }

@@ -1,0 +1,174 @@
+//! The case catalogue: the data in `cases/*.toml`, embedded in the binary.
+
+use serde::Deserialize;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::LazyLock;
+
+/// How much a case's failure matters (see `cases/README.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Must,
+    Security,
+    Robustness,
+    Advisory,
+}
+
+impl Level {
+    pub const ALL: [Level; 4] = [Self::Must, Self::Security, Self::Robustness, Self::Advisory];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Must => "must",
+            Self::Security => "security",
+            Self::Robustness => "robustness",
+            Self::Advisory => "advisory",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|l| l.as_str() == s.trim())
+            .ok_or_else(|| format!("unknown level {s:?} (one of must, security, robustness, advisory)"))
+    }
+}
+
+/// A prerequisite a case needs from the configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Need {
+    /// A driver that moves connections through states.
+    Driver,
+    /// The driver registered the webhook receiver.
+    Webhooks,
+    /// A CONNECTED connection (made with the driver, or given with `--connection-id`).
+    Connection,
+    /// The key of a second client.
+    SecondKey,
+    /// The service name of the widget path.
+    Service,
+}
+
+/// One case of the catalogue.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub id: String,
+    pub title: String,
+    pub section: String,
+    pub level: Level,
+    #[serde(default)]
+    pub needs: Vec<Need>,
+}
+
+impl Case {
+    /// The spec area, the part of the id before the first dot (`transactions`).
+    pub fn area(&self) -> &str {
+        self.id.split('.').next().unwrap_or(&self.id)
+    }
+}
+
+#[derive(Deserialize)]
+struct CaseFile {
+    case: Vec<Case>,
+}
+
+/// The catalogue files, in the order cases are listed.
+const FILES: [(&str, &str); 8] = [
+    ("connections.toml", include_str!("../../cases/connections.toml")),
+    ("accounts.toml", include_str!("../../cases/accounts.toml")),
+    ("transactions.toml", include_str!("../../cases/transactions.toml")),
+    ("events.toml", include_str!("../../cases/events.toml")),
+    ("reactions.toml", include_str!("../../cases/reactions.toml")),
+    ("security.toml", include_str!("../../cases/security.toml")),
+    ("widget.toml", include_str!("../../cases/widget.toml")),
+    ("robustness.toml", include_str!("../../cases/robustness.toml")),
+];
+
+static CATALOGUE: LazyLock<Vec<Case>> = LazyLock::new(|| {
+    FILES
+        .iter()
+        .flat_map(|(name, text)| {
+            toml::from_str::<CaseFile>(text)
+                .unwrap_or_else(|e| panic!("cases/{name} is not a valid catalogue file: {e}"))
+                .case
+        })
+        .collect()
+});
+
+/// Every case, in catalogue order.
+pub fn all() -> &'static [Case] {
+    &CATALOGUE
+}
+
+/// Looks a case up by id.
+pub fn find(id: &str) -> Option<&'static Case> {
+    all().iter().find(|c| c.id == id)
+}
+
+/// A selection of cases: by id (exact or prefix such as `transactions.`), section or level.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// Case ids or id prefixes; empty selects every case.
+    pub ids: Vec<String>,
+    /// Sections such as `§4.3` or `4.3` (a section selects its subsections too).
+    pub sections: Vec<String>,
+    pub levels: Vec<Level>,
+}
+
+impl Selection {
+    pub fn matches(&self, case: &Case) -> bool {
+        let id_ok = self.ids.is_empty() || self.ids.iter().any(|p| case.id == *p || case.id.starts_with(p.as_str()));
+        let section_ok = self.sections.is_empty()
+            || self.sections.iter().any(|s| {
+                let want = s.trim_start_matches('§');
+                let have = case.section.trim_start_matches('§');
+                have == want || have.starts_with(&format!("{want}."))
+            });
+        let level_ok = self.levels.is_empty() || self.levels.contains(&case.level);
+        id_ok && section_ok && level_ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn catalogue_is_well_formed() {
+        let mut seen = HashSet::new();
+        for case in all() {
+            assert!(seen.insert(&case.id), "duplicate case id {}", case.id);
+            assert!(case.section.starts_with('§'), "{}: section must cite §", case.id);
+            assert!(
+                case.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-'),
+                "{}: ids are lower-case kebab words joined by dots",
+                case.id
+            );
+        }
+        assert!(all().len() >= 40, "catalogue has {} cases", all().len());
+    }
+
+    #[test]
+    fn selection_by_prefix_section_and_level() {
+        let sel = Selection { ids: vec!["transactions.".into()], ..Default::default() };
+        assert!(all().iter().filter(|c| sel.matches(c)).all(|c| c.area() == "transactions"));
+        let sel = Selection { sections: vec!["4".into()], ..Default::default() };
+        assert!(sel.matches(find("transactions.page-schema").unwrap()));
+        assert!(!sel.matches(find("widget.served").unwrap()));
+        let sel = Selection { levels: vec![Level::Advisory], ..Default::default() };
+        assert!(all().iter().filter(|c| sel.matches(c)).all(|c| c.level == Level::Advisory));
+    }
+}

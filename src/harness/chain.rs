@@ -1,0 +1,167 @@
+//! Reconstructs a connection's state chain from its connection events without trusting
+//! arrival order (§3.1, §6.2): each event announces a state and names the one before it
+//! (`previousStatus`), so the events must admit an order that links them all, starting at
+//! `connection.created`.
+
+use super::receiver::{unique, Delivery};
+use crate::spec::ConnectionState;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+
+/// One link: from `previous` (None: not said, as in the short form) into `state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Link {
+    previous: Option<ConnectionState>,
+    state: ConnectionState,
+}
+
+/// Search budget; a consistent chain is found long before it.
+const BUDGET: usize = 200_000;
+
+/// Checks that the connection events among `deliveries` form one chain from
+/// `connection.created`. Returns the final state of the chain.
+pub fn check(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
+    let events = unique(deliveries);
+    let mut created = 0;
+    let mut links: BTreeMap<Link, usize> = BTreeMap::new();
+    for d in &events {
+        let Some(state) = d.event_type().and_then(ConnectionState::from_event_type) else { continue };
+        if state == ConnectionState::Created && created == 0 {
+            created += 1;
+            continue;
+        }
+        let previous = if d.is_short_form() {
+            None
+        } else {
+            match d.body.pointer("/data/previousStatus") {
+                Some(Value::String(p)) => Some(ConnectionState::from_lower(p).ok_or_else(|| {
+                    format!("{}: previousStatus {p:?} is not a lower-case state name of §3.1", d.label())
+                })?),
+                other => {
+                    return Err(format!(
+                        "{}: previousStatus must be a lower-case state name, got {}",
+                        d.label(),
+                        other.map_or("nothing".to_string(), Value::to_string)
+                    ))
+                }
+            }
+        };
+        *links.entry(Link { previous, state }).or_default() += 1;
+    }
+    if created == 0 {
+        return Err("no connection.created event: the chain has no start".to_string());
+    }
+    let kinds: Vec<Link> = links.keys().copied().collect();
+    let mut counts: Vec<usize> = links.values().copied().collect();
+    let mut dead_ends = HashSet::new();
+    let mut budget = BUDGET;
+    match search(ConnectionState::Created, &kinds, &mut counts, &mut dead_ends, &mut budget) {
+        Some(end) => Ok(end),
+        None if budget == 0 => Ok(ConnectionState::Created), // undecided: never fail on a guess
+        None => Err(format!(
+            "no order of these events links each previousStatus to the state announced before it, from connection.created: {}",
+            super::receiver::labels(deliveries)
+        )),
+    }
+}
+
+/// Depth-first search for an order using every remaining link, from `at`.
+fn search(
+    at: ConnectionState,
+    kinds: &[Link],
+    counts: &mut Vec<usize>,
+    dead_ends: &mut HashSet<(ConnectionState, Vec<usize>)>,
+    budget: &mut usize,
+) -> Option<ConnectionState> {
+    if counts.iter().all(|c| *c == 0) {
+        return Some(at);
+    }
+    if *budget == 0 || dead_ends.contains(&(at, counts.clone())) {
+        return None;
+    }
+    *budget -= 1;
+    for i in 0..kinds.len() {
+        let link = kinds[i];
+        if counts[i] > 0 && link.previous.is_none_or(|p| p == at) {
+            counts[i] -= 1;
+            let found = search(link.state, kinds, counts, dead_ends, budget);
+            counts[i] += 1;
+            if found.is_some() {
+                return found;
+            }
+        }
+    }
+    dead_ends.insert((at, counts.clone()));
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(id: &str, ty: &str, prev: Value) -> Delivery {
+        Delivery {
+            seq: 0,
+            received_at: chrono::Utc::now(),
+            body: json!({"id": id, "type": ty, "data": {"previousStatus": prev, "connectionId": "conn_1"}}),
+            raw: String::new(),
+        }
+    }
+
+    fn happy() -> Vec<Delivery> {
+        vec![
+            event("evt_1", "connection.created", Value::Null),
+            event("evt_2", "connection.credentials_submitted", json!("created")),
+            event("evt_3", "connection.verifying", json!("credentials_submitted")),
+            event("evt_4", "connection.connected", json!("verifying")),
+        ]
+    }
+
+    #[test]
+    fn any_arrival_order_and_duplicates_are_accepted() {
+        let mut events = happy();
+        events.reverse();
+        events.push(events[0].clone());
+        assert_eq!(check(&events), Ok(ConnectionState::Connected));
+    }
+
+    #[test]
+    fn a_broken_link_is_reported() {
+        let mut events = happy();
+        events[3] = event("evt_4", "connection.connected", json!("created"));
+        assert!(check(&events).unwrap_err().contains("no order"));
+    }
+
+    #[test]
+    fn upper_case_previous_status_is_reported() {
+        let mut events = happy();
+        events[1] = event("evt_2", "connection.credentials_submitted", json!("CREATED"));
+        assert!(check(&events).unwrap_err().contains("lower-case"));
+    }
+
+    #[test]
+    fn missing_created_is_reported() {
+        assert!(check(&happy()[1..]).unwrap_err().contains("no connection.created"));
+    }
+
+    #[test]
+    fn the_short_connected_form_links_from_anywhere() {
+        let mut events = happy();
+        events[3] = Delivery {
+            body: json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
+            ..events[3].clone()
+        };
+        assert_eq!(check(&events), Ok(ConnectionState::Connected));
+    }
+
+    #[test]
+    fn revisiting_states_is_fine() {
+        let mut events = happy();
+        events.push(event("evt_5", "connection.disconnected", json!("connected")));
+        events.push(event("evt_6", "connection.credentials_submitted", json!("disconnected")));
+        events.push(event("evt_7", "connection.verifying", json!("credentials_submitted")));
+        events.push(event("evt_8", "connection.connected", json!("verifying")));
+        assert_eq!(check(&events), Ok(ConnectionState::Connected));
+    }
+}

@@ -1,0 +1,157 @@
+//! §4.2 Get connection accounts, §2.2 the account fields, §4.4 Get one account.
+
+use super::{str_field, validate, Problems};
+use crate::harness::context::RunContext;
+use crate::harness::outcome::Stop;
+use crate::schemas::Schema;
+use crate::spec::prefix;
+use serde_json::Value;
+use std::sync::Arc;
+
+fn accounts_request(connection_id: &str) -> String {
+    format!("GET /v1/connections/{connection_id}/accounts")
+}
+
+pub async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let created = ctx.create_connection().await?;
+    let exchange = ctx.api.get(&["v1", "connections", &created.connection_id, "accounts"], &[]).await?;
+    if !exchange.is_success() {
+        return Ok(());
+    }
+    // A target may connect a connection on its own; if it announced that, nothing was broken.
+    if let Ok(receiver) = ctx.receiver() {
+        let (connected, _) =
+            receiver.wait_for_type(&created.connection_id, "connection.connected", std::time::Duration::ZERO).await;
+        if connected {
+            return Err(Stop::ignore("the target connected the new connection on its own before it could be read"));
+        }
+    }
+    Err(Stop::fail(format!(
+        "{}: expected a refusal (any non-2xx) while the connection is CREATED (§3.2), got {}",
+        exchange.request,
+        exchange.summary()
+    )))
+}
+
+pub async fn response_schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    validate(Schema::Accounts, &Value::Array(fixture.accounts.clone()), &accounts_request(&fixture.connection_id))
+}
+
+pub async fn connection_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut problems = Problems::default();
+    for (i, account) in fixture.accounts.iter().enumerate() {
+        let got = account.get("connectionId");
+        if got.and_then(Value::as_str) != Some(fixture.connection_id.as_str()) {
+            problems.add(format!(
+                "{}: account {i} has connectionId {}, expected {:?}",
+                accounts_request(&fixture.connection_id),
+                got.map_or("nothing".into(), ToString::to_string),
+                fixture.connection_id
+            ));
+        }
+    }
+    problems.finish()
+}
+
+pub async fn id_prefix(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut problems = Problems::default();
+    for (i, account) in fixture.accounts.iter().enumerate() {
+        if !str_field(account, "id").is_some_and(|id| id.starts_with(prefix::ACCOUNT)) {
+            problems.add(format!(
+                "{}: account {i} id {} does not start with {}",
+                accounts_request(&fixture.connection_id),
+                account.get("id").map_or("(absent)".into(), ToString::to_string),
+                prefix::ACCOUNT
+            ));
+        }
+    }
+    problems.finish()
+}
+
+/// Which account types may carry a conditional field (§2.2). A key with `null` counts as absent.
+pub const CONDITIONAL_FIELDS: [(&str, &[&str]); 3] = [
+    ("creditLimit", &["credit_card"]),
+    ("currencyBalances", &["credit_card"]),
+    ("positions", &["brokerage", "pension"]),
+];
+
+pub async fn conditional_fields(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut problems = Problems::default();
+    for account in &fixture.accounts {
+        let ty = str_field(account, "type").unwrap_or("?");
+        for (field, allowed) in CONDITIONAL_FIELDS {
+            let present = account.get(field).is_some_and(|v| !v.is_null());
+            if present && !allowed.contains(&ty) {
+                problems.add(format!(
+                    "{}: account {} of type {ty:?} carries {field}, which §2.2 allows only on {}",
+                    accounts_request(&fixture.connection_id),
+                    str_field(account, "id").unwrap_or("?"),
+                    allowed.join(" and ")
+                ));
+            }
+        }
+    }
+    problems.finish()
+}
+
+/// Characters that mask digits in an account number.
+const MASKS: &[char] = &['*', '•', '●', '·', 'x', 'X', '#', '…'];
+
+/// §2.2: "masked, only the last digits visible". Our reading: at least one masking character,
+/// and no more than 6 digits visible in all.
+pub fn is_masked(number: &str) -> bool {
+    number.contains(MASKS) && number.chars().filter(char::is_ascii_digit).count() <= 6
+}
+
+pub async fn masked_numbers(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut problems = Problems::default();
+    for account in &fixture.accounts {
+        let id = str_field(account, "id").unwrap_or("?");
+        match str_field(account, "accountNumber") {
+            Some(n) if is_masked(n) => {}
+            // The number itself is not printed: an unmasked one is sensitive.
+            Some(n) => problems.add(format!(
+                "{}: account {id} has an accountNumber that is not masked ({} digits visible, {})",
+                accounts_request(&fixture.connection_id),
+                n.chars().filter(char::is_ascii_digit).count(),
+                if n.contains(MASKS) { "masked in part" } else { "no mask character" }
+            )),
+            None => problems
+                .add(format!("{}: account {id} has no accountNumber string", accounts_request(&fixture.connection_id))),
+        }
+    }
+    problems.finish()
+}
+
+pub async fn account_readable(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    if fixture.account_ids().is_empty() {
+        return Err(Stop::ignore("the connection has no account to read"));
+    }
+    let mut problems = Problems::default();
+    for id in fixture.account_ids() {
+        let exchange = ctx.api.get(&["v1", "accounts", &id], &[]).await?;
+        problems.check(exchange.success_json().map(|_| ()))?;
+    }
+    problems.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_masked;
+
+    #[test]
+    fn masking_rule() {
+        for ok in ["****1234", "•••• 1234", "XXXX-XXXX-1234", "****", "DE** **** **** **** 3000"] {
+            assert!(is_masked(ok), "{ok}");
+        }
+        for bad in ["1234567890", "DE89370400440532013000", "**** 1234 5678 9012"] {
+            assert!(!is_masked(bad), "{bad}");
+        }
+    }
+}

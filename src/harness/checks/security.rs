@@ -1,0 +1,115 @@
+//! §5 Authentication, and isolation between clients. The spec fixes no error status (§7), so
+//! "refused" means any non-2xx answer; a 2xx answer is a failure only when it could serve data.
+
+use super::Problems;
+use crate::harness::context::{Connected, RunContext};
+use crate::harness::http::{Auth, Exchange};
+use crate::harness::outcome::Stop;
+use crate::harness::pagination::item_id;
+use reqwest::Method;
+use std::sync::Arc;
+
+/// Every endpoint of §4, with the fixture's ids.
+fn endpoints(fixture: &Connected) -> Vec<(Method, Vec<String>)> {
+    let mut out = vec![
+        (Method::POST, vec!["v1".into(), "connections".into()]),
+        (Method::GET, vec!["v1".into(), "connections".into(), fixture.connection_id.clone(), "accounts".into()]),
+    ];
+    if let Some(account) = fixture.account_ids().first() {
+        out.push((Method::GET, vec!["v1".into(), "accounts".into(), account.clone()]));
+        out.push((Method::GET, vec!["v1".into(), "accounts".into(), account.clone(), "transactions".into()]));
+    }
+    out
+}
+
+/// Sends `auth` to every endpoint; each must be refused.
+async fn refused_everywhere(ctx: &RunContext, auth: Auth, what: &str) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut problems = Problems::default();
+    for (method, segments) in endpoints(&fixture) {
+        let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+        let exchange = ctx.api.send(method, &segments, &[], auth.clone()).await?;
+        if exchange.is_success() {
+            problems.add(format!(
+                "{} {what}: expected a refusal (any non-2xx), got {}",
+                exchange.request,
+                exchange.summary()
+            ));
+        }
+    }
+    problems.finish()
+}
+
+pub async fn missing_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    refused_everywhere(&ctx, Auth::Missing, "without Authorization").await
+}
+
+pub async fn malformed_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    for (header, what) in [
+        ("Bearer", "with `Authorization: Bearer` and no key"),
+        ("Bearer not a key", "with `Authorization: Bearer not a key`"),
+        ("Basic Zm9vOmJhcg==", "with Basic credentials"),
+    ] {
+        refused_everywhere(&ctx, Auth::Header(header.to_string()), what).await?;
+    }
+    Ok(())
+}
+
+pub async fn unknown_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    // Same shape as a real key (§5.2: a service prefix, an underscore, more characters).
+    let key = ctx.config.api_key.clone().unwrap_or_default();
+    let prefix = key.rfind('_').map_or("unknown_", |i| &key[..=i]);
+    let forged = format!("Bearer {prefix}bankconfNeverIssued0000000000");
+    refused_everywhere(&ctx, Auth::Header(forged), "with a well-formed key the service never issued").await
+}
+
+/// A 2xx answer to another client leaks data when it names any of `ids`.
+fn leaks(exchange: &Exchange, ids: &[String]) -> Option<String> {
+    if !exchange.is_success() {
+        return None;
+    }
+    ids.iter().find(|id| exchange.body.contains(id.as_str())).map(|id| {
+        format!(
+            "{} with the second client's key: expected a refusal, got status {} naming {id}",
+            exchange.request, exchange.status
+        )
+    })
+}
+
+pub async fn isolation_accounts(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let exchange = ctx
+        .api
+        .send(Method::GET, &["v1", "connections", &fixture.connection_id, "accounts"], &[], Auth::Second)
+        .await?;
+    let mut ids = fixture.account_ids();
+    ids.push(fixture.connection_id.clone());
+    leaks(&exchange, &ids).map_or(Ok(()), |m| Err(Stop::fail(m)))
+}
+
+pub async fn isolation_account(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut problems = Problems::default();
+    for id in fixture.account_ids() {
+        let exchange = ctx.api.send(Method::GET, &["v1", "accounts", &id], &[], Auth::Second).await?;
+        if let Some(m) = leaks(&exchange, std::slice::from_ref(&id)) {
+            problems.add(m);
+        }
+    }
+    problems.finish()
+}
+
+pub async fn isolation_transactions(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut problems = Problems::default();
+    for (account, walk) in fixture.walks()? {
+        let mut ids: Vec<String> = walk.items().map(item_id).collect();
+        ids.push(account.to_string());
+        let exchange =
+            ctx.api.send(Method::GET, &["v1", "accounts", account, "transactions"], &[], Auth::Second).await?;
+        if let Some(m) = leaks(&exchange, &ids) {
+            problems.add(m);
+        }
+    }
+    problems.finish()
+}

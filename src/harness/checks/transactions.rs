@@ -1,0 +1,277 @@
+//! §4.3 Get account transactions: page shape, and cursor pagination as properties over random
+//! limits and starting points (proptest). The order of the list is not fixed by the spec
+//! (§4.3 rule 3), so the properties compare walks with each other, never with a sort order.
+
+use super::{str_field, validate, Problems};
+use crate::harness::context::{Connected, RunContext};
+use crate::harness::outcome::Stop;
+use crate::harness::pagination::{self, fetch_page, item_id, Walk};
+use crate::schemas::Schema;
+use crate::spec::prefix;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+
+pub async fn page_schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut problems = Problems::default();
+    for (_, walk) in fixture.walks()? {
+        for page in &walk.pages {
+            problems.check(validate(Schema::TransactionsPage, &page.body, &page.exchange.request))?;
+        }
+    }
+    problems.finish()
+}
+
+pub async fn account_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut problems = Problems::default();
+    for (account, walk) in fixture.walks()? {
+        for page in &walk.pages {
+            for item in &page.items {
+                // Which transaction fields are present is not shown (§2.3): judge it when given.
+                if let Some(got) = item.get("accountId") {
+                    if got.as_str() != Some(account) {
+                        problems.add(format!(
+                            "{}: transaction {} has accountId {got}, expected {account:?}",
+                            page.exchange.request,
+                            item_id(item)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    problems.finish()
+}
+
+pub async fn id_prefix(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut problems = Problems::default();
+    for (_, walk) in fixture.walks()? {
+        for page in &walk.pages {
+            for item in &page.items {
+                if !str_field(item, "id").is_some_and(|id| id.starts_with(prefix::TRANSACTION)) {
+                    problems.add(format!(
+                        "{}: transaction id {} does not start with {}",
+                        page.exchange.request,
+                        item_id(item),
+                        prefix::TRANSACTION
+                    ));
+                }
+            }
+        }
+    }
+    problems.finish()
+}
+
+/// One generated input: which account, which page size, which starting point.
+#[derive(Clone, Debug)]
+pub struct Input {
+    account: usize,
+    limit: u64,
+    /// Index of the item to start after, modulo the account's length.
+    position: usize,
+}
+
+/// The reference: each account and the ids of its default-limit walk.
+struct Reference {
+    accounts: Vec<(String, Vec<String>)>,
+}
+
+impl Reference {
+    fn of(fixture: &Connected) -> Result<Self, Stop> {
+        let accounts: Vec<(String, Vec<String>)> =
+            fixture.walks()?.into_iter().map(|(id, w)| (id.to_string(), w.ids())).collect();
+        if accounts.is_empty() {
+            return Err(Stop::ignore("the connection has no account"));
+        }
+        Ok(Self { accounts })
+    }
+
+    fn account(&self, input: &Input) -> (&str, &[String]) {
+        let (id, ids) = &self.accounts[input.account % self.accounts.len()];
+        (id, ids)
+    }
+
+    fn strategy(&self) -> impl Strategy<Value = Input> {
+        let longest = self.accounts.iter().map(|(_, ids)| ids.len()).max().unwrap_or(0);
+        let max_limit = (longest as u64 + 2).clamp(3, 60);
+        (0..self.accounts.len(), 1..=max_limit, 0..1000usize).prop_map(|(account, limit, position)| Input {
+            account,
+            limit,
+            position,
+        })
+    }
+}
+
+/// Runs `property` over generated inputs with the case's seed; a failure reports the shrunk
+/// input and how to replay it.
+async fn property<F, Fut>(ctx: Arc<RunContext>, case_id: &'static str, property: F) -> Result<(), Stop>
+where
+    F: Fn(Arc<RunContext>, Arc<Reference>, Input) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), Stop>> + Send,
+{
+    let fixture = ctx.connected().await?;
+    let reference = Arc::new(Reference::of(&fixture)?);
+    let handle = tokio::runtime::Handle::current();
+    let seed = ctx.case_seed(case_id);
+    let (run_seed, cases) = (ctx.seed, ctx.config.cases.max(1));
+    let result = tokio::task::spawn_blocking(move || {
+        let config = Config { cases, failure_persistence: None, max_shrink_iters: 64, ..Config::default() };
+        let mut seed_bytes = [0u8; 32];
+        for chunk in seed_bytes.chunks_mut(8) {
+            chunk.copy_from_slice(&seed.to_le_bytes());
+        }
+        let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
+        let strategy = reference.strategy();
+        runner.run(&strategy, |input| {
+            handle
+                .block_on(property(ctx.clone(), reference.clone(), input))
+                .map_err(|stop| TestCaseError::fail(stop.to_string()))
+        })
+    })
+    .await
+    .map_err(|e| Stop::fail(format!("property runner stopped: {e}")))?;
+    match result {
+        Ok(()) => Ok(()),
+        Err(TestError::Fail(reason, input)) => Err(Stop::fail(format!(
+            "{reason} [shrunk input: limit={}, account #{}, position {}; seed {run_seed}: replay with `bankconf run --seed {run_seed} {case_id}`]",
+            input.limit, input.account, input.position
+        ))),
+        Err(TestError::Abort(reason)) => Err(Stop::fail(format!("property aborted: {reason} (seed {run_seed})"))),
+    }
+}
+
+/// How `got` differs from `expected`, in a few words.
+fn difference(expected: &[String], got: &[String]) -> Option<String> {
+    if expected == got {
+        return None;
+    }
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for id in got {
+        *counts.entry(id).or_default() += 1;
+    }
+    if let Some((id, n)) = counts.iter().find(|(_, n)| **n > 1) {
+        return Some(format!("{id} was visited {n} times"));
+    }
+    if let Some(missing) = expected.iter().find(|id| !counts.contains_key(id.as_str())) {
+        return Some(format!("{missing} was never visited ({} of {} items seen)", got.len(), expected.len()));
+    }
+    if let Some(extra) = got.iter().find(|id| !expected.contains(id)) {
+        return Some(format!("{extra} appeared, but not in the default-limit walk"));
+    }
+    let at = expected.iter().zip(got).position(|(a, b)| a != b).unwrap_or(0);
+    Some(format!("order differs at item {at}: expected {}, got {}", expected[at], got[at]))
+}
+
+fn walk_request(account: &str, limit: Option<u64>, after: Option<&str>) -> String {
+    let query: Vec<String> = pagination::query(limit, after).into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("GET /v1/accounts/{account}/transactions?{}", query.join("&"))
+}
+
+pub async fn walk_exactly_once(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    property(ctx, "transactions.walk-exactly-once", |ctx, reference, input| async move {
+        let (account, expected) = reference.account(&input);
+        let walk = pagination::walk(&ctx.api, account, Some(input.limit), None).await?;
+        let got = walk.ids();
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = got.iter().find(|id| !seen.insert(id.as_str())) {
+            return Err(Stop::fail(format!(
+                "{} and following next_cursor: {dup} was visited twice",
+                walk_request(account, Some(input.limit), None)
+            )));
+        }
+        let mut sorted_expected = expected.to_vec();
+        let mut sorted_got = got.clone();
+        sorted_expected.sort();
+        sorted_got.sort();
+        match difference(&sorted_expected, &sorted_got) {
+            None => Ok(()),
+            Some(d) => Err(Stop::fail(format!(
+                "{} and following next_cursor: {d}",
+                walk_request(account, Some(input.limit), None)
+            ))),
+        }
+    })
+    .await
+}
+
+pub async fn limit_respected(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    property(ctx, "transactions.limit-respected", |ctx, reference, input| async move {
+        let (account, _) = reference.account(&input);
+        let walk = pagination::walk(&ctx.api, account, Some(input.limit), None).await?;
+        match walk.pages.iter().find(|p| p.items.len() as u64 > input.limit) {
+            Some(p) => Err(Stop::fail(format!(
+                "{}: {} items on a page, expected at most {}",
+                p.exchange.request,
+                p.items.len(),
+                input.limit
+            ))),
+            None => Ok(()),
+        }
+    })
+    .await
+}
+
+pub async fn starting_after(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    property(ctx, "transactions.starting-after", |ctx, reference, input| async move {
+        let (account, ids) = reference.account(&input);
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let k = input.position % ids.len();
+        let walk = pagination::walk(&ctx.api, account, Some(input.limit), Some(&ids[k])).await?;
+        match difference(&ids[k + 1..], &walk.ids()) {
+            None => Ok(()),
+            Some(d) => Err(Stop::fail(format!(
+                "{} (item {k} of {}) and following next_cursor: expected the items after it, in the same order; {d}",
+                walk_request(account, Some(input.limit), Some(&ids[k])),
+                ids.len()
+            ))),
+        }
+    })
+    .await
+}
+
+pub async fn has_more_honest(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    property(ctx, "transactions.has-more-honest", |ctx, reference, input| async move {
+        let (account, ids) = reference.account(&input);
+        let walk: Walk = pagination::walk(&ctx.api, account, Some(input.limit), None).await?;
+        // has_more true: another page exists, so the next page has items (§4.3 rule 2).
+        for pair in walk.pages.windows(2) {
+            if pair[1].items.is_empty() {
+                return Err(Stop::fail(format!(
+                    "{}: has_more was true, but the next page ({}) was empty",
+                    pair[0].exchange.request, pair[1].exchange.request
+                )));
+            }
+        }
+        // has_more false: nothing remains after the last item.
+        let Some(last) = walk.pages.last() else { return Ok(()) };
+        if let Some(item) = last.items.last() {
+            let after = fetch_page(&ctx.api, account, Some(input.limit), Some(&item_id(item))).await?;
+            if !after.items.is_empty() {
+                return Err(Stop::fail(format!(
+                    "{}: has_more was false, but {} still returned {} items",
+                    last.exchange.request,
+                    after.exchange.request,
+                    after.items.len()
+                )));
+            }
+        }
+        let seen = walk.ids().len();
+        if seen < ids.len() {
+            return Err(Stop::fail(format!(
+                "{}: has_more was false after {seen} items, but the account has at least {}",
+                last.exchange.request,
+                ids.len()
+            )));
+        }
+        Ok(())
+    })
+    .await
+}

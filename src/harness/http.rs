@@ -1,0 +1,192 @@
+//! The harness's HTTP client for the target's `/v1` API: every request bounded in time and in
+//! body size, every exchange described as `METHOD /path?query` for failure messages.
+
+use super::outcome::Stop;
+use reqwest::{Method, Url};
+use serde_json::Value;
+use std::time::Duration;
+
+/// Largest response body read; a target that sends more is cut off (and fails the case).
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Which credentials a request carries.
+#[derive(Clone, Debug)]
+pub enum Auth {
+    /// `Bearer <key of the client under test>`.
+    Primary,
+    /// `Bearer <key of the second client>`.
+    Second,
+    /// No `Authorization` header.
+    Missing,
+    /// This exact header value.
+    Header(String),
+}
+
+/// One request and its answer.
+#[derive(Clone, Debug)]
+pub struct Exchange {
+    /// `GET /v1/accounts/acc_1/transactions?limit=3`.
+    pub request: String,
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: String,
+}
+
+impl Exchange {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    pub fn is_server_error(&self) -> bool {
+        self.status >= 500
+    }
+
+    /// The start of the body, for messages.
+    pub fn snippet(&self) -> String {
+        const MAX: usize = 160;
+        let body = self.body.trim();
+        if body.chars().count() <= MAX {
+            body.to_string()
+        } else {
+            format!("{}…", body.chars().take(MAX).collect::<String>())
+        }
+    }
+
+    /// `status 500: {"error":…}`, for messages.
+    pub fn summary(&self) -> String {
+        if self.body.trim().is_empty() {
+            format!("status {} (empty body)", self.status)
+        } else {
+            format!("status {}: {}", self.status, self.snippet())
+        }
+    }
+
+    /// The JSON body of a 2xx answer, or a failure naming the request and what came back.
+    pub fn success_json(&self) -> Result<Value, Stop> {
+        if !self.is_success() {
+            return Err(Stop::fail(format!("{}: expected 2xx, got {}", self.request, self.summary())));
+        }
+        serde_json::from_str(&self.body)
+            .map_err(|e| Stop::fail(format!("{}: expected a JSON body, got {} ({e})", self.request, self.summary())))
+    }
+}
+
+/// Client of the target's API.
+#[derive(Clone)]
+pub struct Api {
+    client: reqwest::Client,
+    base: Url,
+    key: Option<String>,
+    second_key: Option<String>,
+}
+
+impl Api {
+    pub fn new(
+        base_url: &str,
+        key: Option<String>,
+        second_key: Option<String>,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let mut base = Url::parse(base_url).map_err(|e| anyhow::anyhow!("base URL {base_url:?}: {e}"))?;
+        if !matches!(base.scheme(), "http" | "https") {
+            anyhow::bail!("base URL {base_url:?}: only http and https are supported");
+        }
+        // Paths are appended below whatever path the base URL has.
+        let trimmed = base.path().trim_end_matches('/').to_string();
+        base.set_path(&trimmed);
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(Self { client, base, key, second_key })
+    }
+
+    pub fn base_url(&self) -> &str {
+        self.base.as_str().trim_end_matches('/')
+    }
+
+    pub fn has_second_key(&self) -> bool {
+        self.second_key.is_some()
+    }
+
+    /// The URL of `segments` below the base, each segment percent-encoded (ids are opaque).
+    pub fn url(&self, segments: &[&str], query: &[(&str, String)]) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty();
+            path.extend(segments);
+        }
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
+        }
+        url
+    }
+
+    /// `GET` with the primary key.
+    pub async fn get(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Exchange, Stop> {
+        self.send(Method::GET, segments, query, Auth::Primary).await
+    }
+
+    pub async fn send(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, String)],
+        auth: Auth,
+    ) -> Result<Exchange, Stop> {
+        let url = self.url(segments, query);
+        let request = describe(&method, &url);
+        let mut builder = self.client.request(method.clone(), url).header("Accept", "application/json");
+        if method == Method::POST {
+            builder = builder.header("Content-Type", "application/json");
+        }
+        let header = match auth {
+            Auth::Primary => self.key.as_ref().map(|k| format!("Bearer {k}")),
+            Auth::Second => self.second_key.as_ref().map(|k| format!("Bearer {k}")),
+            Auth::Missing => None,
+            Auth::Header(h) => Some(h),
+        };
+        if let Some(h) = header {
+            builder = builder.header("Authorization", h);
+        }
+        let mut response =
+            builder.send().await.map_err(|e| Stop::fail(format!("{request}: no answer: {}", transport_error(&e))))?;
+        let status = response.status().as_u16();
+        let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    body.extend_from_slice(&chunk);
+                    if body.len() > MAX_BODY {
+                        return Err(Stop::fail(format!("{request}: response body exceeds {} MiB", MAX_BODY >> 20)));
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(Stop::fail(format!("{request}: reading the body failed: {}", transport_error(&e))))
+                }
+            }
+        }
+        Ok(Exchange { request, status, content_type, body: String::from_utf8_lossy(&body).into_owned() })
+    }
+}
+
+/// `METHOD /path?query`, relative to the host (the base URL is in the report header).
+pub fn describe(method: &Method, url: &Url) -> String {
+    match url.query() {
+        Some(q) => format!("{method} {}?{q}", url.path()),
+        None => format!("{method} {}", url.path()),
+    }
+}
+
+fn transport_error(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "timed out".to_string()
+    } else if e.is_connect() {
+        "connection failed".to_string()
+    } else {
+        e.to_string()
+    }
+}

@@ -1,0 +1,189 @@
+//! The webhook receiver: listens for the whole run, answers every POST at once, keeps every
+//! delivery, and lets cases wait (bounded) for the deliveries they expect. Delivery order,
+//! duplicates and retries are not specified (§6.3), so nothing here depends on them.
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::Router;
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Most deliveries kept; past that, a flooding target's deliveries are dropped.
+const MAX_DELIVERIES: usize = 100_000;
+
+/// One POST the receiver got.
+#[derive(Clone, Debug)]
+pub struct Delivery {
+    /// Arrival order at the receiver (informative only: delivery order is not specified).
+    pub seq: u64,
+    pub received_at: chrono::DateTime<chrono::Utc>,
+    /// The body, or `Value::Null` when it was not JSON (see `raw`).
+    pub body: Value,
+    pub raw: String,
+}
+
+impl Delivery {
+    /// The connection the event concerns: `data.connectionId`, or the short form's `connectionId`.
+    pub fn connection_id(&self) -> Option<&str> {
+        self.body.pointer("/data/connectionId").or_else(|| self.body.get("connectionId")).and_then(Value::as_str)
+    }
+
+    /// `type` of the envelope, or `event` of the short `connection.connected` form (§6.2).
+    pub fn event_type(&self) -> Option<&str> {
+        self.body.get("type").or_else(|| self.body.get("event")).and_then(Value::as_str)
+    }
+
+    /// Whether this is the short flat form of §6.2.
+    pub fn is_short_form(&self) -> bool {
+        self.body.get("event").is_some() && self.body.get("data").is_none()
+    }
+
+    /// What identifies the event across retries: the envelope `id`, or the short form's
+    /// `event`+`timestamp` (which has no id).
+    pub fn dedup_key(&self) -> String {
+        match self.body.get("id").and_then(Value::as_str) {
+            Some(id) => id.to_string(),
+            None => format!(
+                "{}@{}",
+                self.event_type().unwrap_or("?"),
+                self.body.get("timestamp").and_then(Value::as_str).unwrap_or("?")
+            ),
+        }
+    }
+
+    /// `connection.verifying(prev=created)`, for messages.
+    pub fn label(&self) -> String {
+        let ty = self.event_type().unwrap_or("<no type>");
+        match self.body.pointer("/data/previousStatus") {
+            Some(Value::String(p)) => format!("{ty}(prev={p})"),
+            Some(Value::Null) | None => ty.to_string(),
+            Some(other) => format!("{ty}(prev={other})"),
+        }
+    }
+}
+
+/// Deliveries with the same event id counted once (duplicates are allowed, §6.3).
+pub fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
+    let mut seen = std::collections::HashSet::new();
+    deliveries.iter().filter(|d| seen.insert(d.dedup_key())).cloned().collect()
+}
+
+/// `[connection.created, connection.verifying(prev=…)]`, for messages.
+pub fn labels(deliveries: &[Delivery]) -> String {
+    let labels: Vec<String> = unique(deliveries).iter().map(Delivery::label).collect();
+    format!("[{}]", labels.join(", "))
+}
+
+#[derive(Default)]
+struct Store {
+    deliveries: Mutex<Vec<Delivery>>,
+}
+
+/// A running receiver.
+pub struct Receiver {
+    url: String,
+    store: Arc<Store>,
+    arrivals: watch::Receiver<u64>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Receiver {
+    pub async fn start(listen: SocketAddr) -> anyhow::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("webhook receiver cannot listen on {listen}: {e}"))?;
+        let addr = listener.local_addr()?;
+        let store = Arc::new(Store::default());
+        let (tx, arrivals) = watch::channel(0u64);
+        let app = Router::new()
+            .route("/", post(receive))
+            .route("/{*path}", post(receive))
+            .layer(DefaultBodyLimit::max(1024 * 1024))
+            .with_state((store.clone(), Arc::new(tx)));
+        let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        Ok(Self { url: format!("http://{addr}/webhooks"), store, arrivals, shutdown: Some(shutdown) })
+    }
+
+    /// The address to register with the target.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Every delivery so far that concerns `connection_id`, duplicates included.
+    pub fn for_connection(&self, connection_id: &str) -> Vec<Delivery> {
+        let all = self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
+        all.iter().filter(|d| d.connection_id() == Some(connection_id)).cloned().collect()
+    }
+
+    /// Waits until `done` holds for the deliveries concerning `connection_id`, at most `timeout`.
+    /// Returns whether it held, and the deliveries seen.
+    pub async fn wait_for(
+        &self,
+        connection_id: &str,
+        timeout: Duration,
+        done: impl Fn(&[Delivery]) -> bool,
+    ) -> (bool, Vec<Delivery>) {
+        let deadline = Instant::now() + timeout;
+        let mut arrivals = self.arrivals.clone();
+        loop {
+            arrivals.mark_unchanged();
+            let seen = self.for_connection(connection_id);
+            if done(&seen) {
+                return (true, seen);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || tokio::time::timeout(left, arrivals.changed()).await.is_err() {
+                let seen = self.for_connection(connection_id);
+                return (done(&seen), seen);
+            }
+        }
+    }
+
+    /// Waits until a delivery of `event_type` concerning `connection_id` has arrived.
+    pub async fn wait_for_type(
+        &self,
+        connection_id: &str,
+        event_type: &str,
+        timeout: Duration,
+    ) -> (bool, Vec<Delivery>) {
+        self.wait_for(connection_id, timeout, |ds| ds.iter().any(|d| d.event_type() == Some(event_type))).await
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(s) = self.shutdown.take() {
+            let _ = s.send(());
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn receive(State((store, tx)): State<(Arc<Store>, Arc<watch::Sender<u64>>)>, body: Bytes) -> StatusCode {
+    let raw = String::from_utf8_lossy(&body).into_owned();
+    let parsed = serde_json::from_str(&raw).unwrap_or(Value::Null);
+    {
+        let mut all = store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
+        if all.len() < MAX_DELIVERIES {
+            let seq = all.len() as u64;
+            all.push(Delivery { seq, received_at: chrono::Utc::now(), body: parsed, raw });
+        }
+    }
+    tx.send_modify(|n| *n += 1);
+    StatusCode::NO_CONTENT
+}

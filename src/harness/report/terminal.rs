@@ -1,0 +1,49 @@
+//! The terminal report: one line per case as it finishes, then a summary by level.
+
+use super::Report;
+use crate::harness::catalogue::Level;
+use crate::harness::outcome::Outcome;
+use crate::harness::runner::CaseResult;
+use std::fmt::Write;
+
+/// `PASS  create.status-created  §2.1 must  3ms`, and the message below a failure.
+pub fn case_line(result: &CaseResult, gating: bool) -> String {
+    let mark = match (&result.outcome, gating) {
+        (Outcome::Passed, _) => "PASS",
+        (Outcome::Failed(_), true) => "FAIL",
+        (Outcome::Failed(_), false) => "NOTE",
+        (Outcome::Ignored(_), _) => "SKIP",
+    };
+    let case = result.case;
+    let mut line =
+        format!("{mark}  {:<36} {:<5} {:<10} {:>6}ms", case.id, case.section, case.level, result.duration.as_millis());
+    if let Some(m) = result.outcome.message() {
+        let _ = write!(line, "\n      {m}");
+    }
+    line
+}
+
+pub fn header(target: &str, seed: u64, cases: usize) -> String {
+    format!("bankconf: {cases} cases against {target} (seed {seed})")
+}
+
+pub fn summary(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\n{:<12} {:>7} {:>7} {:>8}  gates", "level", "passed", "failed", "ignored");
+    for level in Level::ALL {
+        let c = report.counts_at(level);
+        let gates = if report.gate.contains(&level) { "yes" } else { "no" };
+        let _ = writeln!(out, "{:<12} {:>7} {:>7} {:>8}  {gates}", level.as_str(), c.passed, c.failed, c.ignored);
+    }
+    let c = report.counts();
+    let _ = write!(
+        out,
+        "{}: {} passed, {} failed, {} ignored in {:.2}s",
+        report.verdict(),
+        c.passed,
+        c.failed,
+        c.ignored,
+        report.duration.as_secs_f64()
+    );
+    out
+}

@@ -1,0 +1,205 @@
+//! The tour: a few connections driven along fixed paths, recording what each step announced
+//! and what re-reading the API showed right after. The event cases (§3, §6) and reaction cases
+//! (§6.3) judge this record, so one set of drives serves them all.
+
+use super::context::{Created, RunContext};
+use super::outcome::Stop;
+use super::pagination::{self, item_id};
+use super::receiver::{labels, Delivery};
+use crate::spec::{Action, ACCOUNTS_UPDATED, TRANSACTION_DELETED};
+use serde_json::Value;
+
+/// The paths driven, each on a fresh connection.
+const PATHS: [&[Action]; 4] = [
+    &[Action::Connect, Action::UpdateAccounts, Action::DeleteTransaction, Action::Disconnect],
+    &[Action::RequireMfa],
+    &[Action::FailAuth],
+    &[Action::Error],
+];
+
+/// What one driven step showed.
+#[derive(Debug)]
+pub struct Step {
+    pub action: Action,
+    /// The announcing event arrived and the reaction check after it held; or why not.
+    pub verdict: Result<(), Stop>,
+}
+
+/// One connection of the tour.
+#[derive(Debug)]
+pub struct Leg {
+    /// Why the connection could not be created, if it could not.
+    pub created: Result<Created, Stop>,
+    pub steps: Vec<Step>,
+    /// Every delivery about the connection once the tour settled (duplicates included).
+    pub deliveries: Vec<Delivery>,
+}
+
+#[derive(Debug)]
+pub struct Tour {
+    pub legs: Vec<Leg>,
+}
+
+impl Tour {
+    pub async fn run(ctx: &RunContext) -> Tour {
+        // The legs share nothing but the receiver, so they run concurrently.
+        let (a, b, c, d) = tokio::join!(
+            run_leg(ctx, PATHS[0]),
+            run_leg(ctx, PATHS[1]),
+            run_leg(ctx, PATHS[2]),
+            run_leg(ctx, PATHS[3])
+        );
+        Tour { legs: vec![a, b, c, d] }
+    }
+
+    /// The verdict of the step that drove `action`.
+    pub fn step(&self, action: Action) -> Result<(), Stop> {
+        for (leg, path) in self.legs.iter().zip(PATHS) {
+            if !path.contains(&action) {
+                continue;
+            }
+            leg.created.as_ref().map_err(Clone::clone)?;
+            if let Some(step) = leg.steps.iter().find(|s| s.action == action) {
+                return step.verdict.clone();
+            }
+        }
+        Err(Stop::ignore(format!("no tour step drove {action}")))
+    }
+
+    /// Every connection the tour created, with its deliveries.
+    pub fn connections(&self) -> Result<Vec<(&str, &[Delivery])>, Stop> {
+        self.legs
+            .iter()
+            .map(|leg| match &leg.created {
+                Ok(c) => Ok((c.connection_id.as_str(), leg.deliveries.as_slice())),
+                Err(e) => Err(e.clone()),
+            })
+            .collect()
+    }
+}
+
+async fn run_leg(ctx: &RunContext, path: &[Action]) -> Leg {
+    let created = ctx.create_connection().await;
+    let Ok(connection) = &created else {
+        return Leg { created, steps: Vec::new(), deliveries: Vec::new() };
+    };
+    let mut steps = Vec::new();
+    let mut blocked: Option<String> = None;
+    for &action in path {
+        let verdict = match &blocked {
+            Some(why) => Err(Stop::ignore(format!("not driven: {why}"))),
+            None => drive_step(ctx, connection, action).await,
+        };
+        if let Err(e) = &verdict {
+            blocked.get_or_insert_with(|| format!("the earlier step {action} did not complete ({e})"));
+        }
+        steps.push(Step { action, verdict });
+    }
+    // Let the chain settle: late deliveries are allowed, so wait (bounded) until it links up.
+    let deliveries = match ctx.receiver() {
+        Ok(r) => {
+            r.wait_for(&connection.connection_id, ctx.config.event_wait(), |ds| super::chain::check(ds).is_ok()).await.1
+        }
+        Err(_) => Vec::new(),
+    };
+    Leg { created, steps, deliveries }
+}
+
+/// Drives one step, waits for the event that announces it, and checks the reaction (§6.3).
+async fn drive_step(ctx: &RunContext, connection: &Created, action: Action) -> Result<(), Stop> {
+    let receiver = ctx.receiver()?;
+    let id = &connection.connection_id;
+    let (account, transaction) = match action {
+        Action::UpdateAccounts => (first_account(ctx, id).await?, None),
+        Action::DeleteTransaction => {
+            let (a, t) = first_transaction(ctx, id).await?;
+            (Some(a), Some(t))
+        }
+        _ => (None, None),
+    };
+    let before: Vec<String> = receiver.for_connection(id).iter().map(Delivery::dedup_key).collect();
+    ctx.drive(action, connection, account.as_deref(), transaction.as_deref()).await?;
+    let expected = announcing_event(action);
+    let (arrived, seen) = receiver
+        .wait_for(id, ctx.config.event_wait(), |ds| {
+            ds.iter().any(|d| d.event_type() == Some(expected) && !before.contains(&d.dedup_key()))
+        })
+        .await;
+    if !arrived {
+        return Err(Stop::fail(format!(
+            "drove {action} on {id}, but no {expected} arrived within {:?}; received {}",
+            ctx.config.event_wait(),
+            labels(&seen)
+        )));
+    }
+    let event = seen.iter().find(|d| d.event_type() == Some(expected) && !before.contains(&d.dedup_key())).cloned();
+    react(ctx, id, action, event.as_ref()).await
+}
+
+/// The event type that announces a driven action (§3.1, §6).
+pub fn announcing_event(action: Action) -> &'static str {
+    match action.target_state() {
+        Some(state) => state.event_type(),
+        None if action == Action::UpdateAccounts => ACCOUNTS_UPDATED,
+        None => TRANSACTION_DELETED,
+    }
+}
+
+/// What the client does on the event (§6.3), and whether it shows what the event announced.
+async fn react(ctx: &RunContext, connection_id: &str, action: Action, event: Option<&Delivery>) -> Result<(), Stop> {
+    let data = |field: &str| {
+        event.and_then(|e| e.body.pointer(&format!("/data/{field}"))).and_then(Value::as_str).map(str::to_string)
+    };
+    match action {
+        // §3.2, §4.2: accounts are available once CONNECTED is announced.
+        Action::Connect => {
+            let exchange = ctx.api.get(&["v1", "connections", connection_id, "accounts"], &[]).await?;
+            exchange.success_json().map(|_| ()).map_err(|e| Stop::fail(format!("after connection.connected: {e}")))
+        }
+        // §6.3: re-read the account and its transactions.
+        Action::UpdateAccounts => {
+            let account = data("accountId").ok_or_else(|| Stop::fail("accounts.updated carries no data.accountId"))?;
+            let exchange = ctx.api.get(&["v1", "accounts", &account], &[]).await?;
+            exchange.success_json().map_err(|e| Stop::fail(format!("after accounts.updated: {e}")))?;
+            pagination::walk(&ctx.api, &account, None, None)
+                .await
+                .map_err(|e| Stop::fail(format!("after accounts.updated: {e}")))?;
+            Ok(())
+        }
+        // §6.3: the deleted transaction is gone from the list.
+        Action::DeleteTransaction => {
+            let account =
+                data("accountId").ok_or_else(|| Stop::fail("transaction.deleted carries no data.accountId"))?;
+            let txn =
+                data("transactionId").ok_or_else(|| Stop::fail("transaction.deleted carries no data.transactionId"))?;
+            let walk = pagination::walk(&ctx.api, &account, None, None)
+                .await
+                .map_err(|e| Stop::fail(format!("after transaction.deleted: {e}")))?;
+            let still_listed = walk.items().any(|item| item_id(item) == txn);
+            if still_listed {
+                return Err(Stop::fail(format!(
+                    "after transaction.deleted for {txn}, GET /v1/accounts/{account}/transactions still lists it"
+                )));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+async fn first_account(ctx: &RunContext, connection_id: &str) -> Result<Option<String>, Stop> {
+    let accounts = ctx.accounts_when_ready(connection_id).await?;
+    Ok(accounts.iter().find_map(|a| a.get("id").and_then(Value::as_str)).map(str::to_string))
+}
+
+/// An account with at least one transaction, and its first transaction.
+async fn first_transaction(ctx: &RunContext, connection_id: &str) -> Result<(String, String), Stop> {
+    for account in ctx.accounts_when_ready(connection_id).await? {
+        let Some(id) = account.get("id").and_then(Value::as_str) else { continue };
+        let page = pagination::fetch_page(&ctx.api, id, None, None).await?;
+        if let Some(item) = page.items.first() {
+            return Ok((id.to_string(), item_id(item)));
+        }
+    }
+    Err(Stop::ignore("no account of the connection has a transaction to delete"))
+}
