@@ -80,10 +80,7 @@ impl Schema {
     }
 
     fn index(self) -> usize {
-        Self::ALL
-            .iter()
-            .position(|s| *s == self)
-            .expect("every schema is in ALL")
+        Self::ALL.iter().position(|s| *s == self).expect("every schema is in ALL")
     }
 
     fn from_id(id: &str) -> Option<Self> {
@@ -96,18 +93,13 @@ static DOCUMENTS: LazyLock<Vec<Value>> = LazyLock::new(|| {
     Schema::ALL
         .iter()
         .map(|s| {
-            serde_json::from_str(s.source())
-                .unwrap_or_else(|e| panic!("schemas/{} is not JSON: {e}", s.file_name()))
+            serde_json::from_str(s.source()).unwrap_or_else(|e| panic!("schemas/{} is not JSON: {e}", s.file_name()))
         })
         .collect()
 });
 
-static VALIDATORS: LazyLock<Vec<jsonschema::Validator>> = LazyLock::new(|| {
-    Schema::ALL
-        .iter()
-        .map(|s| compile(*s).unwrap_or_else(|e| panic!("{e}")))
-        .collect()
-});
+static VALIDATORS: LazyLock<Vec<jsonschema::Validator>> =
+    LazyLock::new(|| Schema::ALL.iter().map(|s| compile(*s).unwrap_or_else(|e| panic!("{e}"))).collect());
 
 /// Compiles one schema with draft 2020-12, format assertion on, and every other embedded
 /// schema registered under its `$id` (so `$ref` never leaves the process).
@@ -121,9 +113,7 @@ fn compile(schema: Schema) -> Result<jsonschema::Validator, String> {
             .map_err(|e| format!("schemas/{}: {e}", other.file_name()))?;
         options = options.with_resource(other.id(), resource);
     }
-    options
-        .build(schema.document())
-        .map_err(|e| format!("schemas/{} does not compile: {e}", schema.file_name()))
+    options.build(schema.document()).map_err(|e| format!("schemas/{} does not compile: {e}", schema.file_name()))
 }
 
 /// One way an instance breaks a schema.
@@ -136,11 +126,7 @@ pub struct Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = if self.instance_path.is_empty() {
-            "/"
-        } else {
-            &self.instance_path
-        };
+        let path = if self.instance_path.is_empty() { "/" } else { &self.instance_path };
         write!(f, "{path}: {}", self.message)
     }
 }
@@ -183,9 +169,7 @@ pub fn validate(schema: Schema, instance: &Value) -> Result<(), Vec<Violation>> 
 fn compact_len(value: &Value) -> usize {
     match value {
         Value::String(s) => s.chars().count() + 2,
-        Value::Array(_) | Value::Object(_) => {
-            serde_json::to_string(value).map_or(usize::MAX, |s| s.len())
-        }
+        Value::Array(_) | Value::Object(_) => serde_json::to_string(value).map_or(usize::MAX, |s| s.len()),
         other => other.to_string().len(),
     }
 }
@@ -261,27 +245,15 @@ mod tests {
     #[test]
     fn sections_follow_refs_into_other_files() {
         assert_eq!(
-            sections_at(
-                Schema::TransactionsPage,
-                "/properties/data/items/$ref/properties/id/pattern"
-            ),
+            sections_at(Schema::TransactionsPage, "/properties/data/items/$ref/properties/id/pattern"),
             Some("§2, §2.3".to_owned())
         );
         assert_eq!(
-            sections_at(
-                Schema::WebhookEvent,
-                "/else/$ref/properties/created_at/$ref/pattern"
-            ),
+            sections_at(Schema::WebhookEvent, "/else/$ref/properties/created_at/$ref/pattern"),
             Some("§6.1, §6.2".to_owned())
         );
-        assert_eq!(
-            sections_at(Schema::Account, "/required"),
-            Some("§2.2".to_owned())
-        );
-        assert_eq!(
-            sections_at(Schema::Account, "/no/such/place"),
-            Some("§2.2".to_owned())
-        );
+        assert_eq!(sections_at(Schema::Account, "/required"), Some("§2.2".to_owned()));
+        assert_eq!(sections_at(Schema::Account, "/no/such/place"), Some("§2.2".to_owned()));
     }
 
     #[test]

@@ -132,11 +132,7 @@ fn event(event_type: &str) -> Value {
         "connectionId": "conn_01HZX3K9Q2W8E5R7T1Y4U6I0OP"
     });
     if event_type.starts_with("connection.") {
-        data["previousStatus"] = if event_type == "connection.created" {
-            Value::Null
-        } else {
-            json!("verifying")
-        };
+        data["previousStatus"] = if event_type == "connection.created" { Value::Null } else { json!("verifying") };
         data["error"] = Value::Null;
     }
     if event_type == "accounts.updated" || event_type == "transaction.deleted" {
@@ -170,11 +166,7 @@ struct Valid {
 }
 
 fn ok(name: impl Into<String>, schema: Schema, doc: Value) -> Valid {
-    Valid {
-        name: name.into(),
-        schema,
-        doc,
-    }
+    Valid { name: name.into(), schema, doc }
 }
 
 struct Invalid {
@@ -187,54 +179,22 @@ struct Invalid {
     says: &'static str,
 }
 
-fn bad(
-    name: impl Into<String>,
-    schema: Schema,
-    doc: Value,
-    path: &'static str,
-    says: &'static str,
-) -> Invalid {
-    Invalid {
-        name: name.into(),
-        schema,
-        doc,
-        path,
-        says,
-    }
+fn bad(name: impl Into<String>, schema: Schema, doc: Value, path: &'static str, says: &'static str) -> Invalid {
+    Invalid { name: name.into(), schema, doc, path, says }
 }
 
 fn valid_cases() -> Vec<Valid> {
     use Schema::*;
     let mut cases = vec![
-        ok(
-            "§4.1 creation response",
-            ConnectionCreated,
-            connection_created(),
-        ),
+        ok("§4.1 creation response", ConnectionCreated, connection_created()),
         ok(
             "§2.1 open object: other connection fields",
             ConnectionCreated,
             with(connection_created(), "/createdAt", json!("anything")),
         ),
-        ok(
-            "§2.2 extra field",
-            Account,
-            with(minimal_account("checking"), "/iban", json!("x")),
-        ),
-        ok(
-            "§2.2 lastSyncedAt object",
-            Account,
-            with(
-                minimal_account("savings"),
-                "/lastSyncedAt",
-                json!({"at": 1}),
-            ),
-        ),
-        ok(
-            "§2.2 lastSyncedAt null",
-            Account,
-            with(minimal_account("savings"), "/lastSyncedAt", Value::Null),
-        ),
+        ok("§2.2 extra field", Account, with(minimal_account("checking"), "/iban", json!("x"))),
+        ok("§2.2 lastSyncedAt object", Account, with(minimal_account("savings"), "/lastSyncedAt", json!({"at": 1}))),
+        ok("§2.2 lastSyncedAt null", Account, with(minimal_account("savings"), "/lastSyncedAt", Value::Null)),
         ok(
             "§2.2 institution subfields optional",
             Account,
@@ -249,148 +209,72 @@ fn valid_cases() -> Vec<Valid> {
                 json!({"id": "i", "name": "n", "logo": "https://x/logo.png"}),
             ),
         ),
-        ok(
-            "§2.2 creditLimit as number",
-            Account,
-            with(minimal_account("credit_card"), "/creditLimit", json!(5000)),
-        ),
-        ok(
-            "§2.2 positions null on checking",
-            Account,
-            with(minimal_account("checking"), "/positions", Value::Null),
-        ),
+        ok("§2.2 creditLimit as number", Account, with(minimal_account("credit_card"), "/creditLimit", json!(5000))),
+        ok("§2.2 positions null on checking", Account, with(minimal_account("checking"), "/positions", Value::Null)),
         ok(
             "§2.2 creditLimit/currencyBalances null on savings",
             Account,
-            with(
-                with(minimal_account("savings"), "/creditLimit", Value::Null),
-                "/currencyBalances",
-                Value::Null,
-            ),
+            with(with(minimal_account("savings"), "/creditLimit", Value::Null), "/currencyBalances", Value::Null),
         ),
         ok(
             "§2.2 createdAt +00:00",
             Account,
-            with(
-                minimal_account("checking"),
-                "/createdAt",
-                json!("2024-01-15T10:30:00+00:00"),
-            ),
+            with(minimal_account("checking"), "/createdAt", json!("2024-01-15T10:30:00+00:00")),
         ),
         ok(
             "§2.2 createdAt -00:00 with fraction",
             Account,
-            with(
-                minimal_account("checking"),
-                "/createdAt",
-                json!("2024-01-15T10:30:00.5-00:00"),
-            ),
+            with(minimal_account("checking"), "/createdAt", json!("2024-01-15T10:30:00.5-00:00")),
         ),
         ok(
             "§2.2 currencyBalances null on credit_card",
             Account,
-            with(
-                minimal_account("credit_card"),
-                "/currencyBalances",
-                Value::Null,
-            ),
+            with(minimal_account("credit_card"), "/currencyBalances", Value::Null),
         ),
-        ok(
-            "§2 opaque id part",
-            Account,
-            with(minimal_account("checking"), "/id", json!("acc_x")),
-        ),
+        ok("§2 opaque id part", Account, with(minimal_account("checking"), "/id", json!("acc_x"))),
         ok("§4.2 empty array", Accounts, json!([])),
         ok(
             "§4.2 mixed accounts",
             Accounts,
-            json!([
-                full_account("checking"),
-                full_account("credit_card"),
-                minimal_account("pension")
-            ]),
+            json!([full_account("checking"), full_account("credit_card"), minimal_account("pension")]),
         ),
         ok("§2.3 full transaction", Transaction, transaction()),
-        ok(
-            "§2.3 minimal transaction (id only)",
-            Transaction,
-            json!({"id": "txn_1"}),
-        ),
-        ok(
-            "§2.3 status other than posted",
-            Transaction,
-            with(transaction(), "/status", json!("pending")),
-        ),
-        ok(
-            "§2.3 credit",
-            Transaction,
-            with(transaction(), "/amount", json!(1500)),
-        ),
+        ok("§2.3 minimal transaction (id only)", Transaction, json!({"id": "txn_1"})),
+        ok("§2.3 status other than posted", Transaction, with(transaction(), "/status", json!("pending"))),
+        ok("§2.3 credit", Transaction, with(transaction(), "/amount", json!(1500))),
         ok("§4.3 page with next_cursor", TransactionsPage, page()),
-        ok(
-            "§4.3 last page without next_cursor",
-            TransactionsPage,
-            json!({"data": [transaction()], "has_more": false}),
-        ),
-        ok(
-            "§4.3 empty page",
-            TransactionsPage,
-            json!({"data": [], "has_more": false}),
-        ),
+        ok("§4.3 last page without next_cursor", TransactionsPage, json!({"data": [transaction()], "has_more": false})),
+        ok("§4.3 empty page", TransactionsPage, json!({"data": [], "has_more": false})),
         ok("§6.2 short form", WebhookEvent, short_form()),
         ok(
             "§6.2 short form +00:00",
             WebhookEvent,
-            with(
-                short_form(),
-                "/timestamp",
-                json!("2024-01-15T10:30:00+00:00"),
-            ),
+            with(short_form(), "/timestamp", json!("2024-01-15T10:30:00+00:00")),
         ),
         ok(
             "§6.1 microseconds",
             WebhookEvent,
-            with(
-                event("accounts.updated"),
-                "/created_at",
-                json!("2024-01-15T10:30:00.123456Z"),
-            ),
+            with(event("accounts.updated"), "/created_at", json!("2024-01-15T10:30:00.123456Z")),
         ),
         ok(
             "§6.2 connection.created previousStatus empty string",
             WebhookEvent,
-            with(
-                event("connection.created"),
-                "/data/previousStatus",
-                json!(""),
-            ),
+            with(event("connection.created"), "/data/previousStatus", json!("")),
         ),
         ok(
             "§6.2 error set on connection.error",
             WebhookEvent,
-            with(
-                event("connection.error"),
-                "/data/error",
-                json!({"code": "X", "message": "m"}),
-            ),
+            with(event("connection.error"), "/data/error", json!({"code": "X", "message": "m"})),
         ),
         ok(
             "§6 open objects",
             WebhookEvent,
-            with(
-                with(event("transaction.deleted"), "/extra", json!(1)),
-                "/data/extra",
-                json!(2),
-            ),
+            with(with(event("transaction.deleted"), "/extra", json!(1)), "/data/extra", json!(2)),
         ),
     ];
     for kind in ["checking", "savings", "credit_card", "brokerage", "pension"] {
         cases.push(ok(format!("§2.2 full {kind}"), Account, full_account(kind)));
-        cases.push(ok(
-            format!("§2.2 minimal {kind}"),
-            Account,
-            minimal_account(kind),
-        ));
+        cases.push(ok(format!("§2.2 minimal {kind}"), Account, minimal_account(kind)));
     }
     for number in [
         "****1234",
@@ -409,21 +293,13 @@ fn valid_cases() -> Vec<Valid> {
         ));
     }
     for event_type in EVENT_TYPES {
-        cases.push(ok(
-            format!("§6 {event_type}"),
-            WebhookEvent,
-            event(event_type),
-        ));
+        cases.push(ok(format!("§6 {event_type}"), WebhookEvent, event(event_type)));
     }
     for state in STATES {
         cases.push(ok(
             format!("§3.1 previousStatus {state}"),
             WebhookEvent,
-            with(
-                event("connection.disconnected"),
-                "/data/previousStatus",
-                json!(state),
-            ),
+            with(event("connection.disconnected"), "/data/previousStatus", json!(state)),
         ));
     }
     cases
@@ -471,55 +347,13 @@ fn invalid_cases() -> Vec<Invalid> {
             "string",
         ),
         // §2.2
-        bad(
-            "id prefix",
-            Account,
-            with(acc(), "/id", json!("acct_1")),
-            "/id",
-            "^acc_",
-        ),
-        bad(
-            "connectionId prefix",
-            Account,
-            with(acc(), "/connectionId", json!("acc_1")),
-            "/connectionId",
-            "^conn_",
-        ),
-        bad(
-            "name type",
-            Account,
-            with(acc(), "/name", json!(5)),
-            "/name",
-            "string",
-        ),
-        bad(
-            "type enum",
-            Account,
-            with(acc(), "/type", json!("loan")),
-            "/type",
-            "loan",
-        ),
-        bad(
-            "currency lower case",
-            Account,
-            with(acc(), "/currency", json!("eur")),
-            "/currency",
-            "[A-Z]{3}",
-        ),
-        bad(
-            "currency four letters",
-            Account,
-            with(acc(), "/currency", json!("EURO")),
-            "/currency",
-            "[A-Z]{3}",
-        ),
-        bad(
-            "balance as string",
-            Account,
-            with(acc(), "/balance", json!("10.00")),
-            "/balance",
-            "number",
-        ),
+        bad("id prefix", Account, with(acc(), "/id", json!("acct_1")), "/id", "^acc_"),
+        bad("connectionId prefix", Account, with(acc(), "/connectionId", json!("acc_1")), "/connectionId", "^conn_"),
+        bad("name type", Account, with(acc(), "/name", json!(5)), "/name", "string"),
+        bad("type enum", Account, with(acc(), "/type", json!("loan")), "/type", "loan"),
+        bad("currency lower case", Account, with(acc(), "/currency", json!("eur")), "/currency", "[A-Z]{3}"),
+        bad("currency four letters", Account, with(acc(), "/currency", json!("EURO")), "/currency", "[A-Z]{3}"),
+        bad("balance as string", Account, with(acc(), "/balance", json!("10.00")), "/balance", "number"),
         bad(
             "availableBalance null",
             Account,
@@ -590,20 +424,8 @@ fn invalid_cases() -> Vec<Invalid> {
             "/createdAt",
             "date-time",
         ),
-        bad(
-            "createdAt epoch number",
-            Account,
-            with(acc(), "/createdAt", json!(1705314600)),
-            "/createdAt",
-            "string",
-        ),
-        bad(
-            "lastSyncedAt number",
-            Account,
-            with(acc(), "/lastSyncedAt", json!(1705314600)),
-            "/lastSyncedAt",
-            "anyOf",
-        ),
+        bad("createdAt epoch number", Account, with(acc(), "/createdAt", json!(1705314600)), "/createdAt", "string"),
+        bad("lastSyncedAt number", Account, with(acc(), "/lastSyncedAt", json!(1705314600)), "/lastSyncedAt", "anyOf"),
         bad(
             "lastSyncedAt non-UTC",
             Account,
@@ -618,13 +440,7 @@ fn invalid_cases() -> Vec<Invalid> {
             "/institution",
             "object",
         ),
-        bad(
-            "institution.id type",
-            Account,
-            with(acc(), "/institution", json!({"id": 7})),
-            "/institution/id",
-            "string",
-        ),
+        bad("institution.id type", Account, with(acc(), "/institution", json!({"id": 7})), "/institution/id", "string"),
         bad(
             "institution.name null",
             Account,
@@ -656,21 +472,11 @@ fn invalid_cases() -> Vec<Invalid> {
         bad(
             "currencyBalances not array",
             Account,
-            with(
-                minimal_account("credit_card"),
-                "/currencyBalances",
-                json!({}),
-            ),
+            with(minimal_account("credit_card"), "/currencyBalances", json!({})),
             "/currencyBalances",
             "array",
         ),
-        bad(
-            "positions on checking",
-            Account,
-            with(acc(), "/positions", json!([])),
-            "/positions",
-            "null",
-        ),
+        bad("positions on checking", Account, with(acc(), "/positions", json!([])), "/positions", "null"),
         bad(
             "positions on credit_card",
             Account,
@@ -686,42 +492,12 @@ fn invalid_cases() -> Vec<Invalid> {
             "array",
         ),
         // §4.2
-        bad(
-            "accounts not array",
-            Accounts,
-            minimal_account("checking"),
-            "",
-            "array",
-        ),
-        bad(
-            "accounts element",
-            Accounts,
-            json!([acc(), with(acc(), "/type", json!("loan"))]),
-            "/1/type",
-            "loan",
-        ),
-        bad(
-            "accounts element missing field",
-            Accounts,
-            json!([without(acc(), "/balance")]),
-            "/0",
-            "balance",
-        ),
+        bad("accounts not array", Accounts, minimal_account("checking"), "", "array"),
+        bad("accounts element", Accounts, json!([acc(), with(acc(), "/type", json!("loan"))]), "/1/type", "loan"),
+        bad("accounts element missing field", Accounts, json!([without(acc(), "/balance")]), "/0", "balance"),
         // §2.3
-        bad(
-            "transaction missing id",
-            Transaction,
-            without(transaction(), "/id"),
-            "",
-            "\"id\"",
-        ),
-        bad(
-            "transaction id prefix",
-            Transaction,
-            with(transaction(), "/id", json!("tx_1")),
-            "/id",
-            "^txn_",
-        ),
+        bad("transaction missing id", Transaction, without(transaction(), "/id"), "", "\"id\""),
+        bad("transaction id prefix", Transaction, with(transaction(), "/id", json!("tx_1")), "/id", "^txn_"),
         bad(
             "transaction accountId prefix",
             Transaction,
@@ -729,13 +505,7 @@ fn invalid_cases() -> Vec<Invalid> {
             "/accountId",
             "^acc_",
         ),
-        bad(
-            "amount as string",
-            Transaction,
-            with(transaction(), "/amount", json!("-42.17")),
-            "/amount",
-            "number",
-        ),
+        bad("amount as string", Transaction, with(transaction(), "/amount", json!("-42.17")), "/amount", "number"),
         bad(
             "currency lower case",
             Transaction,
@@ -743,21 +513,11 @@ fn invalid_cases() -> Vec<Invalid> {
             "/currency",
             "[A-Z]{3}",
         ),
-        bad(
-            "description type",
-            Transaction,
-            with(transaction(), "/description", json!(1)),
-            "/description",
-            "string",
-        ),
+        bad("description type", Transaction, with(transaction(), "/description", json!(1)), "/description", "string"),
         bad(
             "transactionDate timestamp",
             Transaction,
-            with(
-                transaction(),
-                "/transactionDate",
-                json!("2024-01-14T00:00:00Z"),
-            ),
+            with(transaction(), "/transactionDate", json!("2024-01-14T00:00:00Z")),
             "/transactionDate",
             "date",
         ),
@@ -775,67 +535,21 @@ fn invalid_cases() -> Vec<Invalid> {
             "/transactionDate",
             "date",
         ),
-        bad(
-            "category type",
-            Transaction,
-            with(transaction(), "/category", json!(3)),
-            "/category",
-            "string",
-        ),
-        bad(
-            "status type",
-            Transaction,
-            with(transaction(), "/status", json!(true)),
-            "/status",
-            "string",
-        ),
+        bad("category type", Transaction, with(transaction(), "/category", json!(3)), "/category", "string"),
+        bad("status type", Transaction, with(transaction(), "/status", json!(true)), "/status", "string"),
         bad(
             "createdAt non-UTC",
             Transaction,
-            with(
-                transaction(),
-                "/createdAt",
-                json!("2024-01-15T10:30:00-05:00"),
-            ),
+            with(transaction(), "/createdAt", json!("2024-01-15T10:30:00-05:00")),
             "/createdAt",
             "does not match",
         ),
         // §4.3
-        bad(
-            "page missing data",
-            TransactionsPage,
-            without(page(), "/data"),
-            "",
-            "\"data\"",
-        ),
-        bad(
-            "page missing has_more",
-            TransactionsPage,
-            without(page(), "/has_more"),
-            "",
-            "has_more",
-        ),
-        bad(
-            "has_more string",
-            TransactionsPage,
-            with(page(), "/has_more", json!("true")),
-            "/has_more",
-            "boolean",
-        ),
-        bad(
-            "data object",
-            TransactionsPage,
-            with(page(), "/data", json!({})),
-            "/data",
-            "array",
-        ),
-        bad(
-            "data item without id",
-            TransactionsPage,
-            without(page(), "/data/1/id"),
-            "/data/1",
-            "\"id\"",
-        ),
+        bad("page missing data", TransactionsPage, without(page(), "/data"), "", "\"data\""),
+        bad("page missing has_more", TransactionsPage, without(page(), "/has_more"), "", "has_more"),
+        bad("has_more string", TransactionsPage, with(page(), "/has_more", json!("true")), "/has_more", "boolean"),
+        bad("data object", TransactionsPage, with(page(), "/data", json!({})), "/data", "array"),
+        bad("data item without id", TransactionsPage, without(page(), "/data/1/id"), "/data/1", "\"id\""),
         bad(
             "data item amount",
             TransactionsPage,
@@ -843,93 +557,41 @@ fn invalid_cases() -> Vec<Invalid> {
             "/data/0/amount",
             "number",
         ),
-        bad(
-            "next_cursor null",
-            TransactionsPage,
-            with(page(), "/next_cursor", Value::Null),
-            "/next_cursor",
-            "string",
-        ),
-        bad(
-            "next_cursor number",
-            TransactionsPage,
-            with(page(), "/next_cursor", json!(2)),
-            "/next_cursor",
-            "string",
-        ),
+        bad("next_cursor null", TransactionsPage, with(page(), "/next_cursor", Value::Null), "/next_cursor", "string"),
+        bad("next_cursor number", TransactionsPage, with(page(), "/next_cursor", json!(2)), "/next_cursor", "string"),
         // §6.1 envelope
-        bad(
-            "not an object",
-            WebhookEvent,
-            json!("connection.connected"),
-            "",
-            "object",
-        ),
-        bad(
-            "id prefix",
-            WebhookEvent,
-            with(event("connection.connected"), "/id", json!("event_1")),
-            "/id",
-            "^evt_",
-        ),
+        bad("not an object", WebhookEvent, json!("connection.connected"), "", "object"),
+        bad("id prefix", WebhookEvent, with(event("connection.connected"), "/id", json!("event_1")), "/id", "^evt_"),
         bad(
             "unknown type",
             WebhookEvent,
-            with(
-                event("connection.connected"),
-                "/type",
-                json!("connection.unknown"),
-            ),
+            with(event("connection.connected"), "/type", json!("connection.unknown")),
             "/type",
             "connection.unknown",
         ),
         bad(
             "created_at without ms",
             WebhookEvent,
-            with(
-                event("connection.connected"),
-                "/created_at",
-                json!("2024-01-15T10:30:00Z"),
-            ),
+            with(event("connection.connected"), "/created_at", json!("2024-01-15T10:30:00Z")),
             "/created_at",
             "does not match",
         ),
         bad(
             "created_at 2 fraction digits",
             WebhookEvent,
-            with(
-                event("connection.connected"),
-                "/created_at",
-                json!("2024-01-15T10:30:00.12Z"),
-            ),
+            with(event("connection.connected"), "/created_at", json!("2024-01-15T10:30:00.12Z")),
             "/created_at",
             "does not match",
         ),
         bad(
             "created_at non-UTC",
             WebhookEvent,
-            with(
-                event("connection.connected"),
-                "/created_at",
-                json!("2024-01-15T10:30:00.123+01:00"),
-            ),
+            with(event("connection.connected"), "/created_at", json!("2024-01-15T10:30:00.123+01:00")),
             "/created_at",
             "does not match",
         ),
-        bad(
-            "missing data",
-            WebhookEvent,
-            without(event("connection.connected"), "/data"),
-            "",
-            "\"data\"",
-        ),
-        bad(
-            "missing created_at",
-            WebhookEvent,
-            without(event("accounts.updated"), "/created_at"),
-            "",
-            "created_at",
-        ),
+        bad("missing data", WebhookEvent, without(event("connection.connected"), "/data"), "", "\"data\""),
+        bad("missing created_at", WebhookEvent, without(event("accounts.updated"), "/created_at"), "", "created_at"),
         bad(
             "data not object",
             WebhookEvent,
@@ -941,11 +603,7 @@ fn invalid_cases() -> Vec<Invalid> {
         bad(
             "data.type differs",
             WebhookEvent,
-            with(
-                event("connection.connected"),
-                "/data/type",
-                json!("connection.error"),
-            ),
+            with(event("connection.connected"), "/data/type", json!("connection.error")),
             "/data/type",
             "connection.connected",
         ),
@@ -959,33 +617,21 @@ fn invalid_cases() -> Vec<Invalid> {
         bad(
             "occurredAt without ms",
             WebhookEvent,
-            with(
-                event("connection.connected"),
-                "/data/occurredAt",
-                json!("2024-01-15T10:30:00Z"),
-            ),
+            with(event("connection.connected"), "/data/occurredAt", json!("2024-01-15T10:30:00Z")),
             "/data/occurredAt",
             "does not match",
         ),
         bad(
             "clientId prefix",
             WebhookEvent,
-            with(
-                event("connection.connected"),
-                "/data/clientId",
-                json!("client_1"),
-            ),
+            with(event("connection.connected"), "/data/clientId", json!("client_1")),
             "/data/clientId",
             "^cli_",
         ),
         bad(
             "connectionId prefix",
             WebhookEvent,
-            with(
-                event("accounts.updated"),
-                "/data/connectionId",
-                json!("acc_1"),
-            ),
+            with(event("accounts.updated"), "/data/connectionId", json!("acc_1")),
             "/data/connectionId",
             "^conn_",
         ),
@@ -1006,55 +652,35 @@ fn invalid_cases() -> Vec<Invalid> {
         bad(
             "previousStatus upper case",
             WebhookEvent,
-            with(
-                event("connection.verifying"),
-                "/data/previousStatus",
-                json!("CREDENTIALS_SUBMITTED"),
-            ),
+            with(event("connection.verifying"), "/data/previousStatus", json!("CREDENTIALS_SUBMITTED")),
             "/data/previousStatus",
             "CREDENTIALS_SUBMITTED",
         ),
         bad(
             "previousStatus not a state",
             WebhookEvent,
-            with(
-                event("connection.verifying"),
-                "/data/previousStatus",
-                json!("pending"),
-            ),
+            with(event("connection.verifying"), "/data/previousStatus", json!("pending")),
             "/data/previousStatus",
             "pending",
         ),
         bad(
             "previousStatus null after created",
             WebhookEvent,
-            with(
-                event("connection.connected"),
-                "/data/previousStatus",
-                Value::Null,
-            ),
+            with(event("connection.connected"), "/data/previousStatus", Value::Null),
             "/data/previousStatus",
             "not one of",
         ),
         bad(
             "created: previousStatus upper case",
             WebhookEvent,
-            with(
-                event("connection.created"),
-                "/data/previousStatus",
-                json!("NONE"),
-            ),
+            with(event("connection.created"), "/data/previousStatus", json!("NONE")),
             "/data/previousStatus",
             "does not match",
         ),
         bad(
             "created: previousStatus number",
             WebhookEvent,
-            with(
-                event("connection.created"),
-                "/data/previousStatus",
-                json!(0),
-            ),
+            with(event("connection.created"), "/data/previousStatus", json!(0)),
             "/data/previousStatus",
             "string",
         ),
@@ -1075,11 +701,7 @@ fn invalid_cases() -> Vec<Invalid> {
         bad(
             "accountId prefix",
             WebhookEvent,
-            with(
-                event("accounts.updated"),
-                "/data/accountId",
-                json!("acct_1"),
-            ),
+            with(event("accounts.updated"), "/data/accountId", json!("acct_1")),
             "/data/accountId",
             "^acc_",
         ),
@@ -1100,22 +722,12 @@ fn invalid_cases() -> Vec<Invalid> {
         bad(
             "transactionId prefix",
             WebhookEvent,
-            with(
-                event("transaction.deleted"),
-                "/data/transactionId",
-                json!("t_1"),
-            ),
+            with(event("transaction.deleted"), "/data/transactionId", json!("t_1")),
             "/data/transactionId",
             "^txn_",
         ),
         // §6.2 short form
-        bad(
-            "short form timestamp missing",
-            WebhookEvent,
-            without(short_form(), "/timestamp"),
-            "",
-            "timestamp",
-        ),
+        bad("short form timestamp missing", WebhookEvent, without(short_form(), "/timestamp"), "", "timestamp"),
         bad(
             "short form connectionId missing",
             WebhookEvent,
@@ -1126,22 +738,14 @@ fn invalid_cases() -> Vec<Invalid> {
         bad(
             "short form with ms",
             WebhookEvent,
-            with(
-                short_form(),
-                "/timestamp",
-                json!("2024-01-15T10:30:00.123Z"),
-            ),
+            with(short_form(), "/timestamp", json!("2024-01-15T10:30:00.123Z")),
             "/timestamp",
             "does not match",
         ),
         bad(
             "short form non-UTC",
             WebhookEvent,
-            with(
-                short_form(),
-                "/timestamp",
-                json!("2024-01-15T10:30:00+02:00"),
-            ),
+            with(short_form(), "/timestamp", json!("2024-01-15T10:30:00+02:00")),
             "/timestamp",
             "does not match",
         ),
@@ -1160,25 +764,11 @@ fn invalid_cases() -> Vec<Invalid> {
             "^conn_",
         ),
     ];
-    for field in [
-        "id",
-        "connectionId",
-        "name",
-        "type",
-        "currency",
-        "balance",
-        "availableBalance",
-        "accountNumber",
-        "createdAt",
-    ] {
+    for field in
+        ["id", "connectionId", "name", "type", "currency", "balance", "availableBalance", "accountNumber", "createdAt"]
+    {
         let path = format!("/{field}");
-        let mut case = bad(
-            format!("missing {field}"),
-            Account,
-            without(acc(), &path),
-            "",
-            "",
-        );
+        let mut case = bad(format!("missing {field}"), Account, without(acc(), &path), "", "");
         case.says = Box::leak(format!("\"{field}\" is a required property").into_boxed_str());
         cases.push(case);
     }
@@ -1205,19 +795,10 @@ fn valid_documents_pass() {
     let mut failures = Vec::new();
     for case in valid_cases() {
         if let Err(violations) = validate(case.schema, &case.doc) {
-            failures.push(format!(
-                "{:?} / {}:{}",
-                case.schema,
-                case.name,
-                show(&violations)
-            ));
+            failures.push(format!("{:?} / {}:{}", case.schema, case.name, show(&violations)));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "valid documents rejected:\n{}",
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "valid documents rejected:\n{}", failures.join("\n"));
 }
 
 #[test]
@@ -1227,9 +808,7 @@ fn invalid_documents_name_the_offending_field() {
         match validate(case.schema, &case.doc) {
             Ok(()) => failures.push(format!("{:?} / {}: accepted", case.schema, case.name)),
             Err(violations) => {
-                let hit = violations
-                    .iter()
-                    .any(|v| v.instance_path == case.path && v.message.contains(case.says));
+                let hit = violations.iter().any(|v| v.instance_path == case.path && v.message.contains(case.says));
                 if !hit {
                     failures.push(format!(
                         "{:?} / {}: no violation at {:?} saying {:?}:{}",
@@ -1250,16 +829,8 @@ fn invalid_documents_name_the_offending_field() {
 fn every_violation_cites_a_section_and_stays_short() {
     for case in invalid_cases() {
         for v in validate(case.schema, &case.doc).unwrap_err() {
-            assert!(
-                v.message.contains("[§"),
-                "{}: no citation in {v}",
-                case.name
-            );
-            assert!(
-                v.message.chars().count() <= MAX_MESSAGE_CHARS,
-                "{}: {v}",
-                case.name
-            );
+            assert!(v.message.contains("[§"), "{}: no citation in {v}", case.name);
+            assert!(v.message.chars().count() <= MAX_MESSAGE_CHARS, "{}: {v}", case.name);
         }
     }
 }
@@ -1271,10 +842,7 @@ fn huge_instances_are_not_dumped() {
     for (schema, doc) in [
         (Schema::Account, Value::Array(many.clone())),
         (Schema::Transaction, json!({"id": huge_name})),
-        (
-            Schema::Account,
-            with(minimal_account("checking"), "/name", json!([huge_name])),
-        ),
+        (Schema::Account, with(minimal_account("checking"), "/name", json!([huge_name]))),
     ] {
         for v in validate(schema, &doc).unwrap_err() {
             assert!(v.message.chars().count() <= MAX_MESSAGE_CHARS, "{v}");
@@ -1287,30 +855,10 @@ fn huge_instances_are_not_dumped() {
 #[test]
 fn webhook_errors_are_focused() {
     let cases = [
-        (
-            without(event("connection.verifying"), "/data/previousStatus"),
-            "/data",
-        ),
-        (
-            with(
-                event("transaction.deleted"),
-                "/data/transactionId",
-                json!("t_1"),
-            ),
-            "/data/transactionId",
-        ),
-        (
-            with(
-                short_form(),
-                "/timestamp",
-                json!("2024-01-15T10:30:00.123Z"),
-            ),
-            "/timestamp",
-        ),
-        (
-            with(event("accounts.updated"), "/type", json!("nope")),
-            "/type",
-        ),
+        (without(event("connection.verifying"), "/data/previousStatus"), "/data"),
+        (with(event("transaction.deleted"), "/data/transactionId", json!("t_1")), "/data/transactionId"),
+        (with(short_form(), "/timestamp", json!("2024-01-15T10:30:00.123Z")), "/timestamp"),
+        (with(event("accounts.updated"), "/type", json!("nope")), "/type"),
     ];
     for (doc, path) in cases {
         let violations = validate(Schema::WebhookEvent, &doc).unwrap_err();
@@ -1335,24 +883,13 @@ fn schema_files_are_draft_2020_12_and_compile() {
         assert_eq!(doc["$id"], format!("{ID_BASE}{name}"), "{name}");
         on_disk.insert(name);
     }
-    let declared: BTreeSet<String> = Schema::ALL
-        .iter()
-        .map(|s| s.file_name().to_owned())
-        .collect();
+    let declared: BTreeSet<String> = Schema::ALL.iter().map(|s| s.file_name().to_owned()).collect();
     assert_eq!(on_disk, declared, "schemas/*.json and Schema::ALL differ");
     for schema in Schema::ALL {
         let on_disk: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join(schema.file_name())).unwrap())
-                .unwrap();
-        assert_eq!(
-            &on_disk,
-            schema.document(),
-            "{schema:?}: embedded copy is stale"
-        );
-        assert!(
-            jsonschema::meta::is_valid(schema.document()),
-            "{schema:?} breaks the meta-schema"
-        );
+            serde_json::from_str(&std::fs::read_to_string(dir.join(schema.file_name())).unwrap()).unwrap();
+        assert_eq!(&on_disk, schema.document(), "{schema:?}: embedded copy is stale");
+        assert!(jsonschema::meta::is_valid(schema.document()), "{schema:?} breaks the meta-schema");
         // Compiles (validate panics if it does not) and rejects a non-JSON-object/array.
         assert!(validate(schema, &json!(42)).is_err(), "{schema:?}");
     }
