@@ -1,9 +1,49 @@
-//! The embedded reference sandbox: a conforming in-memory implementation of the whole spec.
-//! STUB: the sandbox helper replaces the body; the public API below is the contract.
+//! The embedded reference sandbox: a conforming in-memory implementation of the whole spec,
+//! served with axum. It is the harness's default target and a local sandbox to build clients
+//! against.
+//!
+//! Modules:
+//! - [`api`]: the `/v1` endpoints of §4 behind bearer keys (§5), the widget script route (§1),
+//!   and the sandbox's error answers (§7 leaves them open);
+//! - [`control`]: the `/sandbox/...` control routes (webhook registration, lifecycle actions);
+//! - [`lifecycle`]: the transition table of the sandbox (§3.2 leaves it open);
+//! - [`model`]: the in-memory records, identifiers (§2) and the transaction list order (§4.3);
+//! - [`render`]: every JSON body (account, page, event, error) built in one place;
+//! - [`seed`]: deterministic realistic account data per connection;
+//! - [`store`]: the state behind one mutex and every state change;
+//! - [`webhooks`]: the background delivery queue (§6);
+//! - [`widget`]: the widget script (§1).
+//!
+//! Without configured keys, two clients are made with keys `bankconf_test_<24 random
+//! lower-case alphanumerics>` (a service-specific prefix, an underscore, more characters: §5.2).
 
-use crate::spec::Action;
+pub mod api;
+pub mod control;
+pub mod lifecycle;
+mod model;
+mod render;
+mod seed;
+mod store;
+mod webhooks;
+pub mod widget;
+
+pub use api::{DEFAULT_LIMIT, MAX_LIMIT};
+pub use lifecycle::transition_path;
+pub use store::ActionOutcome;
+pub use widget::global_name;
+
+use crate::spec::{prefix, Action};
+use axum::Router;
+use rand::Rng;
+use serde_json::Value;
+use std::collections::HashMap;
 use std::net::SocketAddr;
-
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use store::Store;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 /// How to start a sandbox.
 #[derive(Clone, Debug)]
 pub struct SandboxConfig {
@@ -53,20 +93,70 @@ impl std::fmt::Display for ControlError {
     }
 }
 
-/// In-process control of a running sandbox: the same operations as the `/sandbox` routes.
-#[derive(Clone)]
-pub struct Control {}
+/// The state shared by the routes and [`Control`].
+pub(crate) struct Shared {
+    store: Mutex<Store>,
+    service: String,
+}
 
-impl Control {
-    /// Registers a webhook delivery address (like `POST /sandbox/webhooks`).
-    pub async fn register_webhook(&self, url: &str) {
-        let _ = url;
+impl Shared {
+    /// The store; never held across an `.await`.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Applies an action (like `POST /sandbox/connections/{id}/{action}`).
+    pub(crate) fn register_webhook(&self, url: &str) -> bool {
+        self.lock().outbox_mut().register(url)
+    }
+
+    pub(crate) fn apply(
+        &self,
+        connection_id: &str,
+        action: Action,
+        target: &ActionTarget,
+    ) -> Result<ActionOutcome, ControlError> {
+        self.lock().apply(connection_id, action, target)
+    }
+}
+
+/// In-process control of a running sandbox: the same operations as the `/sandbox` routes
+/// (see [`control`]), through the same code.
+#[derive(Clone)]
+pub struct Control {
+    shared: Arc<Shared>,
+}
+
+impl Control {
+    /// Registers a webhook delivery address (like `POST /sandbox/webhooks`). Registering the
+    /// same address twice has no further effect.
+    pub async fn register_webhook(&self, url: &str) {
+        self.shared.register_webhook(url);
+    }
+
+    /// Applies an action (like `POST /sandbox/connections/{id}/{action}`); see
+    /// [`lifecycle`] for what is possible from which state.
     pub async fn apply(&self, connection_id: &str, action: Action, target: ActionTarget) -> Result<(), ControlError> {
-        let _ = (connection_id, action, target);
-        Ok(())
+        self.apply_outcome(connection_id, action, target).await.map(drop)
+    }
+
+    /// [`Control::apply`], returning what was done (the control route's answer).
+    pub async fn apply_outcome(
+        &self,
+        connection_id: &str,
+        action: Action,
+        target: ActionTarget,
+    ) -> Result<ActionOutcome, ControlError> {
+        self.shared.apply(connection_id, action, &target)
+    }
+
+    /// Every event emitted so far (rendered §6.1 envelopes), in emission order.
+    pub fn events(&self) -> Vec<Value> {
+        self.shared.lock().events()
+    }
+
+    /// The registered webhook addresses, sorted.
+    pub fn webhook_urls(&self) -> Vec<String> {
+        self.shared.lock().outbox().urls()
     }
 }
 
@@ -78,16 +168,91 @@ pub struct Sandbox {
     pub clients: Vec<SandboxClient>,
     pub service: String,
     pub control: Control,
+    shutdown: oneshot::Sender<()>,
+    server: JoinHandle<std::io::Result<()>>,
+    delivery: JoinHandle<()>,
+}
+
+/// A generated API key: `bankconf_test_` and 24 random lower-case alphanumerics (§5.2).
+fn generate_key() -> String {
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    let tail: String = (0..24).map(|_| CHARS[rng.random_range(0..CHARS.len())] as char).collect();
+    format!("bankconf_test_{tail}")
 }
 
 impl Sandbox {
     pub async fn start(config: SandboxConfig) -> anyhow::Result<Sandbox> {
-        let _ = config;
-        anyhow::bail!("sandbox not implemented yet")
+        let keys =
+            if config.api_keys.is_empty() { vec![generate_key(), generate_key()] } else { config.api_keys.clone() };
+        let mut clients: Vec<SandboxClient> = Vec::new();
+        for key in keys {
+            if !clients.iter().any(|c| c.api_key == key) {
+                clients.push(SandboxClient { api_key: key, client_id: model::new_id(prefix::CLIENT) });
+            }
+        }
+        let by_key: HashMap<String, String> =
+            clients.iter().map(|c| (c.api_key.clone(), c.client_id.clone())).collect();
+
+        let listener = TcpListener::bind(config.listen).await?;
+        let local_addr = listener.local_addr()?;
+        let (outbox, delivery) = webhooks::start();
+        let shared =
+            Arc::new(Shared { store: Mutex::new(Store::new(by_key, outbox)), service: config.service.clone() });
+        let router = Router::new()
+            .merge(api::routes())
+            .merge(control::routes())
+            .fallback(api::fallback)
+            .method_not_allowed_fallback(api::method_not_allowed)
+            .with_state(shared.clone());
+
+        let (shutdown, stop) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    // A dropped `Sandbox` keeps serving (see the type's doc).
+                    if stop.await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                })
+                .await
+        });
+
+        let mut url_addr = local_addr;
+        if url_addr.ip().is_unspecified() {
+            url_addr.set_ip(if url_addr.is_ipv4() {
+                std::net::Ipv4Addr::LOCALHOST.into()
+            } else {
+                std::net::Ipv6Addr::LOCALHOST.into()
+            });
+        }
+        Ok(Sandbox {
+            base_url: format!("http://{url_addr}"),
+            local_addr,
+            clients,
+            service: config.service,
+            control: Control { shared },
+            shutdown,
+            server,
+            delivery,
+        })
     }
 
     /// Serves until the process ends (used by `bankconf serve`).
-    pub async fn wait(self) {}
+    pub async fn wait(self) {
+        let Sandbox { shutdown, server, .. } = self;
+        let _ = server.await;
+        drop(shutdown);
+    }
 
-    pub async fn stop(self) {}
+    /// Stops accepting connections, lets requests in flight finish (at most 5 s), and stops
+    /// webhook delivery (events still queued are dropped).
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(());
+        let mut server = self.server;
+        if tokio::time::timeout(Duration::from_secs(5), &mut server).await.is_err() {
+            server.abort();
+        }
+        self.delivery.abort();
+    }
 }

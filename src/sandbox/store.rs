@@ -1,0 +1,332 @@
+//! The sandbox state behind one `Mutex`: clients, connections, accounts, the event log, and the
+//! sending end of the webhook queue. Everything that changes state happens here, synchronously,
+//! so that the events of one change are queued in emission order while the lock is held (the
+//! queue is unbounded, so sending never waits).
+
+use super::lifecycle::transition_path;
+use super::model::{new_id, Account, Connection, Event, EventDetail, Transaction};
+use super::webhooks::Outbox;
+use super::{render, seed, ActionTarget, ControlError};
+use crate::spec::{prefix, Action, ConnectionState, ACCOUNTS_UPDATED, TRANSACTION_DELETED};
+use chrono::{DateTime, Utc};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What a control action did: the body of the control route's 200 answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActionOutcome {
+    pub connection_id: String,
+    pub action: Action,
+    /// The connection's status after the action.
+    pub status: ConnectionState,
+    /// Ids of the events emitted, in order.
+    pub event_ids: Vec<String>,
+    /// The account changed (`update_accounts`, `delete_transaction`).
+    pub account_id: Option<String>,
+    /// The transaction added (`update_accounts`) or removed (`delete_transaction`).
+    pub transaction_id: Option<String>,
+}
+
+impl ActionOutcome {
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "connectionId": self.connection_id,
+            "action": self.action.as_str(),
+            "status": self.status.upper(),
+            "eventIds": self.event_ids,
+            "accountId": self.account_id,
+            "transactionId": self.transaction_id,
+        })
+    }
+}
+
+/// Why a read through the API failed (mapped to HTTP answers by the API layer).
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    /// Unknown, or owned by another client.
+    NotFound,
+    /// Accounts of a connection that is not CONNECTED (§3.2, §4.2).
+    NotConnected(ConnectionState),
+    /// `starting_after` is not a transaction of this account, nor a deleted one.
+    UnknownCursor,
+}
+
+pub(crate) struct Store {
+    /// API key → client id (§5).
+    clients: HashMap<String, String>,
+    connections: HashMap<String, Connection>,
+    accounts: HashMap<String, Account>,
+    events: Vec<Arc<Value>>,
+    next_seed: u64,
+    outbox: Outbox,
+}
+
+impl Store {
+    pub fn new(clients: HashMap<String, String>, outbox: Outbox) -> Self {
+        Self {
+            clients,
+            connections: HashMap::new(),
+            accounts: HashMap::new(),
+            events: Vec::new(),
+            next_seed: 1,
+            outbox,
+        }
+    }
+
+    /// The client an API key belongs to.
+    pub fn client_for_key(&self, key: &str) -> Option<String> {
+        self.clients.get(key).cloned()
+    }
+
+    /// Every event emitted so far, rendered, in emission order.
+    pub fn events(&self) -> Vec<Value> {
+        self.events.iter().map(|e| (**e).clone()).collect()
+    }
+
+    pub fn outbox(&self) -> &Outbox {
+        &self.outbox
+    }
+
+    pub fn outbox_mut(&mut self) -> &mut Outbox {
+        &mut self.outbox
+    }
+
+    fn emit(&mut self, event: Event) -> String {
+        let id = event.id.clone();
+        let body = Arc::new(render::event(&event));
+        self.events.push(body.clone());
+        self.outbox.deliver(body);
+        id
+    }
+
+    fn connection_event(
+        &mut self,
+        conn_id: &str,
+        to: ConnectionState,
+        previous: Option<ConnectionState>,
+        now: DateTime<Utc>,
+    ) -> String {
+        let client_id = self.connections[conn_id].client_id.clone();
+        let error = (to == ConnectionState::Error)
+            .then_some(("sandbox_error", "Simulated unexpected error while talking to the bank"));
+        self.emit(Event {
+            id: new_id(prefix::EVENT),
+            kind: to.event_type(),
+            at: now,
+            client_id,
+            connection_id: conn_id.to_string(),
+            detail: EventDetail::Connection { previous, error },
+        })
+    }
+
+    /// §4.1: a new connection in CREATED, announced by `connection.created` (§3.2).
+    pub fn create_connection(&mut self, client_id: &str) -> Value {
+        let seed = self.next_seed;
+        self.next_seed += 1;
+        let id = new_id(prefix::CONNECTION);
+        let conn = Connection {
+            id: id.clone(),
+            client_id: client_id.to_string(),
+            status: ConnectionState::Created,
+            widget_token: new_id(prefix::WIDGET_TOKEN),
+            account_ids: Vec::new(),
+            institution: seed::INSTITUTIONS[(seed as usize - 1) % seed::INSTITUTIONS.len()].clone(),
+            rng: StdRng::seed_from_u64(seed),
+        };
+        let body = render::connection_created(&conn.id, conn.status, &conn.widget_token);
+        self.connections.insert(id.clone(), conn);
+        self.connection_event(&id, ConnectionState::Created, None, Utc::now());
+        body
+    }
+
+    fn own_connection(&self, client_id: &str, conn_id: &str) -> Result<&Connection, ReadError> {
+        match self.connections.get(conn_id) {
+            Some(c) if c.client_id == client_id => Ok(c),
+            _ => Err(ReadError::NotFound),
+        }
+    }
+
+    /// An account of this client. Readable whatever the connection's later status: only the
+    /// connection-accounts endpoint is tied to CONNECTED (§4.2).
+    pub fn own_account(&self, client_id: &str, account_id: &str) -> Result<&Account, ReadError> {
+        match self.accounts.get(account_id) {
+            Some(a) if a.client_id == client_id => Ok(a),
+            _ => Err(ReadError::NotFound),
+        }
+    }
+
+    /// §4.2: the accounts array, only when CONNECTED.
+    pub fn connection_accounts(&self, client_id: &str, conn_id: &str) -> Result<Value, ReadError> {
+        let conn = self.own_connection(client_id, conn_id)?;
+        if conn.status != ConnectionState::Connected {
+            return Err(ReadError::NotConnected(conn.status));
+        }
+        Ok(render::accounts(conn.account_ids.iter().map(|id| &self.accounts[id])))
+    }
+
+    /// §4.3: one page of an account's transactions, in [`super::model::list_order`].
+    /// `starting_after` may name a transaction deleted since: the page then starts after the
+    /// place it had.
+    pub fn transactions_page(
+        &self,
+        client_id: &str,
+        account_id: &str,
+        limit: usize,
+        starting_after: Option<&str>,
+    ) -> Result<Value, ReadError> {
+        let account = self.own_account(client_id, account_id)?;
+        let list = &account.transactions;
+        let start = match starting_after {
+            None => 0,
+            Some(cursor) => {
+                if let Some(i) = list.iter().position(|t| t.id == cursor) {
+                    i + 1
+                } else if let Some((date, id)) = account.tombstones.get(cursor) {
+                    list.partition_point(|t| super::model::key_order((&t.date, &t.id), (date, id)).is_lt())
+                } else {
+                    return Err(ReadError::UnknownCursor);
+                }
+            }
+        };
+        let end = (start + limit).min(list.len());
+        Ok(render::page(&list[start..end], end < list.len()))
+    }
+
+    /// One control action (§3 lifecycle, see [`super::lifecycle`]; data changes for
+    /// `update_accounts` / `delete_transaction`).
+    pub fn apply(
+        &mut self,
+        conn_id: &str,
+        action: Action,
+        target: &ActionTarget,
+    ) -> Result<ActionOutcome, ControlError> {
+        let from = self
+            .connections
+            .get(conn_id)
+            .map(|c| c.status)
+            .ok_or_else(|| ControlError::NotFound(format!("connection {conn_id}")))?;
+        let now = Utc::now();
+        let mut outcome = ActionOutcome {
+            connection_id: conn_id.to_string(),
+            action,
+            status: from,
+            event_ids: Vec::new(),
+            account_id: None,
+            transaction_id: None,
+        };
+        if action.target_state().is_some() {
+            let path = transition_path(from, action)
+                .ok_or_else(|| ControlError::NotPossible(format!("{action} from {from}")))?;
+            let mut previous = from;
+            for to in path {
+                if to == ConnectionState::Connected {
+                    self.ensure_accounts(conn_id, now);
+                }
+                self.connections.get_mut(conn_id).expect("exists").status = to;
+                outcome.event_ids.push(self.connection_event(conn_id, to, Some(previous), now));
+                previous = to;
+            }
+            outcome.status = previous;
+            return Ok(outcome);
+        }
+        if from != ConnectionState::Connected {
+            return Err(ControlError::NotPossible(format!("{action} needs a connected connection, it is {from}")));
+        }
+        let client_id = self.connections[conn_id].client_id.clone();
+        let (account_id, transaction_id, detail, kind) = match action {
+            Action::UpdateAccounts => {
+                let account_id = self.target_account(conn_id, target.account_id.as_deref())?;
+                let txn_id = self.update_account(conn_id, &account_id, now);
+                let detail = EventDetail::AccountsUpdated { account_id: account_id.clone() };
+                (account_id, txn_id, detail, ACCOUNTS_UPDATED)
+            }
+            _ => {
+                let (account_id, index) = self.target_transaction(conn_id, target)?;
+                let txn = self.accounts.get_mut(&account_id).expect("exists").remove_transaction(index);
+                let detail =
+                    EventDetail::TransactionDeleted { account_id: account_id.clone(), transaction_id: txn.id.clone() };
+                (account_id, txn.id, detail, TRANSACTION_DELETED)
+            }
+        };
+        outcome.event_ids.push(self.emit(Event {
+            id: new_id(prefix::EVENT),
+            kind,
+            at: now,
+            client_id,
+            connection_id: conn_id.to_string(),
+            detail,
+        }));
+        outcome.account_id = Some(account_id);
+        outcome.transaction_id = Some(transaction_id);
+        Ok(outcome)
+    }
+
+    /// Accounts are created the first time a connection reaches CONNECTED and kept afterwards.
+    fn ensure_accounts(&mut self, conn_id: &str, now: DateTime<Utc>) {
+        let conn = self.connections.get_mut(conn_id).expect("exists");
+        if !conn.account_ids.is_empty() {
+            return;
+        }
+        for account in seed::accounts(conn, now) {
+            conn.account_ids.push(account.id.clone());
+            self.accounts.insert(account.id.clone(), account);
+        }
+    }
+
+    /// The given account (which must belong to the connection) or the connection's first.
+    fn target_account(&self, conn_id: &str, account_id: Option<&str>) -> Result<String, ControlError> {
+        let conn = &self.connections[conn_id];
+        match account_id {
+            Some(id) if conn.account_ids.iter().any(|a| a == id) => Ok(id.to_string()),
+            Some(id) => Err(ControlError::NotFound(format!("account {id} of connection {conn_id}"))),
+            None => conn
+                .account_ids
+                .first()
+                .cloned()
+                .ok_or_else(|| ControlError::NotPossible("connection has no accounts".into())),
+        }
+    }
+
+    /// `update_accounts`: one new transaction dated today, applied to the balance.
+    fn update_account(&mut self, conn_id: &str, account_id: &str, now: DateTime<Utc>) -> String {
+        let conn = self.connections.get_mut(conn_id).expect("exists");
+        let account = self.accounts.get_mut(account_id).expect("exists");
+        let mut txn: Transaction = seed::transaction(&mut conn.rng, account, now.date_naive(), now);
+        if txn.amount_cents == 0 {
+            txn.amount_cents = -100;
+        }
+        account.balance_cents += txn.amount_cents;
+        account.available_cents += txn.amount_cents;
+        account.last_synced_at = now;
+        let id = txn.id.clone();
+        account.insert_transaction(txn);
+        id
+    }
+
+    /// `delete_transaction`: the given transaction, or the newest of the given account, or the
+    /// newest of the first account that has any. Returns (account id, index in its list).
+    fn target_transaction(&self, conn_id: &str, target: &ActionTarget) -> Result<(String, usize), ControlError> {
+        let conn = &self.connections[conn_id];
+        let candidates: Vec<String> = match target.account_id.as_deref() {
+            Some(id) => vec![self.target_account(conn_id, Some(id))?],
+            None => conn.account_ids.clone(),
+        };
+        if let Some(txn_id) = target.transaction_id.as_deref() {
+            for acc in candidates {
+                let list = &self.accounts[&acc].transactions;
+                if let Some(i) = list.iter().position(|t| t.id == txn_id) {
+                    return Ok((acc, i));
+                }
+            }
+            return Err(ControlError::NotFound(format!("transaction {txn_id}")));
+        }
+        candidates
+            .into_iter()
+            .find(|acc| !self.accounts[acc].transactions.is_empty())
+            .map(|acc| (acc, 0))
+            .ok_or_else(|| ControlError::NotPossible("no transaction left to delete".into()))
+    }
+}

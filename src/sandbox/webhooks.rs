@@ -1,0 +1,114 @@
+//! Webhook delivery (§6; registration, retries and ordering are left open by §6.3, these are the
+//! sandbox's choices):
+//!
+//! - every registered address receives every event emitted after its registration, whatever
+//!   the client (events carry `clientId`, §6.2); earlier events are not replayed;
+//! - a delivery is a JSON `POST` of the §6.1 envelope; any 2xx answer counts as delivered;
+//! - up to 3 attempts per event and address, 100 ms then 400 ms apart, each with a 2 s timeout;
+//!   proxies from the environment are not used;
+//! - each address has its own worker that delivers one event at a time in emission order, so a
+//!   slow or dead address delays only itself; API requests never wait for deliveries (events
+//!   go through an unbounded queue to a background task).
+
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinHandle;
+
+/// Pauses before the 2nd and 3rd attempt.
+const BACKOFF: [Duration; 2] = [Duration::from_millis(100), Duration::from_millis(400)];
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+enum Msg {
+    Register(String),
+    Deliver(Arc<Value>),
+}
+
+/// The sending end of the delivery queue, kept in the store.
+pub(crate) struct Outbox {
+    tx: UnboundedSender<Msg>,
+    urls: HashSet<String>,
+}
+
+impl Outbox {
+    /// Adds a delivery address; `false` if it was already registered.
+    pub fn register(&mut self, url: &str) -> bool {
+        if !self.urls.insert(url.to_string()) {
+            return false;
+        }
+        let _ = self.tx.send(Msg::Register(url.to_string()));
+        true
+    }
+
+    /// Queues an event for every registered address; never waits.
+    pub fn deliver(&self, event: Arc<Value>) {
+        if !self.urls.is_empty() {
+            let _ = self.tx.send(Msg::Deliver(event));
+        }
+    }
+
+    pub fn urls(&self) -> Vec<String> {
+        let mut urls: Vec<String> = self.urls.iter().cloned().collect();
+        urls.sort();
+        urls
+    }
+}
+
+/// Starts the dispatcher task; returns the outbox feeding it.
+pub(crate) fn start() -> (Outbox, JoinHandle<()>) {
+    let (tx, rx) = unbounded_channel();
+    let task = tokio::spawn(dispatch(rx));
+    (Outbox { tx, urls: HashSet::new() }, task)
+}
+
+async fn dispatch(mut rx: UnboundedReceiver<Msg>) {
+    let client = reqwest::Client::builder()
+        .timeout(TIMEOUT)
+        .no_proxy()
+        .user_agent(concat!("bankconf-sandbox/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .expect("reqwest client");
+    let mut workers: Vec<UnboundedSender<Arc<Value>>> = Vec::new();
+    while let Some(msg) = rx.recv().await {
+        match msg {
+            Msg::Register(url) => {
+                let (tx, rx) = unbounded_channel();
+                tokio::spawn(worker(client.clone(), url, rx));
+                workers.push(tx);
+            }
+            Msg::Deliver(event) => {
+                for w in &workers {
+                    let _ = w.send(event.clone());
+                }
+            }
+        }
+    }
+}
+
+async fn worker(client: reqwest::Client, url: String, mut rx: UnboundedReceiver<Arc<Value>>) {
+    while let Some(event) = rx.recv().await {
+        let mut last_error = String::new();
+        for attempt in 0..=BACKOFF.len() {
+            if attempt > 0 {
+                tokio::time::sleep(BACKOFF[attempt - 1]).await;
+            }
+            match client.post(&url).json(&*event).send().await {
+                Ok(resp) if resp.status().is_success() => {
+                    last_error.clear();
+                    break;
+                }
+                Ok(resp) => last_error = format!("HTTP {}", resp.status()),
+                Err(e) => last_error = e.to_string(),
+            }
+        }
+        if !last_error.is_empty() {
+            eprintln!(
+                "bankconf sandbox: webhook {} to {url} not delivered after {} attempts: {last_error}",
+                event["id"].as_str().unwrap_or("?"),
+                BACKOFF.len() + 1
+            );
+        }
+    }
+}
