@@ -18,7 +18,7 @@ enum Command {
     /// Run the conformance catalogue (against the embedded sandbox when no --base-url is given).
     Run {
         #[command(flatten)]
-        config: RunConfig,
+        config: Box<RunConfig>,
         /// Print the catalogue (id, section, level, title) and exit.
         #[arg(long)]
         list: bool,
@@ -53,7 +53,7 @@ fn main() -> ExitCode {
             }
             0
         }
-        Command::Run { config, list: false } => runtime.block_on(harness::run(config)),
+        Command::Run { config, list: false } => runtime.block_on(harness::run(*config)),
         Command::Serve { listen, api_keys, service } => {
             runtime.block_on(serve(SandboxConfig { listen, api_keys, service }))
         }

@@ -5,13 +5,9 @@ use axum::extract::State;
 use axum::http::StatusCode as AxStatus;
 use axum::routing::post;
 use axum::{Json, Router};
-use bankconf::sandbox::{
-    ActionTarget, ControlError, Sandbox, SandboxConfig, DEFAULT_LIMIT, MAX_LIMIT,
-};
+use bankconf::sandbox::{ActionTarget, ControlError, Sandbox, SandboxConfig, DEFAULT_LIMIT, MAX_LIMIT};
 use bankconf::schemas::{validate, Schema};
-use bankconf::spec::{
-    prefix, Action, ConnectionState, ACCOUNTS_UPDATED, ACCOUNT_TYPES, TRANSACTION_DELETED,
-};
+use bankconf::spec::{prefix, Action, ConnectionState, ACCOUNTS_UPDATED, ACCOUNT_TYPES, TRANSACTION_DELETED};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -31,29 +27,19 @@ fn check(schema: Schema, value: &Value) {
 }
 
 fn is_id(s: &str, prefix: &str) -> bool {
-    s.strip_prefix(prefix).is_some_and(|rest| {
-        rest.len() == 26
-            && rest
-                .bytes()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
-    })
+    s.strip_prefix(prefix)
+        .is_some_and(|rest| rest.len() == 26 && rest.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()))
 }
 
 /// RFC 3339 UTC with `Z`; with `millis`, exactly three fractional digits.
 fn is_utc(s: &str, millis: bool) -> bool {
     let parses = chrono::DateTime::parse_from_rfc3339(s).is_ok() && s.ends_with('Z');
-    let frac = s
-        .get(19..s.len() - 1)
-        .map(|f| f.strip_prefix('.').map_or(0, |d| d.len()));
+    let frac = s.get(19..s.len() - 1).map(|f| f.strip_prefix('.').map_or(0, |d| d.len()));
     parses && (!millis || frac == Some(3))
 }
 
 fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap()
+    reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(10)).build().unwrap()
 }
 
 async fn start() -> Sandbox {
@@ -67,10 +53,7 @@ struct Api {
 
 impl Api {
     fn new(sb: &Sandbox) -> Self {
-        Self {
-            http: http(),
-            base: sb.base_url.clone(),
-        }
+        Self { http: http(), base: sb.base_url.clone() }
     }
 
     async fn get(&self, key: &str, path: &str) -> (StatusCode, Value) {
@@ -98,22 +81,14 @@ impl Api {
         assert_eq!(resp.status(), StatusCode::CREATED);
         let body: Value = resp.json().await.unwrap();
         check(Schema::ConnectionCreated, &body);
-        assert!(is_id(
-            body["connectionId"].as_str().unwrap(),
-            prefix::CONNECTION
-        ));
+        assert!(is_id(body["connectionId"].as_str().unwrap(), prefix::CONNECTION));
         assert_eq!(body["status"], "CREATED");
-        assert!(body["widgetToken"]
-            .as_str()
-            .unwrap()
-            .starts_with(prefix::WIDGET_TOKEN));
+        assert!(body["widgetToken"].as_str().unwrap().starts_with(prefix::WIDGET_TOKEN));
         body
     }
 
     async fn control(&self, conn: &str, action: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut req = self
-            .http
-            .post(format!("{}/sandbox/connections/{conn}/{action}", self.base));
+        let mut req = self.http.post(format!("{}/sandbox/connections/{conn}/{action}", self.base));
         if let Some(body) = body {
             req = req.json(&body);
         }
@@ -123,9 +98,7 @@ impl Api {
     }
 
     async fn accounts(&self, key: &str, conn: &str) -> Vec<Value> {
-        let (status, body) = self
-            .get(key, &format!("/v1/connections/{conn}/accounts"))
-            .await;
+        let (status, body) = self.get(key, &format!("/v1/connections/{conn}/accounts")).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         check(Schema::Accounts, &body);
         body.as_array().unwrap().clone()
@@ -163,17 +136,12 @@ impl Api {
             out.extend(data.iter().cloned());
             if page["has_more"] == json!(true) {
                 assert_eq!(data.len(), page_size, "a page before the last is full");
-                let next = page["next_cursor"]
-                    .as_str()
-                    .expect("next_cursor with has_more");
+                let next = page["next_cursor"].as_str().expect("next_cursor with has_more");
                 assert_eq!(next, data.last().unwrap()["id"].as_str().unwrap());
                 cursor = Some(next.to_string());
             } else {
                 assert_eq!(page["has_more"], json!(false));
-                assert!(
-                    page.get("next_cursor").is_none(),
-                    "no next_cursor on the last page"
-                );
+                assert!(page.get("next_cursor").is_none(), "no next_cursor on the last page");
                 return out;
             }
         }
@@ -202,10 +170,7 @@ impl Receiver {
             url,
         };
         async fn hook(State(rx): State<Receiver>, Json(event): Json<Value>) -> AxStatus {
-            let fail = rx
-                .fail_first
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok();
+            let fail = rx.fail_first.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
             if fail {
                 return AxStatus::INTERNAL_SERVER_ERROR;
             }
@@ -213,9 +178,7 @@ impl Receiver {
             rx.notify.notify_waiters();
             AxStatus::NO_CONTENT
         }
-        let app = Router::new()
-            .route("/hook", post(hook))
-            .with_state(rx.clone());
+        let app = Router::new().route("/hook", post(hook)).with_state(rx.clone());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         rx
     }
@@ -264,10 +227,7 @@ fn check_event(e: &Value, client_id: &str, connection_id: &str) -> String {
         }
     } else {
         assert!(data.get("previousStatus").is_none());
-        assert!(data["accountId"]
-            .as_str()
-            .unwrap()
-            .starts_with(prefix::ACCOUNT));
+        assert!(data["accountId"].as_str().unwrap().starts_with(prefix::ACCOUNT));
     }
     kind
 }
@@ -280,30 +240,18 @@ fn chain(sb: &Sandbox, connection_id: &str) -> Vec<(String, Value)> {
         .filter(|e| e["data"]["connectionId"] == connection_id)
         .map(|e| {
             check_event(e, e["data"]["clientId"].as_str().unwrap(), connection_id);
-            (
-                e["type"].as_str().unwrap().to_string(),
-                e["data"]
-                    .get("previousStatus")
-                    .cloned()
-                    .unwrap_or(Value::Null),
-            )
+            (e["type"].as_str().unwrap().to_string(), e["data"].get("previousStatus").cloned().unwrap_or(Value::Null))
         })
         .collect()
 }
 
 fn conn_chain(steps: &[(ConnectionState, Option<ConnectionState>)]) -> Vec<(String, Value)> {
-    steps
-        .iter()
-        .map(|(to, from)| (to.event_type().to_string(), json!(from.map(|f| f.lower()))))
-        .collect()
+    steps.iter().map(|(to, from)| (to.event_type().to_string(), json!(from.map(|f| f.lower())))).collect()
 }
 
 async fn connected(sb: &Sandbox, api: &Api) -> (String, Vec<Value>) {
     let key = &sb.clients[0].api_key;
-    let conn = api.create(key).await["connectionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let conn = api.create(key).await["connectionId"].as_str().unwrap().to_string();
     let (status, body) = api.control(&conn, "connect", None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let accounts = api.accounts(key, &conn).await;
@@ -340,15 +288,10 @@ async fn full_lifecycle_through_control_routes_with_webhooks() {
     let key = &client.api_key;
     assert!(key.starts_with("bankconf_test_") && key.len() > "bankconf_test_".len());
     assert!(is_id(&client.client_id, prefix::CLIENT));
-    let conn = api.create(key).await["connectionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let conn = api.create(key).await["connectionId"].as_str().unwrap().to_string();
 
     // Not CONNECTED yet: no accounts.
-    let (status, body) = api
-        .get(key, &format!("/v1/connections/{conn}/accounts"))
-        .await;
+    let (status, body) = api.get(key, &format!("/v1/connections/{conn}/accounts")).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["error"]["code"], "connection_not_connected");
 
@@ -359,10 +302,7 @@ async fn full_lifecycle_through_control_routes_with_webhooks() {
 
     // Accounts of every type, with the type-specific fields only where they belong.
     let accounts = api.accounts(key, &conn).await;
-    let types: HashSet<&str> = accounts
-        .iter()
-        .map(|a| a["type"].as_str().unwrap())
-        .collect();
+    let types: HashSet<&str> = accounts.iter().map(|a| a["type"].as_str().unwrap()).collect();
     assert_eq!(types, ACCOUNT_TYPES.into_iter().collect());
     for a in &accounts {
         check(Schema::Account, a);
@@ -379,11 +319,7 @@ async fn full_lifecycle_through_control_routes_with_webhooks() {
         assert!(a["institution"]["logo"].is_null());
         assert!(a["balance"].is_number() && a["availableBalance"].is_number());
         assert_eq!(a.get("creditLimit").is_some(), kind == "credit_card", "{a}");
-        assert_eq!(
-            a.get("currencyBalances").is_some(),
-            kind == "credit_card",
-            "{a}"
-        );
+        assert_eq!(a.get("currencyBalances").is_some(), kind == "credit_card", "{a}");
         let invest = kind == "brokerage" || kind == "pension";
         assert_eq!(a.get("positions").is_some(), invest, "{a}");
         assert_eq!(&api.account(key, a["id"].as_str().unwrap()).await, a);
@@ -413,13 +349,7 @@ async fn full_lifecycle_through_control_routes_with_webhooks() {
     }
 
     // update_accounts: the balance moves by the new transaction, listed first.
-    let (status, outcome) = api
-        .control(
-            &conn,
-            "update_accounts",
-            Some(json!({ "accountId": checking_id })),
-        )
-        .await;
+    let (status, outcome) = api.control(&conn, "update_accounts", Some(json!({ "accountId": checking_id }))).await;
     assert_eq!(status, StatusCode::OK, "{outcome}");
     assert_eq!(outcome["accountId"], checking_id.as_str());
     let new_txn = outcome["transactionId"].as_str().unwrap().to_string();
@@ -433,13 +363,7 @@ async fn full_lifecycle_through_control_routes_with_webhooks() {
 
     // delete_transaction: the given transaction disappears.
     let victim = id(&txns[30]);
-    let (status, outcome) = api
-        .control(
-            &conn,
-            "delete_transaction",
-            Some(json!({ "transactionId": victim })),
-        )
-        .await;
+    let (status, outcome) = api.control(&conn, "delete_transaction", Some(json!({ "transactionId": victim }))).await;
     assert_eq!(status, StatusCode::OK, "{outcome}");
     assert_eq!(outcome["transactionId"], victim.as_str());
     let txns = api.all_transactions(key, &checking_id, Some(10)).await;
@@ -449,17 +373,12 @@ async fn full_lifecycle_through_control_routes_with_webhooks() {
     let (status, outcome) = api.control(&conn, "disconnect", Some(json!({}))).await;
     assert_eq!(status, StatusCode::OK, "{outcome}");
     assert_eq!(outcome["status"], "DISCONNECTED");
-    let (status, _) = api
-        .get(key, &format!("/v1/connections/{conn}/accounts"))
-        .await;
+    let (status, _) = api.get(key, &format!("/v1/connections/{conn}/accounts")).await;
     assert_eq!(status, StatusCode::CONFLICT);
 
     // The deliveries: in order, right client, right chain of previous statuses.
     let events = rx.wait_for(&conn, 7).await;
-    let kinds: Vec<String> = events
-        .iter()
-        .map(|e| check_event(e, &client.client_id, &conn))
-        .collect();
+    let kinds: Vec<String> = events.iter().map(|e| check_event(e, &client.client_id, &conn)).collect();
     use ConnectionState::*;
     let expected = [
         Created.event_type(),
@@ -471,15 +390,8 @@ async fn full_lifecycle_through_control_routes_with_webhooks() {
         Disconnected.event_type(),
     ];
     assert_eq!(kinds, expected);
-    let previous: Vec<Value> = events
-        .iter()
-        .map(|e| {
-            e["data"]
-                .get("previousStatus")
-                .cloned()
-                .unwrap_or(json!("-"))
-        })
-        .collect();
+    let previous: Vec<Value> =
+        events.iter().map(|e| e["data"].get("previousStatus").cloned().unwrap_or(json!("-"))).collect();
     assert_eq!(
         previous,
         [
@@ -497,12 +409,8 @@ async fn full_lifecycle_through_control_routes_with_webhooks() {
     assert_eq!(events[5]["data"]["transactionId"], victim.as_str());
     // The same events as the sandbox's log, which also checks them.
     assert_eq!(chain(&sb, &conn).len(), 7);
-    let logged: Vec<Value> = sb
-        .control
-        .events()
-        .into_iter()
-        .filter(|e| e["data"]["connectionId"] == conn.as_str())
-        .collect();
+    let logged: Vec<Value> =
+        sb.control.events().into_iter().filter(|e| e["data"]["connectionId"] == conn.as_str()).collect();
     assert_eq!(logged, events);
     sb.stop().await;
 }
@@ -517,46 +425,25 @@ async fn every_path_of_the_transition_table() {
     let none = ActionTarget::default;
 
     // created → mfa_required → connected → error → connected → disconnected.
-    let c = api.create(key).await["connectionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let c = api.create(key).await["connectionId"].as_str().unwrap().to_string();
     ctl.apply(&c, Action::RequireMfa, none()).await.unwrap();
-    assert!(matches!(
-        ctl.apply(&c, Action::RequireMfa, none()).await,
-        Err(ControlError::NotPossible(_))
-    ));
+    assert!(matches!(ctl.apply(&c, Action::RequireMfa, none()).await, Err(ControlError::NotPossible(_))));
     ctl.apply(&c, Action::Connect, none()).await.unwrap();
-    assert!(matches!(
-        ctl.apply(&c, Action::Connect, none()).await,
-        Err(ControlError::NotPossible(_))
-    ));
+    assert!(matches!(ctl.apply(&c, Action::Connect, none()).await, Err(ControlError::NotPossible(_))));
     let accounts = api.accounts(key, &c).await;
     ctl.apply(&c, Action::Error, none()).await.unwrap();
     let (status, _) = api.get(key, &format!("/v1/connections/{c}/accounts")).await;
     assert_eq!(status, StatusCode::CONFLICT);
-    assert!(matches!(
-        ctl.apply(&c, Action::UpdateAccounts, none()).await,
-        Err(ControlError::NotPossible(_))
-    ));
-    let outcome = ctl
-        .apply_outcome(&c, Action::Connect, none())
-        .await
-        .unwrap();
+    assert!(matches!(ctl.apply(&c, Action::UpdateAccounts, none()).await, Err(ControlError::NotPossible(_))));
+    let outcome = ctl.apply_outcome(&c, Action::Connect, none()).await.unwrap();
     assert_eq!(outcome.status, Connected);
     // Reconnecting keeps the same accounts.
     let again = api.accounts(key, &c).await;
-    assert_eq!(
-        accounts.iter().map(id).collect::<Vec<_>>(),
-        again.iter().map(id).collect::<Vec<_>>()
-    );
+    assert_eq!(accounts.iter().map(id).collect::<Vec<_>>(), again.iter().map(id).collect::<Vec<_>>());
     ctl.apply(&c, Action::Disconnect, none()).await.unwrap();
     for action in Action::ALL {
         assert!(
-            matches!(
-                ctl.apply(&c, action, none()).await,
-                Err(ControlError::NotPossible(_))
-            ),
+            matches!(ctl.apply(&c, action, none()).await, Err(ControlError::NotPossible(_))),
             "{action} after disconnect"
         );
     }
@@ -578,17 +465,11 @@ async fn every_path_of_the_transition_table() {
     );
 
     // created → failed_auth → failed_auth → error → disconnected; mfa then fail_auth.
-    let c = api.create(key).await["connectionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let c = api.create(key).await["connectionId"].as_str().unwrap().to_string();
     ctl.apply(&c, Action::FailAuth, none()).await.unwrap();
     ctl.apply(&c, Action::FailAuth, none()).await.unwrap();
     ctl.apply(&c, Action::Error, none()).await.unwrap();
-    assert!(matches!(
-        ctl.apply(&c, Action::Error, none()).await,
-        Err(ControlError::NotPossible(_))
-    ));
+    assert!(matches!(ctl.apply(&c, Action::Error, none()).await, Err(ControlError::NotPossible(_))));
     ctl.apply(&c, Action::Disconnect, none()).await.unwrap();
     assert_eq!(
         chain(&sb, &c),
@@ -604,20 +485,11 @@ async fn every_path_of_the_transition_table() {
             (Disconnected, Some(Error)),
         ])
     );
-    let c = api.create(key).await["connectionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let c = api.create(key).await["connectionId"].as_str().unwrap().to_string();
     ctl.apply(&c, Action::RequireMfa, none()).await.unwrap();
     ctl.apply(&c, Action::FailAuth, none()).await.unwrap();
     let tail: Vec<_> = chain(&sb, &c).split_off(4);
-    assert_eq!(
-        tail,
-        conn_chain(&[
-            (Verifying, Some(MfaRequired)),
-            (FailedAuth, Some(Verifying))
-        ])
-    );
+    assert_eq!(tail, conn_chain(&[(Verifying, Some(MfaRequired)), (FailedAuth, Some(Verifying))]));
     // The error event carries an error object.
     ctl.apply(&c, Action::Error, none()).await.unwrap();
     let last = ctl.events().pop().unwrap();
@@ -625,52 +497,26 @@ async fn every_path_of_the_transition_table() {
     assert!(last["data"]["error"]["code"].is_string());
 
     // Unknown ids.
-    assert!(matches!(
-        ctl.apply("conn_NOPE", Action::Connect, none()).await,
-        Err(ControlError::NotFound(_))
-    ));
-    let c = api.create(key).await["connectionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    assert!(matches!(ctl.apply("conn_NOPE", Action::Connect, none()).await, Err(ControlError::NotFound(_))));
+    let c = api.create(key).await["connectionId"].as_str().unwrap().to_string();
     ctl.apply(&c, Action::Connect, none()).await.unwrap();
     for (account_id, transaction_id) in [(Some("acc_NOPE"), None), (None, Some("txn_NOPE"))] {
-        let target = ActionTarget {
-            account_id: account_id.map(Into::into),
-            transaction_id: transaction_id.map(Into::into),
-        };
-        assert!(matches!(
-            ctl.apply(&c, Action::DeleteTransaction, target).await,
-            Err(ControlError::NotFound(_))
-        ));
+        let target =
+            ActionTarget { account_id: account_id.map(Into::into), transaction_id: transaction_id.map(Into::into) };
+        assert!(matches!(ctl.apply(&c, Action::DeleteTransaction, target).await, Err(ControlError::NotFound(_))));
     }
     // Another connection's account is not a target.
     let other = &accounts[0]["id"];
-    let target = ActionTarget {
-        account_id: other.as_str().map(Into::into),
-        transaction_id: None,
-    };
-    assert!(matches!(
-        ctl.apply(&c, Action::UpdateAccounts, target).await,
-        Err(ControlError::NotFound(_))
-    ));
+    let target = ActionTarget { account_id: other.as_str().map(Into::into), transaction_id: None };
+    assert!(matches!(ctl.apply(&c, Action::UpdateAccounts, target).await, Err(ControlError::NotFound(_))));
     // The pension account has no transactions to delete.
     let fresh = api.accounts(key, &c).await;
-    let pension = ActionTarget {
-        account_id: Some(id(by_type(&fresh, "pension"))),
-        transaction_id: None,
-    };
-    assert!(matches!(
-        ctl.apply(&c, Action::DeleteTransaction, pension).await,
-        Err(ControlError::NotPossible(_))
-    ));
+    let pension = ActionTarget { account_id: Some(id(by_type(&fresh, "pension"))), transaction_id: None };
+    assert!(matches!(ctl.apply(&c, Action::DeleteTransaction, pension).await, Err(ControlError::NotPossible(_))));
     // Without a target: the newest transaction of the first account.
     let checking = id(by_type(&fresh, "checking"));
     let newest = api.all_transactions(key, &checking, Some(1)).await[0]["id"].clone();
-    let outcome = ctl
-        .apply_outcome(&c, Action::DeleteTransaction, none())
-        .await
-        .unwrap();
+    let outcome = ctl.apply_outcome(&c, Action::DeleteTransaction, none()).await.unwrap();
     assert_eq!(outcome.account_id.as_deref(), Some(checking.as_str()));
     assert_eq!(json!(outcome.transaction_id), newest);
     sb.stop().await;
@@ -689,26 +535,11 @@ async fn pagination_returns_each_transaction_exactly_once() {
         counts.insert(a["type"].as_str().unwrap().to_string(), reference.len());
         // Documented order: transactionDate descending, then id descending.
         for pair in reference.windows(2) {
-            let k = |t: &Value| {
-                (
-                    t["transactionDate"].as_str().unwrap().to_string(),
-                    t["id"].as_str().unwrap().to_string(),
-                )
-            };
+            let k =
+                |t: &Value| (t["transactionDate"].as_str().unwrap().to_string(), t["id"].as_str().unwrap().to_string());
             assert!(k(&pair[0]) > k(&pair[1]), "order: {pair:?}");
         }
-        for limit in [
-            None,
-            Some(1),
-            Some(2),
-            Some(7),
-            Some(24),
-            Some(25),
-            Some(26),
-            Some(56),
-            Some(57),
-            Some(1000),
-        ] {
+        for limit in [None, Some(1), Some(2), Some(7), Some(24), Some(25), Some(26), Some(56), Some(57), Some(1000)] {
             let got = api.all_transactions(key, &aid, limit).await;
             assert_eq!(got, reference, "limit {limit:?}");
             let ids: HashSet<String> = got.iter().map(id).collect();
@@ -721,30 +552,17 @@ async fn pagination_returns_each_transaction_exactly_once() {
     assert_eq!(counts["savings"], DEFAULT_LIMIT);
     assert_eq!(counts["checking"], 57);
     let savings = id(by_type(&accounts, "savings"));
-    let (_, page) = api
-        .get(key, &format!("/v1/accounts/{savings}/transactions"))
-        .await;
+    let (_, page) = api.get(key, &format!("/v1/accounts/{savings}/transactions")).await;
     assert_eq!(page["data"].as_array().unwrap().len(), DEFAULT_LIMIT);
     assert_eq!(page["has_more"], false);
 
     // Past the maximum: limit is clamped to 100.
     let checking = id(by_type(&accounts, "checking"));
     for _ in 0..50 {
-        let target = ActionTarget {
-            account_id: Some(checking.clone()),
-            transaction_id: None,
-        };
-        sb.control
-            .apply(&conn, Action::UpdateAccounts, target)
-            .await
-            .unwrap();
+        let target = ActionTarget { account_id: Some(checking.clone()), transaction_id: None };
+        sb.control.apply(&conn, Action::UpdateAccounts, target).await.unwrap();
     }
-    let (status, page) = api
-        .get(
-            key,
-            &format!("/v1/accounts/{checking}/transactions?limit=1000"),
-        )
-        .await;
+    let (status, page) = api.get(key, &format!("/v1/accounts/{checking}/transactions?limit=1000")).await;
     assert_eq!(status, StatusCode::OK);
     check(Schema::TransactionsPage, &page);
     assert_eq!(page["data"].as_array().unwrap().len(), MAX_LIMIT);
@@ -753,33 +571,15 @@ async fn pagination_returns_each_transaction_exactly_once() {
     assert_eq!(all.len(), 107);
 
     // A cursor naming a transaction deleted since continues after its place.
-    let (_, first) = api
-        .get(
-            key,
-            &format!("/v1/accounts/{checking}/transactions?limit=10"),
-        )
-        .await;
+    let (_, first) = api.get(key, &format!("/v1/accounts/{checking}/transactions?limit=10")).await;
     let cursor = first["next_cursor"].as_str().unwrap().to_string();
-    let (_, expected) = api
-        .get(
-            key,
-            &format!("/v1/accounts/{checking}/transactions?limit=10&starting_after={cursor}"),
-        )
-        .await;
-    let (status, _) = api
-        .control(
-            &conn,
-            "delete_transaction",
-            Some(json!({ "accountId": checking, "transactionId": cursor })),
-        )
-        .await;
+    let (_, expected) =
+        api.get(key, &format!("/v1/accounts/{checking}/transactions?limit=10&starting_after={cursor}")).await;
+    let (status, _) =
+        api.control(&conn, "delete_transaction", Some(json!({ "accountId": checking, "transactionId": cursor }))).await;
     assert_eq!(status, StatusCode::OK);
-    let (status, next) = api
-        .get(
-            key,
-            &format!("/v1/accounts/{checking}/transactions?limit=10&starting_after={cursor}"),
-        )
-        .await;
+    let (status, next) =
+        api.get(key, &format!("/v1/accounts/{checking}/transactions?limit=10&starting_after={cursor}")).await;
     assert_eq!(status, StatusCode::OK, "{next}");
     assert_eq!(next, expected);
     sb.stop().await;
@@ -797,14 +597,7 @@ async fn error_choices() {
 
     // 401: missing, malformed, unknown.
     let url = format!("{}/v1/connections/{conn}/accounts", sb.base_url);
-    for auth in [
-        None,
-        Some("Basic abc"),
-        Some("Bearer"),
-        Some("Bearer "),
-        Some(a.as_str()),
-        Some("Bearer nope_key"),
-    ] {
+    for auth in [None, Some("Basic abc"), Some("Bearer"), Some("Bearer "), Some(a.as_str()), Some("Bearer nope_key")] {
         let mut req = api.http.get(&url);
         if let Some(auth) = auth {
             req = req.header("Authorization", auth);
@@ -816,12 +609,7 @@ async fn error_choices() {
         assert_eq!(error_code(&body), "unauthorized");
         assert!(body["error"]["message"].is_string());
     }
-    let resp = api
-        .http
-        .post(format!("{}/v1/connections", sb.base_url))
-        .send()
-        .await
-        .unwrap();
+    let resp = api.http.post(format!("{}/v1/connections", sb.base_url)).send().await.unwrap();
     assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
 
     // 404: another client's connection and account, unknown ids, unknown paths.
@@ -846,82 +634,42 @@ async fn error_choices() {
     }
 
     // 409: accounts of a connection not CONNECTED.
-    let fresh = api.create(a).await["connectionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let (status, body) = api
-        .get(a, &format!("/v1/connections/{fresh}/accounts"))
-        .await;
+    let fresh = api.create(a).await["connectionId"].as_str().unwrap().to_string();
+    let (status, body) = api.get(a, &format!("/v1/connections/{fresh}/accounts")).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(error_code(&body), "connection_not_connected");
 
     // 400: bad limit, unknown cursor, another account's transaction as cursor.
     for limit in ["0", "-1", "abc", "1.5", "", "+3", "%20"] {
-        let (status, body) = api
-            .get(
-                a,
-                &format!("/v1/accounts/{account}/transactions?limit={limit}"),
-            )
-            .await;
+        let (status, body) = api.get(a, &format!("/v1/accounts/{account}/transactions?limit={limit}")).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "limit={limit}");
         assert_eq!(error_code(&body), "invalid_limit");
     }
     for limit in ["1", "007", "100", "101", "99999999999999999999999"] {
-        let (status, _) = api
-            .get(
-                a,
-                &format!("/v1/accounts/{account}/transactions?limit={limit}"),
-            )
-            .await;
+        let (status, _) = api.get(a, &format!("/v1/accounts/{account}/transactions?limit={limit}")).await;
         assert_eq!(status, StatusCode::OK, "limit={limit}");
     }
     let foreign = api.all_transactions(a, &other_account, None).await;
     let foreign_txn = foreign.first().map(id).unwrap();
     for cursor in ["txn_UNKNOWN", "", foreign_txn.as_str()] {
-        let (status, body) = api
-            .get(
-                a,
-                &format!("/v1/accounts/{account}/transactions?starting_after={cursor}"),
-            )
-            .await;
+        let (status, body) = api.get(a, &format!("/v1/accounts/{account}/transactions?starting_after={cursor}")).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "cursor {cursor:?}");
         assert_eq!(error_code(&body), "invalid_cursor");
     }
 
     // Control routes.
     let (status, body) = api.control(&conn, "fly", None).await;
-    assert_eq!(
-        (status, error_code(&body).as_str()),
-        (StatusCode::BAD_REQUEST, "unknown_action")
-    );
+    assert_eq!((status, error_code(&body).as_str()), (StatusCode::BAD_REQUEST, "unknown_action"));
     let (status, _) = api.control("conn_UNKNOWN", "connect", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, body) = api.control(&conn, "connect", None).await;
-    assert_eq!(
-        (status, error_code(&body).as_str()),
-        (StatusCode::CONFLICT, "not_possible")
-    );
-    let (status, _) = api
-        .control(&conn, "update_accounts", Some(json!([1])))
-        .await;
+    assert_eq!((status, error_code(&body).as_str()), (StatusCode::CONFLICT, "not_possible"));
+    let (status, _) = api.control(&conn, "update_accounts", Some(json!([1]))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    let (status, _) = api
-        .control(
-            &conn,
-            "update_accounts",
-            Some(json!({ "accountId": "acc_UNKNOWN" })),
-        )
-        .await;
+    let (status, _) = api.control(&conn, "update_accounts", Some(json!({ "accountId": "acc_UNKNOWN" }))).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     for body in [json!({}), json!({ "url": "ftp://x" }), json!({ "url": 3 })] {
-        let resp = api
-            .http
-            .post(format!("{}/sandbox/webhooks", sb.base_url))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let resp = api.http.post(format!("{}/sandbox/webhooks", sb.base_url)).json(&body).send().await.unwrap();
         assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{body}");
     }
     let resp = api.http.delete(&url).bearer_auth(a).send().await.unwrap();
@@ -933,21 +681,13 @@ async fn error_choices() {
 async fn widget_script() {
     let sb = start().await;
     let http = http();
-    let resp = http
-        .get(format!("{}/widget/bankconf-connect.js", sb.base_url))
-        .send()
-        .await
-        .unwrap();
+    let resp = http.get(format!("{}/widget/bankconf-connect.js", sb.base_url)).send().await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(resp.headers()["content-type"], "application/javascript");
     let script = resp.text().await.unwrap();
     assert!(script.contains("BankconfConnect"));
     for other in ["other-connect.js", "bankconf-connect.jsx", "bankconf.js"] {
-        let resp = http
-            .get(format!("{}/widget/{other}", sb.base_url))
-            .send()
-            .await
-            .unwrap();
+        let resp = http.get(format!("{}/widget/{other}", sb.base_url)).send().await.unwrap();
         assert_eq!(resp.status(), StatusCode::NOT_FOUND, "{other}");
     }
 
@@ -972,11 +712,7 @@ if (!meta || meta.connectionId !== "conn_A" || typeof meta.institution.name !== 
 }
 console.log("widget ok");
 "#;
-    let node = tokio::process::Command::new("node")
-        .arg("-e")
-        .arg(format!("{script}\n{probe}"))
-        .output()
-        .await;
+    let node = tokio::process::Command::new("node").arg("-e").arg(format!("{script}\n{probe}")).output().await;
     match node {
         Ok(out) => assert!(
             out.status.success() && String::from_utf8_lossy(&out.stdout).contains("widget ok"),
@@ -1000,12 +736,7 @@ async fn two_hundred_concurrent_requests() {
         let (api, key, conn, account) = (api.clone(), key.clone(), conn.clone(), account.clone());
         tasks.push(tokio::spawn(async move {
             match i % 4 {
-                0 => Some(
-                    api.create(&key).await["connectionId"]
-                        .as_str()
-                        .unwrap()
-                        .to_string(),
-                ),
+                0 => Some(api.create(&key).await["connectionId"].as_str().unwrap().to_string()),
                 1 => {
                     assert_eq!(api.accounts(&key, &conn).await.len(), 5);
                     None
@@ -1015,12 +746,7 @@ async fn two_hundred_concurrent_requests() {
                     None
                 }
                 _ => {
-                    let (status, page) = api
-                        .get(
-                            &key,
-                            &format!("/v1/accounts/{account}/transactions?limit=5"),
-                        )
-                        .await;
+                    let (status, page) = api.get(&key, &format!("/v1/accounts/{account}/transactions?limit=5")).await;
                     assert_eq!(status, StatusCode::OK);
                     check(Schema::TransactionsPage, &page);
                     None
@@ -1035,12 +761,7 @@ async fn two_hundred_concurrent_requests() {
         }
     }
     assert_eq!(created.len(), 50);
-    let created_events = sb
-        .control
-        .events()
-        .into_iter()
-        .filter(|e| e["type"] == "connection.created")
-        .count();
+    let created_events = sb.control.events().into_iter().filter(|e| e["type"] == "connection.created").count();
     assert_eq!(created_events, 51);
     sb.stop().await;
 }
@@ -1053,27 +774,13 @@ async fn webhooks_are_retried_and_ordered() {
     sb.control.register_webhook(&rx.url).await;
     sb.control.register_webhook(&rx.url).await; // no duplicate deliveries
     let key = &sb.clients[1].api_key;
-    let conn = api.create(key).await["connectionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    sb.control
-        .apply(&conn, Action::FailAuth, ActionTarget::default())
-        .await
-        .unwrap();
+    let conn = api.create(key).await["connectionId"].as_str().unwrap().to_string();
+    sb.control.apply(&conn, Action::FailAuth, ActionTarget::default()).await.unwrap();
     let events = rx.wait_for(&conn, 4).await;
-    let kinds: Vec<String> = events
-        .iter()
-        .map(|e| check_event(e, &sb.clients[1].client_id, &conn))
-        .collect();
+    let kinds: Vec<String> = events.iter().map(|e| check_event(e, &sb.clients[1].client_id, &conn)).collect();
     assert_eq!(
         kinds,
-        [
-            "connection.created",
-            "connection.credentials_submitted",
-            "connection.verifying",
-            "connection.failed_auth"
-        ]
+        ["connection.created", "connection.credentials_submitted", "connection.verifying", "connection.failed_auth"]
     );
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(rx.events.lock().unwrap().len(), 4);
@@ -1082,10 +789,8 @@ async fn webhooks_are_retried_and_ordered() {
 
 #[tokio::test]
 async fn configured_keys_and_stop() {
-    let config = SandboxConfig {
-        api_keys: vec!["acme_live_123".into(), "acme_live_456".into()],
-        ..SandboxConfig::default()
-    };
+    let config =
+        SandboxConfig { api_keys: vec!["acme_live_123".into(), "acme_live_456".into()], ..SandboxConfig::default() };
     let sb = Sandbox::start(config).await.unwrap();
     assert_eq!(sb.clients.len(), 2);
     assert_ne!(sb.clients[0].client_id, sb.clients[1].client_id);
@@ -1100,21 +805,14 @@ async fn configured_keys_and_stop() {
 
 #[tokio::test]
 async fn driver_script() {
-    if std::process::Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
+    if std::process::Command::new("curl").arg("--version").output().is_err() {
         eprintln!("curl not available: driver script not tested");
         return;
     }
     let sb = start().await;
     let api = Api::new(&sb);
     let key = &sb.clients[0].api_key;
-    let conn = api.create(key).await["connectionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let conn = api.create(key).await["connectionId"].as_str().unwrap().to_string();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sandbox-driver.sh");
     let run = |vars: Vec<(&'static str, String)>| {
         let mut cmd = tokio::process::Command::new("sh");
@@ -1129,31 +827,20 @@ async fn driver_script() {
         }
         async move {
             let out = cmd.output().await.unwrap();
-            (
-                out.status.code(),
-                String::from_utf8_lossy(&out.stderr).to_string(),
-            )
+            (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
         }
     };
     let base = || ("BANKCONF_BASE_URL", sb.base_url.clone());
     let c = || ("BANKCONF_CONNECTION_ID", conn.clone());
 
     let rx = Receiver::start(0).await;
-    let (code, err) = run(vec![
-        ("BANKCONF_ACTION", "register_webhook".into()),
-        base(),
-        ("BANKCONF_WEBHOOK_URL", rx.url.clone()),
-    ])
-    .await;
+    let (code, err) =
+        run(vec![("BANKCONF_ACTION", "register_webhook".into()), base(), ("BANKCONF_WEBHOOK_URL", rx.url.clone())])
+            .await;
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(sb.control.webhook_urls(), vec![rx.url.clone()]);
-    let (code, err) = run(vec![
-        ("BANKCONF_ACTION", "connect".into()),
-        base(),
-        c(),
-        ("BANKCONF_WIDGET_TOKEN", "sess_X".into()),
-    ])
-    .await;
+    let (code, err) =
+        run(vec![("BANKCONF_ACTION", "connect".into()), base(), c(), ("BANKCONF_WIDGET_TOKEN", "sess_X".into())]).await;
     assert_eq!(code, Some(0), "{err}");
     let (code, _) = run(vec![("BANKCONF_ACTION", "connect".into()), base(), c()]).await;
     assert_eq!(code, Some(4));
@@ -1164,13 +851,9 @@ async fn driver_script() {
 
     let accounts = api.accounts(key, &conn).await;
     let savings = id(by_type(&accounts, "savings"));
-    let (code, err) = run(vec![
-        ("BANKCONF_ACTION", "update_accounts".into()),
-        base(),
-        c(),
-        ("BANKCONF_ACCOUNT_ID", savings.clone()),
-    ])
-    .await;
+    let (code, err) =
+        run(vec![("BANKCONF_ACTION", "update_accounts".into()), base(), c(), ("BANKCONF_ACCOUNT_ID", savings.clone())])
+            .await;
     assert_eq!(code, Some(0), "{err}");
     let victim = id(&api.all_transactions(key, &savings, None).await[3]);
     let (code, err) = run(vec![
@@ -1182,23 +865,15 @@ async fn driver_script() {
     ])
     .await;
     assert_eq!(code, Some(0), "{err}");
-    assert!(api
-        .all_transactions(key, &savings, None)
-        .await
-        .iter()
-        .all(|t| t["id"] != victim.as_str()));
+    assert!(api.all_transactions(key, &savings, None).await.iter().all(|t| t["id"] != victim.as_str()));
     let events = rx.wait_for(&conn, 5).await;
     assert_eq!(events[3]["type"], ACCOUNTS_UPDATED);
     assert_eq!(events[3]["data"]["accountId"], savings.as_str());
     assert_eq!(events[4]["data"]["transactionId"], victim.as_str());
 
     // Other failures: exit 1 with a message.
-    let (code, err) = run(vec![
-        ("BANKCONF_ACTION", "error".into()),
-        base(),
-        ("BANKCONF_CONNECTION_ID", "conn_UNKNOWN".into()),
-    ])
-    .await;
+    let (code, err) =
+        run(vec![("BANKCONF_ACTION", "error".into()), base(), ("BANKCONF_CONNECTION_ID", "conn_UNKNOWN".into())]).await;
     assert_eq!(code, Some(1));
     assert!(err.contains("404"), "{err}");
     let (code, err) = run(vec![("BANKCONF_ACTION", "disconnect".into()), c()]).await;
