@@ -3,6 +3,7 @@
 use bankconf::harness::{self, catalogue, config::RunConfig};
 use bankconf::sandbox::{Sandbox, SandboxConfig};
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -69,12 +70,15 @@ async fn serve(config: SandboxConfig) -> i32 {
             return 2;
         }
     };
-    println!("bankconf sandbox listening on {}", sandbox.base_url);
-    println!("widget: {}/widget/{}-connect.js", sandbox.base_url, sandbox.service);
-    // The sandbox's own keys: printed so that the person who started it can use them.
+    // The sandbox's own keys are printed so that the person who started it can use them.
+    // Write errors are ignored: a closed stdout must not stop the server.
+    let mut banner = format!("bankconf sandbox listening on {}\n", sandbox.base_url);
+    banner += &format!("widget: {}/widget/{}-connect.js\n", sandbox.base_url, sandbox.service);
     for client in &sandbox.clients {
-        println!("client {}  api key {}", client.client_id, client.api_key);
+        banner += &format!("client {}  api key {}\n", client.client_id, client.api_key);
     }
+    let mut stdout = std::io::stdout();
+    let _ = stdout.write_all(banner.as_bytes()).and_then(|()| stdout.flush());
     tokio::select! {
         _ = sandbox.wait() => {}
         _ = tokio::signal::ctrl_c() => {}

@@ -4,13 +4,51 @@
 use super::outcome::Stop;
 use reqwest::{Method, Url};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::time::Duration;
+
+tokio::task_local! {
+    /// The requests the running case has sent, for its reproduction.
+    static SENT: RefCell<Vec<Sent>>;
+}
+
+/// A request as sent, without its secrets: enough to replay it with `curl`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sent {
+    pub method: String,
+    pub url: String,
+    pub auth: Auth,
+}
+
+impl Sent {
+    /// A `curl` command that replays the request, keys written as environment variables.
+    pub fn curl(&self) -> String {
+        let auth = match &self.auth {
+            Auth::Primary => " -H \"Authorization: Bearer $BANKCONF_API_KEY\"".to_string(),
+            Auth::Second => " -H \"Authorization: Bearer $BANKCONF_SECOND_API_KEY\"".to_string(),
+            Auth::Missing => String::new(),
+            Auth::Header(h) => format!(" -H 'Authorization: {}'", h.replace('\'', "'\\''")),
+        };
+        let body = if self.method == "POST" { " -H 'Content-Type: application/json'" } else { "" };
+        format!("curl -sS -i -X {}{auth}{body} '{}'", self.method, self.url.replace('\'', "%27"))
+    }
+}
+
+/// Runs `case` while recording the requests it sends; returns its output and the last one.
+pub async fn recording<F: std::future::Future>(case: F) -> (F::Output, Option<Sent>) {
+    SENT.scope(RefCell::new(Vec::new()), async {
+        let out = case.await;
+        let last = SENT.with(|sent| sent.borrow().last().cloned());
+        (out, last)
+    })
+    .await
+}
 
 /// Largest response body read; a target that sends more is cut off (and fails the case).
 const MAX_BODY: usize = 4 * 1024 * 1024;
 
 /// Which credentials a request carries.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Auth {
     /// `Bearer <key of the client under test>`.
     Primary,
@@ -137,6 +175,8 @@ impl Api {
     ) -> Result<Exchange, Stop> {
         let url = self.url(segments, query);
         let request = describe(&method, &url);
+        let sent = Sent { method: method.to_string(), url: url.to_string(), auth: auth.clone() };
+        let _ = SENT.try_with(|log| log.borrow_mut().push(sent));
         let mut builder = self.client.request(method.clone(), url).header("Accept", "application/json");
         if method == Method::POST {
             builder = builder.header("Content-Type", "application/json");
@@ -183,10 +223,12 @@ pub fn describe(method: &Method, url: &Url) -> String {
 
 fn transport_error(e: &reqwest::Error) -> String {
     if e.is_timeout() {
-        "timed out".to_string()
-    } else if e.is_connect() {
-        "connection failed".to_string()
-    } else {
-        e.to_string()
+        return "timed out".to_string();
     }
+    // The innermost cause says what happened ("Connection refused"); the outer ones repeat the URL.
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
+    cause.to_string()
 }

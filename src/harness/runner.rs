@@ -4,6 +4,7 @@
 use super::catalogue::{self, Case};
 use super::checks;
 use super::context::RunContext;
+use super::http;
 use super::outcome::Outcome;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,30 +15,41 @@ pub struct CaseResult {
     pub case: &'static Case,
     pub outcome: Outcome,
     pub duration: Duration,
+    /// For a failure: a `curl` command replaying the last request the case sent (keys as
+    /// `$BANKCONF_API_KEY`), and for property cases the seed in the message.
+    pub reproduction: Option<String>,
 }
 
 /// Runs one case: checks prerequisites, bounds it in time, and redacts its message.
 pub async fn run_case(ctx: Arc<RunContext>, case: &'static Case) -> CaseResult {
     let started = Instant::now();
+    let mut last_request = None;
     let outcome = if let Some(reason) = ctx.missing(case) {
         Outcome::Ignored(reason)
     } else if let Some(check) = checks::check(&case.id) {
         // Generous: a case waits for events several times, and walks many pages.
         let limit = Duration::from_secs(60) + ctx.config.event_wait() * 6 + ctx.config.request_wait() * 2;
-        match tokio::time::timeout(limit, tokio::spawn(check(ctx.clone()))).await {
-            Ok(Ok(result)) => Outcome::from(result),
+        match tokio::time::timeout(limit, tokio::spawn(http::recording(check(ctx.clone())))).await {
+            Ok(Ok((result, last))) => {
+                last_request = last;
+                Outcome::from(result)
+            }
             Ok(Err(join)) => Outcome::Failed(format!("the check stopped unexpectedly: {join}")),
             Err(_) => Outcome::Failed(format!("the case did not finish within {limit:?}")),
         }
     } else {
         Outcome::Failed(format!("no code for case {}", case.id))
     };
+    let reproduction = match (&outcome, last_request) {
+        (Outcome::Failed(_), Some(sent)) => Some(ctx.redactor.redact(&sent.curl())),
+        _ => None,
+    };
     let outcome = match outcome {
         Outcome::Failed(m) => Outcome::Failed(ctx.redactor.redact(&m)),
         Outcome::Ignored(m) => Outcome::Ignored(ctx.redactor.redact(&m)),
         Outcome::Passed => Outcome::Passed,
     };
-    CaseResult { case, outcome, duration: started.elapsed() }
+    CaseResult { case, outcome, duration: started.elapsed(), reproduction }
 }
 
 /// The cases the configuration selects, in catalogue order.
@@ -73,6 +85,7 @@ pub async fn run_all(
                 case,
                 outcome: Outcome::Failed("the case did not report".into()),
                 duration: Duration::ZERO,
+                reproduction: None,
             })
         })
         .collect()

@@ -15,6 +15,7 @@ pub fn render(report: &Report) -> Value {
                 "level": r.case.level.as_str(),
                 "outcome": r.outcome.label(),
                 "message": r.outcome.message(),
+                "reproduction": r.reproduction,
                 "gating": report.gates(r),
                 "duration_ms": r.duration.as_secs_f64() * 1000.0,
             })

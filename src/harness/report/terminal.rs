@@ -20,6 +20,9 @@ pub fn case_line(result: &CaseResult, gating: bool) -> String {
     if let Some(m) = result.outcome.message() {
         let _ = write!(line, "\n      {m}");
     }
+    if let Some(r) = &result.reproduction {
+        let _ = write!(line, "\n      reproduce: {r}");
+    }
     line
 }
 
