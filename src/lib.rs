@@ -6,6 +6,7 @@
 //! - [`harness`]: the conformance run (catalogue, checks, reports) that judges any target.
 
 pub mod harness;
+pub mod openapi;
 pub mod sandbox;
 pub mod schemas;
 pub mod spec;

@@ -1,5 +1,6 @@
 //! `bankconf`: run the conformance catalogue against a target, or serve the reference sandbox.
 
+use bankconf::harness::capture::CheckEventsConfig;
 use bankconf::harness::{self, catalogue, config::RunConfig};
 use bankconf::sandbox::{Sandbox, SandboxConfig};
 use clap::{Parser, Subcommand};
@@ -24,6 +25,11 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
+    /// Check captured webhook deliveries offline (JSON Lines, or one JSON array), with the
+    /// event rules of `run`; same reports and exit codes.
+    CheckEvents(Box<CheckEventsConfig>),
+    /// Print an OpenAPI 3.1 description of the service (§4, §5, §6), built from schemas/.
+    Openapi,
     /// Serve the embedded reference sandbox.
     Serve {
         #[arg(long, default_value = "127.0.0.1:8080")]
@@ -55,6 +61,15 @@ fn main() -> ExitCode {
             0
         }
         Command::Run { config, list: false } => runtime.block_on(harness::run(*config)),
+        Command::CheckEvents(config) => harness::capture::check_events(*config),
+        Command::Openapi => {
+            let text = serde_json::to_string_pretty(&bankconf::openapi::document()).unwrap_or_default();
+            let mut stdout = std::io::stdout();
+            match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+                Ok(()) => 0,
+                Err(_) => 2,
+            }
+        }
         Command::Serve { listen, api_keys, service } => {
             runtime.block_on(serve(SandboxConfig { listen, api_keys, service }))
         }

@@ -3,6 +3,39 @@
 
 use std::fmt;
 
+/// The numbered sections of the spec, with short titles (citations, for the coverage matrix of
+/// the Markdown report). Kept here because the spec itself is not shipped with the crate.
+pub const SECTIONS: [(&str, &str); 23] = [
+    ("§1", "What the service does"),
+    ("§2", "Resources and their fields"),
+    ("§2.1", "Connection"),
+    ("§2.2", "Account"),
+    ("§2.3", "Transaction"),
+    ("§2.4", "Event"),
+    ("§3", "States and transitions"),
+    ("§3.1", "Connection states"),
+    ("§3.2", "Transitions"),
+    ("§4", "Endpoints"),
+    ("§4.1", "Create a connection"),
+    ("§4.2", "Get connection accounts"),
+    ("§4.3", "Get account transactions"),
+    ("§4.4", "Get one account"),
+    ("§4.5", "Other operations"),
+    ("§5", "Authentication"),
+    ("§6", "Events"),
+    ("§6.1", "Envelope"),
+    ("§6.2", "Data object"),
+    ("§6.3", "Expected client reactions"),
+    ("§7", "Errors"),
+    ("§8", "Limits"),
+    ("§9", "Versioning"),
+];
+
+/// Whether `sub` is `section` itself or one of its subsections (`§4.3` is under `§4`).
+pub fn within(sub: &str, section: &str) -> bool {
+    sub == section || sub.strip_prefix(section).is_some_and(|rest| rest.starts_with('.'))
+}
+
 /// Identifier prefixes (§2, §2.1, §5.3).
 pub mod prefix {
     pub const CONNECTION: &str = "conn_";
@@ -161,6 +194,14 @@ impl fmt::Display for Action {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_case_cites_a_listed_section() {
+        for case in crate::harness::catalogue::all() {
+            assert!(SECTIONS.iter().any(|(s, _)| *s == case.section), "{}: unknown section {}", case.id, case.section);
+        }
+        assert!(within("§4.3", "§4") && within("§4", "§4") && !within("§4.3", "§4.1") && !within("§41", "§4"));
+    }
 
     #[test]
     fn state_names_round_trip() {

@@ -2,9 +2,9 @@
 //! `BANKCONF_*` environment variable (which is how `cargo test --test conformance` is configured).
 
 use super::catalogue::{Level, Selection};
+use super::report::Outputs;
 use clap::Args;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Args, Clone, Debug)]
@@ -30,9 +30,9 @@ pub struct RunConfig {
     /// An already CONNECTED connection, for read-only runs without a driver.
     #[arg(long, env = "BANKCONF_CONNECTION_ID")]
     pub connection_id: Option<String>,
-    /// Write the JSON report to this file.
-    #[arg(long, env = "BANKCONF_REPORT_JSON")]
-    pub report_json: Option<PathBuf>,
+    /// Report files: `--report-json`, `--junit`, `--report-md`.
+    #[command(flatten)]
+    pub outputs: Outputs,
     /// Levels whose failures decide the exit code.
     #[arg(long, env = "BANKCONF_GATE", value_delimiter = ',', default_value = "must,security")]
     pub gate: Vec<Level>,

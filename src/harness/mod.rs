@@ -6,6 +6,7 @@
 //!   and reasons about a target;
 //! - [`runner`] runs cases, [`report`] writes what they found.
 
+pub mod capture;
 pub mod catalogue;
 pub mod chain;
 pub mod checks;
@@ -13,6 +14,7 @@ pub mod config;
 pub mod context;
 pub mod driver;
 pub mod http;
+pub mod judge;
 pub mod outcome;
 pub mod pagination;
 pub mod receiver;
@@ -22,14 +24,15 @@ pub mod runner;
 pub mod tour;
 
 use context::RunContext;
-use report::{Report, EXIT_NOT_RUN};
-use std::io::Write;
+use report::{Origin, Report, EXIT_NOT_RUN};
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// `bankconf run`: runs the selected cases, prints and writes the reports, returns the exit code.
 pub async fn run(config: config::RunConfig) -> i32 {
     let started = Instant::now();
-    let report_json = config.report_json.clone();
+    let outputs = config.outputs.clone();
     let ctx = match RunContext::setup(config).await {
         Ok(ctx) => ctx,
         Err(e) => {
@@ -43,22 +46,37 @@ pub async fn run(config: config::RunConfig) -> i32 {
         ctx.shutdown().await;
         return EXIT_NOT_RUN;
     }
-    println!("{}", report::terminal::header(&ctx.target, ctx.seed, cases.len()));
+    println!("{}", report::terminal::header(&ctx.target, Some(ctx.seed), cases.len()));
     let gate = ctx.config.gate.clone();
+    // A progress prefix for people at a terminal; CI logs (not a TTY) get the plain lines.
+    let tty = std::io::stdout().is_terminal();
+    let (total, done) = (cases.len(), AtomicUsize::new(0));
     let results = runner::run_all(ctx.clone(), cases, |r| {
-        println!("{}", report::terminal::case_line(r, gate.contains(&r.case.level)));
+        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+        let prefix = if tty { report::terminal::progress(n, total) } else { String::new() };
+        println!("{prefix}{}", report::terminal::case_line(r, gate.contains(&r.case.level)));
         let _ = std::io::stdout().flush();
     })
     .await;
-    let report = Report { target: ctx.target.clone(), seed: ctx.seed, gate, results, duration: started.elapsed() };
+    let report = Report {
+        origin: Origin::Run { seed: ctx.seed },
+        target: ctx.target.clone(),
+        gate,
+        results,
+        duration: started.elapsed(),
+        notes: Vec::new(),
+    };
     ctx.shutdown().await;
-    println!("{}", report::terminal::summary(&report));
-    if let Some(path) = report_json {
-        let text = serde_json::to_string_pretty(&report::json::render(&report)).unwrap_or_default();
-        if let Err(e) = std::fs::write(&path, text) {
-            eprintln!("bankconf: cannot write {}: {e}", path.display());
-            return EXIT_NOT_RUN;
-        }
+    finish(&report, &outputs)
+}
+
+/// Prints the summary, writes the report files, and returns the exit code (2 when a file
+/// cannot be written).
+pub fn finish(report: &Report, outputs: &report::Outputs) -> i32 {
+    println!("{}", report::terminal::summary(report));
+    if let Err(e) = outputs.write(report) {
+        eprintln!("bankconf: {e}");
+        return EXIT_NOT_RUN;
     }
     report.exit_code()
 }

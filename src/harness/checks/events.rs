@@ -1,90 +1,43 @@
 //! §3 States and §6 Events: what the webhook deliveries of the tour's connections say, and
 //! §6.3 the reactions they promise. Arrival order and duplicates are never held against a target.
+//!
+//! The rules over deliveries live in [`crate::harness::judge`], shared with `check-events`.
 
-use super::{validate, Problems};
-use crate::harness::chain;
+use super::Problems;
 use crate::harness::context::RunContext;
+use crate::harness::judge;
 use crate::harness::outcome::Stop;
-use crate::harness::receiver::{unique, Delivery};
-use crate::schemas::Schema;
+use crate::harness::receiver::Delivery;
 use crate::spec::Action;
-use serde_json::Value;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
-/// `delivery evt_… (connection.verifying)`, for messages.
-fn what(d: &Delivery) -> String {
-    match d.body.get("id").and_then(Value::as_str) {
-        Some(id) => format!("delivery {id} ({})", d.event_type().unwrap_or("no type")),
-        None => format!("delivery #{} ({})", d.seq, d.event_type().unwrap_or("no type")),
-    }
-}
-
-/// Applies `judge` to every unique delivery of every tour connection.
-async fn each_delivery(ctx: &RunContext, mut judge: impl FnMut(&Delivery, &mut Problems)) -> Result<(), Stop> {
+/// Every unique delivery of every tour connection, and the connections.
+async fn tour_deliveries(ctx: &RunContext) -> Result<Vec<Delivery>, Stop> {
     let tour = ctx.tour().await?;
-    let mut problems = Problems::default();
-    for (_, deliveries) in tour.connections()? {
-        for d in unique(deliveries) {
-            judge(&d, &mut problems);
-        }
-    }
-    problems.finish()
+    Ok(tour.connections()?.into_iter().flat_map(|(_, ds)| ds.iter().cloned()).collect())
 }
 
 pub async fn schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    each_delivery(&ctx, |d, problems| {
-        if d.body.is_null() {
-            problems.add(format!("{}: body is not JSON", what(d)));
-        } else if let Err(e) = validate(Schema::WebhookEvent, &d.body, &what(d)) {
-            problems.add(e.to_string());
-        }
-    })
-    .await
+    judge::schema(&tour_deliveries(&ctx).await?)
 }
 
 pub async fn envelope_agrees(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    each_delivery(&ctx, |d, problems| {
-        if d.is_short_form() {
-            return;
-        }
-        for (outer, inner) in [("type", "type"), ("id", "eventId")] {
-            let (a, b) = (d.body.get(outer), d.body.pointer(&format!("/data/{inner}")));
-            if a != b {
-                problems.add(format!("{}: {outer} is {} but data.{inner} is {}", what(d), show(a), show(b)));
-            }
-        }
-    })
-    .await
+    judge::envelope_agrees(&tour_deliveries(&ctx).await?)
 }
 
-fn show(v: Option<&Value>) -> String {
-    v.map_or("absent".to_string(), ToString::to_string)
-}
-
+/// Every tour connection was created by this run (POST /v1/connections), so each must have
+/// its connection.created (§3.2).
 pub async fn created_announced(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let tour = ctx.tour().await?;
     let mut problems = Problems::default();
-    for (id, deliveries) in tour.connections()? {
-        if !deliveries.iter().any(|d| d.event_type() == Some("connection.created")) {
-            problems.add(format!(
-                "connection {id} was created (POST /v1/connections) but no connection.created arrived; received {}",
-                crate::harness::receiver::labels(deliveries)
-            ));
-        }
+    for missing in judge::missing_created(&tour.connections()?) {
+        problems.add(format!("{missing}, though the connection was created by POST /v1/connections"));
     }
     problems.finish()
 }
 
 pub async fn previous_status_chain(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let tour = ctx.tour().await?;
-    let mut problems = Problems::default();
-    for (id, deliveries) in tour.connections()? {
-        if let Err(e) = chain::check(deliveries) {
-            problems.add(format!("connection {id}: {e}"));
-        }
-    }
-    problems.finish()
+    judge::chains(&ctx.tour().await?.connections()?)
 }
 
 pub async fn connected_announced(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -107,22 +60,9 @@ pub async fn disconnected_announced(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.tour().await?.step(Action::Disconnect)
 }
 
+/// The tour's connections all belong to the client under test: one group.
 pub async fn single_client_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let tour = ctx.tour().await?;
-    let mut ids = BTreeSet::new();
-    for (_, deliveries) in tour.connections()? {
-        for d in deliveries.iter().filter(|d| !d.is_short_form()) {
-            ids.insert(show(d.body.pointer("/data/clientId")));
-        }
-    }
-    match ids.len() {
-        0 | 1 => Ok(()),
-        _ => Err(Stop::fail(format!(
-            "events of one client's connections carry {} different data.clientId values: {}",
-            ids.len(),
-            ids.into_iter().collect::<Vec<_>>().join(", ")
-        ))),
-    }
+    judge::one_client_id(&[("this client's connections".to_string(), tour_deliveries(&ctx).await?)])
 }
 
 pub async fn accounts_updated_reaction(ctx: Arc<RunContext>) -> Result<(), Stop> {

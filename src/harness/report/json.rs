@@ -1,35 +1,66 @@
-//! The JSON report (`--report-json`).
+//! The JSON report (`--report-json`). Its shape is `schemas/report.json` (draft 2020-12);
+//! tests validate generated reports against it.
 
-use super::Report;
-use serde_json::{json, Value};
+use super::{Counts, Report};
+use crate::harness::catalogue::Level;
+use crate::harness::outcome::Outcome;
+use serde_json::{json, Map, Value};
+
+/// Version of the report's shape; bumped when `schemas/report.json` changes incompatibly.
+pub const FORMAT_VERSION: u32 = 1;
+
+fn counts(c: Counts) -> Value {
+    json!({"passed": c.passed, "failed": c.failed, "ignored": c.ignored})
+}
+
+fn millis(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
 
 pub fn render(report: &Report) -> Value {
     let cases: Vec<Value> = report
         .results
         .iter()
         .map(|r| {
+            let failed = matches!(r.outcome, Outcome::Failed(_));
             json!({
                 "id": r.case.id,
                 "title": r.case.title,
+                "area": r.case.area(),
                 "section": r.case.section,
                 "level": r.case.level.as_str(),
                 "outcome": r.outcome.label(),
                 "message": r.outcome.message(),
-                "reproduction": r.reproduction,
+                "reproduction": if failed { r.reproduction.clone() } else { None },
+                "rerun": report.rerun(r),
                 "gating": report.gates(r),
-                "duration_ms": r.duration.as_secs_f64() * 1000.0,
+                "duration_ms": millis(r.duration),
             })
         })
         .collect();
-    let c = report.counts();
+    let by_level: Map<String, Value> =
+        Level::ALL.into_iter().map(|l| (l.as_str().to_string(), counts(report.counts_at(l)))).collect();
+    let mut summary = counts(report.counts());
+    summary["by_level"] = Value::Object(by_level);
     json!({
+        "format_version": FORMAT_VERSION,
+        "tool": {"name": "bankconf", "version": env!("CARGO_PKG_VERSION")},
+        "command": report.command(),
         "target": report.target,
-        "seed": report.seed,
+        "seed": report.seed(),
         "gate": report.gate.iter().map(|l| l.as_str()).collect::<Vec<_>>(),
         "verdict": report.verdict(),
         "exit_code": report.exit_code(),
-        "duration_ms": report.duration.as_secs_f64() * 1000.0,
+        "duration_ms": millis(report.duration),
+        "notes": report.notes,
         "cases": cases,
-        "summary": {"passed": c.passed, "failed": c.failed, "ignored": c.ignored},
+        "summary": summary,
     })
+}
+
+/// The report as pretty-printed JSON text, ending with a newline.
+pub fn render_text(report: &Report) -> String {
+    let mut text = serde_json::to_string_pretty(&render(report)).unwrap_or_default();
+    text.push('\n');
+    text
 }

@@ -26,8 +26,17 @@ pub fn case_line(result: &CaseResult, gating: bool) -> String {
     line
 }
 
-pub fn header(target: &str, seed: u64, cases: usize) -> String {
-    format!("bankconf: {cases} cases against {target} (seed {seed})")
+pub fn header(target: &str, seed: Option<u64>, cases: usize) -> String {
+    match seed {
+        Some(seed) => format!("bankconf: {cases} cases against {target} (seed {seed})"),
+        None => format!("bankconf: {cases} cases against {target}"),
+    }
+}
+
+/// `[12/42] `: the progress prefix of a case line, used only when stdout is a terminal.
+pub fn progress(done: usize, total: usize) -> String {
+    let width = total.to_string().len();
+    format!("[{done:>width$}/{total}] ")
 }
 
 pub fn summary(report: &Report) -> String {
@@ -37,6 +46,9 @@ pub fn summary(report: &Report) -> String {
         let c = report.counts_at(level);
         let gates = if report.gate.contains(&level) { "yes" } else { "no" };
         let _ = writeln!(out, "{:<12} {:>7} {:>7} {:>8}  {gates}", level.as_str(), c.passed, c.failed, c.ignored);
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "note: {note}");
     }
     let c = report.counts();
     let _ = write!(

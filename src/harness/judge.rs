@@ -1,0 +1,162 @@
+//! The event rules (§3, §6) as pure functions over recorded deliveries: one piece of code per
+//! rule, used alike by the event cases of `bankconf run` (over the tour's deliveries) and by
+//! `bankconf check-events` (over a capture file). Duplicates (the same event id twice) are
+//! counted once and arrival order is never trusted (§6.3).
+
+use super::chain;
+use super::checks::{validate, Problems};
+use super::outcome::Stop;
+use super::receiver::{labels, unique, Delivery};
+use crate::schemas::Schema;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The deliveries of one connection, named by its id.
+pub type Group<'a> = (&'a str, &'a [Delivery]);
+
+/// `delivery evt_… (connection.verifying)`, for messages.
+pub fn what(d: &Delivery) -> String {
+    match d.body.get("id").and_then(Value::as_str) {
+        Some(id) => format!("delivery {id} ({})", d.event_type().unwrap_or("no type")),
+        None => format!("delivery #{} ({})", d.seq + 1, d.event_type().unwrap_or("no type")),
+    }
+}
+
+fn show(v: Option<&Value>) -> String {
+    v.map_or("absent".to_string(), ToString::to_string)
+}
+
+/// §6.1, §6.2: every delivery is JSON and validates against `webhook-event.json`.
+pub fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
+    let mut problems = Problems::default();
+    for d in unique(deliveries) {
+        if d.body.is_null() {
+            problems.add(format!("{}: body is not JSON", what(&d)));
+        } else if let Err(e) = validate(Schema::WebhookEvent, &d.body, &what(&d)) {
+            problems.add(e.to_string());
+        }
+    }
+    problems.finish()
+}
+
+/// §6.2: the envelope and its data agree (`type` = `data.type`, `id` = `data.eventId`). The
+/// short form has no envelope and is not judged here.
+pub fn envelope_agrees(deliveries: &[Delivery]) -> Result<(), Stop> {
+    let mut problems = Problems::default();
+    for d in unique(deliveries).iter().filter(|d| !d.is_short_form() && !d.body.is_null()) {
+        for (outer, inner) in [("type", "type"), ("id", "eventId")] {
+            let (a, b) = (d.body.get(outer), d.body.pointer(&format!("/data/{inner}")));
+            if a != b {
+                problems.add(format!("{}: {outer} is {} but data.{inner} is {}", what(d), show(a), show(b)));
+            }
+        }
+    }
+    problems.finish()
+}
+
+/// Whether a connection's deliveries include its `connection.created`.
+pub fn has_created(deliveries: &[Delivery]) -> bool {
+    deliveries.iter().any(|d| d.event_type() == Some("connection.created"))
+}
+
+/// §3.2: the connections among `groups` with no `connection.created`, each with what did arrive.
+pub fn missing_created(groups: &[Group<'_>]) -> Vec<String> {
+    groups
+        .iter()
+        .filter(|(_, ds)| !has_created(ds))
+        .map(|(id, ds)| format!("connection {id}: no connection.created among {}", labels(ds)))
+        .collect()
+}
+
+/// §3.1, §6.2: each connection's events link into one chain from `connection.created`
+/// (see [`chain::check`]).
+pub fn chains(groups: &[Group<'_>]) -> Result<(), Stop> {
+    let mut problems = Problems::default();
+    for (id, deliveries) in groups {
+        if let Err(e) = chain::check(deliveries) {
+            problems.add(format!("connection {id}: {e}"));
+        }
+    }
+    problems.finish()
+}
+
+/// §6.2: within each group, every envelope carries the same `data.clientId`. `bankconf run`
+/// passes one group (all of one client's connections); a capture, which may hold several
+/// clients, passes one group per connection (a connection belongs to one client).
+pub fn one_client_id(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
+    let mut problems = Problems::default();
+    for (name, deliveries) in groups {
+        let ids: BTreeSet<String> = deliveries
+            .iter()
+            .filter(|d| !d.is_short_form() && !d.body.is_null())
+            .map(|d| show(d.body.pointer("/data/clientId")))
+            .collect();
+        if ids.len() > 1 {
+            problems.add(format!(
+                "{name}: events carry {} different data.clientId values: {}",
+                ids.len(),
+                ids.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    problems.finish()
+}
+
+/// Groups deliveries by the connection they concern, in order of first appearance. Deliveries
+/// that name no connection are returned apart.
+pub fn by_connection(deliveries: &[Delivery]) -> (Vec<(String, Vec<Delivery>)>, Vec<Delivery>) {
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: BTreeMap<String, Vec<Delivery>> = BTreeMap::new();
+    let mut orphans = Vec::new();
+    for d in deliveries {
+        match d.connection_id() {
+            Some(id) => {
+                if !groups.contains_key(id) {
+                    order.push(id.to_string());
+                }
+                groups.entry(id.to_string()).or_default().push(d.clone());
+            }
+            None => orphans.push(d.clone()),
+        }
+    }
+    let grouped = order.into_iter().map(|id| (id.clone(), groups.remove(&id).unwrap_or_default())).collect();
+    (grouped, orphans)
+}
+
+/// The distinct `data.clientId` values of the deliveries.
+pub fn client_ids(deliveries: &[Delivery]) -> BTreeSet<String> {
+    deliveries
+        .iter()
+        .filter_map(|d| d.body.pointer("/data/clientId").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn d(body: Value) -> Delivery {
+        Delivery { seq: 0, received_at: chrono::Utc::now(), body, raw: String::new() }
+    }
+
+    #[test]
+    fn envelope_disagreement_is_named() {
+        let bad = d(
+            json!({"id": "evt_1", "type": "connection.created", "data": {"eventId": "evt_2", "type": "connection.created"}}),
+        );
+        let e = envelope_agrees(&[bad]).unwrap_err().to_string();
+        assert!(e.contains("data.eventId is \"evt_2\""), "{e}");
+    }
+
+    #[test]
+    fn client_ids_are_judged_per_group() {
+        let a = d(json!({"id": "evt_1", "data": {"clientId": "cli_A", "connectionId": "conn_1"}}));
+        let b = d(json!({"id": "evt_2", "data": {"clientId": "cli_B", "connectionId": "conn_2"}}));
+        let (groups, orphans) = by_connection(&[a.clone(), b.clone()]);
+        assert!(orphans.is_empty());
+        assert!(one_client_id(&groups).is_ok());
+        assert!(one_client_id(&[("one client".to_string(), vec![a, b])]).is_err());
+    }
+}

@@ -1,0 +1,96 @@
+//! The JUnit XML report (`--junit`), for CI test tabs and test reporters.
+//!
+//! - One `<testsuite>` per spec area, one `<testcase>` per case: `classname` is the area
+//!   (`transactions`), `name` the case id; `section`, `level` and `gating` are properties.
+//! - A gating failure is a `<failure>` (`type` = the level) whose body holds the message, the
+//!   `curl` reproduction (keys as `$BANKCONF_API_KEY`) and the `bankconf` command that replays it.
+//! - An ignored case is `<skipped>` with its reason.
+//! - A failure at a level outside the gate (advisory, robustness by default) is **not** a JUnit
+//!   failure, since test reporters turn any `<failure>` red: the testcase passes, with property
+//!   `outcome` = `failed`, and the same details in its `<system-out>`, which starts with `NOTE`.
+//!   The failure count of the XML therefore agrees with the exit code.
+
+use super::Report;
+use crate::harness::outcome::Outcome;
+use crate::harness::runner::CaseResult;
+use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
+
+/// The details of a failure: message, reproduction, replay command.
+fn details(report: &Report, result: &CaseResult, message: &str) -> String {
+    let mut body = message.to_string();
+    if let Some(curl) = &result.reproduction {
+        body += &format!("\nreproduce: {curl}");
+    }
+    body += &format!("\nrerun: {}", report.rerun(result));
+    body
+}
+
+fn test_case(report: &Report, result: &CaseResult) -> TestCase {
+    let case = result.case;
+    let gating = report.gates(result);
+    let status = match &result.outcome {
+        Outcome::Passed => TestCaseStatus::success(),
+        Outcome::Failed(_) if !gating => TestCaseStatus::success(),
+        Outcome::Failed(m) => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status.set_message(m.as_str()).set_type(case.level.as_str()).set_description(details(report, result, m));
+            status
+        }
+        Outcome::Ignored(reason) => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(reason.as_str());
+            status
+        }
+    };
+    let mut tc = TestCase::new(case.id.as_str(), status);
+    tc.set_classname(case.area()).set_time(result.duration);
+    tc.add_property(Property::new("section", case.section.as_str()));
+    tc.add_property(Property::new("level", case.level.as_str()));
+    tc.add_property(Property::new("gating", gating.to_string()));
+    tc.add_property(Property::new("outcome", result.outcome.label()));
+    tc.add_property(Property::new("title", case.title.as_str()));
+    if let (Outcome::Failed(m), false) = (&result.outcome, gating) {
+        tc.set_system_out(format!(
+            "NOTE: failed at level {}, which does not gate this run\n{}",
+            case.level,
+            details(report, result, m)
+        ));
+    }
+    tc
+}
+
+/// The report as JUnit XML.
+pub fn render(report: &Report) -> String {
+    let mut junit = quick_junit::Report::new(format!("bankconf {}", report.command()));
+    junit.set_time(report.duration);
+    let mut suites: Vec<TestSuite> = Vec::new();
+    for result in &report.results {
+        let area = result.case.area();
+        let at = match suites.iter().position(|s| s.name.as_str() == area) {
+            Some(at) => at,
+            None => {
+                let mut suite = TestSuite::new(area);
+                suite.add_property(Property::new("target", report.target.as_str()));
+                if let Some(seed) = report.seed() {
+                    suite.add_property(Property::new("seed", seed.to_string()));
+                }
+                let gate: Vec<&str> = report.gate.iter().map(|l| l.as_str()).collect();
+                suite.add_property(Property::new("gate", gate.join(",")));
+                suites.push(suite);
+                suites.len() - 1
+            }
+        };
+        suites[at].add_test_case(test_case(report, result));
+    }
+    for suite in &mut suites {
+        let time = report.results.iter().filter(|r| r.case.area() == suite.name.as_str()).map(|r| r.duration).sum();
+        suite.set_time(time);
+    }
+    if let Some(first) = suites.first_mut() {
+        if !report.notes.is_empty() {
+            first.set_system_out(report.notes.join("\n"));
+        }
+    }
+    junit.add_test_suites(suites);
+    junit.to_string().unwrap_or_else(|e| format!("<!-- bankconf: cannot render JUnit XML: {e} -->\n"))
+}
