@@ -103,6 +103,10 @@ pub fn parse(text: &str) -> Result<Vec<Delivery>, String> {
     Ok(deliveries)
 }
 
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -123,11 +127,11 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
 
     let clients = judge::client_ids(deliveries);
     let mut notes = vec![format!(
-        "the capture holds {} deliveries ({} unique), {} connections, {} clients{}",
-        deliveries.len(),
+        "the capture holds {} ({} unique), {}, {}{}",
+        plural(deliveries.len(), "delivery", "deliveries"),
         unique(deliveries).len(),
-        groups.len(),
-        clients.len(),
+        plural(groups.len(), "connection", "connections"),
+        plural(clients.len(), "client", "clients"),
         if clients.is_empty() {
             String::new()
         } else {
@@ -136,13 +140,16 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
     )];
     if !partial.is_empty() {
         notes.push(format!(
-            "chains not checked for {} connections whose capture has no connection.created: {}",
-            partial.len(),
+            "chains not checked for {} whose capture has no connection.created: {}",
+            plural(partial.len(), "connection", "connections"),
             partial.iter().map(|(id, _)| *id).collect::<Vec<_>>().join(", ")
         ));
     }
     if !orphans.is_empty() {
-        notes.push(format!("{} deliveries name no connection (judged by events.schema only)", orphans.len()));
+        notes.push(format!(
+            "{} no connection (judged by events.schema only)",
+            plural(orphans.len(), "delivery names", "deliveries name")
+        ));
     }
 
     let mut results = Vec::new();

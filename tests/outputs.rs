@@ -1,0 +1,493 @@
+//! The reports (JSON against `schemas/report.json`, JUnit XML, Markdown), `check-events` over
+//! hand-made captures in `tests/fixtures/events/`, `openapi`, and `run --list` selection.
+
+use bankconf::harness::catalogue::{self, Level};
+use bankconf::harness::outcome::Outcome;
+use bankconf::harness::report::{json, junit, markdown, Origin, Report};
+use bankconf::harness::runner::CaseResult;
+use bankconf::schemas::{self, Schema};
+use bankconf::spec::SECTIONS;
+use quick_xml::events::Event;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_bankconf");
+
+// ---------------------------------------------------------------- a minimal XML tree
+
+#[derive(Debug, Default)]
+struct Element {
+    name: String,
+    attrs: BTreeMap<String, String>,
+    children: Vec<Element>,
+    text: String,
+}
+
+impl Element {
+    fn all<'a>(&'a self, name: &str, out: &mut Vec<&'a Element>) {
+        if self.name == name {
+            out.push(self);
+        }
+        self.children.iter().for_each(|c| c.all(name, out));
+    }
+
+    fn find(&self, name: &str) -> Vec<&Element> {
+        let mut out = Vec::new();
+        self.all(name, &mut out);
+        out
+    }
+
+    fn child(&self, name: &str) -> Option<&Element> {
+        self.children.iter().find(|c| c.name == name)
+    }
+
+    fn attr(&self, name: &str) -> &str {
+        self.attrs.get(name).map_or("", String::as_str)
+    }
+
+    fn property(&self, name: &str) -> Option<&str> {
+        self.child("properties")?.children.iter().find(|p| p.attr("name") == name).map(|p| p.attr("value"))
+    }
+}
+
+fn parse_xml(text: &str) -> Element {
+    fn open(e: &quick_xml::events::BytesStart<'_>) -> Element {
+        let mut el = Element { name: String::from_utf8_lossy(e.name().as_ref()).into_owned(), ..Default::default() };
+        for a in e.attributes() {
+            let a = a.expect("well-formed attribute");
+            el.attrs.insert(
+                String::from_utf8_lossy(a.key.as_ref()).into_owned(),
+                a.unescape_value().expect("attribute value").into_owned(),
+            );
+        }
+        el
+    }
+    let mut reader = quick_xml::Reader::from_str(text);
+    let mut stack = vec![Element { name: "#document".into(), ..Default::default() }];
+    loop {
+        match reader.read_event().expect("well-formed XML") {
+            Event::Start(e) => stack.push(open(&e)),
+            Event::Empty(e) => {
+                let el = open(&e);
+                stack.last_mut().unwrap().children.push(el);
+            }
+            Event::End(_) => {
+                let el = stack.pop().unwrap();
+                stack.last_mut().expect("balanced tags").children.push(el);
+            }
+            Event::Text(t) => {
+                let raw = t.decode().expect("UTF-8");
+                stack.last_mut().unwrap().text += &quick_xml::escape::unescape(&raw).expect("text");
+            }
+            Event::GeneralRef(r) => {
+                let c = match r.resolve_char_ref().expect("char ref") {
+                    Some(c) => c.to_string(),
+                    None => match &*r.decode().expect("UTF-8") {
+                        "amp" => "&".into(),
+                        "lt" => "<".into(),
+                        "gt" => ">".into(),
+                        "quot" => "\"".into(),
+                        "apos" => "'".into(),
+                        other => panic!("unknown entity {other}"),
+                    },
+                };
+                stack.last_mut().unwrap().text += &c;
+            }
+            Event::CData(t) => stack.last_mut().unwrap().text += &String::from_utf8_lossy(&t),
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    assert_eq!(stack.len(), 1, "unclosed elements");
+    stack.pop().unwrap()
+}
+
+// ---------------------------------------------------------------- helpers
+
+fn temp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("bankconf-outputs-{}-{name}", std::process::id()))
+}
+
+fn bankconf(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .output()
+        .expect("run bankconf")
+}
+
+fn text(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/events").join(name).display().to_string()
+}
+
+fn assert_valid_report(report: &Value) {
+    if let Err(violations) = schemas::validate(Schema::Report, report) {
+        panic!("report breaks schemas/report.json: {violations:?}\n{report:#}");
+    }
+}
+
+/// The three report files of one invocation.
+struct Written {
+    json: Value,
+    junit: Element,
+    junit_text: String,
+    markdown: String,
+}
+
+fn with_reports(name: &str, args: &[&str]) -> (Output, Written) {
+    let (j, x, m) =
+        (temp_path(&format!("{name}.json")), temp_path(&format!("{name}.xml")), temp_path(&format!("{name}.md")));
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend([
+        "--report-json",
+        j.to_str().unwrap(),
+        "--junit",
+        x.to_str().unwrap(),
+        "--report-md",
+        m.to_str().unwrap(),
+    ]);
+    let output = bankconf(&all);
+    let junit_text = std::fs::read_to_string(&x).unwrap_or_else(|e| panic!("no JUnit file: {e}\n{}", text(&output)));
+    let written = Written {
+        json: serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap(),
+        junit: parse_xml(&junit_text),
+        junit_text,
+        markdown: std::fs::read_to_string(&m).unwrap(),
+    };
+    (output, written)
+}
+
+/// A report with one result of every kind, built in-process.
+fn synthetic() -> Report {
+    let case = |id: &str| catalogue::find(id).unwrap_or_else(|| panic!("{id} is in the catalogue"));
+    let result = |id: &str, outcome: Outcome, reproduction: Option<&str>| CaseResult {
+        case: case(id),
+        outcome,
+        duration: Duration::from_millis(12),
+        reproduction: reproduction.map(str::to_string),
+    };
+    Report {
+        origin: Origin::Run { seed: 42 },
+        target: "http://127.0.0.1:9".into(),
+        gate: vec![Level::Must, Level::Security],
+        results: vec![
+            result("create.status-created", Outcome::Passed, None),
+            result(
+                "transactions.walk-exactly-once",
+                Outcome::Failed("property failed (seed 7): shrunk input limit=2 <&> | pipe".into()),
+                Some("curl -sS -i -X GET -H \"Authorization: Bearer $BANKCONF_API_KEY\" 'http://127.0.0.1:9/v1/accounts/acc_1/transactions?limit=2'"),
+            ),
+            result("create.id-shape", Outcome::Failed("ids are 10 characters long".into()), None),
+            result("isolation.accounts", Outcome::Ignored("needs --second-api-key".into()), None),
+        ],
+        duration: Duration::from_millis(100),
+        notes: vec!["a note".into()],
+    }
+}
+
+// ---------------------------------------------------------------- the renderers
+
+#[test]
+fn json_report_follows_its_schema() {
+    let report = json::render(&synthetic());
+    assert_valid_report(&report);
+    let failed = &report["cases"][1];
+    assert_eq!(failed["outcome"], "failed");
+    assert!(failed["reproduction"].as_str().unwrap().contains("$BANKCONF_API_KEY"));
+    assert_eq!(failed["rerun"], "bankconf run --seed 42 transactions.walk-exactly-once");
+    assert_eq!(failed["duration_ms"], 12.0);
+    assert_eq!(report["summary"]["by_level"]["advisory"]["failed"], 1);
+    // The schema has teeth.
+    let mut broken = report.clone();
+    broken["cases"][0]["duration_ms"] = Value::from("12ms");
+    assert!(schemas::validate(Schema::Report, &broken).is_err());
+    let mut broken = report.clone();
+    broken["cases"][1]["message"] = Value::Null;
+    assert!(schemas::validate(Schema::Report, &broken).is_err(), "a failure needs its message");
+}
+
+#[test]
+fn junit_fails_only_gating_cases_and_carries_the_reproduction() {
+    let report = synthetic();
+    let xml = parse_xml(&junit::render(&report));
+    let root = &xml.find("testsuites")[0];
+    assert_eq!(root.attr("tests"), "4");
+    assert_eq!(root.attr("failures"), "1", "only the gating failure is a JUnit failure");
+    assert_eq!(xml.find("testcase").len(), 4);
+    // One testcase per case, in the report's order, named by id, classed by area.
+    let cases: Vec<&Element> = report
+        .results
+        .iter()
+        .map(|r| *xml.find("testcase").iter().find(|tc| tc.attr("name") == r.case.id).expect("a testcase per case"))
+        .collect();
+    for (tc, r) in cases.iter().zip(&report.results) {
+        assert_eq!(tc.attr("classname"), r.case.area());
+        assert_eq!(tc.property("section"), Some(r.case.section.as_str()));
+        assert_eq!(tc.property("level"), Some(r.case.level.as_str()));
+    }
+    let failure = cases[1].child("failure").expect("gating failure");
+    assert_eq!(failure.attr("type"), "must");
+    assert!(failure.attr("message").contains("<&> | pipe"), "escaped and restored: {:?}", failure.attr("message"));
+    assert!(failure.text.contains("reproduce: curl") && failure.text.contains("$BANKCONF_API_KEY"), "{}", failure.text);
+    assert!(failure.text.contains("rerun: bankconf run --seed 42 transactions.walk-exactly-once"));
+    // Advisory failure: a passing testcase with a NOTE in system-out.
+    assert!(cases[2].child("failure").is_none());
+    assert_eq!(cases[2].property("outcome"), Some("failed"));
+    assert_eq!(cases[2].property("gating"), Some("false"));
+    assert!(cases[2].child("system-out").unwrap().text.starts_with("NOTE"));
+    // Ignored: skipped, with the reason.
+    assert_eq!(cases[3].child("skipped").unwrap().attr("message"), "needs --second-api-key");
+}
+
+#[test]
+fn markdown_has_verdict_counts_failures_and_every_section() {
+    let md = markdown::render(&synthetic());
+    assert!(md.starts_with("## bankconf run: FAILED\n"), "{md}");
+    assert!(md.contains("| must | 1 | 1 | 0 | yes |"), "{md}");
+    assert!(md.contains("| advisory | 0 | 1 | 0 | no |"), "{md}");
+    assert!(md.contains("#### `transactions.walk-exactly-once` (§4.3, must, gating)"));
+    assert!(md.contains("#### `create.id-shape` (§2, advisory, not gating)"));
+    assert!(md.contains("curl -sS -i -X GET -H \"Authorization: Bearer $BANKCONF_API_KEY\""));
+    assert!(md.contains("bankconf run --seed 42 transactions.walk-exactly-once"));
+    assert!(md.contains("| `isolation.accounts` | §5 | needs --second-api-key |"));
+    for (section, title) in SECTIONS {
+        assert!(md.contains(&format!("| {section} | {title} |")), "no coverage row for {section}");
+    }
+    assert!(
+        md.contains("| §4.3 | Get account transactions | `transactions.walk-exactly-once` FAIL | checked |"),
+        "{md}"
+    );
+    assert!(md.contains("| §9 | Versioning | — | **no case checks this section** |"), "{md}");
+    assert!(md.contains("No case of the catalogue checks: "), "{md}");
+}
+
+// ---------------------------------------------------------------- end to end
+
+#[test]
+fn a_run_writes_all_three_reports() {
+    let (output, w) = with_reports("run", &["run", "create.", "widget."]);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}");
+    assert!(!out.contains('\u{1b}') && !out.lines().any(|l| l.starts_with('[')), "no progress when not a TTY:\n{out}");
+    assert_valid_report(&w.json);
+    assert_eq!(w.json["command"], "run");
+    let ids: Vec<&str> = w.json["cases"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert!(!ids.is_empty() && ids.iter().all(|id| id.starts_with("create.") || id.starts_with("widget.")));
+    assert_eq!(w.junit.find("testcase").len(), ids.len());
+    assert_eq!(w.junit.find("failure").len(), 0, "{}", w.junit_text);
+    assert!(w.markdown.starts_with("## bankconf run: PASSED"), "{}", w.markdown);
+    assert!(
+        w.markdown
+            .contains("| §2.1 | Connection | `create.status-created` pass, `create.id-prefixes` pass | checked |"),
+        "{}",
+        w.markdown
+    );
+}
+
+#[test]
+fn check_events_passes_a_good_capture() {
+    let (output, w) = with_reports("good", &["check-events", &fixture("good.jsonl")]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_valid_report(&w.json);
+    assert_eq!(w.json["command"], "check-events");
+    assert_eq!(w.json["seed"], Value::Null);
+    assert_eq!(w.json["summary"]["failed"], 0, "{:#}", w.json);
+    assert!(w.json["notes"][0].as_str().unwrap().contains("11 deliveries (10 unique), 2 connections, 1 client"));
+}
+
+/// Each bad capture is flagged by the cases that own the broken rule, and only by them.
+#[test]
+fn check_events_flags_each_fault() {
+    let expectations: [(&str, &[&str], &str); 4] = [
+        ("broken-chain.jsonl", &["events.previous-status-chain"], "connection.connected(prev=mfa_required)"),
+        ("envelope-disagrees.jsonl", &["events.schema", "events.envelope-agrees"], "data.eventId is"),
+        ("no-milliseconds.jsonl", &["events.schema"], "/created_at"),
+        ("upper-previous-status.jsonl", &["events.schema", "events.previous-status-chain"], "\"CREATED\""),
+    ];
+    for (file, failing, evidence) in expectations {
+        let (output, w) = with_reports(file, &["check-events", &fixture(file)]);
+        assert_eq!(output.status.code(), Some(1), "{file}: {}", text(&output));
+        assert_valid_report(&w.json);
+        let failed: Vec<&str> = w.json["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["outcome"] == "failed")
+            .map(|c| c["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(failed, failing, "{file}");
+        assert!(text(&output).contains(evidence), "{file}: {}", text(&output));
+        let failures = w.junit.find("failure");
+        assert_eq!(failures.len(), failing.len(), "{file}");
+        assert!(failures[0].text.contains(&format!("rerun: bankconf check-events {}", fixture(file))));
+        assert!(w.markdown.starts_with("## bankconf check-events: FAILED"));
+        assert!(w.markdown.contains(evidence), "{file}: {}", w.markdown);
+    }
+}
+
+#[test]
+fn check_events_on_a_partial_capture_of_two_clients_notes_without_failing() {
+    let (output, w) = with_reports("partial", &["check-events", &fixture("partial-two-clients.json")]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let case = |id: &str| w.json["cases"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap().clone();
+    assert_eq!(case("capture.created-present")["outcome"], "failed");
+    assert_eq!(case("capture.created-present")["gating"], false);
+    assert_eq!(case("events.previous-status-chain")["outcome"], "passed");
+    assert_eq!(case("capture.client-id-per-connection")["outcome"], "passed");
+    assert!(w.json["notes"][0].as_str().unwrap().contains("2 clients"));
+    assert!(w.json["notes"][1].as_str().unwrap().contains("chains not checked for 1 connection"));
+    assert!(w.junit.find("failure").is_empty(), "advisory notes do not turn CI red");
+}
+
+#[test]
+fn check_events_cannot_start_on_an_unreadable_or_empty_capture() {
+    let output = bankconf(&["check-events", "/no/such/capture.jsonl"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let empty = temp_path("empty.jsonl");
+    std::fs::write(&empty, "\n\n").unwrap();
+    assert_eq!(bankconf(&["check-events", empty.to_str().unwrap()]).status.code(), Some(2));
+    let broken = temp_path("broken.json");
+    std::fs::write(&broken, "[{\"id\": 1},").unwrap();
+    assert_eq!(bankconf(&["check-events", broken.to_str().unwrap()]).status.code(), Some(2));
+}
+
+#[test]
+fn check_events_judges_a_non_json_line_as_a_schema_failure() {
+    let capture = temp_path("garbage.jsonl");
+    let good = std::fs::read_to_string(fixture("good.jsonl")).unwrap();
+    std::fs::write(&capture, format!("{good}this is not JSON\n")).unwrap();
+    let output = bankconf(&["check-events", capture.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output).contains("body is not JSON"), "{}", text(&output));
+}
+
+// ---------------------------------------------------------------- run --list selection
+
+#[test]
+fn list_selects_by_section_level_and_id() {
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["run", "--list"];
+        all.extend(args);
+        let output = bankconf(&all);
+        assert_eq!(output.status.code(), Some(0));
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect()
+    };
+    let of = |keep: &dyn Fn(&catalogue::Case) -> bool| -> Vec<String> {
+        catalogue::all().iter().filter(|c| keep(c)).map(|c| c.id.clone()).collect()
+    };
+    let by_section = ids(&["--section", "4.3"]);
+    assert!(!by_section.is_empty());
+    assert_eq!(by_section, of(&|c| c.section == "§4.3"));
+    assert_eq!(ids(&["--section", "§6"]), of(&|c| c.section.starts_with("§6")));
+    assert_eq!(ids(&["--level", "advisory"]), of(&|c| c.level == Level::Advisory));
+    assert_eq!(
+        ids(&["events.", "create.status-created"]),
+        of(&|c| c.id.starts_with("events.") || c.id == "create.status-created")
+    );
+    assert_eq!(ids(&["--level", "must", "--section", "6.2"]), of(&|c| c.level == Level::Must && c.section == "§6.2"));
+}
+
+// ---------------------------------------------------------------- openapi
+
+/// No OpenAPI 3.1 meta-schema is available offline, so this is a structural check: the version,
+/// info, paths and webhooks, every `$ref` resolving inside the document, and every component
+/// schema compiling (draft 2020-12) and judging sample payloads like the schema it came from.
+#[test]
+fn openapi_is_a_structurally_valid_3_1_document() {
+    let output = bankconf(&["openapi"]);
+    assert_eq!(output.status.code(), Some(0));
+    let doc: Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1."));
+    assert!(doc["info"]["title"].is_string() && doc["info"]["version"].is_string());
+    let paths = doc["paths"].as_object().unwrap();
+    for p in [
+        "/v1/connections",
+        "/v1/connections/{connectionId}/accounts",
+        "/v1/accounts/{accountId}/transactions",
+        "/v1/accounts/{accountId}",
+    ] {
+        assert!(paths.contains_key(p), "missing path {p}");
+    }
+    for (path, item) in paths {
+        assert!(path.starts_with("/v1/"), "{path}");
+        for (method, op) in item.as_object().unwrap() {
+            assert!(["get", "post"].contains(&method.as_str()), "{path} {method}");
+            let responses = op["responses"].as_object().unwrap();
+            assert!(responses.contains_key("default"), "{path} {method}: errors are `default`");
+            for code in responses.keys() {
+                assert!(
+                    ["200", "2XX", "default"].contains(&code.as_str()),
+                    "{path} {method}: status {code} is not shown by the spec"
+                );
+            }
+            // Path templates and path parameters agree.
+            for param in op["parameters"].as_array().into_iter().flatten().filter(|p| p["in"] == "path") {
+                assert!(path.contains(&format!("{{{}}}", param["name"].as_str().unwrap())));
+                assert_eq!(param["required"], true);
+            }
+        }
+    }
+    assert_eq!(doc["components"]["securitySchemes"]["bearerApiKey"]["scheme"], "bearer");
+    assert_eq!(doc["security"][0]["bearerApiKey"], serde_json::json!([]));
+    let webhooks = doc["webhooks"].as_object().unwrap();
+    assert_eq!(webhooks.len(), 10, "the ten event types of §6");
+    assert!(webhooks.contains_key("connection.created") && webhooks.contains_key("transaction.deleted"));
+
+    // Every $ref resolves within the document.
+    fn refs(node: &Value, out: &mut Vec<String>) {
+        match node {
+            Value::Object(map) => {
+                if let Some(Value::String(r)) = map.get("$ref") {
+                    out.push(r.clone());
+                }
+                map.values().for_each(|v| refs(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    refs(&doc, &mut all);
+    assert!(all.len() > 10);
+    for r in &all {
+        let pointer = r.strip_prefix('#').unwrap_or_else(|| panic!("{r} leaves the document"));
+        assert!(doc.pointer(pointer).is_some(), "{r} does not resolve");
+    }
+    assert!(!serde_json::to_string(&doc).unwrap().contains("\"$id\""), "an $id would rebase the $refs");
+
+    // Every component compiles with draft 2020-12, resolving its refs in the document, and
+    // judges samples as the embedded schema does.
+    let validator = |name: &str| {
+        let root = serde_json::json!({"$ref": format!("#/components/schemas/{name}"), "components": doc["components"]});
+        jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(&root)
+            .unwrap_or_else(|e| panic!("component {name} does not compile: {e}"))
+    };
+    for name in doc["components"]["schemas"].as_object().unwrap().keys() {
+        validator(name);
+    }
+    let events = validator("WebhookEvent");
+    for file in ["good.jsonl", "no-milliseconds.jsonl", "upper-previous-status.jsonl", "envelope-disagrees.jsonl"] {
+        for line in std::fs::read_to_string(fixture(file)).unwrap().lines() {
+            let body: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(
+                events.is_valid(&body),
+                schemas::validate(Schema::WebhookEvent, &body).is_ok(),
+                "{file}: the component and webhook-event.json disagree on {line}"
+            );
+        }
+    }
+}
