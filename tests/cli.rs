@@ -123,3 +123,38 @@ fn list_prints_the_catalogue() {
     assert_eq!(out.lines().count(), catalogue_len());
     assert!(out.contains("transactions.walk-exactly-once"));
 }
+
+#[test]
+fn failures_carry_their_reproduction_in_every_report_and_keys_never_appear() {
+    let server = Server::start();
+    let (json, xml, md) = (temp_path("fail.json"), temp_path("fail.xml"), temp_path("fail.md"));
+    let output = run(&[
+        "--base-url",
+        &server.url,
+        "--api-key",
+        KEY,
+        "--connection-id",
+        "conn_NOSUCHCONNECTION",
+        "accounts.",
+        "--report-json",
+        json.to_str().unwrap(),
+        "--junit",
+        xml.to_str().unwrap(),
+        "--report-md",
+        md.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let texts: Vec<String> = [&json, &xml, &md].iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+    for t in texts.iter().chain([&text(&output)]) {
+        assert!(!t.contains(KEY), "a key was written:\n{t}");
+    }
+    for t in &texts {
+        assert!(t.contains("Authorization: Bearer $BANKCONF_API_KEY"), "no curl reproduction:\n{t}");
+        assert!(t.contains("conn_NOSUCHCONNECTION/accounts"), "{t}");
+        assert!(t.contains("bankconf run --seed "), "no rerun command:\n{t}");
+    }
+    let report: Value = serde_json::from_str(&texts[0]).unwrap();
+    if let Err(v) = bankconf::schemas::validate(bankconf::schemas::Schema::Report, &report) {
+        panic!("{v:?}");
+    }
+}
