@@ -63,7 +63,7 @@ fn main() -> ExitCode {
         Command::Run { config, list: false } => runtime.block_on(harness::run(*config)),
         Command::CheckEvents(config) => harness::capture::check_events(*config),
         Command::Openapi => {
-            let text = serde_json::to_string_pretty(&bankconf::openapi::document()).unwrap_or_default();
+            let text = bankconf::openapi::to_pretty_string(&bankconf::openapi::document());
             let mut stdout = std::io::stdout();
             match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
                 Ok(()) => 0,

@@ -180,3 +180,21 @@ pub fn document() -> Value {
         }
     })
 }
+
+/// The document as pretty JSON with its top-level keys in the conventional order (`openapi`,
+/// `info`, … `components`), for people reading it; nested keys stay sorted.
+pub fn to_pretty_string(doc: &Value) -> String {
+    const ORDER: [&str; 8] =
+        ["openapi", "jsonSchemaDialect", "info", "servers", "security", "paths", "webhooks", "components"];
+    let Value::Object(map) = doc else { return serde_json::to_string_pretty(doc).unwrap_or_default() };
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort_by_key(|k| ORDER.iter().position(|o| o == k).unwrap_or(ORDER.len()));
+    let members: Vec<String> = keys
+        .into_iter()
+        .map(|k| {
+            let value = serde_json::to_string_pretty(&map[k]).unwrap_or_default().replace('\n', "\n  ");
+            format!("  {}: {value}", Value::String(k.clone()))
+        })
+        .collect();
+    format!("{{\n{}\n}}", members.join(",\n"))
+}

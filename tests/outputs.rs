@@ -407,6 +407,7 @@ fn list_selects_by_section_level_and_id() {
 fn openapi_is_a_structurally_valid_3_1_document() {
     let output = bankconf(&["openapi"]);
     assert_eq!(output.status.code(), Some(0));
+    assert!(output.stdout.starts_with(b"{\n  \"openapi\": \"3.1."), "openapi comes first");
     let doc: Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1."));
     assert!(doc["info"]["title"].is_string() && doc["info"]["version"].is_string());

@@ -62,3 +62,12 @@ pub fn summary(report: &Report) -> String {
     );
     out
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn progress_is_aligned() {
+        assert_eq!(super::progress(3, 42), "[ 3/42] ");
+        assert_eq!(super::progress(42, 42), "[42/42] ");
+    }
+}
