@@ -15,6 +15,7 @@ pub mod driver;
 pub mod http;
 pub mod outcome;
 pub mod pagination;
+pub mod property;
 pub mod receiver;
 pub mod redact;
 pub mod report;
