@@ -11,7 +11,7 @@ use super::receiver::Receiver;
 use super::redact::Redactor;
 use super::tour::Tour;
 use crate::sandbox::{Sandbox, SandboxConfig};
-use crate::spec::{prefix, Action};
+use crate::spec::Action;
 use reqwest::Method;
 use serde_json::Value;
 use std::sync::Arc;
@@ -296,13 +296,9 @@ impl RunContext {
         case_id.bytes().fold(self.seed ^ 0x9e37_79b9_7f4a_7c15, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
     }
 
-    /// `conn_` id that this target never issued, for robustness and isolation probes.
+    /// An id with the prefix `kind` (`conn_`, `acc_`, …) that no target issued, for probes.
     pub fn unknown_id(&self, kind: &str) -> String {
         format!("{kind}BANKCONFUNKNOWN0000000000000")
-    }
-
-    pub fn connection_prefix(&self) -> &'static str {
-        prefix::CONNECTION
     }
 }
 

@@ -13,6 +13,7 @@ pub mod config;
 pub mod context;
 pub mod driver;
 pub mod http;
+pub mod lifecycle;
 pub mod outcome;
 pub mod pagination;
 pub mod property;
