@@ -101,7 +101,7 @@ impl RunContext {
         }
         let api = Api::new(&base_url, key, second_key, config.request_wait()).map_err(|e| e.to_string())?;
         if sandbox.is_none() {
-            check_reachable(&api).await?;
+            api.reachable().await.map_err(|e| format!("target unreachable: {e}"))?;
         }
         let driver = match (&config.driver, &sandbox) {
             (Some(command), _) => Some(Driver::Command {
@@ -299,13 +299,5 @@ impl RunContext {
     /// An id with the prefix `kind` (`conn_`, `acc_`, …) that no target issued, for probes.
     pub fn unknown_id(&self, kind: &str) -> String {
         format!("{kind}BANKCONFUNKNOWN0000000000000")
-    }
-}
-
-/// Fails setup when nothing answers at the base URL (any HTTP answer will do).
-async fn check_reachable(api: &Api) -> Result<(), String> {
-    match api.send(Method::GET, &["v1", "connections"], &[], Auth::Missing).await {
-        Ok(_) => Ok(()),
-        Err(stop) => Err(format!("target unreachable: {stop}")),
     }
 }
