@@ -12,18 +12,29 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_bankconf");
 
-/// Serves `app` on a free loopback port from a background thread; returns its base URL.
-fn serve(app: Router) -> String {
+/// Runs `serve` on a free loopback port in a background thread; returns its base URL.
+fn background<F, Fut>(serve: F) -> String
+where
+    F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
+            serve(listener).await;
         });
     });
     format!("http://{}", rx.recv().unwrap())
+}
+
+/// Serves `app` on a free loopback port.
+fn serve(app: Router) -> String {
+    background(|listener| async move {
+        let _ = axum::serve(listener, app).await;
+    })
 }
 
 /// Runs the whole catalogue against `url` with a driver that accepts everything and short
@@ -78,29 +89,22 @@ fn a_server_that_never_answers() {
 #[test]
 fn an_endless_body() {
     // A raw server: answers every request with a JSON content type and a body that never ends.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async move {
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            loop {
-                let Ok((mut socket, _)) = listener.accept().await else { continue };
-                tokio::spawn(async move {
-                    let mut request = [0u8; 8192];
-                    let _ = socket.read(&mut request).await;
-                    let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
-                    if socket.write_all(head.as_bytes()).await.is_err() {
-                        return;
-                    }
-                    let chunk = vec![b'['; 64 * 1024];
-                    while socket.write_all(&chunk).await.is_ok() {}
-                });
-            }
-        });
+    let url = background(|listener| async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else { continue };
+            tokio::spawn(async move {
+                let mut request = [0u8; 8192];
+                let _ = socket.read(&mut request).await;
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
+                if socket.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let chunk = vec![b'['; 64 * 1024];
+                while socket.write_all(&chunk).await.is_ok() {}
+            });
+        }
     });
-    let url = format!("http://{}", rx.recv().unwrap());
     let (code, text) = run_against(&url);
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("response body exceeds"), "{text}");
