@@ -75,17 +75,20 @@ pub const CASE_IDS: [&str; 5] = [
 
 /// Reads a capture. Errors mean the check cannot start (exit 2).
 pub fn parse(text: &str) -> Result<Vec<Delivery>, String> {
-    let delivery =
-        |seq: usize, body: Value, raw: String| Delivery { seq: seq as u64, received_at: chrono::Utc::now(), body, raw };
+    // As the receiver keeps them: `raw` only for a body that is not JSON, cut to 1024 chars.
+    let delivery = |seq: usize, body: Value, raw: &str| Delivery {
+        seq: seq as u64,
+        received_at: chrono::Utc::now(),
+        raw: if body.is_null() { raw.chars().take(1024).collect() } else { String::new() },
+        body,
+    };
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Err("the capture is empty".into());
     }
     let deliveries = match serde_json::from_str::<Value>(trimmed) {
-        Ok(Value::Array(items)) => {
-            items.into_iter().enumerate().map(|(i, v)| delivery(i, v.clone(), v.to_string())).collect()
-        }
-        Ok(v @ Value::Object(_)) => vec![delivery(0, v.clone(), trimmed.to_string())],
+        Ok(Value::Array(items)) => items.into_iter().enumerate().map(|(i, v)| delivery(i, v, "")).collect(),
+        Ok(v @ Value::Object(_)) => vec![delivery(0, v, trimmed)],
         Ok(other) => return Err(format!("the capture is a JSON {}, not deliveries", kind(&other))),
         Err(_) if trimmed.starts_with('[') => {
             return Err("the capture starts with [ but is not a JSON array".into());
@@ -94,7 +97,7 @@ pub fn parse(text: &str) -> Result<Vec<Delivery>, String> {
             .lines()
             .enumerate()
             .filter(|(_, line)| !line.trim().is_empty())
-            .map(|(i, line)| delivery(i, serde_json::from_str(line).unwrap_or(Value::Null), line.to_string()))
+            .map(|(i, line)| delivery(i, serde_json::from_str(line).unwrap_or(Value::Null), line))
             .collect::<Vec<_>>(),
     };
     if deliveries.is_empty() {

@@ -85,11 +85,12 @@ struct CaseFile {
 }
 
 /// The catalogue files, in the order cases are listed.
-const FILES: [(&str, &str); 8] = [
+const FILES: [(&str, &str); 9] = [
     ("connections.toml", include_str!("../../cases/connections.toml")),
     ("accounts.toml", include_str!("../../cases/accounts.toml")),
     ("transactions.toml", include_str!("../../cases/transactions.toml")),
     ("events.toml", include_str!("../../cases/events.toml")),
+    ("lifecycle.toml", include_str!("../../cases/lifecycle.toml")),
     ("reactions.toml", include_str!("../../cases/reactions.toml")),
     ("security.toml", include_str!("../../cases/security.toml")),
     ("widget.toml", include_str!("../../cases/widget.toml")),

@@ -11,7 +11,7 @@ use super::receiver::Receiver;
 use super::redact::Redactor;
 use super::tour::Tour;
 use crate::sandbox::{Sandbox, SandboxConfig};
-use crate::spec::{prefix, Action};
+use crate::spec::Action;
 use reqwest::Method;
 use serde_json::Value;
 use std::sync::Arc;
@@ -101,7 +101,7 @@ impl RunContext {
         }
         let api = Api::new(&base_url, key, second_key, config.request_wait()).map_err(|e| e.to_string())?;
         if sandbox.is_none() {
-            check_reachable(&api).await?;
+            api.reachable().await.map_err(|e| format!("target unreachable: {e}"))?;
         }
         let driver = match (&config.driver, &sandbox) {
             (Some(command), _) => Some(Driver::Command {
@@ -296,20 +296,8 @@ impl RunContext {
         case_id.bytes().fold(self.seed ^ 0x9e37_79b9_7f4a_7c15, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
     }
 
-    /// `conn_` id that this target never issued, for robustness and isolation probes.
+    /// An id with the prefix `kind` (`conn_`, `acc_`, …) that no target issued, for probes.
     pub fn unknown_id(&self, kind: &str) -> String {
         format!("{kind}BANKCONFUNKNOWN0000000000000")
-    }
-
-    pub fn connection_prefix(&self) -> &'static str {
-        prefix::CONNECTION
-    }
-}
-
-/// Fails setup when nothing answers at the base URL (any HTTP answer will do).
-async fn check_reachable(api: &Api) -> Result<(), String> {
-    match api.send(Method::GET, &["v1", "connections"], &[], Auth::Missing).await {
-        Ok(_) => Ok(()),
-        Err(stop) => Err(format!("target unreachable: {stop}")),
     }
 }

@@ -161,6 +161,15 @@ impl Api {
         url
     }
 
+    /// Whether anything answers HTTP at the base URL (the answer itself is not read).
+    pub async fn reachable(&self) -> Result<(), String> {
+        let url = self.url(&["v1", "connections"], &[]);
+        match self.client.get(url).send().await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(format!("no answer at {}: {}", self.base_url(), transport_error(&e))),
+        }
+    }
+
     /// `GET` with the primary key.
     pub async fn get(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Exchange, Stop> {
         self.send(Method::GET, segments, query, Auth::Primary).await

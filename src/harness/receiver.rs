@@ -13,8 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
-/// Most deliveries kept; past that, a flooding target's deliveries are dropped.
+/// Most deliveries kept, and most bytes of them; past that, a flooding target's deliveries are
+/// dropped (and the cases waiting for them fail for want of them, never for want of memory).
 const MAX_DELIVERIES: usize = 100_000;
+const MAX_BYTES: usize = 64 * 1024 * 1024;
 
 /// One POST the receiver got.
 #[derive(Clone, Debug)]
@@ -24,6 +26,7 @@ pub struct Delivery {
     pub received_at: chrono::DateTime<chrono::Utc>,
     /// The body, or `Value::Null` when it was not JSON (see `raw`).
     pub body: Value,
+    /// The body as text when it was not JSON; empty otherwise.
     pub raw: String,
 }
 
@@ -82,6 +85,7 @@ pub fn labels(deliveries: &[Delivery]) -> String {
 #[derive(Default)]
 struct Store {
     deliveries: Mutex<Vec<Delivery>>,
+    bytes: std::sync::atomic::AtomicUsize,
 }
 
 /// A running receiver.
@@ -175,8 +179,14 @@ impl Drop for Receiver {
 }
 
 async fn receive(State((store, tx)): State<(Arc<Store>, Arc<watch::Sender<u64>>)>, body: Bytes) -> StatusCode {
-    let raw = String::from_utf8_lossy(&body).into_owned();
-    let parsed = serde_json::from_str(&raw).unwrap_or(Value::Null);
+    use std::sync::atomic::Ordering;
+    if store.bytes.fetch_add(body.len(), Ordering::Relaxed) + body.len() > MAX_BYTES {
+        return StatusCode::NO_CONTENT;
+    }
+    let (parsed, raw) = match serde_json::from_slice(&body) {
+        Ok(value) => (value, String::new()),
+        Err(_) => (Value::Null, String::from_utf8_lossy(&body).chars().take(1024).collect()),
+    };
     {
         let mut all = store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
         if all.len() < MAX_DELIVERIES {

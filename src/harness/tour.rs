@@ -146,7 +146,12 @@ pub fn announcing_event(action: Action) -> &'static str {
 }
 
 /// What the client does on the event (§6.3), and whether it shows what the event announced.
-async fn react(ctx: &RunContext, connection_id: &str, action: Action, event: Option<&Delivery>) -> Result<(), Stop> {
+pub(crate) async fn react(
+    ctx: &RunContext,
+    connection_id: &str,
+    action: Action,
+    event: Option<&Delivery>,
+) -> Result<(), Stop> {
     let data = |field: &str| {
         event.and_then(|e| e.body.pointer(&format!("/data/{field}"))).and_then(Value::as_str).map(str::to_string)
     };
@@ -187,13 +192,13 @@ async fn react(ctx: &RunContext, connection_id: &str, action: Action, event: Opt
     }
 }
 
-async fn first_account(ctx: &RunContext, connection_id: &str) -> Result<Option<String>, Stop> {
+pub(crate) async fn first_account(ctx: &RunContext, connection_id: &str) -> Result<Option<String>, Stop> {
     let accounts = ctx.accounts_when_ready(connection_id).await?;
     Ok(accounts.iter().find_map(|a| a.get("id").and_then(Value::as_str)).map(str::to_string))
 }
 
 /// An account with at least one transaction, and its first transaction.
-async fn first_transaction(ctx: &RunContext, connection_id: &str) -> Result<(String, String), Stop> {
+pub(crate) async fn first_transaction(ctx: &RunContext, connection_id: &str) -> Result<(String, String), Stop> {
     for account in ctx.accounts_when_ready(connection_id).await? {
         let Some(id) = account.get("id").and_then(Value::as_str) else { continue };
         let page = pagination::fetch_page(&ctx.api, id, None, None).await?;

@@ -4,6 +4,7 @@
 mod accounts;
 mod create;
 mod events;
+mod lifecycle;
 mod robustness;
 mod security;
 mod transactions;
@@ -65,6 +66,7 @@ registry! {
     "events.error-announced" => events::error_announced,
     "events.disconnected-announced" => events::disconnected_announced,
     "events.single-client-id" => events::single_client_id,
+    "lifecycle.random-sequences" => lifecycle::random_sequences,
     "reactions.accounts-updated" => events::accounts_updated_reaction,
     "reactions.transaction-deleted" => events::transaction_deleted_reaction,
     "auth.missing-key" => security::missing_key,

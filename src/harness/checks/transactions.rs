@@ -6,12 +6,11 @@ use super::{str_field, validate, Problems};
 use crate::harness::context::{Connected, RunContext};
 use crate::harness::outcome::Stop;
 use crate::harness::pagination::{self, fetch_page, item_id, Walk};
+use crate::harness::property;
 use crate::schemas::Schema;
 use crate::spec::prefix;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use std::collections::HashMap;
-use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -108,42 +107,17 @@ impl Reference {
     }
 }
 
-/// Runs `property` over generated inputs with the case's seed; a failure reports the shrunk
-/// input and how to replay it.
-async fn property<F, Fut>(ctx: Arc<RunContext>, case_id: &'static str, property: F) -> Result<(), Stop>
+/// Runs `test` over generated inputs against the fixture's accounts (see [`property::check`]).
+async fn property<F, Fut>(ctx: Arc<RunContext>, case_id: &'static str, test: F) -> Result<(), Stop>
 where
     F: Fn(Arc<RunContext>, Arc<Reference>, Input) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), Stop>> + Send,
 {
     let fixture = ctx.connected().await?;
     let reference = Arc::new(Reference::of(&fixture)?);
-    let handle = tokio::runtime::Handle::current();
-    let seed = ctx.case_seed(case_id);
-    let (run_seed, cases) = (ctx.seed, ctx.config.cases.max(1));
-    let result = tokio::task::spawn_blocking(move || {
-        let config = Config { cases, failure_persistence: None, max_shrink_iters: 64, ..Config::default() };
-        let mut seed_bytes = [0u8; 32];
-        for chunk in seed_bytes.chunks_mut(8) {
-            chunk.copy_from_slice(&seed.to_le_bytes());
-        }
-        let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
-        let strategy = reference.strategy();
-        runner.run(&strategy, |input| {
-            handle
-                .block_on(property(ctx.clone(), reference.clone(), input))
-                .map_err(|stop| TestCaseError::fail(stop.to_string()))
-        })
-    })
-    .await
-    .map_err(|e| Stop::fail(format!("property runner stopped: {e}")))?;
-    match result {
-        Ok(()) => Ok(()),
-        Err(TestError::Fail(reason, input)) => Err(Stop::fail(format!(
-            "{reason} [shrunk input: limit={}, account #{}, position {}; seed {run_seed}: replay with `bankconf run --seed {run_seed} {case_id}`]",
-            input.limit, input.account, input.position
-        ))),
-        Err(TestError::Abort(reason)) => Err(Stop::fail(format!("property aborted: {reason} (seed {run_seed})"))),
-    }
+    let strategy = reference.strategy();
+    let run = ctx.clone();
+    property::check(&ctx, case_id, strategy, move |input| test(run.clone(), reference.clone(), input)).await
 }
 
 /// How `got` differs from `expected`, in a few words.

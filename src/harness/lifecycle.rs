@@ -1,0 +1,198 @@
+//! Property-based lifecycles (§3, §6): proptest generates sequences of driver actions, each
+//! played on a fresh connection, and after every step the target accepted, the events must tell
+//! the truth about the path taken. The spec shows one transition only (§3.2), so a target is
+//! never failed for taking or refusing a transition (driver exit 4): only for events that
+//! contradict each other or the API.
+
+use super::chain;
+use super::checks::validate;
+use super::context::{Created, RunContext};
+use super::driver::{DriveArgs, DriveError, DriverAction};
+use super::outcome::Stop;
+use super::receiver::{labels, Delivery};
+use super::tour::{announcing_event, first_account, first_transaction, react};
+use crate::schemas::Schema;
+use crate::spec::{prefix, Action, ConnectionState};
+use proptest::prelude::*;
+use serde_json::Value;
+use std::collections::HashSet;
+
+/// Longest generated sequence.
+pub const MAX_STEPS: usize = 6;
+
+/// Sequences of 1 to [`MAX_STEPS`] actions; shrinking drops and simplifies actions.
+pub fn sequences() -> impl Strategy<Value = Vec<Action>> {
+    prop::collection::vec(prop::sample::select(Action::ALL.to_vec()), 1..=MAX_STEPS)
+}
+
+/// What happened to one step, for messages: `connect` accepted, `error` refused.
+struct Trace {
+    steps: Vec<String>,
+}
+
+impl Trace {
+    fn fail(&self, connection: &str, problem: String, deliveries: &[Delivery]) -> Stop {
+        Stop::fail(format!(
+            "after [{}] on {connection}: {problem}; events {}",
+            self.steps.join(", "),
+            labels(deliveries)
+        ))
+    }
+}
+
+/// Plays `actions` on a fresh connection, checking after every accepted step.
+pub async fn play(ctx: &RunContext, actions: &[Action]) -> Result<(), Stop> {
+    let receiver = ctx.receiver()?;
+    let driver = ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
+    let created = ctx.create_connection().await?;
+    let id = created.connection_id.clone();
+    let mut trace = Trace { steps: vec!["create".to_string()] };
+    // The connection starts CREATED, announced by connection.created (§3.2).
+    let (mut state, mut judged) = settle(ctx, &id, "connection.created", &HashSet::new(), &trace).await?;
+    accounts_follow_state(ctx, &id, state, &trace).await?;
+    for &action in actions {
+        let (account, transaction) = targets(ctx, &created, action, state).await?;
+        let args = DriveArgs {
+            connection_id: Some(id.clone()),
+            widget_token: created.widget_token.clone(),
+            account_id: account,
+            transaction_id: transaction,
+            webhook_url: Some(receiver.url().to_string()),
+        };
+        match driver.run(DriverAction::Act(action), &args).await {
+            Ok(()) => trace.steps.push(format!("{action}")),
+            // Refused from this state, or not supported: not a failure; the sequence goes on.
+            Err(DriveError::Refused(_)) => {
+                trace.steps.push(format!("{action} (refused)"));
+                continue;
+            }
+            Err(DriveError::Unsupported(_)) => {
+                trace.steps.push(format!("{action} (unsupported)"));
+                continue;
+            }
+            Err(DriveError::Failed(m)) => return Err(Stop::fail(format!("driver: {m}"))),
+        }
+        // Already in the target state: the target may accept without a change, hence no event.
+        if action.target_state() == Some(state) {
+            continue;
+        }
+        let before = judged.clone();
+        let settled = settle(ctx, &id, announcing_event(action), &before, &trace).await?;
+        state = settled.0;
+        judged = settled.1;
+        accounts_follow_state(ctx, &id, state, &trace).await?;
+        if matches!(action, Action::UpdateAccounts | Action::DeleteTransaction) {
+            let deliveries = receiver.for_connection(&id);
+            let event = deliveries
+                .iter()
+                .find(|d| d.event_type() == Some(announcing_event(action)) && !before.contains(&d.dedup_key()));
+            react(ctx, &id, action, event).await.map_err(|e| trace.fail(&id, e.to_string(), &deliveries))?;
+        }
+    }
+    Ok(())
+}
+
+/// Waits (bounded) until a new `expected` event has arrived and the chain links up, then judges
+/// every delivery not judged before. Returns the state the chain ends in, and the judged keys.
+async fn settle(
+    ctx: &RunContext,
+    id: &str,
+    expected: &str,
+    judged: &HashSet<String>,
+    trace: &Trace,
+) -> Result<(ConnectionState, HashSet<String>), Stop> {
+    let receiver = ctx.receiver()?;
+    let arrived =
+        |ds: &[Delivery]| ds.iter().any(|d| d.event_type() == Some(expected) && !judged.contains(&d.dedup_key()));
+    let (_, deliveries) =
+        receiver.wait_for(id, ctx.config.event_wait(), |ds| arrived(ds) && chain::check(ds).is_ok()).await;
+    if !arrived(&deliveries) {
+        let problem =
+            format!("the target accepted the action, but no {expected} arrived within {:?}", ctx.config.event_wait());
+        return Err(trace.fail(id, problem, &deliveries));
+    }
+    let mut keys = judged.clone();
+    for d in &deliveries {
+        if keys.insert(d.dedup_key()) {
+            judge(d).map_err(|problem| trace.fail(id, problem, &deliveries))?;
+        }
+    }
+    chain::check(&deliveries).map(|end| (end, keys)).map_err(|problem| trace.fail(id, problem, &deliveries))
+}
+
+/// One delivery on its own: its schema and the prefixes of the ids it names (§2, §6).
+fn judge(d: &Delivery) -> Result<(), String> {
+    validate(Schema::WebhookEvent, &d.body, &format!("delivery {}", d.label())).map_err(|e| e.to_string())?;
+    for (field, want) in [("accountId", prefix::ACCOUNT), ("transactionId", prefix::TRANSACTION)] {
+        if let Some(v) = d.body.pointer(&format!("/data/{field}")).and_then(Value::as_str) {
+            if !v.starts_with(want) {
+                return Err(format!("{}: data.{field} {v:?} does not start with {want}", d.label()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Accounts are readable exactly when the last announced state is connected (§3.2, §4.2).
+async fn accounts_follow_state(ctx: &RunContext, id: &str, state: ConnectionState, trace: &Trace) -> Result<(), Stop> {
+    let exchange = ctx.api.get(&["v1", "connections", id, "accounts"], &[]).await?;
+    let deliveries = || ctx.receiver.as_ref().map(|r| r.for_connection(id)).unwrap_or_default();
+    match (state == ConnectionState::Connected, exchange.is_success()) {
+        (true, false) => Err(trace.fail(
+            id,
+            format!(
+                "{}: connection.connected was announced last, but accounts are refused ({})",
+                exchange.request,
+                exchange.summary()
+            ),
+            &deliveries(),
+        )),
+        (false, true) => Err(trace.fail(
+            id,
+            format!(
+                "{}: the last announced state is {state}, but accounts are served (status {})",
+                exchange.request, exchange.status
+            ),
+            &deliveries(),
+        )),
+        _ => {
+            if state == ConnectionState::Connected {
+                if let Ok(Value::Array(accounts)) = exchange.success_json() {
+                    if let Some(bad) = accounts
+                        .iter()
+                        .filter_map(|a| a.get("id").and_then(Value::as_str))
+                        .find(|a| !a.starts_with(prefix::ACCOUNT))
+                    {
+                        return Err(trace.fail(
+                            id,
+                            format!("{}: account id {bad:?} does not start with {}", exchange.request, prefix::ACCOUNT),
+                            &deliveries(),
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The account and transaction a data action applies to, when the connection is CONNECTED.
+async fn targets(
+    ctx: &RunContext,
+    created: &Created,
+    action: Action,
+    state: ConnectionState,
+) -> Result<(Option<String>, Option<String>), Stop> {
+    if state != ConnectionState::Connected {
+        return Ok((None, None));
+    }
+    match action {
+        Action::UpdateAccounts => Ok((first_account(ctx, &created.connection_id).await?, None)),
+        Action::DeleteTransaction => match first_transaction(ctx, &created.connection_id).await {
+            Ok((a, t)) => Ok((Some(a), Some(t))),
+            Err(Stop::Ignore(_)) => Ok((None, None)),
+            Err(e) => Err(e),
+        },
+        _ => Ok((None, None)),
+    }
+}

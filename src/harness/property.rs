@@ -1,0 +1,54 @@
+//! Property-based cases: proptest drives a synchronous runner, each generated input is checked
+//! by an async check on the run's runtime. Failures shrink and report the minimal input and the
+//! seed that replays them (`bankconf run --seed S <case-id>`).
+
+use super::context::RunContext;
+use super::outcome::Stop;
+use proptest::strategy::Strategy;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use std::fmt::Debug;
+use std::future::Future;
+
+/// How long shrinking may take, so that a failing property reports within a bounded time.
+const MAX_SHRINK_MILLIS: u32 = 20_000;
+
+/// Runs `test` over inputs drawn from `strategy`, `--cases` times, seeded from the run's seed and
+/// the case id; on failure, shrinks and reports the smallest failing input.
+pub async fn check<S, F, Fut>(ctx: &RunContext, case_id: &'static str, strategy: S, test: F) -> Result<(), Stop>
+where
+    S: Strategy + Send + 'static,
+    S::Value: Debug,
+    F: Fn(S::Value) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), Stop>>,
+{
+    let handle = tokio::runtime::Handle::current();
+    let seed = ctx.case_seed(case_id);
+    let (run_seed, cases) = (ctx.seed, ctx.config.cases.max(1));
+    let result = tokio::task::spawn_blocking(move || {
+        let config = Config {
+            cases,
+            failure_persistence: None,
+            max_shrink_iters: 64,
+            max_shrink_time: MAX_SHRINK_MILLIS,
+            ..Config::default()
+        };
+        let mut seed_bytes = [0u8; 32];
+        for chunk in seed_bytes.chunks_mut(8) {
+            chunk.copy_from_slice(&seed.to_le_bytes());
+        }
+        let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
+        let result = runner.run(&strategy, |input| {
+            handle.block_on(test(input)).map_err(|stop| TestCaseError::fail(stop.to_string()))
+        });
+        // Rendered here: the shrunk input need not be Send.
+        match result {
+            Ok(()) => Ok(()),
+            Err(TestError::Fail(reason, input)) => Err(Stop::fail(format!(
+                "{reason} [shrunk input: {input:?}; seed {run_seed}: replay with `bankconf run --seed {run_seed} {case_id}`]"
+            ))),
+            Err(TestError::Abort(reason)) => Err(Stop::fail(format!("property aborted: {reason} (seed {run_seed})"))),
+        }
+    })
+    .await;
+    result.unwrap_or_else(|e| Err(Stop::fail(format!("property runner stopped: {e}"))))
+}
