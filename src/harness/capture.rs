@@ -164,8 +164,8 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
             "capture.created-present" => match judge::missing_created(&all) {
                 missing if missing.is_empty() => Ok(()),
                 missing => Err(Stop::fail(format!(
-                    "{} connections start mid-life, so their chains were not checked: {}",
-                    missing.len(),
+                    "{} mid-life, so not chain-checked: {}",
+                    plural(missing.len(), "connection starts", "connections start"),
                     missing.join("; ")
                 ))),
             },

@@ -66,7 +66,7 @@ pub fn render(report: &Report) -> String {
     let failures = report.failures();
     let _ = writeln!(out, "\n### Failures\n");
     if failures.is_empty() {
-        out += "None.\n";
+        out += "None.\n\n";
     }
     for r in failures {
         let gating = if report.gates(r) { "gating" } else { "not gating" };
@@ -92,7 +92,7 @@ pub fn render(report: &Report) -> String {
     let ignored: Vec<&CaseResult> =
         report.results.iter().filter(|r| matches!(r.outcome, Outcome::Ignored(_))).collect();
     if !ignored.is_empty() {
-        out += "\n### Ignored\n\n| case | section | reason |\n|---|---|---|\n";
+        out += "### Ignored\n\n| case | section | reason |\n|---|---|---|\n";
         for r in ignored {
             let _ = writeln!(
                 out,
@@ -102,6 +102,7 @@ pub fn render(report: &Report) -> String {
                 cell(r.outcome.message().unwrap_or_default())
             );
         }
+        out.push('\n');
     }
 
     out += &coverage(report);
@@ -112,7 +113,7 @@ pub fn render(report: &Report) -> String {
 /// it with their outcomes, and plainly which sections no case of the catalogue checks.
 fn coverage(report: &Report) -> String {
     let mut out = String::from(
-        "\n### Clause coverage\n\n| section | title | cases of this report | coverage |\n|---|---|---|---|\n",
+        "### Clause coverage\n\n| section | title | cases of this report | coverage |\n|---|---|---|---|\n",
     );
     let mut unchecked = Vec::new();
     let mut unselected = Vec::new();
