@@ -5,13 +5,12 @@
 //! contradict each other or the API.
 
 use super::chain;
-use super::checks::validate;
 use super::context::{Created, RunContext};
 use super::driver::{DriveArgs, DriveError, DriverAction};
+use super::judge;
 use super::outcome::Stop;
 use super::receiver::{labels, Delivery};
 use super::tour::{announcing_event, first_account, first_transaction, react};
-use crate::schemas::Schema;
 use crate::spec::{prefix, Action, ConnectionState};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -111,26 +110,14 @@ async fn settle(
             format!("the target accepted the action, but no {expected} arrived within {:?}", ctx.config.event_wait());
         return Err(trace.fail(id, problem, &deliveries));
     }
+    // Every new delivery on its own: schema (which also asserts the prefixes of the ids it
+    // names, §2) and envelope agreement (§6.2).
     let mut keys = judged.clone();
-    for d in &deliveries {
-        if keys.insert(d.dedup_key()) {
-            judge(d).map_err(|problem| trace.fail(id, problem, &deliveries))?;
-        }
-    }
+    let new: Vec<Delivery> = deliveries.iter().filter(|d| keys.insert(d.dedup_key())).cloned().collect();
+    judge::schema(&new)
+        .and_then(|()| judge::envelope_agrees(&new))
+        .map_err(|problem| trace.fail(id, problem.to_string(), &deliveries))?;
     chain::check(&deliveries).map(|end| (end, keys)).map_err(|problem| trace.fail(id, problem, &deliveries))
-}
-
-/// One delivery on its own: its schema and the prefixes of the ids it names (§2, §6).
-fn judge(d: &Delivery) -> Result<(), String> {
-    validate(Schema::WebhookEvent, &d.body, &format!("delivery {}", d.label())).map_err(|e| e.to_string())?;
-    for (field, want) in [("accountId", prefix::ACCOUNT), ("transactionId", prefix::TRANSACTION)] {
-        if let Some(v) = d.body.pointer(&format!("/data/{field}")).and_then(Value::as_str) {
-            if !v.starts_with(want) {
-                return Err(format!("{}: data.{field} {v:?} does not start with {want}", d.label()));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Accounts are readable exactly when the last announced state is connected (§3.2, §4.2).
