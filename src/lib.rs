@@ -8,4 +8,5 @@
 pub mod harness;
 pub mod sandbox;
 pub mod schemas;
+pub mod selftest;
 pub mod spec;

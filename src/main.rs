@@ -1,7 +1,8 @@
 //! `bankconf`: run the conformance catalogue against a target, or serve the reference sandbox.
 
 use bankconf::harness::{self, catalogue, config::RunConfig};
-use bankconf::sandbox::{Sandbox, SandboxConfig};
+use bankconf::sandbox::{Mutant, Sandbox, SandboxConfig, Variant};
+use bankconf::selftest;
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -33,7 +34,37 @@ enum Command {
         /// `<service>` in `/widget/<service>-connect.js`.
         #[arg(long, default_value = "bankconf")]
         service: String,
+        /// Break one rule of the spec on purpose (see --list-mutants).
+        #[arg(long, value_parser = parse_mutant, conflicts_with = "variant")]
+        mutant: Option<Mutant>,
+        /// Serve a conforming variant that reads the spec's freedoms differently (see --list-variants).
+        #[arg(long, value_parser = parse_variant)]
+        variant: Option<Variant>,
+        /// Print every mutant with the cases that must catch it, and exit.
+        #[arg(long)]
+        list_mutants: bool,
+        /// Print every variant, and exit.
+        #[arg(long)]
+        list_variants: bool,
     },
+    /// Run the catalogue against every mutant (each must be caught) and every variant (each
+    /// must pass) of the embedded sandbox; exits 1 unless the score is complete.
+    SelfTest {
+        /// Runs at a time.
+        #[arg(long, default_value_t = 4)]
+        parallel: usize,
+        /// Seconds a case waits for an expected event.
+        #[arg(long, default_value_t = 1.5)]
+        event_timeout: f64,
+    },
+}
+
+fn parse_mutant(name: &str) -> Result<Mutant, String> {
+    Mutant::from_name(name).ok_or_else(|| format!("unknown mutant {name:?}; see --list-mutants"))
+}
+
+fn parse_variant(name: &str) -> Result<Variant, String> {
+    Variant::from_name(name).ok_or_else(|| format!("unknown variant {name:?}; see --list-variants"))
 }
 
 fn main() -> ExitCode {
@@ -54,14 +85,53 @@ fn main() -> ExitCode {
             0
         }
         Command::Run { config, list: false } => runtime.block_on(harness::run(*config)),
-        Command::Serve { listen, api_keys, service } => {
-            runtime.block_on(serve(SandboxConfig { listen, api_keys, service }))
+        Command::Serve { list_mutants: true, .. } => {
+            for m in Mutant::ALL {
+                println!(
+                    "{:<32} {:<5} {}\n{:<38} caught by: {}",
+                    m.name(),
+                    m.section(),
+                    m.description(),
+                    "",
+                    m.caught_by().join(", ")
+                );
+            }
+            0
+        }
+        Command::Serve { list_variants: true, .. } => {
+            for v in Variant::ALL {
+                println!("{:<32} {:<5} {}", v.name(), v.section(), v.description());
+            }
+            0
+        }
+        Command::Serve { listen, api_keys, service, mutant, variant, .. } => {
+            runtime.block_on(serve(SandboxConfig { listen, api_keys, service, mutant, variant }))
+        }
+        Command::SelfTest { parallel, event_timeout } => {
+            let options = selftest::Options { parallel, event_timeout };
+            let result = runtime.block_on(selftest::self_test(&options, |t| println!("{}", t.line())));
+            println!("{}", result.score());
+            if result.complete() {
+                0
+            } else {
+                1
+            }
         }
     };
     ExitCode::from(code as u8)
 }
 
 async fn serve(config: SandboxConfig) -> i32 {
+    let config_note = match (config.mutant, config.variant) {
+        (Some(m), _) => Some(format!(
+            "MUTANT {m}: {} (breaks {}; caught by {})",
+            m.description(),
+            m.section(),
+            m.caught_by().join(", ")
+        )),
+        (_, Some(v)) => Some(format!("variant {v}: {}", v.description())),
+        _ => None,
+    };
     let sandbox = match Sandbox::start(config).await {
         Ok(s) => s,
         Err(e) => {
@@ -70,6 +140,9 @@ async fn serve(config: SandboxConfig) -> i32 {
         }
     };
     println!("bankconf sandbox listening on {}", sandbox.base_url);
+    if let Some(m) = config_note {
+        println!("{m}");
+    }
     println!("widget: {}/widget/{}-connect.js", sandbox.base_url, sandbox.service);
     // The sandbox's own keys: printed so that the person who started it can use them.
     for client in &sandbox.clients {

@@ -26,32 +26,42 @@ use report::{Report, EXIT_NOT_RUN};
 use std::io::Write;
 use std::time::Instant;
 
-/// `bankconf run`: runs the selected cases, prints and writes the reports, returns the exit code.
-pub async fn run(config: config::RunConfig) -> i32 {
+/// Runs the selected cases and returns the report; with `progress`, prints the header and each
+/// case as it finishes. `Err`: the run could not start, or no case matches the selection.
+pub async fn run_report(config: config::RunConfig, progress: bool) -> Result<Report, String> {
     let started = Instant::now();
-    let report_json = config.report_json.clone();
-    let ctx = match RunContext::setup(config).await {
-        Ok(ctx) => ctx,
-        Err(e) => {
-            eprintln!("bankconf: the run could not start: {e}");
-            return EXIT_NOT_RUN;
-        }
-    };
+    let ctx = RunContext::setup(config).await.map_err(|e| format!("the run could not start: {e}"))?;
     let cases = runner::selected(&ctx);
     if cases.is_empty() {
-        eprintln!("bankconf: no case matches the selection");
         ctx.shutdown().await;
-        return EXIT_NOT_RUN;
+        return Err("no case matches the selection".into());
     }
-    println!("{}", report::terminal::header(&ctx.target, ctx.seed, cases.len()));
+    if progress {
+        println!("{}", report::terminal::header(&ctx.target, ctx.seed, cases.len()));
+    }
     let gate = ctx.config.gate.clone();
     let results = runner::run_all(ctx.clone(), cases, |r| {
-        println!("{}", report::terminal::case_line(r, gate.contains(&r.case.level)));
-        let _ = std::io::stdout().flush();
+        if progress {
+            println!("{}", report::terminal::case_line(r, gate.contains(&r.case.level)));
+            let _ = std::io::stdout().flush();
+        }
     })
     .await;
     let report = Report { target: ctx.target.clone(), seed: ctx.seed, gate, results, duration: started.elapsed() };
     ctx.shutdown().await;
+    Ok(report)
+}
+
+/// `bankconf run`: runs the selected cases, prints and writes the reports, returns the exit code.
+pub async fn run(config: config::RunConfig) -> i32 {
+    let report_json = config.report_json.clone();
+    let report = match run_report(config, true).await {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("bankconf: {e}");
+            return EXIT_NOT_RUN;
+        }
+    };
     println!("{}", report::terminal::summary(&report));
     if let Some(path) = report_json {
         let text = serde_json::to_string_pretty(&report::json::render(&report)).unwrap_or_default();

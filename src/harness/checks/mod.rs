@@ -67,6 +67,7 @@ registry! {
     "events.single-client-id" => events::single_client_id,
     "reactions.accounts-updated" => events::accounts_updated_reaction,
     "reactions.transaction-deleted" => events::transaction_deleted_reaction,
+    "reactions.account-balance" => events::account_balance_reaction,
     "auth.missing-key" => security::missing_key,
     "auth.malformed-key" => security::malformed_key,
     "auth.unknown-key" => security::unknown_key,
