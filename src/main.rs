@@ -54,7 +54,7 @@ enum Command {
         #[arg(long, default_value_t = 4)]
         parallel: usize,
         /// Seconds a case waits for an expected event.
-        #[arg(long, default_value_t = 1.5)]
+        #[arg(long, default_value_t = 3.0)]
         event_timeout: f64,
     },
 }

@@ -128,10 +128,21 @@ impl SelfTest {
     }
 
     /// Mutant → sorted failing case ids, and the same for variants (what the snapshot pins).
+    /// For a noisy mutant (see [`Mutant::noisy`]) only the cases it names are listed.
     pub fn failure_map(&self) -> Value {
         let map = |trials: &[Trial]| {
-            let m: Map<String, Value> =
-                trials.iter().map(|t| (t.target.name().to_string(), json!(t.failed_ids()))).collect();
+            let m: Map<String, Value> = trials
+                .iter()
+                .map(|t| {
+                    let mut failed = t.failed_ids();
+                    if let Target::Mutant(m) = t.target {
+                        if m.noisy() {
+                            failed.retain(|id| m.caught_by().contains(id));
+                        }
+                    }
+                    (t.target.name().to_string(), json!(failed))
+                })
+                .collect();
             Value::Object(m)
         };
         json!({ "mutants": map(&self.mutants), "variants": map(&self.variants) })
@@ -202,7 +213,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Self { parallel: 4, event_timeout: 1.5 }
+        Self { parallel: 4, event_timeout: 3.0 }
     }
 }
 

@@ -68,8 +68,6 @@ pub(crate) struct Store {
     flavor: Flavor,
     /// Events of the change in progress, delivered together by [`Store::flush`].
     batch: Vec<Arc<Value>>,
-    /// Per client, its most recent connection ([`Mutant::DuplicateConnectionIds`] only).
-    last_created: HashMap<String, String>,
 }
 
 impl Store {
@@ -84,7 +82,6 @@ impl Store {
             first_client,
             flavor,
             batch: Vec::new(),
-            last_created: HashMap::new(),
         }
     }
 
@@ -157,16 +154,14 @@ impl Store {
     /// §4.1: a new connection in CREATED, announced by `connection.created` (§3.2).
     pub fn create_connection(&mut self, client_id: &str) -> Value {
         let f = self.flavor;
-        if f.is(Mutant::DuplicateConnectionIds) {
-            let pending = self.last_created.get(client_id).and_then(|id| self.connections.get(id));
-            if let Some(conn) = pending.filter(|c| c.status == ConnectionState::Created) {
-                return render::connection_created(f, &conn.id, conn.status, &conn.widget_token);
-            }
-        }
         let seed = self.next_seed;
         self.next_seed += 1;
-        let id = f.new_id(prefix::CONNECTION);
-        self.last_created.insert(client_id.to_string(), id.clone());
+        let id = if f.is(Mutant::DuplicateConnectionIds) {
+            // Two ids for everything: a new connection replaces the older one of the same id.
+            format!("{}DUPLICATE{:017}", prefix::CONNECTION, seed % 2)
+        } else {
+            f.new_id(prefix::CONNECTION)
+        };
         let conn = Connection {
             id: id.clone(),
             client_id: client_id.to_string(),

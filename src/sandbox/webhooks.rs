@@ -99,10 +99,12 @@ async fn worker(client: reqwest::Client, url: String, mut rx: UnboundedReceiver<
             });
             continue;
         }
-        deliver(&client, &url, &event).await;
         if flavor.has(Variant::DuplicateEvents) {
-            deliver(&client, &url, &event).await;
+            // The copy goes out alongside, so duplicates do not slow the queue down.
+            let (client, url, event) = (client.clone(), url.clone(), event.clone());
+            tokio::spawn(async move { deliver(&client, &url, &event).await });
         }
+        deliver(&client, &url, &event).await;
     }
 }
 
