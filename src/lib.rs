@@ -9,4 +9,5 @@ pub mod harness;
 pub mod openapi;
 pub mod sandbox;
 pub mod schemas;
+pub mod selftest;
 pub mod spec;

@@ -2,7 +2,8 @@
 
 use bankconf::harness::capture::CheckEventsConfig;
 use bankconf::harness::{self, catalogue, config::RunConfig};
-use bankconf::sandbox::{Sandbox, SandboxConfig};
+use bankconf::sandbox::{Mutant, Sandbox, SandboxConfig, Variant};
+use bankconf::selftest;
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -40,7 +41,37 @@ enum Command {
         /// `<service>` in `/widget/<service>-connect.js`.
         #[arg(long, default_value = "bankconf")]
         service: String,
+        /// Break one rule of the spec on purpose (see --list-mutants).
+        #[arg(long, value_parser = parse_mutant, conflicts_with = "variant")]
+        mutant: Option<Mutant>,
+        /// Serve a conforming variant that reads the spec's freedoms differently (see --list-variants).
+        #[arg(long, value_parser = parse_variant)]
+        variant: Option<Variant>,
+        /// Print every mutant with the cases that must catch it, and exit.
+        #[arg(long)]
+        list_mutants: bool,
+        /// Print every variant, and exit.
+        #[arg(long)]
+        list_variants: bool,
     },
+    /// Run the catalogue against every mutant (each must be caught) and every variant (each
+    /// must pass) of the embedded sandbox; exits 1 unless the score is complete.
+    SelfTest {
+        /// Runs at a time.
+        #[arg(long, default_value_t = 4)]
+        parallel: usize,
+        /// Seconds a case waits for an expected event.
+        #[arg(long, default_value_t = 3.0)]
+        event_timeout: f64,
+    },
+}
+
+fn parse_mutant(name: &str) -> Result<Mutant, String> {
+    Mutant::from_name(name).ok_or_else(|| format!("unknown mutant {name:?}; see --list-mutants"))
+}
+
+fn parse_variant(name: &str) -> Result<Variant, String> {
+    Variant::from_name(name).ok_or_else(|| format!("unknown variant {name:?}; see --list-variants"))
 }
 
 fn main() -> ExitCode {
@@ -55,29 +86,65 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Run { config, list: true } => {
             let selection = config.selection();
-            for case in catalogue::all().iter().filter(|c| selection.matches(c)) {
-                println!("{:<36} {:<5} {:<10} {}", case.id, case.section, case.level, case.title);
-            }
-            0
+            let lines: String = catalogue::all()
+                .iter()
+                .filter(|c| selection.matches(c))
+                .map(|c| format!("{:<36} {:<5} {:<10} {}\n", c.id, c.section, c.level, c.title))
+                .collect();
+            emit(&lines)
         }
         Command::Run { config, list: false } => runtime.block_on(harness::run(*config)),
         Command::CheckEvents(config) => harness::capture::check_events(*config),
-        Command::Openapi => {
-            let text = bankconf::openapi::to_pretty_string(&bankconf::openapi::document());
-            let mut stdout = std::io::stdout();
-            match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
-                Ok(()) => 0,
-                Err(_) => 2,
-            }
+        Command::Openapi => emit(&format!("{}\n", bankconf::openapi::to_pretty_string(&bankconf::openapi::document()))),
+        Command::Serve { list_mutants: true, .. } => emit(
+            &Mutant::ALL
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{:<32} {:<5} {}\n{:<38} caught by: {}\n",
+                        m.name(),
+                        m.section(),
+                        m.description(),
+                        "",
+                        m.caught_by().join(", ")
+                    )
+                })
+                .collect::<String>(),
+        ),
+        Command::Serve { list_variants: true, .. } => emit(
+            &Variant::ALL
+                .iter()
+                .map(|v| format!("{:<32} {:<5} {}\n", v.name(), v.section(), v.description()))
+                .collect::<String>(),
+        ),
+        Command::Serve { listen, api_keys, service, mutant, variant, .. } => {
+            runtime.block_on(serve(SandboxConfig { listen, api_keys, service, mutant, variant }))
         }
-        Command::Serve { listen, api_keys, service } => {
-            runtime.block_on(serve(SandboxConfig { listen, api_keys, service }))
+        Command::SelfTest { parallel, event_timeout } => {
+            let options = selftest::Options { parallel, event_timeout };
+            let result = runtime.block_on(selftest::self_test(&options, |t| println!("{}", t.line())));
+            println!("{}", result.score());
+            if result.complete() {
+                0
+            } else {
+                1
+            }
         }
     };
     ExitCode::from(code as u8)
 }
 
 async fn serve(config: SandboxConfig) -> i32 {
+    let config_note = match (config.mutant, config.variant) {
+        (Some(m), _) => Some(format!(
+            "MUTANT {m}: {} (breaks {}; caught by {})",
+            m.description(),
+            m.section(),
+            m.caught_by().join(", ")
+        )),
+        (_, Some(v)) => Some(format!("variant {v}: {}", v.description())),
+        _ => None,
+    };
     let sandbox = match Sandbox::start(config).await {
         Ok(s) => s,
         Err(e) => {
@@ -88,6 +155,9 @@ async fn serve(config: SandboxConfig) -> i32 {
     // The sandbox's own keys are printed so that the person who started it can use them.
     // Write errors are ignored: a closed stdout must not stop the server.
     let mut banner = format!("bankconf sandbox listening on {}\n", sandbox.base_url);
+    if let Some(m) = config_note {
+        banner += &format!("{m}\n");
+    }
     banner += &format!("widget: {}/widget/{}-connect.js\n", sandbox.base_url, sandbox.service);
     for client in &sandbox.clients {
         banner += &format!("client {}  api key {}\n", client.client_id, client.api_key);
@@ -98,5 +168,12 @@ async fn serve(config: SandboxConfig) -> i32 {
         _ = sandbox.wait() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
+    0
+}
+
+/// Writes `text` to stdout. A closed pipe (`bankconf run --list | head`) is not an error.
+fn emit(text: &str) -> i32 {
+    let mut stdout = std::io::stdout();
+    let _ = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
     0
 }

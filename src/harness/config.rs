@@ -51,6 +51,12 @@ pub struct RunConfig {
     /// Seconds one driver call may take.
     #[arg(long, env = "BANKCONF_DRIVER_TIMEOUT", default_value_t = 30.0)]
     pub driver_timeout: f64,
+    /// Advanced: the embedded sandbox breaks this rule (`bankconf serve --list-mutants`).
+    #[arg(long, hide = true)]
+    pub sandbox_mutant: Option<String>,
+    /// Advanced: the embedded sandbox is this conforming variant (`bankconf serve --list-variants`).
+    #[arg(long, hide = true)]
+    pub sandbox_variant: Option<String>,
     /// Select cases by section (`§4.3` or `4.3`; repeatable).
     #[arg(long = "section")]
     pub sections: Vec<String>,

@@ -10,7 +10,7 @@ use super::pagination::{self, Walk};
 use super::receiver::Receiver;
 use super::redact::Redactor;
 use super::tour::Tour;
-use crate::sandbox::{Sandbox, SandboxConfig};
+use crate::sandbox::{Mutant, Sandbox, SandboxConfig, Variant};
 use crate::spec::Action;
 use reqwest::Method;
 use serde_json::Value;
@@ -79,10 +79,10 @@ impl RunContext {
     /// when there is a driver, and registers the receiver. Errors mean the run cannot start.
     pub async fn setup(config: RunConfig) -> Result<Arc<Self>, String> {
         let redactor = Redactor::default();
+        let sandbox_config = embedded_sandbox(&config)?;
         let (sandbox, base_url, key, second_key, service) = match &config.base_url {
             None => {
-                let sandbox =
-                    Sandbox::start(SandboxConfig::default()).await.map_err(|e| format!("embedded sandbox: {e}"))?;
+                let sandbox = Sandbox::start(sandbox_config).await.map_err(|e| format!("embedded sandbox: {e}"))?;
                 let key = sandbox.clients.first().map(|c| c.api_key.clone());
                 let second = sandbox.clients.get(1).map(|c| c.api_key.clone());
                 let service = config.service.clone().or_else(|| Some(sandbox.service.clone()));
@@ -300,4 +300,23 @@ impl RunContext {
     pub fn unknown_id(&self, kind: &str) -> String {
         format!("{kind}BANKCONFUNKNOWN0000000000000")
     }
+}
+
+/// The embedded sandbox's configuration: conforming, or the mutant or variant asked for.
+fn embedded_sandbox(config: &RunConfig) -> Result<SandboxConfig, String> {
+    let (mutant, variant) = (config.sandbox_mutant.as_deref(), config.sandbox_variant.as_deref());
+    if config.base_url.is_some() && (mutant.is_some() || variant.is_some()) {
+        return Err("--sandbox-mutant and --sandbox-variant apply to the embedded sandbox, not to --base-url".into());
+    }
+    let mutant = mutant
+        .map(|n| {
+            Mutant::from_name(n).ok_or_else(|| format!("unknown mutant {n:?} (see `bankconf serve --list-mutants`)"))
+        })
+        .transpose()?;
+    let variant = variant
+        .map(|n| {
+            Variant::from_name(n).ok_or_else(|| format!("unknown variant {n:?} (see `bankconf serve --list-variants`)"))
+        })
+        .transpose()?;
+    Ok(SandboxConfig { mutant, variant, ..SandboxConfig::default() })
 }

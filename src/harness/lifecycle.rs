@@ -19,9 +19,30 @@ use std::collections::HashSet;
 /// Longest generated sequence.
 pub const MAX_STEPS: usize = 6;
 
-/// Sequences of 1 to [`MAX_STEPS`] actions; shrinking drops and simplifies actions.
+/// Sequences of 1 to [`MAX_STEPS`] actions; shrinking drops actions and turns them into
+/// `connect`. Half the sequences start with `connect`, and `connect` and the data actions are
+/// drawn more often than the others: the data actions only mean something on a CONNECTED
+/// connection.
 pub fn sequences() -> impl Strategy<Value = Vec<Action>> {
-    prop::collection::vec(prop::sample::select(Action::ALL.to_vec()), 1..=MAX_STEPS)
+    use Action::*;
+    let first = prop_oneof![Just(Connect), prop::sample::select(Action::ALL.to_vec())];
+    let weighted = vec![
+        Connect,
+        Connect,
+        UpdateAccounts,
+        UpdateAccounts,
+        DeleteTransaction,
+        DeleteTransaction,
+        FailAuth,
+        RequireMfa,
+        Error,
+        Disconnect,
+    ];
+    (first, prop::collection::vec(prop::sample::select(weighted), 0..MAX_STEPS)).prop_map(|(first, rest)| {
+        let mut actions = vec![first];
+        actions.extend(rest);
+        actions
+    })
 }
 
 /// What happened to one step, for messages: `connect` accepted, `error` refused.

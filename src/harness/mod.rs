@@ -31,33 +31,30 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-/// `bankconf run`: runs the selected cases, prints and writes the reports, returns the exit code.
-pub async fn run(config: config::RunConfig) -> i32 {
+/// Runs the selected cases and returns the report; with `progress`, prints the header and each
+/// case as it finishes. `Err`: the run could not start, or no case matches the selection.
+pub async fn run_report(config: config::RunConfig, progress: bool) -> Result<Report, String> {
     let started = Instant::now();
-    let outputs = config.outputs.clone();
-    let ctx = match RunContext::setup(config).await {
-        Ok(ctx) => ctx,
-        Err(e) => {
-            eprintln!("bankconf: the run could not start: {e}");
-            return EXIT_NOT_RUN;
-        }
-    };
+    let ctx = RunContext::setup(config).await.map_err(|e| format!("the run could not start: {e}"))?;
     let cases = runner::selected(&ctx);
     if cases.is_empty() {
-        eprintln!("bankconf: no case matches the selection");
         ctx.shutdown().await;
-        return EXIT_NOT_RUN;
+        return Err("no case matches the selection".into());
     }
-    println!("{}", report::terminal::header(&ctx.target, Some(ctx.seed), cases.len()));
+    if progress {
+        println!("{}", report::terminal::header(&ctx.target, Some(ctx.seed), cases.len()));
+    }
     let gate = ctx.config.gate.clone();
     // A progress prefix for people at a terminal; CI logs (not a TTY) get the plain lines.
     let tty = std::io::stdout().is_terminal();
     let (total, done) = (cases.len(), AtomicUsize::new(0));
     let results = runner::run_all(ctx.clone(), cases, |r| {
-        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-        let prefix = if tty { report::terminal::progress(n, total) } else { String::new() };
-        println!("{prefix}{}", report::terminal::case_line(r, gate.contains(&r.case.level)));
-        let _ = std::io::stdout().flush();
+        if progress {
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            let prefix = if tty { report::terminal::progress(n, total) } else { String::new() };
+            println!("{prefix}{}", report::terminal::case_line(r, gate.contains(&r.case.level)));
+            let _ = std::io::stdout().flush();
+        }
     })
     .await;
     let report = Report {
@@ -69,7 +66,19 @@ pub async fn run(config: config::RunConfig) -> i32 {
         notes: Vec::new(),
     };
     ctx.shutdown().await;
-    finish(&report, &outputs)
+    Ok(report)
+}
+
+/// `bankconf run`: runs the selected cases, prints and writes the reports, returns the exit code.
+pub async fn run(config: config::RunConfig) -> i32 {
+    let outputs = config.outputs.clone();
+    match run_report(config, true).await {
+        Ok(report) => finish(&report, &outputs),
+        Err(e) => {
+            eprintln!("bankconf: {e}");
+            EXIT_NOT_RUN
+        }
+    }
 }
 
 /// Prints the summary, writes the report files, and returns the exit code (2 when a file

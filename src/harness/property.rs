@@ -38,7 +38,11 @@ where
         }
         let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
         let result = runner.run(&strategy, |input| {
-            handle.block_on(test(input)).map_err(|stop| TestCaseError::fail(stop.to_string()))
+            // An input the target cannot be judged on (Stop::Ignore) is discarded, not failed.
+            handle.block_on(test(input)).map_err(|stop| match stop {
+                Stop::Fail(m) => TestCaseError::fail(m),
+                Stop::Ignore(m) => TestCaseError::reject(m),
+            })
         });
         // Rendered here: the shrunk input need not be Send.
         match result {

@@ -18,6 +18,7 @@
 //! (larger values are clamped to 100, not refused); order as in
 //! [`super::model::list_order`].
 
+use super::faults::{Flavor, Mutant, Variant};
 use super::render;
 use super::store::ReadError;
 use super::widget;
@@ -26,6 +27,7 @@ use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
+use axum::middleware::map_response_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -88,6 +90,19 @@ impl From<ReadError> for ApiError {
     }
 }
 
+/// A read error as this sandbox answers it (the `*-500` mutants answer 500 instead).
+fn read_error(f: Flavor, e: ReadError) -> ApiError {
+    let broken = match e {
+        ReadError::NotFound => f.is(Mutant::UnknownIds500),
+        ReadError::UnknownCursor => f.is(Mutant::UnknownCursor500),
+        ReadError::NotConnected(_) => false,
+    };
+    if broken {
+        return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "simulated server error");
+    }
+    e.into()
+}
+
 /// The authenticated client (§5): its `cli_` id.
 pub(crate) struct ClientId(pub String);
 
@@ -95,28 +110,69 @@ impl FromRequestParts<Arc<Shared>> for ClientId {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &Arc<Shared>) -> Result<Self, ApiError> {
-        let header =
-            parts.headers.get(AUTHORIZATION).ok_or_else(|| ApiError::unauthorized("missing Authorization header"))?;
-        let header = header.to_str().map_err(|_| ApiError::unauthorized("malformed Authorization header"))?;
-        let key = match header.split_once(' ') {
-            Some((scheme, key))
-                if scheme.eq_ignore_ascii_case("Bearer") && !key.is_empty() && !key.contains(char::is_whitespace) =>
-            {
-                key
-            }
-            _ => return Err(ApiError::unauthorized("Authorization header must be `Bearer <API_KEY>`")),
+        let result = authenticate(parts, state);
+        // The auth mutants serve the first client where they should refuse.
+        let accept = match &result {
+            Err(e) if e.message.starts_with("missing") => state.flavor.is(Mutant::NoAuthRequired),
+            Err(e) if e.message.starts_with("unknown") => state.flavor.is(Mutant::AnyKeyAccepted),
+            Err(_) => state.flavor.is(Mutant::MalformedHeaderAccepted),
+            Ok(_) => false,
         };
-        state.lock().client_for_key(key).map(ClientId).ok_or_else(|| ApiError::unauthorized("unknown API key"))
+        match state.lock().first_client() {
+            Some(first) if accept => Ok(ClientId(first)),
+            _ => result,
+        }
     }
 }
 
-pub(crate) fn routes() -> Router<Arc<Shared>> {
+fn authenticate(parts: &Parts, state: &Arc<Shared>) -> Result<ClientId, ApiError> {
+    let header =
+        parts.headers.get(AUTHORIZATION).ok_or_else(|| ApiError::unauthorized("missing Authorization header"))?;
+    let header = header.to_str().map_err(|_| ApiError::unauthorized("malformed Authorization header"))?;
+    let key = match header.split_once(' ') {
+        Some((scheme, key))
+            if scheme.eq_ignore_ascii_case("Bearer") && !key.is_empty() && !key.contains(char::is_whitespace) =>
+        {
+            key
+        }
+        _ => return Err(ApiError::unauthorized("Authorization header must be `Bearer <API_KEY>`")),
+    };
+    state.lock().client_for_key(key).map(ClientId).ok_or_else(|| ApiError::unauthorized("unknown API key"))
+}
+
+pub(crate) fn routes(shared: Arc<Shared>) -> Router<Arc<Shared>> {
     Router::new()
         .route("/v1/connections", post(create_connection))
         .route("/v1/connections/{connection_id}/accounts", get(list_accounts))
         .route("/v1/accounts/{account_id}", get(get_account))
         .route("/v1/accounts/{account_id}/transactions", get(list_transactions))
         .route("/widget/{file}", get(widget_script))
+        .layer(map_response_with_state(shared, status_variants))
+}
+
+/// The status-code variants (§7 leaves codes and bodies open): applied to every answer.
+async fn status_variants(State(shared): State<Arc<Shared>>, response: Response) -> Response {
+    let status = response.status();
+    if shared.flavor.has(Variant::PlainErrors) {
+        if status == StatusCode::CREATED {
+            let (mut parts, body) = response.into_parts();
+            parts.status = StatusCode::OK;
+            return Response::from_parts(parts, body);
+        }
+        if status.is_client_error() {
+            let status = match status {
+                StatusCode::UNAUTHORIZED | StatusCode::CONFLICT => StatusCode::FORBIDDEN,
+                StatusCode::BAD_REQUEST => StatusCode::UNPROCESSABLE_ENTITY,
+                other => other,
+            };
+            let text = format!("request refused: {}\n", status.canonical_reason().unwrap_or("error"));
+            return (status, [(CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response();
+        }
+    }
+    if shared.flavor.has(Variant::EmptyErrors) && status.is_client_error() {
+        return StatusCode::BAD_REQUEST.into_response();
+    }
+    response
 }
 
 /// §4.1. Any request body is ignored.
@@ -131,7 +187,7 @@ async fn list_accounts(
     ClientId(client): ClientId,
     Path(connection_id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    Ok(Json(shared.lock().connection_accounts(&client, &connection_id)?))
+    shared.lock().connection_accounts(&client, &connection_id).map(Json).map_err(|e| read_error(shared.flavor, e))
 }
 
 /// §4.4: the account object of §2.2, with its current balance.
@@ -140,22 +196,31 @@ async fn get_account(
     ClientId(client): ClientId,
     Path(account_id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    let f = shared.flavor;
     let store = shared.lock();
-    Ok(Json(render::account(store.own_account(&client, &account_id)?)))
+    let account =
+        store.own_account(&client, &account_id, f.is(Mutant::IsolationAccount)).map_err(|e| read_error(f, e))?;
+    if f.is(Mutant::AccountEndpointMissing) {
+        return Err(ApiError::not_found("no such endpoint"));
+    }
+    if f.is(Mutant::AccountUnreadableAfterUpdate) && account.last_synced_at != account.created_at {
+        return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "simulated server error"));
+    }
+    Ok(Json(render::single_account(f, account)))
 }
 
-/// `limit` of §4.3: a positive integer (leading zeros allowed), clamped to [`MAX_LIMIT`].
-pub(crate) fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
+/// `limit` of §4.3: a positive integer (leading zeros allowed), clamped to the maximum
+/// ([`MAX_LIMIT`]; the small-limit variants choose another, and one refuses larger values).
+pub(crate) fn parse_limit(f: Flavor, raw: Option<&str>) -> Result<usize, ApiError> {
+    let (default, max) = f.limits();
     let Some(raw) = raw else {
-        return Ok(DEFAULT_LIMIT);
+        return Ok(default);
     };
-    let bad = || {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_limit",
-            format!("limit must be a positive integer, got {raw:?}"),
-        )
-    };
+    if f.is(Mutant::LimitIgnored) {
+        return Ok(default);
+    }
+    let status = if f.is(Mutant::BadLimit500) { StatusCode::INTERNAL_SERVER_ERROR } else { StatusCode::BAD_REQUEST };
+    let bad = || ApiError::new(status, "invalid_limit", format!("limit must be a positive integer, got {raw:?}"));
     if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad());
     }
@@ -163,7 +228,11 @@ pub(crate) fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
     if digits.is_empty() {
         return Err(bad());
     }
-    Ok(digits.parse::<usize>().map_or(MAX_LIMIT, |n| n.min(MAX_LIMIT)))
+    let n = digits.parse::<usize>().unwrap_or(usize::MAX);
+    if n > max && f.has(Variant::SmallLimitRejected) {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_limit", format!("limit must be at most {max}")));
+    }
+    Ok(n.min(max))
 }
 
 /// §4.3.
@@ -173,19 +242,21 @@ async fn list_transactions(
     Path(account_id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    let f = shared.flavor;
     let store = shared.lock();
-    store.own_account(&client, &account_id)?;
-    let limit = parse_limit(query.get("limit").map(String::as_str))?;
+    store.own_account(&client, &account_id, f.is(Mutant::IsolationTransactions)).map_err(|e| read_error(f, e))?;
+    let limit = parse_limit(f, query.get("limit").map(String::as_str))?;
     let cursor = query.get("starting_after").map(String::as_str);
-    Ok(Json(store.transactions_page(&client, &account_id, limit, cursor)?))
+    store.transactions_page(&client, &account_id, limit, cursor).map(Json).map_err(|e| read_error(f, e))
 }
 
 /// §1: the widget script, no authentication. Other files under `/widget/` are 404.
 async fn widget_script(State(shared): State<Arc<Shared>>, Path(file): Path<String>) -> Response {
-    if file != widget::file_name(&shared.service) {
+    if file != widget::file_name(&shared.service) || shared.flavor.is(Mutant::WidgetMissing) {
         return ApiError::not_found(format!("no widget file {file}")).into_response();
     }
-    ([(CONTENT_TYPE, "application/javascript")], widget::script(&shared.service)).into_response()
+    let media = if shared.flavor.is(Mutant::WidgetTextPlain) { "text/plain" } else { "application/javascript" };
+    ([(CONTENT_TYPE, media)], widget::script(&shared.service)).into_response()
 }
 
 pub(crate) async fn fallback() -> ApiError {

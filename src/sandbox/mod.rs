@@ -19,6 +19,7 @@
 
 pub mod api;
 pub mod control;
+pub mod faults;
 pub mod lifecycle;
 mod model;
 mod render;
@@ -28,6 +29,7 @@ mod webhooks;
 pub mod widget;
 
 pub use api::{DEFAULT_LIMIT, MAX_LIMIT};
+pub use faults::{Flavor, Mutant, Variant};
 pub use lifecycle::transition_path;
 pub use store::ActionOutcome;
 pub use widget::global_name;
@@ -53,11 +55,21 @@ pub struct SandboxConfig {
     pub api_keys: Vec<String>,
     /// `<service>` in `/widget/<service>-connect.js`.
     pub service: String,
+    /// One deliberate spec violation (`bankconf serve --mutant`); `None` conforms.
+    pub mutant: Option<Mutant>,
+    /// A conforming reading of the spec's freedoms other than the sandbox's own.
+    pub variant: Option<Variant>,
 }
 
 impl Default for SandboxConfig {
     fn default() -> Self {
-        Self { listen: SocketAddr::from(([127, 0, 0, 1], 0)), api_keys: Vec::new(), service: "bankconf".to_string() }
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            api_keys: Vec::new(),
+            service: "bankconf".to_string(),
+            mutant: None,
+            variant: None,
+        }
     }
 }
 
@@ -97,6 +109,7 @@ impl std::fmt::Display for ControlError {
 pub(crate) struct Shared {
     store: Mutex<Store>,
     service: String,
+    flavor: Flavor,
 }
 
 impl Shared {
@@ -183,24 +196,26 @@ fn generate_key() -> String {
 
 impl Sandbox {
     pub async fn start(config: SandboxConfig) -> anyhow::Result<Sandbox> {
+        let flavor = Flavor { mutant: config.mutant, variant: config.variant };
         let keys =
             if config.api_keys.is_empty() { vec![generate_key(), generate_key()] } else { config.api_keys.clone() };
         let mut clients: Vec<SandboxClient> = Vec::new();
         for key in keys {
             if !clients.iter().any(|c| c.api_key == key) {
-                clients.push(SandboxClient { api_key: key, client_id: model::new_id(prefix::CLIENT) });
+                clients.push(SandboxClient { api_key: key, client_id: flavor.new_id(prefix::CLIENT) });
             }
         }
         let by_key: HashMap<String, String> =
             clients.iter().map(|c| (c.api_key.clone(), c.client_id.clone())).collect();
+        let first_client = clients.first().map(|c| c.client_id.clone());
 
         let listener = TcpListener::bind(config.listen).await?;
         let local_addr = listener.local_addr()?;
-        let (outbox, delivery) = webhooks::start();
-        let shared =
-            Arc::new(Shared { store: Mutex::new(Store::new(by_key, outbox)), service: config.service.clone() });
+        let (outbox, delivery) = webhooks::start(flavor);
+        let store = Store::new(by_key, first_client, outbox, flavor);
+        let shared = Arc::new(Shared { store: Mutex::new(store), service: config.service.clone(), flavor });
         let router = Router::new()
-            .merge(api::routes())
+            .merge(api::routes(shared.clone()))
             .merge(control::routes())
             .fallback(api::fallback)
             .method_not_allowed_fallback(api::method_not_allowed)

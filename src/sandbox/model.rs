@@ -62,6 +62,8 @@ pub(crate) struct Account {
     pub currency: &'static str,
     pub balance_cents: i64,
     pub available_cents: i64,
+    /// `(balance, available)` when the account was first connected (for a mutant only).
+    pub first_balance_cents: (i64, i64),
     /// Last four digits; rendered masked as `****1234`.
     pub number_last4: String,
     pub created_at: DateTime<Utc>,

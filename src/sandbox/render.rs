@@ -1,6 +1,7 @@
 //! Every JSON body the sandbox sends is built here, one function per payload, so that a mutant
-//! (a deliberately broken variant) only needs to change one place.
+//! or a variant ([`super::faults`]) only needs to change one place.
 
+use super::faults::{Flavor, Mutant, Variant};
 use super::model::{Account, Event, EventDetail, Transaction};
 use crate::spec::ConnectionState;
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -22,17 +23,34 @@ pub(crate) fn timestamp_millis(at: DateTime<Utc>) -> String {
 }
 
 /// The connection-creation response (§2.1, §4.1).
-pub(crate) fn connection_created(id: &str, status: ConnectionState, widget_token: &str) -> Value {
-    json!({
+pub(crate) fn connection_created(f: Flavor, id: &str, status: ConnectionState, widget_token: &str) -> Value {
+    let status = if f.is(Mutant::StatusLowercase) { status.lower().to_string() } else { status.upper() };
+    let mut v = json!({
         "connectionId": id,
-        "status": status.upper(),
+        "status": status,
         "widgetToken": widget_token,
-    })
+    });
+    extra(f, &mut v);
+    v
+}
+
+/// [`Variant::ExtraFields`]: fields the spec does not show (§2.1 says they exist).
+fn extra(f: Flavor, v: &mut Value) {
+    if f.has(Variant::ExtraFields) {
+        v["x_sandbox"] = json!({ "note": "extra field", "n": 1 });
+        v["livemode"] = json!(false);
+    }
+}
+
+/// A UTC timestamp rendered with a +02:00 offset (for the offset mutants).
+fn offset_timestamp(at: DateTime<Utc>) -> String {
+    let tz = chrono::FixedOffset::east_opt(2 * 3600).expect("valid offset");
+    at.with_timezone(&tz).to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// One account (§2.2), as listed by §4.2 and returned by §4.4. Type-specific fields are
 /// absent (not null) on the types that do not have them.
-pub(crate) fn account(a: &Account) -> Value {
+pub(crate) fn account(f: Flavor, a: &Account) -> Value {
     let mut v = json!({
         "id": a.id,
         "connectionId": a.connection_id,
@@ -50,7 +68,39 @@ pub(crate) fn account(a: &Account) -> Value {
             "logo": null,
         },
     });
+    extra(f, &mut v);
     let obj = v.as_object_mut().expect("object");
+    match f.mutant {
+        Some(Mutant::AccountMissingCurrency) => {
+            obj.remove("currency");
+        }
+        Some(Mutant::BalanceAsString) => {
+            obj.insert("balance".into(), json!(format!("{:.2}", a.balance_cents as f64 / 100.0)));
+        }
+        Some(Mutant::AccountTypeUppercase) => {
+            obj.insert("type".into(), json!(a.kind.to_ascii_uppercase()));
+        }
+        Some(Mutant::AccountNumberUnmasked) => {
+            obj.insert("accountNumber".into(), json!(format!("DE8937040044053201{}", a.number_last4)));
+        }
+        Some(Mutant::AccountCreatedAtOffset) => {
+            obj.insert("createdAt".into(), json!(offset_timestamp(a.created_at)));
+        }
+        Some(Mutant::CreditLimitOnChecking) if a.kind == "checking" => {
+            obj.insert("creditLimit".into(), json!({ "amount": 1000.0, "currency": a.currency }));
+        }
+        Some(Mutant::PositionsOnSavings) if a.kind == "savings" => {
+            obj.insert("positions".into(), json!([{ "symbol": "VWRL", "quantity": 1, "value": 112.5 }]));
+        }
+        Some(Mutant::AccountConnectionIdWrong) => {
+            obj.insert("connectionId".into(), json!(format!("{}X", a.connection_id)));
+        }
+        _ => {}
+    }
+    if f.has(Variant::MinimalFields) {
+        obj.remove("lastSyncedAt");
+        obj.remove("institution");
+    }
     if let Some(limit) = a.credit_limit_cents {
         obj.insert("creditLimit".into(), json!({ "amount": amount(limit), "currency": a.currency }));
     }
@@ -73,14 +123,27 @@ pub(crate) fn account(a: &Account) -> Value {
     v
 }
 
+/// §4.4: one account, with its current balance.
+pub(crate) fn single_account(f: Flavor, a: &Account) -> Value {
+    let mut v = account(f, a);
+    if f.is(Mutant::AccountBalanceStale) {
+        v["balance"] = amount(a.first_balance_cents.0);
+        v["availableBalance"] = amount(a.first_balance_cents.1);
+    }
+    v
+}
+
 /// The accounts array of §4.2.
-pub(crate) fn accounts<'a>(list: impl IntoIterator<Item = &'a Account>) -> Value {
-    Value::Array(list.into_iter().map(account).collect())
+pub(crate) fn accounts<'a>(f: Flavor, list: impl IntoIterator<Item = &'a Account>) -> Value {
+    Value::Array(list.into_iter().map(|a| account(f, a)).collect())
 }
 
 /// One transaction (§2.3).
-pub(crate) fn transaction(t: &Transaction) -> Value {
-    json!({
+pub(crate) fn transaction(f: Flavor, t: &Transaction) -> Value {
+    if f.has(Variant::MinimalFields) {
+        return json!({ "id": t.id, "accountId": t.account_id, "amount": amount(t.amount_cents) });
+    }
+    let mut v = json!({
         "id": t.id,
         "accountId": t.account_id,
         "amount": amount(t.amount_cents),
@@ -90,21 +153,49 @@ pub(crate) fn transaction(t: &Transaction) -> Value {
         "category": t.category,
         "status": "posted",
         "createdAt": timestamp(t.created_at),
-    })
+    });
+    extra(f, &mut v);
+    match f.mutant {
+        Some(Mutant::TransactionAccountIdWrong) => v["accountId"] = json!(format!("{}X", t.account_id)),
+        Some(Mutant::TransactionDateTime) => v["transactionDate"] = json!(timestamp(t.created_at)),
+        Some(Mutant::TransactionAmountString) => v["amount"] = json!(format!("{:.2}", t.amount_cents as f64 / 100.0)),
+        Some(Mutant::TransactionCreatedAtOffset) => v["createdAt"] = json!(offset_timestamp(t.created_at)),
+        _ => {}
+    }
+    v
 }
 
-/// A transactions page (§4.3): `next_cursor` is the id of the last item, present only when
-/// `has_more` is true.
-pub(crate) fn page(items: &[Transaction], has_more: bool) -> Value {
+/// [`Variant::OpaqueCursor`]: the token standing for "after transaction `id`".
+pub(crate) fn opaque_cursor(id: &str) -> String {
+    let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("cur.{hex}")
+}
+
+/// The transaction id an [`opaque_cursor`] token stands for.
+pub(crate) fn cursor_id(token: &str) -> Option<String> {
+    let hex = token.strip_prefix("cur.")?;
+    let bytes: Option<Vec<u8>> =
+        (0..hex.len()).step_by(2).map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect();
+    String::from_utf8(bytes?).ok()
+}
+
+/// A transactions page (§4.3): `next_cursor` (the id of the last item, `cursor`) is present
+/// only when `has_more` is true.
+pub(crate) fn page(f: Flavor, items: &[&Transaction], has_more: bool, cursor: Option<&str>) -> Value {
     let mut v = json!({
-        "data": items.iter().map(transaction).collect::<Vec<_>>(),
+        "data": items.iter().map(|t| transaction(f, t)).collect::<Vec<_>>(),
         "has_more": has_more,
     });
-    if has_more {
-        if let Some(last) = items.last() {
-            v["next_cursor"] = json!(last.id);
+    let cursor = if f.has(Variant::OpaqueCursor) { cursor.map(opaque_cursor) } else { cursor.map(str::to_string) };
+    if (has_more || f.has(Variant::ExtraFields)) && !f.is(Mutant::HasMoreWithoutCursor) {
+        if let Some(cursor) = cursor {
+            v["next_cursor"] = json!(cursor);
         }
     }
+    if f.is(Mutant::PageMissingHasMore) {
+        v.as_object_mut().expect("object").remove("has_more");
+    }
+    extra(f, &mut v);
     v
 }
 
@@ -112,7 +203,10 @@ pub(crate) fn page(items: &[Transaction], has_more: bool) -> Value {
 /// carry `previousStatus` (lower case, null for `connection.created`) and `error` (null, or
 /// `{code, message}` on entering the error state); account and transaction events carry
 /// `accountId` (and `transactionId`) instead.
-pub(crate) fn event(e: &Event) -> Value {
+pub(crate) fn event(f: Flavor, e: &Event) -> Value {
+    if f.has(Variant::ShortConnected) && e.kind == "connection.connected" {
+        return json!({ "event": e.kind, "connectionId": e.connection_id, "timestamp": timestamp(e.at) });
+    }
     let at = timestamp_millis(e.at);
     let mut data = Map::new();
     data.insert("eventId".into(), json!(e.id));
@@ -122,7 +216,13 @@ pub(crate) fn event(e: &Event) -> Value {
     data.insert("connectionId".into(), json!(e.connection_id));
     match &e.detail {
         EventDetail::Connection { previous, error } => {
-            data.insert("previousStatus".into(), json!(previous.map(|s| s.lower())));
+            let previous = match (previous, f.mutant) {
+                (None, _) if f.has(Variant::EmptyPreviousOnCreated) => json!(""),
+                (Some(s), Some(Mutant::PreviousStatusUppercase)) => json!(s.upper()),
+                (Some(_), Some(Mutant::PreviousStatusWrong)) => json!("created"),
+                (p, _) => json!(p.map(|s| s.lower())),
+            };
+            data.insert("previousStatus".into(), previous);
             let error = error.map(|(code, message)| json!({ "code": code, "message": message }));
             data.insert("error".into(), error.unwrap_or(Value::Null));
         }
@@ -134,12 +234,38 @@ pub(crate) fn event(e: &Event) -> Value {
             data.insert("transactionId".into(), json!(transaction_id));
         }
     }
-    json!({
+    match f.mutant {
+        Some(Mutant::OccurredAtOffset) => {
+            data.insert("occurredAt".into(), json!(offset_timestamp(e.at)));
+        }
+        Some(Mutant::DataTypeMismatch) => {
+            data.insert("type".into(), json!("connection.updated"));
+        }
+        Some(Mutant::DataEventIdMismatch) => {
+            data.insert("eventId".into(), json!(format!("{}X", e.id)));
+        }
+        Some(Mutant::TwoClientIds) if !matches!(e.detail, EventDetail::Connection { .. }) => {
+            data.insert("clientId".into(), json!(format!("{}X", e.client_id)));
+        }
+        _ => {}
+    }
+    let mut data = Value::Object(data);
+    extra(f, &mut data);
+    let mut v = json!({
         "id": e.id,
         "type": e.kind,
         "created_at": at,
-        "data": Value::Object(data),
-    })
+        "data": data,
+    });
+    match f.mutant {
+        Some(Mutant::CreatedAtNoMillis) => v["created_at"] = json!(timestamp(e.at)),
+        Some(Mutant::CreatedAtMissing) => {
+            v.as_object_mut().expect("object").remove("created_at");
+        }
+        _ => {}
+    }
+    extra(f, &mut v);
+    v
 }
 
 /// The sandbox's error body (§7 leaves it open): `{"error": {"code", "message"}}`.

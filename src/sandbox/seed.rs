@@ -14,7 +14,8 @@
 //! Debits are negative, credits positive (§2.3); dates lie in the past 60 days, several
 //! transactions share a date (so the id tie-break of the list order matters).
 
-use super::model::{new_id, Account, Connection, Institution, Position, Transaction};
+use super::faults::Flavor;
+use super::model::{Account, Connection, Institution, Position, Transaction};
 use crate::spec::prefix;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use rand::rngs::StdRng;
@@ -80,11 +81,12 @@ pub(crate) fn transaction(
     account: &Account,
     date: NaiveDate,
     created_at: DateTime<Utc>,
+    f: Flavor,
 ) -> Transaction {
     let list = templates(account.kind);
     let (description, category, lo, hi) = list[rng.random_range(0..list.len())];
     Transaction {
-        id: new_id(prefix::TRANSACTION),
+        id: f.new_id(prefix::TRANSACTION),
         account_id: account.id.clone(),
         amount_cents: rng.random_range(lo..=hi),
         currency: account.currency,
@@ -100,7 +102,7 @@ fn last4(rng: &mut StdRng) -> String {
 }
 
 /// The accounts of a connection that just reached CONNECTED for the first time.
-pub(crate) fn accounts(conn: &mut Connection, now: DateTime<Utc>) -> Vec<Account> {
+pub(crate) fn accounts(conn: &mut Connection, now: DateTime<Utc>, f: Flavor) -> Vec<Account> {
     let inst = conn.institution.clone();
     let currency = inst.currency;
     let secondary = if currency == "USD" { "EUR" } else { "USD" };
@@ -115,7 +117,7 @@ pub(crate) fn accounts(conn: &mut Connection, now: DateTime<Utc>) -> Vec<Account
     let mut out = Vec::with_capacity(specs.len());
     for (kind, name, count) in specs {
         let mut account = Account {
-            id: new_id(prefix::ACCOUNT),
+            id: f.new_id(prefix::ACCOUNT),
             connection_id: conn.id.clone(),
             client_id: conn.client_id.clone(),
             name,
@@ -123,6 +125,7 @@ pub(crate) fn accounts(conn: &mut Connection, now: DateTime<Utc>) -> Vec<Account
             currency,
             balance_cents: 0,
             available_cents: 0,
+            first_balance_cents: (0, 0),
             number_last4: last4(rng),
             created_at: now,
             last_synced_at: now,
@@ -167,12 +170,13 @@ pub(crate) fn accounts(conn: &mut Connection, now: DateTime<Utc>) -> Vec<Account
                 account.available_cents = account.balance_cents;
             }
         }
+        account.first_balance_cents = (account.balance_cents, account.available_cents);
         let today = now.date_naive();
         for _ in 0..count {
             let date = today - Duration::days(rng.random_range(1..=60));
             let created_at =
                 date.and_hms_opt(rng.random_range(6..23), rng.random_range(0..60), 0).expect("valid time").and_utc();
-            let txn = transaction(rng, &account, date, created_at);
+            let txn = transaction(rng, &account, date, created_at, f);
             account.insert_transaction(txn);
         }
         out.push(account);

@@ -3,8 +3,9 @@
 //! so that the events of one change are queued in emission order while the lock is held (the
 //! queue is unbounded, so sending never waits).
 
+use super::faults::{Flavor, Mutant, Variant};
 use super::lifecycle::transition_path;
-use super::model::{new_id, Account, Connection, Event, EventDetail, Transaction};
+use super::model::{key_order, Account, Connection, Event, EventDetail, Transaction};
 use super::webhooks::Outbox;
 use super::{render, seed, ActionTarget, ControlError};
 use crate::spec::{prefix, Action, ConnectionState, ACCOUNTS_UPDATED, TRANSACTION_DELETED};
@@ -62,10 +63,15 @@ pub(crate) struct Store {
     events: Vec<Arc<Value>>,
     next_seed: u64,
     outbox: Outbox,
+    /// The client of the first configured key (what the auth mutants serve to anyone).
+    first_client: Option<String>,
+    flavor: Flavor,
+    /// Events of the change in progress, delivered together by [`Store::flush`].
+    batch: Vec<Arc<Value>>,
 }
 
 impl Store {
-    pub fn new(clients: HashMap<String, String>, outbox: Outbox) -> Self {
+    pub fn new(clients: HashMap<String, String>, first_client: Option<String>, outbox: Outbox, flavor: Flavor) -> Self {
         Self {
             clients,
             connections: HashMap::new(),
@@ -73,12 +79,20 @@ impl Store {
             events: Vec::new(),
             next_seed: 1,
             outbox,
+            first_client,
+            flavor,
+            batch: Vec::new(),
         }
     }
 
     /// The client an API key belongs to.
     pub fn client_for_key(&self, key: &str) -> Option<String> {
         self.clients.get(key).cloned()
+    }
+
+    /// The client of the first configured key.
+    pub fn first_client(&self) -> Option<String> {
+        self.first_client.clone()
     }
 
     /// Every event emitted so far, rendered, in emission order.
@@ -96,10 +110,25 @@ impl Store {
 
     fn emit(&mut self, event: Event) -> String {
         let id = event.id.clone();
-        let body = Arc::new(render::event(&event));
+        if self.flavor.suppressed_event() == Some(event.kind) {
+            return id;
+        }
+        let body = Arc::new(render::event(self.flavor, &event));
         self.events.push(body.clone());
-        self.outbox.deliver(body);
+        self.batch.push(body);
         id
+    }
+
+    /// Delivers the events of one change, in emission order (reversed under
+    /// [`Variant::ReversedEvents`]: §6.3 leaves the delivery order open).
+    fn flush(&mut self) {
+        let mut batch = std::mem::take(&mut self.batch);
+        if self.flavor.has(Variant::ReversedEvents) {
+            batch.reverse();
+        }
+        for body in batch {
+            self.outbox.deliver(body);
+        }
     }
 
     fn connection_event(
@@ -113,7 +142,7 @@ impl Store {
         let error = (to == ConnectionState::Error)
             .then_some(("sandbox_error", "Simulated unexpected error while talking to the bank"));
         self.emit(Event {
-            id: new_id(prefix::EVENT),
+            id: self.flavor.new_id(prefix::EVENT),
             kind: to.event_type(),
             at: now,
             client_id,
@@ -124,36 +153,44 @@ impl Store {
 
     /// §4.1: a new connection in CREATED, announced by `connection.created` (§3.2).
     pub fn create_connection(&mut self, client_id: &str) -> Value {
+        let f = self.flavor;
         let seed = self.next_seed;
         self.next_seed += 1;
-        let id = new_id(prefix::CONNECTION);
+        let id = if f.is(Mutant::DuplicateConnectionIds) {
+            // Two ids for everything: a new connection replaces the older one of the same id.
+            format!("{}DUPLICATE{:017}", prefix::CONNECTION, seed % 2)
+        } else {
+            f.new_id(prefix::CONNECTION)
+        };
         let conn = Connection {
             id: id.clone(),
             client_id: client_id.to_string(),
             status: ConnectionState::Created,
-            widget_token: new_id(prefix::WIDGET_TOKEN),
+            widget_token: f.new_id(prefix::WIDGET_TOKEN),
             account_ids: Vec::new(),
             institution: seed::INSTITUTIONS[(seed as usize - 1) % seed::INSTITUTIONS.len()].clone(),
             rng: StdRng::seed_from_u64(seed),
         };
-        let body = render::connection_created(&conn.id, conn.status, &conn.widget_token);
+        let body = render::connection_created(f, &conn.id, conn.status, &conn.widget_token);
         self.connections.insert(id.clone(), conn);
         self.connection_event(&id, ConnectionState::Created, None, Utc::now());
+        self.flush();
         body
     }
 
     fn own_connection(&self, client_id: &str, conn_id: &str) -> Result<&Connection, ReadError> {
+        let any_client = self.flavor.is(Mutant::IsolationAccounts);
         match self.connections.get(conn_id) {
-            Some(c) if c.client_id == client_id => Ok(c),
+            Some(c) if c.client_id == client_id || any_client => Ok(c),
             _ => Err(ReadError::NotFound),
         }
     }
 
     /// An account of this client. Readable whatever the connection's later status: only the
-    /// connection-accounts endpoint is tied to CONNECTED (§4.2).
-    pub fn own_account(&self, client_id: &str, account_id: &str) -> Result<&Account, ReadError> {
+    /// connection-accounts endpoint is tied to CONNECTED (§4.2). `any_client`: a mutant's hole.
+    pub fn own_account(&self, client_id: &str, account_id: &str, any_client: bool) -> Result<&Account, ReadError> {
         match self.accounts.get(account_id) {
-            Some(a) if a.client_id == client_id => Ok(a),
+            Some(a) if a.client_id == client_id || any_client => Ok(a),
             _ => Err(ReadError::NotFound),
         }
     }
@@ -161,10 +198,10 @@ impl Store {
     /// §4.2: the accounts array, only when CONNECTED.
     pub fn connection_accounts(&self, client_id: &str, conn_id: &str) -> Result<Value, ReadError> {
         let conn = self.own_connection(client_id, conn_id)?;
-        if conn.status != ConnectionState::Connected {
+        if conn.status != ConnectionState::Connected && !self.flavor.is(Mutant::AccountsBeforeConnected) {
             return Err(ReadError::NotConnected(conn.status));
         }
-        Ok(render::accounts(conn.account_ids.iter().map(|id| &self.accounts[id])))
+        Ok(render::accounts(self.flavor, conn.account_ids.iter().map(|id| &self.accounts[id])))
     }
 
     /// §4.3: one page of an account's transactions, in [`super::model::list_order`].
@@ -177,27 +214,67 @@ impl Store {
         limit: usize,
         starting_after: Option<&str>,
     ) -> Result<Value, ReadError> {
-        let account = self.own_account(client_id, account_id)?;
-        let list = &account.transactions;
-        let start = match starting_after {
+        let f = self.flavor;
+        let account = self.own_account(client_id, account_id, f.is(Mutant::IsolationTransactions))?;
+        // The list is kept newest first; the oldest-first variant reads it backwards.
+        let oldest_first = f.has(Variant::OldestFirst);
+        let list: Vec<&Transaction> = if oldest_first {
+            account.transactions.iter().rev().collect()
+        } else {
+            account.transactions.iter().collect()
+        };
+        let decoded = starting_after.and_then(render::cursor_id).filter(|_| f.has(Variant::OpaqueCursor));
+        let start = match decoded.as_deref().or(starting_after) {
             None => 0,
             Some(cursor) => {
                 if let Some(i) = list.iter().position(|t| t.id == cursor) {
-                    i + 1
+                    match f.mutant {
+                        Some(Mutant::PageGap) => i + 2,
+                        Some(Mutant::PageDuplicate) => i,
+                        Some(Mutant::CursorIgnored) => 0,
+                        _ => i + 1,
+                    }
+                    .min(list.len())
                 } else if let Some((date, id)) = account.tombstones.get(cursor) {
-                    list.partition_point(|t| super::model::key_order((&t.date, &t.id), (date, id)).is_lt())
+                    list.partition_point(|t| {
+                        let (a, b) = ((&t.date, &t.id), (date, id));
+                        if oldest_first { key_order(b, a) } else { key_order(a, b) }.is_lt()
+                    })
                 } else {
                     return Err(ReadError::UnknownCursor);
                 }
             }
         };
         let end = (start + limit).min(list.len());
-        Ok(render::page(&list[start..end], end < list.len()))
+        let items = &list[start..end];
+        let mut has_more = end < list.len();
+        let mut cursor = items.last().map(|t| t.id.as_str());
+        match f.mutant {
+            Some(Mutant::HasMoreTrueAtEnd) => has_more = start < list.len(),
+            Some(Mutant::HasMoreFalseEarly) if start == 0 => has_more = false,
+            Some(Mutant::CursorLoops) if start > 0 && !has_more => {
+                has_more = true;
+                cursor = starting_after;
+            }
+            _ => {}
+        }
+        Ok(render::page(f, items, has_more, cursor))
     }
 
     /// One control action (§3 lifecycle, see [`super::lifecycle`]; data changes for
     /// `update_accounts` / `delete_transaction`).
     pub fn apply(
+        &mut self,
+        conn_id: &str,
+        action: Action,
+        target: &ActionTarget,
+    ) -> Result<ActionOutcome, ControlError> {
+        let outcome = self.apply_change(conn_id, action, target);
+        self.flush();
+        outcome
+    }
+
+    fn apply_change(
         &mut self,
         conn_id: &str,
         action: Action,
@@ -245,14 +322,19 @@ impl Store {
             }
             _ => {
                 let (account_id, index) = self.target_transaction(conn_id, target)?;
-                let txn = self.accounts.get_mut(&account_id).expect("exists").remove_transaction(index);
+                let account = self.accounts.get_mut(&account_id).expect("exists");
+                let txn = if self.flavor.is(Mutant::DeletedTransactionListed) {
+                    account.transactions[index].clone()
+                } else {
+                    account.remove_transaction(index)
+                };
                 let detail =
                     EventDetail::TransactionDeleted { account_id: account_id.clone(), transaction_id: txn.id.clone() };
                 (account_id, txn.id, detail, TRANSACTION_DELETED)
             }
         };
         outcome.event_ids.push(self.emit(Event {
-            id: new_id(prefix::EVENT),
+            id: self.flavor.new_id(prefix::EVENT),
             kind,
             at: now,
             client_id,
@@ -270,7 +352,7 @@ impl Store {
         if !conn.account_ids.is_empty() {
             return;
         }
-        for account in seed::accounts(conn, now) {
+        for account in seed::accounts(conn, now, self.flavor) {
             conn.account_ids.push(account.id.clone());
             self.accounts.insert(account.id.clone(), account);
         }
@@ -294,7 +376,7 @@ impl Store {
     fn update_account(&mut self, conn_id: &str, account_id: &str, now: DateTime<Utc>) -> String {
         let conn = self.connections.get_mut(conn_id).expect("exists");
         let account = self.accounts.get_mut(account_id).expect("exists");
-        let mut txn: Transaction = seed::transaction(&mut conn.rng, account, now.date_naive(), now);
+        let mut txn: Transaction = seed::transaction(&mut conn.rng, account, now.date_naive(), now, self.flavor);
         if txn.amount_cents == 0 {
             txn.amount_cents = -100;
         }

@@ -10,6 +10,7 @@
 //!   slow or dead address delays only itself; API requests never wait for deliveries (events
 //!   go through an unbounded queue to a background task).
 
+use super::faults::{Flavor, Variant};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -57,13 +58,13 @@ impl Outbox {
 }
 
 /// Starts the dispatcher task; returns the outbox feeding it.
-pub(crate) fn start() -> (Outbox, JoinHandle<()>) {
+pub(crate) fn start(flavor: Flavor) -> (Outbox, JoinHandle<()>) {
     let (tx, rx) = unbounded_channel();
-    let task = tokio::spawn(dispatch(rx));
+    let task = tokio::spawn(dispatch(rx, flavor));
     (Outbox { tx, urls: HashSet::new() }, task)
 }
 
-async fn dispatch(mut rx: UnboundedReceiver<Msg>) {
+async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor) {
     let client = reqwest::Client::builder()
         .timeout(TIMEOUT)
         .no_proxy()
@@ -75,7 +76,7 @@ async fn dispatch(mut rx: UnboundedReceiver<Msg>) {
         match msg {
             Msg::Register(url) => {
                 let (tx, rx) = unbounded_channel();
-                tokio::spawn(worker(client.clone(), url, rx));
+                tokio::spawn(worker(client.clone(), url, rx, flavor));
                 workers.push(tx);
             }
             Msg::Deliver(event) => {
@@ -87,28 +88,47 @@ async fn dispatch(mut rx: UnboundedReceiver<Msg>) {
     }
 }
 
-async fn worker(client: reqwest::Client, url: String, mut rx: UnboundedReceiver<Arc<Value>>) {
+async fn worker(client: reqwest::Client, url: String, mut rx: UnboundedReceiver<Arc<Value>>, flavor: Flavor) {
     while let Some(event) = rx.recv().await {
-        let mut last_error = String::new();
-        for attempt in 0..=BACKOFF.len() {
-            if attempt > 0 {
-                tokio::time::sleep(BACKOFF[attempt - 1]).await;
-            }
-            match client.post(&url).json(&*event).send().await {
-                Ok(resp) if resp.status().is_success() => {
-                    last_error.clear();
-                    break;
-                }
-                Ok(resp) => last_error = format!("HTTP {}", resp.status()),
-                Err(e) => last_error = e.to_string(),
-            }
+        if flavor.has(Variant::LateEvents) {
+            // Each event 300 ms after its emission (not one after the other).
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                deliver(&client, &url, &event).await;
+            });
+            continue;
         }
-        if !last_error.is_empty() {
-            eprintln!(
-                "bankconf sandbox: webhook {} to {url} not delivered after {} attempts: {last_error}",
-                event["id"].as_str().unwrap_or("?"),
-                BACKOFF.len() + 1
-            );
+        if flavor.has(Variant::DuplicateEvents) {
+            // The copy goes out alongside, so duplicates do not slow the queue down.
+            let (client, url, event) = (client.clone(), url.clone(), event.clone());
+            tokio::spawn(async move { deliver(&client, &url, &event).await });
         }
+        deliver(&client, &url, &event).await;
+    }
+}
+
+/// One event to one address, with retries.
+async fn deliver(client: &reqwest::Client, url: &str, event: &Value) {
+    let mut last_error = String::new();
+    for attempt in 0..=BACKOFF.len() {
+        if attempt > 0 {
+            tokio::time::sleep(BACKOFF[attempt - 1]).await;
+        }
+        match client.post(url).json(event).send().await {
+            Ok(resp) if resp.status().is_success() => {
+                last_error.clear();
+                break;
+            }
+            Ok(resp) => last_error = format!("HTTP {}", resp.status()),
+            Err(e) => last_error = e.to_string(),
+        }
+    }
+    if !last_error.is_empty() {
+        eprintln!(
+            "bankconf sandbox: webhook {} to {url} not delivered after {} attempts: {last_error}",
+            event["id"].as_str().unwrap_or("?"),
+            BACKOFF.len() + 1
+        );
     }
 }

@@ -69,6 +69,7 @@ registry! {
     "lifecycle.random-sequences" => lifecycle::random_sequences,
     "reactions.accounts-updated" => events::accounts_updated_reaction,
     "reactions.transaction-deleted" => events::transaction_deleted_reaction,
+    "reactions.account-balance" => events::account_balance_reaction,
     "auth.missing-key" => security::missing_key,
     "auth.malformed-key" => security::malformed_key,
     "auth.unknown-key" => security::unknown_key,

@@ -79,16 +79,33 @@ pub struct Input {
 /// The reference: each account and the ids of its default-limit walk.
 struct Reference {
     accounts: Vec<(String, Vec<String>)>,
+    /// The longest page of the default-limit walks: the target serves pages this long, so a
+    /// `limit` up to it must be accepted.
+    default_page: usize,
 }
 
 impl Reference {
     fn of(fixture: &Connected) -> Result<Self, Stop> {
-        let accounts: Vec<(String, Vec<String>)> =
-            fixture.walks()?.into_iter().map(|(id, w)| (id.to_string(), w.ids())).collect();
+        let walks = fixture.walks()?;
+        let default_page = walks.iter().flat_map(|(_, w)| w.pages.iter().map(|p| p.items.len())).max().unwrap_or(0);
+        let accounts: Vec<(String, Vec<String>)> = walks.into_iter().map(|(id, w)| (id.to_string(), w.ids())).collect();
         if accounts.is_empty() {
             return Err(Stop::ignore("the connection has no account"));
         }
-        Ok(Self { accounts })
+        Ok(Self { accounts, default_page })
+    }
+
+    /// Whether the target refuses `input.limit` as above its maximum (§8 leaves the maximum
+    /// open, and whether a larger limit is clamped or refused): a 4xx to a limit larger than
+    /// its default pages. Such inputs are discarded, not failed.
+    async fn limit_refused(&self, ctx: &RunContext, input: &Input) -> Result<bool, Stop> {
+        if input.limit <= self.default_page as u64 {
+            return Ok(false);
+        }
+        let (account, _) = self.account(input);
+        let query = pagination::query(Some(input.limit), None);
+        let exchange = ctx.api.get(&["v1", "accounts", account, "transactions"], &query).await?;
+        Ok((400..500).contains(&exchange.status))
     }
 
     fn account(&self, input: &Input) -> (&str, &[String]) {
@@ -116,8 +133,17 @@ where
     let fixture = ctx.connected().await?;
     let reference = Arc::new(Reference::of(&fixture)?);
     let strategy = reference.strategy();
-    let run = ctx.clone();
-    property::check(&ctx, case_id, strategy, move |input| test(run.clone(), reference.clone(), input)).await
+    let (run, test) = (ctx.clone(), Arc::new(test));
+    property::check(&ctx, case_id, strategy, move |input| {
+        let (ctx, reference, test) = (run.clone(), reference.clone(), test.clone());
+        async move {
+            if reference.limit_refused(&ctx, &input).await? {
+                return Err(Stop::ignore("limit above the target's maximum (§8)"));
+            }
+            test(ctx, reference, input).await
+        }
+    })
+    .await
 }
 
 /// How `got` differs from `expected`, in a few words.

@@ -1,0 +1,331 @@
+//! Deliberate departures from the conforming sandbox, for testing the harness itself.
+//!
+//! - A [`Mutant`] breaks exactly one rule the catalogue checks; each names the cases that must
+//!   catch it ([`Mutant::caught_by`]). `bankconf serve --mutant NAME`.
+//! - A [`Variant`] is still conforming, but differs from the sandbox wherever the spec leaves an
+//!   implementer free (status codes, id shapes, order, limits, delivery). The harness must pass
+//!   it. `bankconf serve --variant NAME`.
+//!
+//! Each one is applied by a single `if f.is(…)` hook at the one place of the sandbox it
+//! concerns (`render`, `store`, `api`, `webhooks`); [`Flavor`] carries the choice there.
+
+use rand::Rng;
+
+macro_rules! catalogue {
+    (
+        $(#[$meta:meta])* $vis:vis enum $ty:ident {
+            $($v:ident = $name:literal, $section:literal, [$($case:literal),*], $desc:literal;)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        $vis enum $ty { $($v,)* }
+
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[$($ty::$v,)*];
+
+            /// The name given to `--mutant` / `--variant`.
+            pub fn name(self) -> &'static str {
+                match self { $($ty::$v => $name,)* }
+            }
+
+            /// What it does, in one line.
+            pub fn description(self) -> &'static str {
+                match self { $($ty::$v => $desc,)* }
+            }
+
+            /// The spec section whose rule (mutant) or freedom (variant) it concerns.
+            pub fn section(self) -> &'static str {
+                match self { $($ty::$v => $section,)* }
+            }
+
+            /// Case ids that must fail against it (empty for variants).
+            pub fn caught_by(self) -> &'static [&'static str] {
+                match self { $($ty::$v => &[$($case),*],)* }
+            }
+
+            /// Whether it breaks so much shared state that which other cases fail depends on
+            /// timing: only [`Self::caught_by`] is then reproducible.
+            pub fn noisy(self) -> bool {
+                matches!(self.name(), "duplicate-connection-ids")
+            }
+
+            pub fn from_name(name: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|m| m.name() == name)
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+catalogue! {
+    /// One deliberate spec violation (see the module doc).
+    pub enum Mutant {
+        // §2.1, §4.1 creation
+        StatusLowercase = "status-lowercase", "§2.1", ["create.status-created", "create.response-schema"],
+            "POST /v1/connections answers status `created` instead of `CREATED`";
+        ConnectionPrefix = "connection-prefix", "§2.1", ["create.id-prefixes"],
+            "connection ids start with `connection_` instead of `conn_`";
+        WidgetTokenPrefix = "widget-token-prefix", "§2.1", ["create.id-prefixes", "create.response-schema"],
+            "widget tokens start with `tok_` instead of `sess_`";
+        DuplicateConnectionIds = "duplicate-connection-ids", "§4.1", ["create.fresh-ids"],
+            "connection ids come from a pool of two: a new connection replaces an older one";
+        // §2.2, §4.2 accounts
+        AccountPrefix = "account-prefix", "§2", ["accounts.id-prefix", "accounts.response-schema"],
+            "account ids start with `account_` instead of `acc_`";
+        AccountMissingCurrency = "account-missing-currency", "§2.2", ["accounts.response-schema"],
+            "accounts lack the required `currency`";
+        BalanceAsString = "balance-as-string", "§2.2", ["accounts.response-schema"],
+            "account `balance` is a string (\"12.50\")";
+        AccountTypeUppercase = "account-type-uppercase", "§2.2", ["accounts.response-schema"],
+            "account `type` is upper case (`CHECKING`)";
+        AccountNumberUnmasked = "account-number-unmasked", "§2.2", ["accounts.masked-numbers", "accounts.response-schema"],
+            "account numbers are served in full";
+        AccountCreatedAtOffset = "account-created-at-offset", "§2.2", ["accounts.response-schema"],
+            "account `createdAt` has a +02:00 offset instead of UTC";
+        CreditLimitOnChecking = "credit-limit-on-checking", "§2.2", ["accounts.conditional-fields", "accounts.response-schema"],
+            "checking accounts carry `creditLimit`";
+        PositionsOnSavings = "positions-on-savings", "§2.2", ["accounts.conditional-fields", "accounts.response-schema"],
+            "savings accounts carry `positions`";
+        AccountConnectionIdWrong = "account-connection-id-wrong", "§2.2", ["accounts.connection-id"],
+            "accounts name another connection in `connectionId`";
+        AccountsBeforeConnected = "accounts-before-connected", "§3.2", ["accounts.refused-before-connected"],
+            "the accounts of a connection that is not CONNECTED are served (200 [])";
+        AccountEndpointMissing = "account-endpoint-missing", "§4.4", ["account.readable", "reactions.accounts-updated"],
+            "GET /v1/accounts/{id} answers 404";
+        AccountUnreadableAfterUpdate = "account-unreadable-after-update", "§6.3", ["reactions.accounts-updated"],
+            "GET /v1/accounts/{id} answers 500 once the account was updated";
+        AccountBalanceStale = "account-balance-stale", "§4.4", ["reactions.account-balance"],
+            "GET /v1/accounts/{id} keeps serving the balance of before accounts.updated";
+        // §2.3, §4.3 transactions
+        TransactionPrefix = "transaction-prefix", "§2.3", ["transactions.id-prefix", "transactions.page-schema"],
+            "transaction ids start with `tx_` instead of `txn_`";
+        TransactionAccountIdWrong = "transaction-account-id-wrong", "§2.3", ["transactions.account-id"],
+            "transactions name another account in `accountId`";
+        TransactionDateTime = "transaction-date-time", "§2.3", ["transactions.page-schema"],
+            "`transactionDate` is a date-time instead of a date";
+        TransactionAmountString = "transaction-amount-string", "§2.3", ["transactions.page-schema"],
+            "transaction `amount` is a string";
+        TransactionCreatedAtOffset = "transaction-created-at-offset", "§2.3", ["transactions.page-schema"],
+            "transaction `createdAt` has a +02:00 offset instead of UTC";
+        PageMissingHasMore = "page-missing-has-more", "§4.3", ["transactions.page-schema"],
+            "pages lack the required `has_more`";
+        PageGap = "page-gap", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
+            "starting_after skips one item: an item is lost at every page boundary";
+        PageDuplicate = "page-duplicate", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
+            "starting_after includes the cursor item: it is listed twice at every page boundary";
+        HasMoreTrueAtEnd = "has-more-true-at-end", "§4.3", ["transactions.has-more-honest"],
+            "the last non-empty page says has_more true";
+        HasMoreFalseEarly = "has-more-false-early", "§4.3", ["transactions.has-more-honest"],
+            "the first page says has_more false although more items remain";
+        CursorIgnored = "cursor-ignored", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
+            "starting_after is ignored: always the first page";
+        LimitIgnored = "limit-ignored", "§4.3", ["transactions.limit-respected"],
+            "limit is ignored: always the default page size";
+        CursorLoops = "cursor-loops", "§4.3", ["transactions.walk-exactly-once"],
+            "the last page of a walk says has_more true and points back at the cursor it was fetched with";
+        HasMoreWithoutCursor = "has-more-without-cursor", "§4.3", ["transactions.has-more-honest", "transactions.walk-exactly-once"],
+            "has_more true comes without a next_cursor";
+        // §6 events
+        EventPrefix = "event-prefix", "§6.1", ["events.schema"],
+            "event ids start with `event_` instead of `evt_`";
+        ClientPrefix = "client-prefix", "§6.2", ["events.schema"],
+            "client ids start with `client_` instead of `cli_`";
+        CreatedAtNoMillis = "created-at-no-millis", "§6.1", ["events.schema"],
+            "envelope `created_at` has no milliseconds";
+        OccurredAtOffset = "occurred-at-offset", "§6.2", ["events.schema"],
+            "`data.occurredAt` has a +02:00 offset instead of UTC";
+        CreatedAtMissing = "created-at-missing", "§6.1", ["events.schema"],
+            "the envelope lacks `created_at`";
+        PreviousStatusUppercase = "previous-status-uppercase", "§3.1", ["events.previous-status-chain", "events.schema"],
+            "`previousStatus` is upper case";
+        PreviousStatusWrong = "previous-status-wrong", "§6.2", ["events.previous-status-chain"],
+            "`previousStatus` always says `created`: the chain is broken";
+        NoCreatedEvent = "no-created-event", "§3.2", ["events.created-announced", "events.previous-status-chain"],
+            "connection.created is never sent";
+        NoConnectedEvent = "no-connected-event", "§3.1", ["events.connected-announced"],
+            "connection.connected is never sent";
+        NoFailedAuthEvent = "no-failed-auth-event", "§3.1", ["events.failed-auth-announced"],
+            "connection.failed_auth is never sent";
+        NoMfaRequiredEvent = "no-mfa-required-event", "§3.1", ["events.mfa-required-announced"],
+            "connection.mfa_required is never sent";
+        NoErrorEvent = "no-error-event", "§3.1", ["events.error-announced"],
+            "connection.error is never sent";
+        NoDisconnectedEvent = "no-disconnected-event", "§3.1", ["events.disconnected-announced"],
+            "connection.disconnected is never sent";
+        NoAccountsUpdatedEvent = "no-accounts-updated-event", "§6", ["reactions.accounts-updated"],
+            "accounts.updated is never sent";
+        NoTransactionDeletedEvent = "no-transaction-deleted-event", "§6", ["reactions.transaction-deleted"],
+            "transaction.deleted is never sent";
+        DataTypeMismatch = "data-type-mismatch", "§6.2", ["events.envelope-agrees"],
+            "`data.type` differs from the envelope `type`";
+        DataEventIdMismatch = "data-event-id-mismatch", "§6.2", ["events.envelope-agrees"],
+            "`data.eventId` differs from the envelope `id`";
+        TwoClientIds = "two-client-ids", "§6.2", ["events.single-client-id"],
+            "account and transaction events carry another clientId than connection events";
+        // §6.3 reactions
+        DeletedTransactionListed = "deleted-transaction-listed", "§6.3", ["reactions.transaction-deleted"],
+            "transaction.deleted is sent but the transaction stays listed";
+        // §5 authentication and isolation
+        NoAuthRequired = "no-auth-required", "§5", ["auth.missing-key"],
+            "requests without Authorization are served as the first client";
+        MalformedHeaderAccepted = "malformed-header-accepted", "§5", ["auth.malformed-key"],
+            "malformed Authorization headers are served as the first client";
+        AnyKeyAccepted = "any-key-accepted", "§5", ["auth.unknown-key"],
+            "unknown keys are served as the first client";
+        IsolationAccounts = "isolation-accounts", "§5", ["isolation.accounts"],
+            "any client can read any connection's accounts";
+        IsolationAccount = "isolation-account", "§5", ["isolation.account"],
+            "any client can read any account";
+        IsolationTransactions = "isolation-transactions", "§5", ["isolation.transactions"],
+            "any client can read any account's transactions";
+        // §1 widget
+        WidgetMissing = "widget-missing", "§1", ["widget.served"],
+            "the widget script answers 404";
+        WidgetTextPlain = "widget-text-plain", "§1", ["widget.served"],
+            "the widget script is served as text/plain";
+        // §7, §8 robustness
+        BadLimit500 = "bad-limit-500", "§8", ["robustness.bad-limit"],
+            "a bad limit answers 500";
+        UnknownCursor500 = "unknown-cursor-500", "§4.3", ["robustness.unknown-cursor"],
+            "an unknown starting_after answers 500";
+        UnknownIds500 = "unknown-ids-500", "§7", ["robustness.unknown-ids"],
+            "unknown connection and account ids answer 500";
+    }
+}
+
+catalogue! {
+    /// A conforming server that reads the spec's freedoms differently (see the module doc).
+    pub enum Variant {
+        UuidIds = "uuid-ids", "§2", [],
+            "identifiers are the prefix and a lower-case UUID (`conn_3f2a…-…`)";
+        PlainErrors = "plain-errors", "§7", [],
+            "creation answers 200; errors answer 403 or 422 with a text/plain body";
+        EmptyErrors = "empty-errors", "§7", [],
+            "every error answers 400 with an empty body";
+        OldestFirst = "oldest-first", "§4.3", [],
+            "transactions are listed oldest first";
+        SmallLimitRejected = "small-limit-rejected", "§8", [],
+            "default limit 7, maximum 10; a larger limit is refused with 400";
+        SmallLimitClamped = "small-limit-clamped", "§8", [],
+            "default limit 7, maximum 10; a larger limit is clamped";
+        ExtraFields = "extra-fields", "§2", [],
+            "extra fields on every object, and next_cursor also on the last page";
+        MinimalFields = "minimal-fields", "§2.2", [],
+            "no lastSyncedAt nor institution; transactions carry only id, accountId and amount";
+        OpaqueCursor = "opaque-cursor", "§4.3", [],
+            "next_cursor is an opaque token; starting_after takes tokens and transaction ids";
+        LateEvents = "late-events", "§6.3", [],
+            "every event is delivered 300 ms late";
+        ReversedEvents = "reversed-events", "§6.3", [],
+            "the events of one change are delivered in reverse order";
+        DuplicateEvents = "duplicate-events", "§6.3", [],
+            "every event is delivered twice";
+        ShortConnected = "short-connected", "§6.2", [],
+            "connection.connected is delivered in the short flat form";
+        EmptyPreviousOnCreated = "empty-previous-on-created", "§6.2", [],
+            "connection.created carries previousStatus \"\" instead of null";
+    }
+}
+
+/// What the sandbox departs from, if anything: passed to every hook.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flavor {
+    pub mutant: Option<Mutant>,
+    pub variant: Option<Variant>,
+}
+
+impl Flavor {
+    pub fn is(self, m: Mutant) -> bool {
+        self.mutant == Some(m)
+    }
+
+    pub fn has(self, v: Variant) -> bool {
+        self.variant == Some(v)
+    }
+
+    /// A fresh identifier with `prefix` (§2): 26 upper-case alphanumerics, a lower-case UUID
+    /// under [`Variant::UuidIds`], and the wrong prefix under the prefix mutants.
+    pub fn new_id(self, prefix: &str) -> String {
+        use crate::spec::prefix as p;
+        let wrong = [
+            (Mutant::ConnectionPrefix, p::CONNECTION, "connection_"),
+            (Mutant::WidgetTokenPrefix, p::WIDGET_TOKEN, "tok_"),
+            (Mutant::AccountPrefix, p::ACCOUNT, "account_"),
+            (Mutant::TransactionPrefix, p::TRANSACTION, "tx_"),
+            (Mutant::EventPrefix, p::EVENT, "event_"),
+            (Mutant::ClientPrefix, p::CLIENT, "client_"),
+        ];
+        let prefix = wrong.iter().find(|(m, right, _)| self.is(*m) && *right == prefix).map_or(prefix, |w| w.2);
+        if self.has(Variant::UuidIds) {
+            let n: u128 = rand::rng().random();
+            let h = format!("{n:032x}");
+            format!("{prefix}{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+        } else {
+            super::model::new_id(prefix)
+        }
+    }
+
+    /// The connection event type this flavor never sends, if any.
+    pub fn suppressed_event(self) -> Option<&'static str> {
+        Some(match self.mutant? {
+            Mutant::NoCreatedEvent => "connection.created",
+            Mutant::NoConnectedEvent => "connection.connected",
+            Mutant::NoFailedAuthEvent => "connection.failed_auth",
+            Mutant::NoMfaRequiredEvent => "connection.mfa_required",
+            Mutant::NoErrorEvent => "connection.error",
+            Mutant::NoDisconnectedEvent => "connection.disconnected",
+            Mutant::NoAccountsUpdatedEvent => crate::spec::ACCOUNTS_UPDATED,
+            Mutant::NoTransactionDeletedEvent => crate::spec::TRANSACTION_DELETED,
+            _ => return None,
+        })
+    }
+
+    /// Default and maximum `limit` (§8 leaves both open).
+    pub fn limits(self) -> (usize, usize) {
+        if self.has(Variant::SmallLimitRejected) || self.has(Variant::SmallLimitClamped) {
+            (7, 10)
+        } else {
+            (super::api::DEFAULT_LIMIT, super::api::MAX_LIMIT)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::catalogue;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_are_unique_and_cases_exist() {
+        let names: HashSet<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
+        assert_eq!(names.len(), Mutant::ALL.len());
+        assert!(Mutant::ALL.len() >= 40);
+        assert!(Variant::ALL.len() >= 8);
+        for m in Mutant::ALL {
+            assert!(!m.caught_by().is_empty(), "{m} names no case");
+            for case in m.caught_by() {
+                assert!(catalogue::find(case).is_some(), "{m}: no case {case}");
+            }
+            assert_eq!(Mutant::from_name(m.name()), Some(*m));
+        }
+        for v in Variant::ALL {
+            assert_eq!(Variant::from_name(v.name()), Some(*v));
+        }
+    }
+
+    #[test]
+    fn ids_carry_the_prefix() {
+        let f = Flavor { variant: Some(Variant::UuidIds), ..Default::default() };
+        assert_eq!(f.new_id("conn_").len(), 5 + 36);
+        let f = Flavor { mutant: Some(Mutant::AccountPrefix), ..Default::default() };
+        assert!(f.new_id("acc_").starts_with("account_"));
+        assert!(f.new_id("txn_").starts_with("txn_"));
+    }
+}
