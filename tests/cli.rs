@@ -3,10 +3,11 @@
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_bankconf");
+mod common;
+
+use common::{bankconf, temp_path, text, BIN};
 const KEY: &str = "bankconf_test_clitestprimarykey0001";
 const SECOND_KEY: &str = "bankconf_test_clitestsecondkey0002";
 
@@ -42,22 +43,8 @@ impl Drop for Server {
     }
 }
 
-fn temp_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("bankconf-cli-{}-{name}", std::process::id()))
-}
-
 fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("run")
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .output()
-        .expect("run bankconf")
-}
-
-fn text(output: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+    bankconf(&[&["run"], args].concat())
 }
 
 fn catalogue_len() -> usize {

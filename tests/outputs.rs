@@ -10,11 +10,13 @@ use bankconf::spec::SECTIONS;
 use quick_xml::events::Event;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bankconf");
+mod common;
+
+use common::{bankconf, temp_path, text};
 
 // ---------------------------------------------------------------- a minimal XML tree
 
@@ -106,23 +108,6 @@ fn parse_xml(text: &str) -> Element {
 }
 
 // ---------------------------------------------------------------- helpers
-
-fn temp_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("bankconf-outputs-{}-{name}", std::process::id()))
-}
-
-fn bankconf(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .output()
-        .expect("run bankconf")
-}
-
-fn text(output: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
-}
 
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/events").join(name).display().to_string()
