@@ -190,8 +190,11 @@ impl RunContext {
         let exchange = self.api.send(Method::POST, &["v1", "connections"], &[], Auth::Primary).await?;
         let body = exchange.success_json()?;
         let widget_token = body.get("widgetToken").and_then(Value::as_str).map(str::to_string);
-        if let Some(t) = &widget_token {
-            self.redactor.add(t);
+        match body.get("widgetToken") {
+            Some(Value::String(t)) => self.redactor.add(t),
+            // Not a string, but still a secret wherever it is quoted.
+            Some(other) if !other.is_null() => self.redactor.add(&other.to_string()),
+            _ => {}
         }
         let connection_id = body
             .get("connectionId")

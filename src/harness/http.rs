@@ -79,10 +79,12 @@ impl Exchange {
         self.status >= 500
     }
 
-    /// The start of the body, for messages.
+    /// The start of the body, for messages, without control characters (a hostile body must
+    /// not drive the terminal).
     pub fn snippet(&self) -> String {
         const MAX: usize = 160;
-        let body = self.body.trim();
+        let cleaned: String = self.body.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let body = cleaned.trim();
         if body.chars().count() <= MAX {
             body.to_string()
         } else {
@@ -113,6 +115,7 @@ impl Exchange {
 #[derive(Clone)]
 pub struct Api {
     client: reqwest::Client,
+    browser: reqwest::Client,
     base: Url,
     key: Option<String>,
     second_key: Option<String>,
@@ -132,12 +135,12 @@ impl Api {
         // Paths are appended below whatever path the base URL has.
         let trimmed = base.path().trim_end_matches('/').to_string();
         base.set_path(&trimmed);
-        let client = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(5)))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
-        Ok(Self { client, base, key, second_key })
+        let builder =
+            || reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(5)));
+        let client = builder().redirect(reqwest::redirect::Policy::none()).build()?;
+        // Assets are fetched as a browser would: following a few redirects.
+        let browser = builder().redirect(reqwest::redirect::Policy::limited(5)).build()?;
+        Ok(Self { client, browser, base, key, second_key })
     }
 
     pub fn base_url(&self) -> &str {
@@ -182,43 +185,82 @@ impl Api {
         query: &[(&str, String)],
         auth: Auth,
     ) -> Result<Exchange, Stop> {
-        let url = self.url(segments, query);
-        let request = describe(&method, &url);
-        let sent = Sent { method: method.to_string(), url: url.to_string(), auth: auth.clone() };
-        let _ = SENT.try_with(|log| log.borrow_mut().push(sent));
-        let mut builder = self.client.request(method.clone(), url).header("Accept", "application/json");
-        if method == Method::POST {
-            builder = builder.header("Content-Type", "application/json");
-        }
-        let header = match auth {
+        let authorization = match &auth {
             Auth::Primary => self.key.as_ref().map(|k| format!("Bearer {k}")),
             Auth::Second => self.second_key.as_ref().map(|k| format!("Bearer {k}")),
             Auth::Missing => None,
-            Auth::Header(h) => Some(h),
+            Auth::Header(h) => Some(h.clone()),
         };
-        if let Some(h) = header {
-            builder = builder.header("Authorization", h);
-        }
-        let mut response =
-            builder.send().await.map_err(|e| Stop::fail(format!("{request}: no answer: {}", transport_error(&e))))?;
-        let status = response.status().as_u16();
-        let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let mut body = Vec::new();
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    body.extend_from_slice(&chunk);
-                    if body.len() > MAX_BODY {
-                        return Err(Stop::fail(format!("{request}: response body exceeds {} MiB", MAX_BODY >> 20)));
+        let url = self.url(segments, query);
+        let sent = Sent { method: method.to_string(), url: url.to_string(), auth };
+        let _ = SENT.try_with(|log| log.borrow_mut().push(sent));
+        self.exchange(&self.client, method, url, authorization, "application/json").await
+    }
+
+    /// `GET` of a static asset (the widget script, §1) as a browser loads it: no key, any
+    /// content type accepted, redirects followed.
+    pub async fn fetch_asset(&self, segments: &[&str]) -> Result<Exchange, Stop> {
+        let url = self.url(segments, &[]);
+        let sent = Sent { method: "GET".into(), url: url.to_string(), auth: Auth::Missing };
+        let _ = SENT.try_with(|log| log.borrow_mut().push(sent));
+        self.exchange(&self.browser, Method::GET, url, None, "*/*").await
+    }
+
+    /// Sends one request and reads its answer, bounded in size. Rate limiting is not a
+    /// violation (§8 leaves rate limits open): a 429, or a 503 with `Retry-After`, is retried a
+    /// few times, waiting as asked (at most 2 s a time).
+    async fn exchange(
+        &self,
+        client: &reqwest::Client,
+        method: Method,
+        url: Url,
+        authorization: Option<String>,
+        accept: &str,
+    ) -> Result<Exchange, Stop> {
+        const TRIES: u32 = 4;
+        let request = describe(&method, &url);
+        for attempt in 1..=TRIES {
+            let mut builder = client.request(method.clone(), url.clone()).header("Accept", accept);
+            if method == Method::POST {
+                builder = builder.header("Content-Type", "application/json");
+            }
+            if let Some(h) = &authorization {
+                builder = builder.header("Authorization", h);
+            }
+            let mut response = builder
+                .send()
+                .await
+                .map_err(|e| Stop::fail(format!("{request}: no answer: {}", transport_error(&e))))?;
+            let status = response.status().as_u16();
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok());
+            if attempt < TRIES && (status == 429 || (status == 503 && retry_after.is_some())) {
+                let wait = retry_after.unwrap_or(0.2 * f64::from(1 << attempt)).clamp(0.05, 2.0);
+                tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+                continue;
+            }
+            let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
+            let mut body = Vec::new();
+            loop {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => {
+                        body.extend_from_slice(&chunk);
+                        if body.len() > MAX_BODY {
+                            return Err(Stop::fail(format!("{request}: response body exceeds {} MiB", MAX_BODY >> 20)));
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        return Err(Stop::fail(format!("{request}: reading the body failed: {}", transport_error(&e))))
                     }
                 }
-                Ok(None) => break,
-                Err(e) => {
-                    return Err(Stop::fail(format!("{request}: reading the body failed: {}", transport_error(&e))))
-                }
             }
+            return Ok(Exchange { request, status, content_type, body: String::from_utf8_lossy(&body).into_owned() });
         }
-        Ok(Exchange { request, status, content_type, body: String::from_utf8_lossy(&body).into_owned() })
+        unreachable!("the last attempt always returns")
     }
 }
 

@@ -90,8 +90,10 @@ async fn run_leg(ctx: &RunContext, path: &[Action]) -> Leg {
             Some(why) => Err(Stop::ignore(format!("not driven: {why}"))),
             None => drive_step(ctx, connection, action).await,
         };
-        if let Err(e) = &verdict {
-            blocked.get_or_insert_with(|| format!("the earlier step {action} did not complete ({e})"));
+        // A failed step leaves the connection in an unknown state; a skipped or refused one
+        // (ignored) changes nothing, so the later steps can still be driven.
+        if let Err(e @ Stop::Fail(_)) = &verdict {
+            blocked.get_or_insert_with(|| format!("the earlier step {action} failed ({e})"));
         }
         steps.push(Step { action, verdict });
     }

@@ -18,10 +18,11 @@ pub async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> 
     if !exchange.is_success() {
         return Ok(());
     }
-    // A target may connect a connection on its own; if it announced that, nothing was broken.
+    // A target may connect a connection on its own (and announce it late); if it did,
+    // nothing was broken.
     if let Ok(receiver) = ctx.receiver() {
         let (connected, _) =
-            receiver.wait_for_type(&created.connection_id, "connection.connected", std::time::Duration::ZERO).await;
+            receiver.wait_for_type(&created.connection_id, "connection.connected", ctx.config.event_wait()).await;
         if connected {
             return Err(Stop::ignore("the target connected the new connection on its own before it could be read"));
         }

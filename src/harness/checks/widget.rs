@@ -1,24 +1,35 @@
 //! §1 The widget script served at `/widget/<service>-connect.js`.
 
 use crate::harness::context::RunContext;
-use crate::harness::http::{Auth, Exchange};
+use crate::harness::http::Exchange;
 use crate::harness::outcome::{ensure, Stop};
-use reqwest::Method;
 use std::sync::Arc;
 
-/// Media types that name JavaScript (RFC 9239 and the historical ones).
-const JS_TYPES: [&str; 5] = [
-    "text/javascript",
-    "application/javascript",
-    "application/x-javascript",
+/// The JavaScript MIME type essences browsers accept (WHATWG MIME Sniffing, RFC 9239).
+const JS_TYPES: [&str; 16] = [
     "application/ecmascript",
+    "application/javascript",
+    "application/x-ecmascript",
+    "application/x-javascript",
     "text/ecmascript",
+    "text/javascript",
+    "text/javascript1.0",
+    "text/javascript1.1",
+    "text/javascript1.2",
+    "text/javascript1.3",
+    "text/javascript1.4",
+    "text/javascript1.5",
+    "text/jscript",
+    "text/livescript",
+    "text/x-ecmascript",
+    "text/x-javascript",
 ];
 
 async fn fetch(ctx: &RunContext) -> Result<Exchange, Stop> {
     let service = ctx.service.as_deref().ok_or_else(|| Stop::ignore("needs the service name (--service)"))?;
-    // A browser loads the script: no API key is sent (§5.2 keeps keys out of frontends).
-    let exchange = ctx.api.send(Method::GET, &["widget", &format!("{service}-connect.js")], &[], Auth::Missing).await?;
+    // A browser loads the script: no API key (§5.2 keeps keys out of frontends), `Accept: */*`,
+    // redirects followed.
+    let exchange = ctx.api.fetch_asset(&["widget", &format!("{service}-connect.js")]).await?;
     ensure(exchange.is_success(), || format!("{}: expected 2xx, got {}", exchange.request, exchange.summary()))?;
     Ok(exchange)
 }
