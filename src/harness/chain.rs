@@ -17,6 +17,8 @@ struct Link {
 
 /// Search budget; a consistent chain is found long before it.
 const BUDGET: usize = 200_000;
+/// Most links ordered; the search's depth grows with them.
+const MAX_LINKS: usize = 1_000;
 
 /// Checks that the connection events among `deliveries` form one chain from
 /// `connection.created`. Returns the final state of the chain.
@@ -46,23 +48,49 @@ pub fn check(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
                 }
             }
         };
-        *links.entry(Link { previous, state }).or_default() += 1;
+        if previous.is_none() {
+            // The short form has no id, so its deliveries cannot be told apart from retries:
+            // all of them make one link, which may also be taken again (see `search`).
+            links.insert(Link { previous, state }, 1);
+        } else {
+            *links.entry(Link { previous, state }).or_default() += 1;
+        }
     }
     if created == 0 {
         return Err("no connection.created event: the chain has no start".to_string());
+    }
+    if links.values().sum::<usize>() > MAX_LINKS {
+        // Too many to order within bounds (the search recurses per link): undecided, so the
+        // state of the last arrived connection event is taken, and nothing is failed.
+        let last = events.iter().rev().find_map(|d| d.event_type().and_then(ConnectionState::from_event_type));
+        return Ok(last.unwrap_or(ConnectionState::Created));
     }
     let kinds: Vec<Link> = links.keys().copied().collect();
     let mut counts: Vec<usize> = links.values().copied().collect();
     let mut dead_ends = HashSet::new();
     let mut budget = BUDGET;
     match search(ConnectionState::Created, &kinds, &mut counts, &mut dead_ends, &mut budget) {
-        Some(end) => Ok(end),
+        // Same-looking short forms collapse into one link, so the chain may also end with
+        // that link taken again: it does when the last connection event to arrive is one.
+        Some(end) => match last_short_form(deliveries) {
+            Some(state) if kinds.iter().any(|k| k.previous.is_none() && k.state == state) => Ok(state),
+            _ => Ok(end),
+        },
         None if budget == 0 => Ok(ConnectionState::Created), // undecided: never fail on a guess
         None => Err(format!(
             "no order of these events links each previousStatus to the state announced before it, from connection.created: {}",
             super::receiver::labels(deliveries)
         )),
     }
+}
+
+/// The state a short-form delivery announces, when it is the last connection event to arrive.
+fn last_short_form(deliveries: &[Delivery]) -> Option<ConnectionState> {
+    let last = deliveries
+        .iter()
+        .filter(|d| d.event_type().and_then(ConnectionState::from_event_type).is_some())
+        .max_by_key(|d| d.seq)?;
+    last.is_short_form().then(|| last.event_type().and_then(ConnectionState::from_event_type)).flatten()
 }
 
 /// Depth-first search for an order using every remaining link, from `at`.
@@ -82,13 +110,25 @@ fn search(
     *budget -= 1;
     for i in 0..kinds.len() {
         let link = kinds[i];
-        if counts[i] > 0 && link.previous.is_none_or(|p| p == at) {
+        match link.previous {
+            Some(p) if p != at => continue,
+            Some(_) if counts[i] == 0 => continue,
+            // A short-form link, once used, may be taken again into its state from any other
+            // state (it counts for every same-looking delivery). Never from the state itself,
+            // so every reuse is followed by a counted link: the search cannot cycle.
+            None if counts[i] == 0 && at == link.state => continue,
+            _ => {}
+        }
+        let counted = counts[i] > 0;
+        if counted {
             counts[i] -= 1;
-            let found = search(link.state, kinds, counts, dead_ends, budget);
+        }
+        let found = search(link.state, kinds, counts, dead_ends, budget);
+        if counted {
             counts[i] += 1;
-            if found.is_some() {
-                return found;
-            }
+        }
+        if found.is_some() {
+            return found;
         }
     }
     dead_ends.insert((at, counts.clone()));
@@ -153,6 +193,24 @@ mod tests {
             ..events[3].clone()
         };
         assert_eq!(check(&events), Ok(ConnectionState::Connected));
+    }
+
+    #[test]
+    fn short_connected_forms_in_the_same_second_link_every_reconnect() {
+        let short = |seq| Delivery {
+            seq,
+            received_at: chrono::Utc::now(),
+            body: json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
+            raw: String::new(),
+        };
+        let mut events = happy();
+        events[3] = short(3);
+        events.push(event("evt_5", "connection.error", json!("connected")));
+        events.push(event("evt_6", "connection.credentials_submitted", json!("error")));
+        events.push(event("evt_7", "connection.verifying", json!("credentials_submitted")));
+        events.push(short(7));
+        events.push(event("evt_8", "connection.disconnected", json!("connected")));
+        assert_eq!(check(&events), Ok(ConnectionState::Disconnected));
     }
 
     #[test]

@@ -125,6 +125,12 @@ impl Receiver {
         &self.url
     }
 
+    /// How many deliveries have arrived so far: a delivery with `seq` at or above it is newer
+    /// than this moment. (A short-form event has no id, so "new" is judged by arrival.)
+    pub fn arrived_so_far(&self) -> u64 {
+        self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner()).len() as u64
+    }
+
     /// Every delivery so far that concerns `connection_id`, duplicates included.
     pub fn for_connection(&self, connection_id: &str) -> Vec<Delivery> {
         let all = self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner());

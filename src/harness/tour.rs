@@ -119,12 +119,12 @@ async fn drive_step(ctx: &RunContext, connection: &Created, action: Action) -> R
         }
         _ => (None, None),
     };
-    let before: Vec<String> = receiver.for_connection(id).iter().map(Delivery::dedup_key).collect();
+    let since = receiver.arrived_so_far();
     ctx.drive(action, connection, account.as_deref(), transaction.as_deref()).await?;
     let expected = announcing_event(action);
     let (arrived, seen) = receiver
         .wait_for(id, ctx.config.event_wait(), |ds| {
-            ds.iter().any(|d| d.event_type() == Some(expected) && !before.contains(&d.dedup_key()))
+            ds.iter().any(|d| d.event_type() == Some(expected) && d.seq >= since)
         })
         .await;
     if !arrived {
@@ -134,7 +134,7 @@ async fn drive_step(ctx: &RunContext, connection: &Created, action: Action) -> R
             labels(&seen)
         )));
     }
-    let event = seen.iter().find(|d| d.event_type() == Some(expected) && !before.contains(&d.dedup_key())).cloned();
+    let event = seen.iter().find(|d| d.event_type() == Some(expected) && d.seq >= since).cloned();
     react(ctx, id, action, event.as_ref()).await
 }
 
