@@ -210,7 +210,13 @@ mod tests {
         events.push(event("evt_7", "connection.verifying", json!("credentials_submitted")));
         events.push(short(7));
         events.push(event("evt_8", "connection.disconnected", json!("connected")));
+        for (seq, d) in events.iter_mut().enumerate() {
+            d.seq = seq as u64;
+        }
         assert_eq!(check(&events), Ok(ConnectionState::Disconnected));
+        // Ending on the repeated short form: the chain ends connected.
+        events.pop();
+        assert_eq!(check(&events), Ok(ConnectionState::Connected));
     }
 
     #[test]
