@@ -151,6 +151,11 @@ impl Api {
         self.second_key.is_some()
     }
 
+    /// The keys this run holds (for checks that a key is not exposed; never print them).
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.key.iter().chain(self.second_key.iter()).map(String::as_str)
+    }
+
     /// The URL of `segments` below the base, each segment percent-encoded (ids are opaque).
     pub fn url(&self, segments: &[&str], query: &[(&str, String)]) -> Url {
         let mut url = self.base.clone();

@@ -256,7 +256,12 @@ async fn widget_script(State(shared): State<Arc<Shared>>, Path(file): Path<Strin
         return ApiError::not_found(format!("no widget file {file}")).into_response();
     }
     let media = if shared.flavor.is(Mutant::WidgetTextPlain) { "text/plain" } else { "application/javascript" };
-    ([(CONTENT_TYPE, media)], widget::script(&shared.service)).into_response()
+    let mut script = widget::script(&shared.service);
+    if shared.flavor.is(Mutant::WidgetEmbedsKey) {
+        let key = shared.lock().any_key().unwrap_or_default();
+        script = format!("var BANKCONF_API_KEY = \"{key}\";\n{script}");
+    }
+    ([(CONTENT_TYPE, media)], script).into_response()
 }
 
 pub(crate) async fn fallback() -> ApiError {

@@ -84,7 +84,7 @@ catalogue! {
             "account `balance` is a string (\"12.50\")";
         AccountTypeUppercase = "account-type-uppercase", "§2.2", ["accounts.response-schema"],
             "account `type` is upper case (`CHECKING`)";
-        AccountNumberUnmasked = "account-number-unmasked", "§2.2", ["accounts.masked-numbers", "accounts.response-schema"],
+        AccountNumberUnmasked = "account-number-unmasked", "§2.2", ["accounts.masked-numbers"],
             "account numbers are served in full";
         AccountCreatedAtOffset = "account-created-at-offset", "§2.2", ["accounts.response-schema"],
             "account `createdAt` has a +02:00 offset instead of UTC";
@@ -189,6 +189,8 @@ catalogue! {
             "the widget script answers 404";
         WidgetTextPlain = "widget-text-plain", "§1", ["widget.served"],
             "the widget script is served as text/plain";
+        WidgetEmbedsKey = "widget-embeds-key", "§5", ["widget.no-api-key"],
+            "the widget script carries a client's API key";
         // §7, §8 robustness
         BadLimit500 = "bad-limit-500", "§8", ["robustness.bad-limit"],
             "a bad limit answers 500";

@@ -90,6 +90,11 @@ impl Store {
         self.clients.get(key).cloned()
     }
 
+    /// Some API key (for the `widget-embeds-key` mutant, which leaks one into the frontend).
+    pub fn any_key(&self) -> Option<String> {
+        self.clients.keys().min().cloned()
+    }
+
     /// The client of the first configured key.
     pub fn first_client(&self) -> Option<String> {
         self.first_client.clone()

@@ -78,6 +78,7 @@ registry! {
     "isolation.transactions" => security::isolation_transactions,
     "widget.served" => widget::served,
     "widget.defines-open" => widget::defines_open,
+    "widget.no-api-key" => widget::no_api_key,
     "robustness.bad-limit" => robustness::bad_limit,
     "robustness.unknown-cursor" => robustness::unknown_cursor,
     "robustness.unknown-ids" => robustness::unknown_ids,

@@ -57,7 +57,7 @@ pub async fn malformed_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 pub async fn unknown_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     // Same shape as a real key (§5.2: a service prefix, an underscore, more characters).
-    let key = ctx.config.api_key.clone().unwrap_or_default();
+    let key = ctx.api.keys().next().unwrap_or_default().to_string();
     // Only the service prefix, up to the first underscore: the rest of a key is secret.
     let prefix = key.find('_').map_or("unknown_", |i| &key[..=i]);
     let forged = format!("Bearer {prefix}bankconfNeverIssued0000000000");

@@ -52,3 +52,13 @@ pub async fn defines_open(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let exchange = fetch(&ctx).await?;
     ensure(exchange.body.contains("open"), || format!("{}: the script never mentions `open`", exchange.request))
 }
+
+/// §5.2: the key stays on the client's backend and never reaches a frontend, and the widget
+/// script is frontend code. The message never shows the key.
+pub async fn no_api_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let exchange = fetch(&ctx).await?;
+    let mut keys = ctx.api.keys();
+    ensure(!keys.any(|k| exchange.body.contains(k)), || {
+        format!("{}: the script contains an API key of this run (§5.2: keys never reach a frontend)", exchange.request)
+    })
+}
