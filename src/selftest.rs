@@ -162,6 +162,7 @@ pub fn config(target: Target, event_timeout: f64) -> Result<RunConfig, String> {
     config.connection_id = None;
     config.outputs = Default::default();
     config.webhook_listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    config.webhook_public_url = None;
     config.gate = vec![Level::Must, Level::Security, Level::Robustness];
     config.seed = Some(4);
     config.cases = 16;

@@ -27,6 +27,10 @@ pub struct RunConfig {
     /// Address of the webhook receiver.
     #[arg(long, env = "BANKCONF_WEBHOOK_LISTEN", default_value = "127.0.0.1:0")]
     pub webhook_listen: SocketAddr,
+    /// URL the target should deliver webhooks to, when it cannot reach the listen address
+    /// (a target in a container or on another host); default: the receiver's own address.
+    #[arg(long, env = "BANKCONF_WEBHOOK_PUBLIC_URL")]
+    pub webhook_public_url: Option<String>,
     /// An already CONNECTED connection, for read-only runs without a driver.
     #[arg(long, env = "BANKCONF_CONNECTION_ID")]
     pub connection_id: Option<String>,

@@ -115,7 +115,9 @@ impl RunContext {
         let (receiver, webhooks) = match &driver {
             None => (None, Webhooks::Unavailable("no driver (--driver) to register a webhook address".into())),
             Some(driver) => {
-                let receiver = Receiver::start(config.webhook_listen).await.map_err(|e| e.to_string())?;
+                let receiver = Receiver::start(config.webhook_listen, config.webhook_public_url.clone())
+                    .await
+                    .map_err(|e| e.to_string())?;
                 let args = DriveArgs { webhook_url: Some(receiver.url().to_string()), ..Default::default() };
                 let webhooks = match driver.run(DriverAction::RegisterWebhook, &args).await {
                     Ok(()) => Webhooks::Registered,

@@ -97,7 +97,9 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    pub async fn start(listen: SocketAddr) -> anyhow::Result<Self> {
+    /// Starts listening on `listen`. The URL given to the target is `public_url` when set (a
+    /// target in a container or on another host), else this address (loopback for `0.0.0.0`).
+    pub async fn start(listen: SocketAddr, public_url: Option<String>) -> anyhow::Result<Self> {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| anyhow::anyhow!("webhook receiver cannot listen on {listen}: {e}"))?;
@@ -117,7 +119,11 @@ impl Receiver {
                 })
                 .await;
         });
-        Ok(Self { url: format!("http://{addr}/webhooks"), store, arrivals, shutdown: Some(shutdown) })
+        let url = public_url.unwrap_or_else(|| {
+            let host = if addr.ip().is_unspecified() { SocketAddr::from(([127, 0, 0, 1], addr.port())) } else { addr };
+            format!("http://{host}/webhooks")
+        });
+        Ok(Self { url, store, arrivals, shutdown: Some(shutdown) })
     }
 
     /// The address to register with the target.
