@@ -10,7 +10,7 @@ use super::driver::{DriveArgs, DriveError, DriverAction};
 use super::judge;
 use super::outcome::Stop;
 use super::receiver::{labels, Delivery};
-use super::tour::{announcing_event, first_account, first_transaction, react};
+use super::tour::{announcing_event, first_account, first_transaction, react, Before};
 use crate::spec::{prefix, Action, ConnectionState};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -71,6 +71,9 @@ pub async fn play(ctx: &RunContext, actions: &[Action]) -> Result<(), Stop> {
     accounts_follow_state(ctx, &id, state, &trace).await?;
     for &action in actions {
         let (account, transaction) = targets(ctx, &created, action, state).await?;
+        let data_action = matches!(action, Action::UpdateAccounts | Action::DeleteTransaction);
+        let before =
+            if data_action && state == ConnectionState::Connected { Some(Before::read(ctx, &id).await?) } else { None };
         let args = DriveArgs {
             connection_id: Some(id.clone()),
             widget_token: created.widget_token.clone(),
@@ -102,7 +105,9 @@ pub async fn play(ctx: &RunContext, actions: &[Action]) -> Result<(), Stop> {
         if matches!(action, Action::UpdateAccounts | Action::DeleteTransaction) {
             let deliveries = receiver.for_connection(&id);
             let event = deliveries.iter().find(|d| d.event_type() == Some(announcing_event(action)) && d.seq >= since);
-            react(ctx, &id, action, event).await.map_err(|e| trace.fail(&id, e.to_string(), &deliveries))?;
+            react(ctx, &id, action, event, before.as_ref())
+                .await
+                .map_err(|e| trace.fail(&id, e.to_string(), &deliveries))?;
         }
     }
     Ok(())

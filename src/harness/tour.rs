@@ -119,6 +119,10 @@ async fn drive_step(ctx: &RunContext, connection: &Created, action: Action) -> R
         }
         _ => (None, None),
     };
+    let before = match action {
+        Action::UpdateAccounts | Action::DeleteTransaction => Some(Before::read(ctx, id).await?),
+        _ => None,
+    };
     let since = receiver.arrived_so_far();
     ctx.drive(action, connection, account.as_deref(), transaction.as_deref()).await?;
     let expected = announcing_event(action);
@@ -135,7 +139,30 @@ async fn drive_step(ctx: &RunContext, connection: &Created, action: Action) -> R
         )));
     }
     let event = seen.iter().find(|d| d.event_type() == Some(expected) && d.seq >= since).cloned();
-    react(ctx, id, action, event.as_ref()).await
+    react(ctx, id, action, event.as_ref(), before.as_ref()).await
+}
+
+/// What the client could read before a data action: each account of the connection with the
+/// ids of its transactions. The events that follow must name these (§6, §6.2).
+#[derive(Debug, Default)]
+pub(crate) struct Before {
+    accounts: Vec<(String, Vec<String>)>,
+}
+
+impl Before {
+    pub(crate) async fn read(ctx: &RunContext, connection_id: &str) -> Result<Before, Stop> {
+        let mut accounts = Vec::new();
+        for account in ctx.accounts_when_ready(connection_id).await? {
+            let Some(id) = account.get("id").and_then(Value::as_str) else { continue };
+            let walk = pagination::walk(&ctx.api, id, None, None).await?;
+            accounts.push((id.to_string(), walk.ids()));
+        }
+        Ok(Before { accounts })
+    }
+
+    fn transactions(&self, account: &str) -> Option<&[String]> {
+        self.accounts.iter().find(|(id, _)| id == account).map(|(_, ids)| ids.as_slice())
+    }
 }
 
 /// The event type that announces a driven action (§3.1, §6).
@@ -153,6 +180,7 @@ pub(crate) async fn react(
     connection_id: &str,
     action: Action,
     event: Option<&Delivery>,
+    before: Option<&Before>,
 ) -> Result<(), Stop> {
     let data = |field: &str| {
         event.and_then(|e| e.body.pointer(&format!("/data/{field}"))).and_then(Value::as_str).map(str::to_string)
@@ -166,6 +194,11 @@ pub(crate) async fn react(
         // §6.3: re-read the account and its transactions.
         Action::UpdateAccounts => {
             let account = data("accountId").ok_or_else(|| Stop::fail("accounts.updated carries no data.accountId"))?;
+            if before.is_some_and(|b| b.transactions(&account).is_none()) {
+                return Err(Stop::fail(format!(
+                    "accounts.updated names account {account}, which is not an account of connection {connection_id}"
+                )));
+            }
             let exchange = ctx.api.get(&["v1", "accounts", &account], &[]).await?;
             exchange.success_json().map_err(|e| Stop::fail(format!("after accounts.updated: {e}")))?;
             pagination::walk(&ctx.api, &account, None, None)
@@ -179,6 +212,19 @@ pub(crate) async fn react(
                 data("accountId").ok_or_else(|| Stop::fail("transaction.deleted carries no data.accountId"))?;
             let txn =
                 data("transactionId").ok_or_else(|| Stop::fail("transaction.deleted carries no data.transactionId"))?;
+            match before.map(|b| b.transactions(&account)) {
+                Some(None) => {
+                    return Err(Stop::fail(format!(
+                        "transaction.deleted names account {account}, which is not an account of connection {connection_id}"
+                    )))
+                }
+                Some(Some(listed)) if !listed.contains(&txn) => {
+                    return Err(Stop::fail(format!(
+                        "transaction.deleted names {txn}, which GET /v1/accounts/{account}/transactions never listed before"
+                    )))
+                }
+                _ => {}
+            }
             let walk = pagination::walk(&ctx.api, &account, None, None)
                 .await
                 .map_err(|e| Stop::fail(format!("after transaction.deleted: {e}")))?;

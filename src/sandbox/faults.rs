@@ -171,6 +171,8 @@ catalogue! {
         // §6.3 reactions
         DeletedTransactionListed = "deleted-transaction-listed", "§6.3", ["reactions.transaction-deleted"],
             "transaction.deleted is sent but the transaction stays listed";
+        DeletedUnknownTransaction = "deleted-unknown-transaction", "§6", ["reactions.transaction-deleted"],
+            "transaction.deleted names a transaction the account never listed";
         // §5 authentication and isolation
         NoAuthRequired = "no-auth-required", "§5", ["auth.missing-key"],
             "requests without Authorization are served as the first client";

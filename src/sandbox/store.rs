@@ -333,8 +333,14 @@ impl Store {
                 } else {
                     account.remove_transaction(index)
                 };
+                // The mutant announces a transaction that never existed (the real one is removed).
+                let announced = if self.flavor.is(Mutant::DeletedUnknownTransaction) {
+                    self.flavor.new_id(prefix::TRANSACTION)
+                } else {
+                    txn.id.clone()
+                };
                 let detail =
-                    EventDetail::TransactionDeleted { account_id: account_id.clone(), transaction_id: txn.id.clone() };
+                    EventDetail::TransactionDeleted { account_id: account_id.clone(), transaction_id: announced };
                 (account_id, txn.id, detail, TRANSACTION_DELETED)
             }
         };
