@@ -72,8 +72,11 @@ pub async fn play(ctx: &RunContext, actions: &[Action]) -> Result<(), Stop> {
     for &action in actions {
         let (account, transaction) = targets(ctx, &created, action, state).await?;
         let data_action = matches!(action, Action::UpdateAccounts | Action::DeleteTransaction);
-        let before =
-            if data_action && state == ConnectionState::Connected { Some(Before::read(ctx, &id).await?) } else { None };
+        let before = if data_action && state == ConnectionState::Connected {
+            Some(Before::read(ctx, &id, account.as_deref().filter(|_| action == Action::DeleteTransaction)).await?)
+        } else {
+            None
+        };
         let args = DriveArgs {
             connection_id: Some(id.clone()),
             widget_token: created.widget_token.clone(),

@@ -120,7 +120,9 @@ async fn drive_step(ctx: &RunContext, connection: &Created, action: Action) -> R
         _ => (None, None),
     };
     let before = match action {
-        Action::UpdateAccounts | Action::DeleteTransaction => Some(Before::read(ctx, id).await?),
+        Action::UpdateAccounts | Action::DeleteTransaction => {
+            Some(Before::read(ctx, id, account.as_deref().filter(|_| action == Action::DeleteTransaction)).await?)
+        }
         _ => None,
     };
     let since = receiver.arrived_so_far();
@@ -142,26 +144,36 @@ async fn drive_step(ctx: &RunContext, connection: &Created, action: Action) -> R
     react(ctx, id, action, event.as_ref(), before.as_ref()).await
 }
 
-/// What the client could read before a data action: each account of the connection with the
-/// ids of its transactions. The events that follow must name these (§6, §6.2).
+/// What the client could read before a data action: the accounts of the connection, and the
+/// transaction ids of the account the action targets. The events that follow must name these
+/// (§6, §6.2).
 #[derive(Debug, Default)]
 pub(crate) struct Before {
-    accounts: Vec<(String, Vec<String>)>,
+    /// Each account, with its transaction ids when they were read.
+    accounts: Vec<(String, Option<Vec<String>>)>,
 }
 
 impl Before {
-    pub(crate) async fn read(ctx: &RunContext, connection_id: &str) -> Result<Before, Stop> {
+    pub(crate) async fn read(ctx: &RunContext, connection_id: &str, target: Option<&str>) -> Result<Before, Stop> {
         let mut accounts = Vec::new();
         for account in ctx.accounts_when_ready(connection_id).await? {
             let Some(id) = account.get("id").and_then(Value::as_str) else { continue };
-            let walk = pagination::walk(&ctx.api, id, None, None).await?;
-            accounts.push((id.to_string(), walk.ids()));
+            let ids = match target {
+                Some(t) if t == id => Some(pagination::walk(&ctx.api, id, None, None).await?.ids()),
+                _ => None,
+            };
+            accounts.push((id.to_string(), ids));
         }
         Ok(Before { accounts })
     }
 
+    fn has_account(&self, account: &str) -> bool {
+        self.accounts.iter().any(|(id, _)| id == account)
+    }
+
+    /// The transactions `account` listed, when they were read.
     fn transactions(&self, account: &str) -> Option<&[String]> {
-        self.accounts.iter().find(|(id, _)| id == account).map(|(_, ids)| ids.as_slice())
+        self.accounts.iter().find(|(id, _)| id == account).and_then(|(_, ids)| ids.as_deref())
     }
 }
 
@@ -194,7 +206,7 @@ pub(crate) async fn react(
         // §6.3: re-read the account and its transactions.
         Action::UpdateAccounts => {
             let account = data("accountId").ok_or_else(|| Stop::fail("accounts.updated carries no data.accountId"))?;
-            if before.is_some_and(|b| b.transactions(&account).is_none()) {
+            if before.is_some_and(|b| !b.has_account(&account)) {
                 return Err(Stop::fail(format!(
                     "accounts.updated names account {account}, which is not an account of connection {connection_id}"
                 )));
@@ -212,18 +224,17 @@ pub(crate) async fn react(
                 data("accountId").ok_or_else(|| Stop::fail("transaction.deleted carries no data.accountId"))?;
             let txn =
                 data("transactionId").ok_or_else(|| Stop::fail("transaction.deleted carries no data.transactionId"))?;
-            match before.map(|b| b.transactions(&account)) {
-                Some(None) => {
+            if let Some(before) = before {
+                if !before.has_account(&account) {
                     return Err(Stop::fail(format!(
                         "transaction.deleted names account {account}, which is not an account of connection {connection_id}"
-                    )))
+                    )));
                 }
-                Some(Some(listed)) if !listed.contains(&txn) => {
+                if before.transactions(&account).is_some_and(|listed| !listed.contains(&txn)) {
                     return Err(Stop::fail(format!(
                         "transaction.deleted names {txn}, which GET /v1/accounts/{account}/transactions never listed before"
-                    )))
+                    )));
                 }
-                _ => {}
             }
             let walk = pagination::walk(&ctx.api, &account, None, None)
                 .await
