@@ -5,12 +5,12 @@
 //! contradict each other or the API.
 
 use super::chain;
-use super::context::{Created, RunContext};
+use super::context::RunContext;
 use super::driver::{DriveArgs, DriveError, DriverAction};
 use super::judge;
 use super::outcome::Stop;
 use super::receiver::{labels, Delivery};
-use super::tour::{announcing_event, first_account, first_transaction, react, Before};
+use super::tour::{announcing_event, react, Before};
 use crate::spec::{prefix, Action, ConnectionState};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -70,13 +70,15 @@ pub async fn play(ctx: &RunContext, actions: &[Action]) -> Result<(), Stop> {
     let mut state = settle(ctx, &id, "connection.created", 0, &trace).await?;
     accounts_follow_state(ctx, &id, state, &trace).await?;
     for &action in actions {
-        let (account, transaction) = targets(ctx, &created, action, state).await?;
+        // Data actions target what a CONNECTED connection lists; otherwise the driver picks.
         let data_action = matches!(action, Action::UpdateAccounts | Action::DeleteTransaction);
         let before = if data_action && state == ConnectionState::Connected {
-            Some(Before::read(ctx, &id, account.as_deref().filter(|_| action == Action::DeleteTransaction)).await?)
+            Some(Before::prepare(ctx, &id, action).await?)
         } else {
             None
         };
+        let (account, transaction) =
+            before.as_ref().map_or((None, None), |b| (b.account.clone(), b.transaction.clone()));
         let args = DriveArgs {
             connection_id: Some(id.clone()),
             widget_token: created.widget_token.clone(),
@@ -183,26 +185,5 @@ async fn accounts_follow_state(ctx: &RunContext, id: &str, state: ConnectionStat
             }
             Ok(())
         }
-    }
-}
-
-/// The account and transaction a data action applies to, when the connection is CONNECTED.
-async fn targets(
-    ctx: &RunContext,
-    created: &Created,
-    action: Action,
-    state: ConnectionState,
-) -> Result<(Option<String>, Option<String>), Stop> {
-    if state != ConnectionState::Connected {
-        return Ok((None, None));
-    }
-    match action {
-        Action::UpdateAccounts => Ok((first_account(ctx, &created.connection_id).await?, None)),
-        Action::DeleteTransaction => match first_transaction(ctx, &created.connection_id).await {
-            Ok((a, t)) => Ok((Some(a), Some(t))),
-            Err(Stop::Ignore(_)) => Ok((None, None)),
-            Err(e) => Err(e),
-        },
-        _ => Ok((None, None)),
     }
 }

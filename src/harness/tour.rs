@@ -111,20 +111,14 @@ async fn run_leg(ctx: &RunContext, path: &[Action]) -> Leg {
 async fn drive_step(ctx: &RunContext, connection: &Created, action: Action) -> Result<(), Stop> {
     let receiver = ctx.receiver()?;
     let id = &connection.connection_id;
-    let (account, transaction) = match action {
-        Action::UpdateAccounts => (first_account(ctx, id).await?, None),
-        Action::DeleteTransaction => {
-            let (a, t) = first_transaction(ctx, id).await?;
-            (Some(a), Some(t))
-        }
-        _ => (None, None),
-    };
     let before = match action {
-        Action::UpdateAccounts | Action::DeleteTransaction => {
-            Some(Before::read(ctx, id, account.as_deref().filter(|_| action == Action::DeleteTransaction)).await?)
-        }
+        Action::UpdateAccounts | Action::DeleteTransaction => Some(Before::prepare(ctx, id, action).await?),
         _ => None,
     };
+    if action == Action::DeleteTransaction && before.as_ref().is_some_and(|b| b.transaction.is_none()) {
+        return Err(Stop::ignore("no account of the connection has a transaction to delete"));
+    }
+    let (account, transaction) = before.as_ref().map_or((None, None), |b| (b.account.clone(), b.transaction.clone()));
     let since = receiver.arrived_so_far();
     ctx.drive(action, connection, account.as_deref(), transaction.as_deref()).await?;
     let expected = announcing_event(action);
@@ -144,27 +138,38 @@ async fn drive_step(ctx: &RunContext, connection: &Created, action: Action) -> R
     react(ctx, id, action, event.as_ref(), before.as_ref()).await
 }
 
-/// What the client could read before a data action: the accounts of the connection, and the
-/// transaction ids of the account the action targets. The events that follow must name these
-/// (§6, §6.2).
+/// Before a data action (§6.3): what it applies to, and what the client could read then (the
+/// accounts of the connection and, for a deletion, the transactions of the target account).
+/// The events that follow must name these (§6, §6.2).
 #[derive(Debug, Default)]
 pub(crate) struct Before {
+    pub account: Option<String>,
+    pub transaction: Option<String>,
     /// Each account, with its transaction ids when they were read.
     accounts: Vec<(String, Option<Vec<String>>)>,
 }
 
 impl Before {
-    pub(crate) async fn read(ctx: &RunContext, connection_id: &str, target: Option<&str>) -> Result<Before, Stop> {
-        let mut accounts = Vec::new();
+    /// Reads the connection's accounts once and picks the target of `action`: the first account
+    /// to update, or the first transaction of the first account that has one to delete.
+    pub(crate) async fn prepare(ctx: &RunContext, connection_id: &str, action: Action) -> Result<Before, Stop> {
+        let mut before = Before::default();
         for account in ctx.accounts_when_ready(connection_id).await? {
             let Some(id) = account.get("id").and_then(Value::as_str) else { continue };
-            let ids = match target {
-                Some(t) if t == id => Some(pagination::walk(&ctx.api, id, None, None).await?.ids()),
-                _ => None,
-            };
-            accounts.push((id.to_string(), ids));
+            let mut ids = None;
+            if action == Action::DeleteTransaction && before.transaction.is_none() {
+                let listed = pagination::walk(&ctx.api, id, None, None).await?.ids();
+                if let Some(first) = listed.first() {
+                    (before.account, before.transaction) = (Some(id.to_string()), Some(first.clone()));
+                }
+                ids = Some(listed);
+            }
+            if action == Action::UpdateAccounts && before.account.is_none() {
+                before.account = Some(id.to_string());
+            }
+            before.accounts.push((id.to_string(), ids));
         }
-        Ok(Before { accounts })
+        Ok(before)
     }
 
     fn has_account(&self, account: &str) -> bool {
@@ -249,21 +254,4 @@ pub(crate) async fn react(
         }
         _ => Ok(()),
     }
-}
-
-pub(crate) async fn first_account(ctx: &RunContext, connection_id: &str) -> Result<Option<String>, Stop> {
-    let accounts = ctx.accounts_when_ready(connection_id).await?;
-    Ok(accounts.iter().find_map(|a| a.get("id").and_then(Value::as_str)).map(str::to_string))
-}
-
-/// An account with at least one transaction, and its first transaction.
-pub(crate) async fn first_transaction(ctx: &RunContext, connection_id: &str) -> Result<(String, String), Stop> {
-    for account in ctx.accounts_when_ready(connection_id).await? {
-        let Some(id) = account.get("id").and_then(Value::as_str) else { continue };
-        let page = pagination::fetch_page(&ctx.api, id, None, None).await?;
-        if let Some(item) = page.items.first() {
-            return Ok((id.to_string(), item_id(item)));
-        }
-    }
-    Err(Stop::ignore("no account of the connection has a transaction to delete"))
 }

@@ -10,6 +10,7 @@ use crate::harness::property;
 use crate::schemas::Schema;
 use crate::spec::prefix;
 use proptest::prelude::*;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -26,41 +27,34 @@ pub async fn page_schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 pub async fn account_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    each_item(&ctx, |account, request, item| {
+        // Which transaction fields are present is not shown (§2.3): judge it when given (null
+        // reads as absent, as in schemas/README.md).
+        let got = item.get("accountId").filter(|v| !v.is_null())?;
+        (got.as_str() != Some(account))
+            .then(|| format!("{request}: transaction {} has accountId {got}, expected {account:?}", item_id(item)))
+    })
+    .await
+}
+
+pub async fn id_prefix(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    each_item(&ctx, |_, request, item| {
+        (!str_field(item, "id").is_some_and(|id| id.starts_with(prefix::TRANSACTION)))
+            .then(|| format!("{request}: transaction id {} does not start with {}", item_id(item), prefix::TRANSACTION))
+    })
+    .await
+}
+
+/// Applies `judge(account, request, item)` to every transaction of the reference walks and
+/// fails with every problem it names.
+async fn each_item(ctx: &RunContext, judge: impl Fn(&str, &str, &Value) -> Option<String>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     let mut problems = Problems::default();
     for (account, walk) in fixture.walks()? {
         for page in &walk.pages {
             for item in &page.items {
-                // Which transaction fields are present is not shown (§2.3): judge it when given (null
-                // reads as absent, as in schemas/README.md).
-                if let Some(got) = item.get("accountId").filter(|v| !v.is_null()) {
-                    if got.as_str() != Some(account) {
-                        problems.add(format!(
-                            "{}: transaction {} has accountId {got}, expected {account:?}",
-                            page.exchange.request,
-                            item_id(item)
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    problems.finish()
-}
-
-pub async fn id_prefix(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let fixture = ctx.connected().await?;
-    let mut problems = Problems::default();
-    for (_, walk) in fixture.walks()? {
-        for page in &walk.pages {
-            for item in &page.items {
-                if !str_field(item, "id").is_some_and(|id| id.starts_with(prefix::TRANSACTION)) {
-                    problems.add(format!(
-                        "{}: transaction id {} does not start with {}",
-                        page.exchange.request,
-                        item_id(item),
-                        prefix::TRANSACTION
-                    ));
+                if let Some(problem) = judge(account, &page.exchange.request, item) {
+                    problems.add(problem);
                 }
             }
         }
