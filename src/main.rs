@@ -1,7 +1,8 @@
 //! `bankconf`: run the conformance catalogue against a target, or serve the reference sandbox.
 
-use bankconf::harness::capture::CheckEventsConfig;
-use bankconf::harness::{self, catalogue, config::RunConfig};
+use bankconf::harness::check_events::{self, CheckEventsConfig};
+use bankconf::harness::config::{parse_mutant, parse_variant, RunConfig};
+use bankconf::harness::{catalogue, runner};
 use bankconf::sandbox::{Mutant, Sandbox, SandboxConfig, Variant};
 use bankconf::selftest;
 use clap::{Parser, Subcommand};
@@ -66,14 +67,6 @@ enum Command {
     },
 }
 
-fn parse_mutant(name: &str) -> Result<Mutant, String> {
-    Mutant::from_name(name).ok_or_else(|| format!("unknown mutant {name:?}; see --list-mutants"))
-}
-
-fn parse_variant(name: &str) -> Result<Variant, String> {
-    Variant::from_name(name).ok_or_else(|| format!("unknown variant {name:?}; see --list-variants"))
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -93,8 +86,8 @@ fn main() -> ExitCode {
                 .collect();
             emit(&lines)
         }
-        Command::Run { config, list: false } => runtime.block_on(harness::run(*config)),
-        Command::CheckEvents(config) => harness::capture::check_events(*config),
+        Command::Run { config, list: false } => runtime.block_on(runner::run(*config)),
+        Command::CheckEvents(config) => check_events::check_events(*config),
         Command::Openapi => emit(&format!("{}\n", bankconf::openapi::to_pretty_string(&bankconf::openapi::document()))),
         Command::Serve { list_mutants: true, .. } => emit(
             &Mutant::ALL

@@ -5,23 +5,23 @@
 
 use crate::harness::catalogue::Level;
 use crate::harness::config::RunConfig;
-use crate::harness::outcome::Outcome;
+use crate::harness::outcome::{Failure, Outcome};
 use crate::harness::report::{EXIT_FAILED, EXIT_PASSED};
+use crate::harness::runner;
 use crate::sandbox::{Mutant, Variant};
-use serde_json::{json, Map, Value};
-use std::net::SocketAddr;
+use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
-/// What one run was against.
+/// What one trial runs the catalogue against: a mutant or a variant of the sandbox.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
+pub enum Subject {
     Mutant(Mutant),
     Variant(Variant),
 }
 
-impl Target {
+impl Subject {
     pub fn name(self) -> &'static str {
         match self {
             Self::Mutant(m) => m.name(),
@@ -33,11 +33,11 @@ impl Target {
 /// The run of the catalogue against one mutant or variant.
 #[derive(Clone, Debug)]
 pub struct Trial {
-    pub target: Target,
+    pub subject: Subject,
     /// Exit code of the run (0, 1, or 2 when it could not run).
     pub exit_code: i32,
-    /// Ids of the failed cases (every level), sorted, each with its message.
-    pub failed: Vec<(String, String)>,
+    /// Ids of the failed cases (every level), sorted, each with its failure.
+    pub failed: Vec<(String, Failure)>,
     /// Why the run could not start, if it could not.
     pub error: Option<String>,
 }
@@ -49,44 +49,65 @@ impl Trial {
 
     /// The cases that should have failed and did not (mutants only).
     pub fn missed(&self) -> Vec<&'static str> {
-        match self.target {
-            Target::Mutant(m) => {
+        match self.subject {
+            Subject::Mutant(m) => {
                 m.caught_by().iter().copied().filter(|c| !self.failed.iter().any(|(id, _)| id == c)).collect()
             }
-            Target::Variant(_) => Vec::new(),
+            Subject::Variant(_) => Vec::new(),
         }
     }
 
     /// A mutant: the run failed and every case it names failed. A variant: the run passed.
     pub fn ok(&self) -> bool {
-        match self.target {
-            Target::Mutant(_) => self.exit_code == EXIT_FAILED && self.missed().is_empty(),
-            Target::Variant(_) => self.exit_code == EXIT_PASSED,
+        match self.subject {
+            Subject::Mutant(_) => self.exit_code == EXIT_FAILED && self.missed().is_empty(),
+            Subject::Variant(_) => self.exit_code == EXIT_PASSED,
         }
+    }
+
+    /// What `tests/mutants.rs` pins per subject: the sorted failing case ids (for a noisy
+    /// mutant, see [`Mutant::noisy`], only the cases it names) and, when the lifecycle property
+    /// caught it, the action sequence it shrank to.
+    pub fn pinned(&self) -> Value {
+        let mut failed = self.failed_ids();
+        if let Subject::Mutant(m) = self.subject {
+            if m.noisy() {
+                failed.retain(|id| m.caught_by().contains(id));
+            }
+        }
+        let shrunk = match self.subject {
+            Subject::Mutant(m) if m.noisy() => None,
+            _ => self
+                .failed
+                .iter()
+                .find(|(id, _)| id == "lifecycle.random-sequences")
+                .and_then(|(_, f)| f.shrunk_input.clone()),
+        };
+        json!({ "failed": failed, "lifecycle_shrunk_to": shrunk })
     }
 
     /// One line for the terminal.
     pub fn line(&self) -> String {
-        let verdict = match (self.target, self.ok()) {
-            (Target::Mutant(_), true) => "CAUGHT",
-            (Target::Mutant(_), false) => "MISSED",
-            (Target::Variant(_), true) => "PASSED",
-            (Target::Variant(_), false) => "FALSE ",
+        let verdict = match (self.subject, self.ok()) {
+            (Subject::Mutant(_), true) => "CAUGHT",
+            (Subject::Mutant(_), false) => "MISSED",
+            (Subject::Variant(_), true) => "PASSED",
+            (Subject::Variant(_), false) => "FALSE ",
         };
-        let mut line = format!("{verdict} {:<32} exit {}", self.target.name(), self.exit_code);
+        let mut line = format!("{verdict} {:<32} exit {}", self.subject.name(), self.exit_code);
         if let Some(e) = &self.error {
             line.push_str(&format!("  ({e})"));
         }
-        match self.target {
-            Target::Mutant(_) => {
+        match self.subject {
+            Subject::Mutant(_) => {
                 line.push_str(&format!("  failed: {}", self.failed_ids().join(", ")));
                 if !self.missed().is_empty() {
                     line.push_str(&format!("  NOT FAILED: {}", self.missed().join(", ")));
                 }
             }
-            Target::Variant(_) => {
-                for (id, message) in &self.failed {
-                    line.push_str(&format!("\n         {id}: {message}"));
+            Subject::Variant(_) => {
+                for (id, failure) in &self.failed {
+                    line.push_str(&format!("\n         {id}: {}", failure.message));
                 }
             }
         }
@@ -126,80 +147,42 @@ impl SelfTest {
             self.duration.as_secs_f64()
         )
     }
-
-    /// Mutant → sorted failing case ids, and the same for variants (what the snapshot pins).
-    /// For a noisy mutant (see [`Mutant::noisy`]) only the cases it names are listed.
-    pub fn failure_map(&self) -> Value {
-        let map = |trials: &[Trial]| {
-            let m: Map<String, Value> = trials
-                .iter()
-                .map(|t| {
-                    let mut failed = t.failed_ids();
-                    if let Target::Mutant(m) = t.target {
-                        if m.noisy() {
-                            failed.retain(|id| m.caught_by().contains(id));
-                        }
-                    }
-                    (t.target.name().to_string(), json!(failed))
-                })
-                .collect();
-            Value::Object(m)
-        };
-        json!({ "mutants": map(&self.mutants), "variants": map(&self.variants) })
-    }
 }
 
-/// The configuration of one self-test run: the embedded sandbox only (whatever `BANKCONF_*`
-/// says, nothing but 127.0.0.1 is reached), a fixed seed so that the failing cases are
-/// reproducible, and robustness gating so that the 5xx mutants fail the run.
-pub fn config(target: Target, event_timeout: f64) -> Result<RunConfig, String> {
-    let mut config = RunConfig::from_env().map_err(|e| e.to_string())?;
-    config.base_url = None;
-    config.api_key = None;
-    config.second_api_key = None;
-    config.service = None;
-    config.driver = None;
-    config.connection_id = None;
-    config.outputs = Default::default();
-    config.webhook_listen = SocketAddr::from(([127, 0, 0, 1], 0));
-    config.webhook_public_url = None;
-    config.gate = vec![Level::Must, Level::Security, Level::Robustness];
-    config.seed = Some(4);
-    config.cases = 16;
-    config.event_timeout = event_timeout;
-    config.request_timeout = 10.0;
-    config.sections.clear();
-    config.levels.clear();
-    config.ids.clear();
-    config.sandbox_mutant = None;
-    config.sandbox_variant = None;
-    match target {
-        Target::Mutant(m) => config.sandbox_mutant = Some(m.name().to_string()),
-        Target::Variant(v) => config.sandbox_variant = Some(v.name().to_string()),
-    }
-    Ok(config)
-}
-
-/// Runs the catalogue once against `target`.
-pub async fn trial(target: Target, event_timeout: f64) -> Trial {
-    let config = match config(target, event_timeout) {
-        Ok(c) => c,
-        Err(e) => return Trial { target, exit_code: 2, failed: Vec::new(), error: Some(e) },
+/// The configuration of one self-test run, built explicitly and never from the environment:
+/// the embedded sandbox only (nothing but 127.0.0.1 is reached), a fixed seed so that the
+/// failing cases are reproducible, and robustness gating so that the 5xx mutants fail the run.
+pub fn config(subject: Subject, event_timeout: f64) -> RunConfig {
+    let (sandbox_mutant, sandbox_variant) = match subject {
+        Subject::Mutant(m) => (Some(m), None),
+        Subject::Variant(v) => (None, Some(v)),
     };
-    match crate::harness::run_report(config, false).await {
+    RunConfig {
+        gate: vec![Level::Must, Level::Security, Level::Robustness],
+        seed: Some(4),
+        event_timeout,
+        sandbox_mutant,
+        sandbox_variant,
+        ..RunConfig::embedded()
+    }
+}
+
+/// Runs the catalogue once against `subject`.
+pub async fn trial(subject: Subject, event_timeout: f64) -> Trial {
+    match runner::run_report(config(subject, event_timeout), false).await {
         Ok(report) => {
-            let mut failed: Vec<(String, String)> = report
+            let mut failed: Vec<(String, Failure)> = report
                 .results
                 .iter()
                 .filter_map(|r| match &r.outcome {
-                    Outcome::Failed(m) => Some((r.case.id.clone(), m.clone())),
+                    Outcome::Failed(f) => Some((r.case.id.clone(), f.clone())),
                     _ => None,
                 })
                 .collect();
             failed.sort();
-            Trial { target, exit_code: report.exit_code(), failed, error: None }
+            Trial { subject, exit_code: report.exit_code(), failed, error: None }
         }
-        Err(e) => Trial { target, exit_code: 2, failed: Vec::new(), error: Some(e) },
+        Err(e) => Trial { subject, exit_code: 2, failed: Vec::new(), error: Some(e) },
     }
 }
 
@@ -222,21 +205,21 @@ impl Default for Options {
 /// it finishes. Results in catalogue order.
 pub async fn self_test(options: &Options, on_trial: impl Fn(&Trial)) -> SelfTest {
     let started = Instant::now();
-    let targets: Vec<Target> = Mutant::ALL
+    let subjects: Vec<Subject> = Mutant::ALL
         .iter()
-        .map(|m| Target::Mutant(*m))
-        .chain(Variant::ALL.iter().map(|v| Target::Variant(*v)))
+        .map(|m| Subject::Mutant(*m))
+        .chain(Variant::ALL.iter().map(|v| Subject::Variant(*v)))
         .collect();
     let permits = Arc::new(Semaphore::new(options.parallel.max(1)));
     let mut set = tokio::task::JoinSet::new();
-    for (i, target) in targets.iter().copied().enumerate() {
+    for (i, subject) in subjects.iter().copied().enumerate() {
         let (permits, timeout) = (permits.clone(), options.event_timeout);
         set.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            (i, trial(target, timeout).await)
+            (i, trial(subject, timeout).await)
         });
     }
-    let mut trials: Vec<Option<Trial>> = vec![None; targets.len()];
+    let mut trials: Vec<Option<Trial>> = vec![None; subjects.len()];
     while let Some(joined) = set.join_next().await {
         match joined {
             Ok((i, t)) => {
@@ -248,16 +231,16 @@ pub async fn self_test(options: &Options, on_trial: impl Fn(&Trial)) -> SelfTest
     }
     let trials: Vec<Trial> = trials
         .into_iter()
-        .zip(&targets)
-        .map(|(t, target)| {
+        .zip(&subjects)
+        .map(|(t, subject)| {
             t.unwrap_or(Trial {
-                target: *target,
+                subject: *subject,
                 exit_code: 2,
                 failed: Vec::new(),
                 error: Some("the run did not report".into()),
             })
         })
         .collect();
-    let (mutants, variants) = trials.into_iter().partition(|t| matches!(t.target, Target::Mutant(_)));
+    let (mutants, variants) = trials.into_iter().partition(|t| matches!(t.subject, Subject::Mutant(_)));
     SelfTest { mutants, variants, duration: started.elapsed() }
 }

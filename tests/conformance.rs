@@ -7,9 +7,10 @@
 
 use bankconf::harness::catalogue;
 use bankconf::harness::config::RunConfig;
-use bankconf::harness::context::RunContext;
+use bankconf::harness::fixtures::RunContext;
 use bankconf::harness::outcome::Outcome;
 use bankconf::harness::runner;
+use bankconf::harness::session::Session;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -28,10 +29,10 @@ fn main() -> ExitCode {
     let ctx: Option<Arc<RunContext>> = if args.list {
         None
     } else {
-        match runtime.block_on(RunContext::setup(config.clone())) {
-            Ok(ctx) => {
-                eprintln!("bankconf: testing {} (seed {})", ctx.target, ctx.seed);
-                Some(ctx)
+        match runtime.block_on(Session::setup(config.clone())) {
+            Ok(session) => {
+                eprintln!("bankconf: testing {} (seed {})", session.server, session.seed);
+                Some(RunContext::new(session))
             }
             Err(e) => {
                 eprintln!("bankconf: the run could not start: {e}");
@@ -39,19 +40,30 @@ fn main() -> ExitCode {
             }
         }
     };
+    let gate = config.gate();
     let trials = catalogue::all()
         .iter()
+        .filter(|case| !case.offline)
         .map(|case| {
-            let (ctx, runtime, gating) = (ctx.clone(), runtime.clone(), config.gates(case.level));
+            let (ctx, runtime, gating) = (ctx.clone(), runtime.clone(), gate.gates(case.level));
             Trial::ignorable_test(case.id.clone(), move || {
                 let Some(ctx) = ctx else { return Ok(Completion::Completed) };
                 match runtime.block_on(runner::run_case(ctx, case)).outcome {
                     Outcome::Passed => Ok(Completion::Completed),
-                    Outcome::Ignored(reason) => Ok(Completion::ignored_with(reason)),
-                    Outcome::Failed(m) if gating => {
+                    Outcome::Ignored { reason, .. } => Ok(Completion::ignored_with(reason)),
+                    Outcome::Error { source, message } => Err(Failed::from(format!(
+                        "{} ({}, {}): ERROR ({}, not the target's fault): {message}",
+                        case.id,
+                        case.section,
+                        case.level,
+                        source.as_str()
+                    ))),
+                    Outcome::Failed(f) if gating => {
+                        let m = f.message;
                         Err(Failed::from(format!("{} ({}, {}): {m}", case.id, case.section, case.level)))
                     }
-                    Outcome::Failed(m) => {
+                    Outcome::Failed(f) => {
+                        let m = f.message;
                         eprintln!("note: {} ({}, {}, not gating): {m}", case.id, case.section, case.level);
                         Ok(Completion::Completed)
                     }

@@ -1,38 +1,49 @@
-//! The harness tested against itself (`bankconf self-test`): the whole catalogue runs against
-//! every mutant of the embedded sandbox (each must fail the run, in every case it names) and
-//! every conforming variant (each must pass). The map mutant → failing cases is pinned in
-//! `snapshots/self_test_failures.snap`, so a change in what the catalogue catches shows in review.
+//! The harness tested against itself, one trial per sandbox mutant and variant (the same runs
+//! as `bankconf self-test`): a mutant must fail the run in every case it names, a variant must
+//! pass. `cargo test --test mutants -- page-gap` runs one.
+//!
+//! What each subject makes fail is pinned in `snapshots/self-test/<name>.snap`, so a change in
+//! what the catalogue catches shows in review (`cargo insta review`).
 
-use bankconf::selftest::{self, Options, Target, Trial};
-use std::collections::BTreeMap;
+use bankconf::sandbox::{Mutant, Variant};
+use bankconf::selftest::{self, Options, Subject};
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn every_mutant_is_caught_and_every_variant_passes() {
-    let options = Options::default();
-    let run = selftest::self_test(&options, |_| {});
-    let result = tokio::time::timeout(Duration::from_secs(240), run).await.expect("the self-test took over 240 s");
-    eprintln!("{}", result.score());
-    let problems: Vec<String> =
-        result.mutants.iter().chain(&result.variants).filter(|t| !t.ok()).map(Trial::line).collect();
-    assert!(problems.is_empty(), "{}:\n{}", result.score(), problems.join("\n"));
-    insta::with_settings!({ snapshot_path => "../snapshots", prepend_module_to_snapshot => false }, {
-        insta::assert_json_snapshot!("self_test_failures", result.failure_map());
-        insta::assert_json_snapshot!("lifecycle_shrunk_sequences", shrunk_sequences(&result.mutants));
-    });
-}
-
-/// For every mutant the lifecycle property caught: the shortest action sequence it shrank to
-/// (issue 6). The property's message holds it as `[shrunk input: [..]; seed ..]`.
-fn shrunk_sequences(mutants: &[Trial]) -> BTreeMap<&'static str, String> {
-    mutants
+fn main() -> ExitCode {
+    let mut args = Arguments::from_args();
+    // Each trial mostly waits on its embedded sandbox: four at a time, as the self-test does.
+    args.test_threads.get_or_insert(Options::default().parallel);
+    let runtime = Arc::new(tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime"));
+    let event_timeout = Options::default().event_timeout;
+    let subjects = Mutant::ALL
         .iter()
-        .filter(|t| !matches!(t.target, Target::Mutant(m) if m.noisy()))
-        .filter_map(|t| {
-            let (_, message) = t.failed.iter().find(|(id, _)| id == "lifecycle.random-sequences")?;
-            let start = message.find("[shrunk input: ")? + "[shrunk input: ".len();
-            let end = start + message[start..].find("; seed")?;
-            Some((t.target.name(), message[start..end].to_string()))
+        .map(|m| (Subject::Mutant(*m), "mutant"))
+        .chain(Variant::ALL.iter().map(|v| (Subject::Variant(*v), "variant")));
+    let trials = subjects
+        .map(|(subject, kind)| {
+            let runtime = runtime.clone();
+            Trial::test(subject.name(), move || {
+                let run = tokio::time::timeout(Duration::from_secs(120), selftest::trial(subject, event_timeout));
+                let trial = runtime.block_on(run).map_err(|_| Failed::from("the run took over 120 s"))?;
+                let pinned = trial.pinned();
+                insta::with_settings!({
+                    snapshot_path => "../snapshots/self-test",
+                    prepend_module_to_snapshot => false,
+                    omit_expression => true,
+                }, {
+                    insta::assert_json_snapshot!(subject.name(), pinned);
+                });
+                if trial.ok() {
+                    Ok(())
+                } else {
+                    Err(Failed::from(trial.line()))
+                }
+            })
+            .with_kind(kind)
         })
-        .collect()
+        .collect();
+    libtest_mimic::run(&args, trials).exit_code()
 }

@@ -2,9 +2,8 @@
 //! hand-made captures in `tests/fixtures/events/`, `openapi`, and `run --list` selection.
 
 use bankconf::harness::catalogue::{self, Level};
-use bankconf::harness::outcome::Outcome;
+use bankconf::harness::outcome::{CaseResult, ErrorSource, Gate, IgnoreCause, Outcome};
 use bankconf::harness::report::{json, junit, markdown, Origin, Report};
-use bankconf::harness::runner::CaseResult;
 use bankconf::schemas::{self, Schema};
 use bankconf::spec::SECTIONS;
 use quick_xml::events::Event;
@@ -161,8 +160,8 @@ fn synthetic() -> Report {
     };
     Report {
         origin: Origin::Run { seed: 42 },
-        target: "http://127.0.0.1:9".into(),
-        gate: vec![Level::Must, Level::Security],
+        server: "http://127.0.0.1:9".into(),
+        gate: Gate(vec![Level::Must, Level::Security]),
         results: vec![
             result("create.status-created", Outcome::Passed, None),
             result(
@@ -171,7 +170,16 @@ fn synthetic() -> Report {
                 Some("curl -sS -i -X GET -H \"Authorization: Bearer $BANKCONF_API_KEY\" 'http://127.0.0.1:9/v1/accounts/acc_1/transactions?limit=2'"),
             ),
             result("create.id-shape", Outcome::Failed("ids are 10 characters long".into()), None),
-            result("isolation.accounts", Outcome::Ignored("needs --second-api-key".into()), None),
+            result(
+                "isolation.accounts",
+                Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason: "needs --second-api-key".into() },
+                None,
+            ),
+            result(
+                "events.connected-announced",
+                Outcome::Error { source: ErrorSource::Driver, message: "the driver exited 127".into() },
+                None,
+            ),
         ],
         duration: Duration::from_millis(100),
         notes: vec!["a note".into()],
@@ -204,9 +212,10 @@ fn junit_fails_only_gating_cases_and_carries_the_reproduction() {
     let report = synthetic();
     let xml = parse_xml(&junit::render(&report));
     let root = &xml.find("testsuites")[0];
-    assert_eq!(root.attr("tests"), "4");
+    assert_eq!(root.attr("tests"), "5");
     assert_eq!(root.attr("failures"), "1", "only the gating failure is a JUnit failure");
-    assert_eq!(xml.find("testcase").len(), 4);
+    assert_eq!(root.attr("errors"), "1", "a driver error is a JUnit error, not a failure");
+    assert_eq!(xml.find("testcase").len(), 5);
     // One testcase per case, in the report's order, named by id, classed by area.
     let cases: Vec<&Element> = report
         .results
@@ -214,7 +223,7 @@ fn junit_fails_only_gating_cases_and_carries_the_reproduction() {
         .map(|r| *xml.find("testcase").iter().find(|tc| tc.attr("name") == r.case.id).expect("a testcase per case"))
         .collect();
     for (tc, r) in cases.iter().zip(&report.results) {
-        assert_eq!(tc.attr("classname"), r.case.area());
+        assert_eq!(tc.attr("classname"), r.case.area);
         assert_eq!(tc.property("section"), Some(r.case.section.as_str()));
         assert_eq!(tc.property("level"), Some(r.case.level.as_str()));
     }
@@ -230,19 +239,22 @@ fn junit_fails_only_gating_cases_and_carries_the_reproduction() {
     assert!(cases[2].child("system-out").unwrap().text.starts_with("NOTE"));
     // Ignored: skipped, with the reason.
     assert_eq!(cases[3].child("skipped").unwrap().attr("message"), "needs --second-api-key");
+    // Error: the harness could not judge; `<error>` typed by its source.
+    assert_eq!(cases[4].child("error").expect("an <error>").attr("type"), "driver");
 }
 
 #[test]
 fn markdown_has_verdict_counts_failures_and_every_section() {
     let md = markdown::render(&synthetic());
     assert!(md.starts_with("## bankconf run: FAILED\n"), "{md}");
-    assert!(md.contains("| must | 1 | 1 | 0 | yes |"), "{md}");
-    assert!(md.contains("| advisory | 0 | 1 | 0 | no |"), "{md}");
+    assert!(md.contains("| must | 1 | 1 | 1 | 0 | yes |"), "{md}");
+    assert!(md.contains("| advisory | 0 | 1 | 0 | 0 | no |"), "{md}");
     assert!(md.contains("#### `transactions.walk-exactly-once` (§4.3, must, gating)"));
     assert!(md.contains("#### `create.id-shape` (§2, advisory, not gating)"));
     assert!(md.contains("curl -sS -i -X GET -H \"Authorization: Bearer $BANKCONF_API_KEY\""));
     assert!(md.contains("bankconf run --seed 42 transactions.walk-exactly-once"));
-    assert!(md.contains("| `isolation.accounts` | §5 | needs --second-api-key |"));
+    assert!(md.contains("| `isolation.accounts` | §5 | ignored | needs --second-api-key |"), "{md}");
+    assert!(md.contains("| `events.connected-announced` | §3.1 | error | the driver exited 127 |"), "{md}");
     for (section, title) in SECTIONS {
         assert!(md.contains(&format!("| {section} | {title} |")), "no coverage row for {section}");
     }
@@ -271,7 +283,7 @@ fn a_run_writes_all_three_reports() {
     assert!(w.markdown.starts_with("## bankconf run: PASSED"), "{}", w.markdown);
     assert!(
         w.markdown
-            .contains("| §2.1 | Connection | `create.status-created` pass, `create.id-prefixes` pass | checked |"),
+            .contains("| §2.1 | Connection | `create.status-created` PASS, `create.id-prefixes` PASS | checked |"),
         "{}",
         w.markdown
     );
@@ -369,7 +381,7 @@ fn list_selects_by_section_level_and_id() {
             .collect()
     };
     let of = |keep: &dyn Fn(&catalogue::Case) -> bool| -> Vec<String> {
-        catalogue::all().iter().filter(|c| keep(c)).map(|c| c.id.clone()).collect()
+        catalogue::all().iter().filter(|c| !c.offline && keep(c)).map(|c| c.id.clone()).collect()
     };
     let by_section = ids(&["--section", "4.3"]);
     assert!(!by_section.is_empty());

@@ -3,7 +3,7 @@
 //! (`previousStatus`), so the events must admit an order that links them all, starting at
 //! `connection.created`.
 
-use super::receiver::{unique, Delivery};
+use super::delivery::{unique, Delivery};
 use crate::spec::ConnectionState;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -79,7 +79,7 @@ pub fn check(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
         None if budget == 0 => Ok(ConnectionState::Created), // undecided: never fail on a guess
         None => Err(format!(
             "no order of these events links each previousStatus to the state announced before it, from connection.created: {}",
-            super::receiver::labels(deliveries)
+            super::delivery::labels(deliveries)
         )),
     }
 }
@@ -143,9 +143,7 @@ mod tests {
     fn event(id: &str, ty: &str, prev: Value) -> Delivery {
         Delivery {
             seq: 0,
-            received_at: chrono::Utc::now(),
             body: json!({"id": id, "type": ty, "data": {"previousStatus": prev, "connectionId": "conn_1"}}),
-            raw: String::new(),
         }
     }
 
@@ -199,9 +197,7 @@ mod tests {
     fn short_connected_forms_in_the_same_second_link_every_reconnect() {
         let short = |seq| Delivery {
             seq,
-            received_at: chrono::Utc::now(),
             body: json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
-            raw: String::new(),
         };
         let mut events = happy();
         events[3] = short(3);

@@ -2,9 +2,11 @@
 //! `BANKCONF_*` environment variable (which is how `cargo test --test conformance` is configured).
 
 use super::catalogue::{Level, Selection};
-use super::report::Outputs;
+use super::outcome::Gate;
+use crate::sandbox::{Mutant, Variant};
 use clap::Args;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Args, Clone, Debug)]
@@ -36,7 +38,7 @@ pub struct RunConfig {
     pub connection_id: Option<String>,
     /// Report files: `--report-json`, `--junit`, `--report-md`.
     #[command(flatten)]
-    pub outputs: Outputs,
+    pub outputs: OutputPaths,
     /// Levels whose failures decide the exit code.
     #[arg(long, env = "BANKCONF_GATE", value_delimiter = ',', default_value = "must,security")]
     pub gate: Vec<Level>,
@@ -56,11 +58,11 @@ pub struct RunConfig {
     #[arg(long, env = "BANKCONF_DRIVER_TIMEOUT", default_value_t = 30.0)]
     pub driver_timeout: f64,
     /// Advanced: the embedded sandbox breaks this rule (`bankconf serve --list-mutants`).
-    #[arg(long, hide = true)]
-    pub sandbox_mutant: Option<String>,
+    #[arg(long, hide = true, value_parser = parse_mutant)]
+    pub sandbox_mutant: Option<Mutant>,
     /// Advanced: the embedded sandbox is this conforming variant (`bankconf serve --list-variants`).
-    #[arg(long, hide = true)]
-    pub sandbox_variant: Option<String>,
+    #[arg(long, hide = true, value_parser = parse_variant)]
+    pub sandbox_variant: Option<Variant>,
     /// Select cases by section (`§4.3` or `4.3`; repeatable).
     #[arg(long = "section")]
     pub sections: Vec<String>,
@@ -73,6 +75,34 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// The defaults of every flag, with no environment read: the embedded sandbox, no driver,
+    /// no reports. Code that builds a run (the self-test, tests) starts from this, so a new flag
+    /// never leaks in from a `BANKCONF_*` variable.
+    pub fn embedded() -> Self {
+        Self {
+            base_url: None,
+            api_key: None,
+            second_api_key: None,
+            service: None,
+            driver: None,
+            webhook_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            webhook_public_url: None,
+            connection_id: None,
+            outputs: OutputPaths::default(),
+            gate: vec![Level::Must, Level::Security],
+            seed: None,
+            cases: 16,
+            event_timeout: 5.0,
+            request_timeout: 10.0,
+            driver_timeout: 30.0,
+            sandbox_mutant: None,
+            sandbox_variant: None,
+            sections: Vec::new(),
+            levels: Vec::new(),
+            ids: Vec::new(),
+        }
+    }
+
     /// Reads the configuration from the environment alone (for `cargo test`).
     pub fn from_env() -> Result<Self, clap::Error> {
         #[derive(clap::Parser)]
@@ -87,8 +117,8 @@ impl RunConfig {
         Selection { ids: self.ids.clone(), sections: self.sections.clone(), levels: self.levels.clone() }
     }
 
-    pub fn gates(&self, level: Level) -> bool {
-        self.gate.contains(&level)
+    pub fn gate(&self) -> Gate {
+        Gate(self.gate.clone())
     }
 
     pub fn event_wait(&self) -> Duration {
@@ -107,4 +137,28 @@ impl RunConfig {
 /// A duration from user-given seconds, kept within sane bounds (0.05 s to one hour).
 fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(if s.is_finite() { s.clamp(0.05, 3600.0) } else { 5.0 })
+}
+
+/// `--sandbox-mutant NAME` and `bankconf serve --mutant NAME`.
+pub fn parse_mutant(name: &str) -> Result<Mutant, String> {
+    Mutant::from_name(name).ok_or_else(|| format!("unknown mutant {name:?} (see `bankconf serve --list-mutants`)"))
+}
+
+/// `--sandbox-variant NAME` and `bankconf serve --variant NAME`.
+pub fn parse_variant(name: &str) -> Result<Variant, String> {
+    Variant::from_name(name).ok_or_else(|| format!("unknown variant {name:?} (see `bankconf serve --list-variants`)"))
+}
+
+/// Where the report files go: the flags shared by `run` and `check-events`.
+#[derive(Args, Clone, Debug, Default)]
+pub struct OutputPaths {
+    /// Write the JSON report (`schemas/report.json`) to this file.
+    #[arg(long, env = "BANKCONF_REPORT_JSON")]
+    pub report_json: Option<PathBuf>,
+    /// Write a JUnit XML report to this file (non-gating failures are not JUnit failures).
+    #[arg(long, env = "BANKCONF_JUNIT")]
+    pub junit: Option<PathBuf>,
+    /// Write a Markdown summary (for a CI job summary) to this file.
+    #[arg(long, env = "BANKCONF_REPORT_MD")]
+    pub report_md: Option<PathBuf>,
 }

@@ -1,21 +1,28 @@
-//! The conformance run: configuration → context (target, driver, receiver) → cases → report.
+//! The conformance run, in layers; a module imports only from the layers below it (checked by
+//! `python3 scripts/import-cycles.py`):
 //!
-//! - [`catalogue`]: the cases of `cases/*.toml`; [`checks`]: their code, by spec area;
-//! - [`context`]: one run's state and shared fixtures; [`tour`]: driven lifecycles;
-//! - [`http`], [`pagination`], [`receiver`], [`driver`], [`chain`]: how the harness talks to
-//!   and reasons about a target;
-//! - [`runner`] runs cases, [`report`] writes what they found.
+//! 1. vocabulary: [`catalogue`] (the cases of `cases/*.toml`), [`outcome`] (typed outcomes,
+//!    problems, schema validation), [`config`] (the run's flags);
+//! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`];
+//! 3. access to the server under test: [`http`], [`pagination`], [`receiver`], [`driver`],
+//!    [`redact`], and [`session`] (setup, prerequisites, API and driver steps);
+//! 4. fixtures shared by cases: [`tour`], [`fixtures`] (the [`fixtures::RunContext`] a check
+//!    gets), [`property`] (the property runner);
+//! 5. [`checks`]: the code of every case, one file per catalogue file;
+//! 6. [`runner`]: cases to outcomes, a run to a report;
+//! 7. [`report`]: terminal, JSON, JUnit and Markdown, from outcomes alone;
+//! 8. [`check_events`]: `bankconf check-events`, from the rules, outcomes, catalogue and reports.
 
-pub mod capture;
 pub mod catalogue;
 pub mod chain;
+pub mod check_events;
 pub mod checks;
 pub mod config;
-pub mod context;
+pub mod delivery;
 pub mod driver;
+pub mod event_rules;
+pub mod fixtures;
 pub mod http;
-pub mod judge;
-pub mod lifecycle;
 pub mod outcome;
 pub mod pagination;
 pub mod property;
@@ -23,71 +30,5 @@ pub mod receiver;
 pub mod redact;
 pub mod report;
 pub mod runner;
+pub mod session;
 pub mod tour;
-
-use context::RunContext;
-use report::{Origin, Report, EXIT_NOT_RUN};
-use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
-
-/// Runs the selected cases and returns the report; with `progress`, prints the header and each
-/// case as it finishes. `Err`: the run could not start, or no case matches the selection.
-pub async fn run_report(config: config::RunConfig, progress: bool) -> Result<Report, String> {
-    let started = Instant::now();
-    let ctx = RunContext::setup(config).await.map_err(|e| format!("the run could not start: {e}"))?;
-    let cases = runner::selected(&ctx);
-    if cases.is_empty() {
-        ctx.shutdown().await;
-        return Err("no case matches the selection".into());
-    }
-    if progress {
-        println!("{}", report::terminal::header(&ctx.target, Some(ctx.seed), cases.len()));
-    }
-    let gate = ctx.config.gate.clone();
-    // A progress prefix for people at a terminal; CI logs (not a TTY) get the plain lines.
-    let tty = std::io::stdout().is_terminal();
-    let (total, done) = (cases.len(), AtomicUsize::new(0));
-    let results = runner::run_all(ctx.clone(), cases, |r| {
-        if progress {
-            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-            let prefix = if tty { report::terminal::progress(n, total) } else { String::new() };
-            println!("{prefix}{}", report::terminal::case_line(r, gate.contains(&r.case.level)));
-            let _ = std::io::stdout().flush();
-        }
-    })
-    .await;
-    let report = Report {
-        origin: Origin::Run { seed: ctx.seed },
-        target: ctx.target.clone(),
-        gate,
-        results,
-        duration: started.elapsed(),
-        notes: Vec::new(),
-    };
-    ctx.shutdown().await;
-    Ok(report)
-}
-
-/// `bankconf run`: runs the selected cases, prints and writes the reports, returns the exit code.
-pub async fn run(config: config::RunConfig) -> i32 {
-    let outputs = config.outputs.clone();
-    match run_report(config, true).await {
-        Ok(report) => finish(&report, &outputs),
-        Err(e) => {
-            eprintln!("bankconf: {e}");
-            EXIT_NOT_RUN
-        }
-    }
-}
-
-/// Prints the summary, writes the report files, and returns the exit code (2 when a file
-/// cannot be written).
-pub fn finish(report: &Report, outputs: &report::Outputs) -> i32 {
-    println!("{}", report::terminal::summary(report));
-    if let Err(e) = outputs.write(report) {
-        eprintln!("bankconf: {e}");
-        return EXIT_NOT_RUN;
-    }
-    report.exit_code()
-}

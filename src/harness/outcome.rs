@@ -1,14 +1,97 @@
-//! What a case concludes.
+//! What a case concludes, and the small vocabulary every layer above shares: the typed
+//! [`Outcome`] of a case, the [`Stop`] a check returns with `?`, [`Problems`] to collect several
+//! violations, schema validation, and [`CaseResult`]. It depends on nothing that does I/O, so
+//! the pure rules, the runner and the reports can all use it.
 
+use super::catalogue::{Case, Level};
+use crate::schemas::{self, Schema};
+use serde_json::Value;
 use std::fmt;
+use std::time::Duration;
+
+/// Who could not judge a case (an error is never the target's fault).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorSource {
+    /// The driver command failed (exit code other than 0, 3 or 4, or it could not start).
+    Driver,
+    /// The webhook receiver could not be set up or registered.
+    Receiver,
+    /// The harness itself: a check stopped unexpectedly.
+    Harness,
+}
+
+impl ErrorSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Driver => "driver",
+            Self::Receiver => "receiver",
+            Self::Harness => "harness",
+        }
+    }
+}
+
+/// Why a case was not judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IgnoreCause {
+    /// The configuration lacks what the case needs (driver, second key, service name…), or an
+    /// earlier step it builds on did not happen.
+    MissingPrerequisite,
+    /// The target refused a transition from the connection's state (driver exit 4).
+    RefusedByTarget,
+    /// The target cannot do the action (driver exit 3), or the data has nothing to judge.
+    Unsupported,
+    /// The case did not finish within its time limit (slowness is not a violation).
+    TimedOut,
+}
+
+impl IgnoreCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MissingPrerequisite => "missing-prerequisite",
+            Self::RefusedByTarget => "refused-by-target",
+            Self::Unsupported => "unsupported",
+            Self::TimedOut => "timed-out",
+        }
+    }
+}
+
+/// How the target broke a case's rule (the section is the case's).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Failure {
+    /// The evidence: the request, what was expected and what was received.
+    pub message: String,
+    /// For a property: the smallest failing input it shrank to.
+    pub shrunk_input: Option<String>,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Self { message, shrunk_input: None }
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(message: &str) -> Self {
+        message.to_string().into()
+    }
+}
 
 /// The outcome of one case.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Passed,
-    Failed(String),
-    /// Not run, with the reason (a missing prerequisite, or an action the target cannot do).
-    Ignored(String),
+    /// The target broke the case's rule.
+    Failed(Failure),
+    /// The harness could not judge.
+    Error {
+        source: ErrorSource,
+        message: String,
+    },
+    /// Not judged, with the cause.
+    Ignored {
+        cause: IgnoreCause,
+        reason: String,
+    },
 }
 
 impl Outcome {
@@ -16,14 +99,45 @@ impl Outcome {
         match self {
             Self::Passed => "passed",
             Self::Failed(_) => "failed",
-            Self::Ignored(_) => "ignored",
+            Self::Error { .. } => "error",
+            Self::Ignored { .. } => "ignored",
         }
     }
 
     pub fn message(&self) -> Option<&str> {
         match self {
             Self::Passed => None,
-            Self::Failed(m) | Self::Ignored(m) => Some(m),
+            Self::Failed(Failure { message: m, .. })
+            | Self::Error { message: m, .. }
+            | Self::Ignored { reason: m, .. } => Some(m),
+        }
+    }
+
+    pub fn is_failed(&self) -> bool {
+        matches!(self, Self::Failed(_))
+    }
+
+    /// The same outcome with its text passed through `f` (redaction).
+    pub fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+        match self {
+            Self::Passed => Self::Passed,
+            Self::Failed(Failure { message, shrunk_input }) => {
+                Self::Failed(Failure { message: f(&message), shrunk_input: shrunk_input.map(|s| f(&s)) })
+            }
+            Self::Error { source, message } => Self::Error { source, message: f(&message) },
+            Self::Ignored { cause, reason } => Self::Ignored { cause, reason: f(&reason) },
+        }
+    }
+
+    /// The one-word mark of the terminal: `PASS`, `FAIL` (gating), `NOTE` (a failure at a
+    /// level that does not gate), `ERROR`, `SKIP`.
+    pub fn mark(&self, gating: bool) -> &'static str {
+        match (self, gating) {
+            (Self::Passed, _) => "PASS",
+            (Self::Failed(_), true) => "FAIL",
+            (Self::Failed(_), false) => "NOTE",
+            (Self::Error { .. }, _) => "ERROR",
+            (Self::Ignored { .. }, _) => "SKIP",
         }
     }
 }
@@ -31,24 +145,35 @@ impl Outcome {
 /// Why a check stopped before passing; checks return `Result<(), Stop>` and use `?`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stop {
-    Fail(String),
-    Ignore(String),
+    Fail(Failure),
+    Error(ErrorSource, String),
+    Ignore(IgnoreCause, String),
 }
 
 impl Stop {
     pub fn fail(message: impl Into<String>) -> Self {
-        Self::Fail(message.into())
+        Self::Fail(Failure::from(message.into()))
     }
 
+    /// Not judged: something the case builds on is missing.
     pub fn ignore(reason: impl Into<String>) -> Self {
-        Self::Ignore(reason.into())
+        Self::Ignore(IgnoreCause::MissingPrerequisite, reason.into())
+    }
+
+    /// Not judged: the data or the target offers nothing to judge.
+    pub fn unsupported(reason: impl Into<String>) -> Self {
+        Self::Ignore(IgnoreCause::Unsupported, reason.into())
+    }
+
+    pub fn is_fail(&self) -> bool {
+        matches!(self, Self::Fail(_))
     }
 }
 
 impl fmt::Display for Stop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Fail(m) | Self::Ignore(m) => f.write_str(m),
+            Self::Fail(Failure { message: m, .. }) | Self::Error(_, m) | Self::Ignore(_, m) => f.write_str(m),
         }
     }
 }
@@ -58,7 +183,8 @@ impl From<Result<(), Stop>> for Outcome {
         match result {
             Ok(()) => Self::Passed,
             Err(Stop::Fail(m)) => Self::Failed(m),
-            Err(Stop::Ignore(m)) => Self::Ignored(m),
+            Err(Stop::Error(source, message)) => Self::Error { source, message },
+            Err(Stop::Ignore(cause, reason)) => Self::Ignored { cause, reason },
         }
     }
 }
@@ -68,6 +194,110 @@ pub fn ensure(condition: bool, message: impl FnOnce() -> String) -> Result<(), S
     if condition {
         Ok(())
     } else {
-        Err(Stop::Fail(message()))
+        Err(Stop::fail(message()))
+    }
+}
+
+/// Fails unless `instance` validates against `schema`; `what` names where it came from.
+pub fn validate(schema: Schema, instance: &Value, what: &str) -> Result<(), Stop> {
+    schemas::validate(schema, instance).map_err(|violations| {
+        let first: Vec<String> = violations.iter().take(3).map(ToString::to_string).collect();
+        let more = violations.len().saturating_sub(3);
+        let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+        Stop::fail(format!("{what}: does not validate against {}: {}{more}", schema.file_name(), first.join("; ")))
+    })
+}
+
+/// Collects every problem instead of stopping at the first, then fails with them all.
+#[derive(Default)]
+pub struct Problems(Vec<String>);
+
+impl Problems {
+    pub fn add(&mut self, problem: impl Into<String>) {
+        self.0.push(problem.into());
+    }
+
+    /// Keeps a failure as a problem; an ignore or error still stops.
+    pub fn check(&mut self, result: Result<(), Stop>) -> Result<(), Stop> {
+        match result {
+            Err(Stop::Fail(f)) => {
+                self.0.push(f.message);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    pub fn finish(self) -> Result<(), Stop> {
+        match self.0.len() {
+            0 => Ok(()),
+            1 => Err(Stop::fail(self.0.into_iter().next().unwrap_or_default())),
+            n => {
+                let shown: Vec<String> = self.0.iter().take(3).cloned().collect();
+                let more = if n > 3 { format!("; and {} more", n - 3) } else { String::new() };
+                Err(Stop::fail(format!("{n} problems: {}{more}", shown.join("; "))))
+            }
+        }
+    }
+}
+
+/// A string field of a JSON object, if it is one.
+pub fn str_field<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
+    value.get(field).and_then(Value::as_str)
+}
+
+/// The outcome of one case, with how long it took.
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    pub case: &'static Case,
+    pub outcome: Outcome,
+    pub duration: Duration,
+    /// For a failure: a `curl` command replaying the last request the case sent (keys as
+    /// `$BANKCONF_API_KEY`), and for property cases the seed in the message.
+    pub reproduction: Option<String>,
+}
+
+/// The levels whose failures decide the exit code: the one place that answers "does it gate?".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gate(pub Vec<Level>);
+
+impl Gate {
+    pub fn gates(&self, level: Level) -> bool {
+        self.0.contains(&level)
+    }
+
+    /// `must, security`, or `none`.
+    pub fn names(&self) -> String {
+        let names: Vec<&str> = self.0.iter().map(|l| l.as_str()).collect();
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    }
+}
+
+/// Counts of outcomes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+    pub ignored: usize,
+}
+
+impl Counts {
+    /// Counts `results` at `level` (all levels with `None`).
+    pub fn of<'a>(results: impl IntoIterator<Item = &'a CaseResult>, level: Option<Level>) -> Self {
+        let mut counts = Self::default();
+        for r in results.into_iter().filter(|r| level.is_none_or(|l| r.case.level == l)) {
+            match r.outcome {
+                Outcome::Passed => counts.passed += 1,
+                Outcome::Failed(_) => counts.failed += 1,
+                Outcome::Error { .. } => counts.errors += 1,
+                Outcome::Ignored { .. } => counts.ignored += 1,
+            }
+        }
+        counts
     }
 }

@@ -2,8 +2,8 @@
 //! by an async check on the run's runtime. Failures shrink and report the minimal input and the
 //! seed that replays them (`bankconf run --seed S <case-id>`).
 
-use super::context::RunContext;
-use super::outcome::Stop;
+use super::outcome::{ErrorSource, Failure, Stop};
+use super::session::Session;
 use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use std::fmt::Debug;
@@ -14,7 +14,7 @@ const MAX_SHRINK_MILLIS: u32 = 20_000;
 
 /// Runs `test` over inputs drawn from `strategy`, `--cases` times, seeded from the run's seed and
 /// the case id; on failure, shrinks and reports the smallest failing input.
-pub async fn check<S, F, Fut>(ctx: &RunContext, case_id: &'static str, strategy: S, test: F) -> Result<(), Stop>
+pub async fn check<S, F, Fut>(ctx: &Session, case_id: &'static str, strategy: S, test: F) -> Result<(), Stop>
 where
     S: Strategy + Send + 'static,
     S::Value: Debug,
@@ -37,22 +37,35 @@ where
             chunk.copy_from_slice(&seed.to_le_bytes());
         }
         let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
+        // The first error (the driver failed) stops the property as an error, not a failure.
+        let error = std::cell::RefCell::new(None);
         let result = runner.run(&strategy, |input| {
             // An input the target cannot be judged on (Stop::Ignore) is discarded, not failed.
             handle.block_on(test(input)).map_err(|stop| match stop {
-                Stop::Fail(m) => TestCaseError::fail(m),
-                Stop::Ignore(m) => TestCaseError::reject(m),
+                Stop::Fail(f) => TestCaseError::fail(f.message),
+                Stop::Ignore(_, m) => TestCaseError::reject(m),
+                e @ Stop::Error(..) => {
+                    let message = e.to_string();
+                    error.borrow_mut().get_or_insert(e);
+                    TestCaseError::fail(message)
+                }
             })
         });
+        if let Some(e) = error.into_inner() {
+            return Err(e);
+        }
         // Rendered here: the shrunk input need not be Send.
         match result {
             Ok(()) => Ok(()),
-            Err(TestError::Fail(reason, input)) => Err(Stop::fail(format!(
-                "{reason} [shrunk input: {input:?}; seed {run_seed}: replay with `bankconf run --seed {run_seed} {case_id}`]"
-            ))),
+            Err(TestError::Fail(reason, input)) => Err(Stop::Fail(Failure {
+                message: format!(
+                    "{reason} [shrunk input: {input:?}; seed {run_seed}: replay with `bankconf run --seed {run_seed} {case_id}`]"
+                ),
+                shrunk_input: Some(format!("{input:?}")),
+            })),
             Err(TestError::Abort(reason)) => Err(Stop::fail(format!("property aborted: {reason} (seed {run_seed})"))),
         }
     })
     .await;
-    result.unwrap_or_else(|e| Err(Stop::fail(format!("property runner stopped: {e}"))))
+    result.unwrap_or_else(|e| Err(Stop::Error(ErrorSource::Harness, format!("property runner stopped: {e}"))))
 }

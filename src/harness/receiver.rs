@@ -2,6 +2,7 @@
 //! delivery, and lets cases wait (bounded) for the deliveries they expect. Delivery order,
 //! duplicates and retries are not specified (§6.3), so nothing here depends on them.
 
+use super::delivery::Delivery;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
@@ -17,70 +18,6 @@ use tokio::sync::watch;
 /// dropped (and the cases waiting for them fail for want of them, never for want of memory).
 const MAX_DELIVERIES: usize = 100_000;
 const MAX_BYTES: usize = 64 * 1024 * 1024;
-
-/// One POST the receiver got.
-#[derive(Clone, Debug)]
-pub struct Delivery {
-    /// Arrival order at the receiver (informative only: delivery order is not specified).
-    pub seq: u64,
-    pub received_at: chrono::DateTime<chrono::Utc>,
-    /// The body, or `Value::Null` when it was not JSON (see `raw`).
-    pub body: Value,
-    /// The body as text when it was not JSON; empty otherwise.
-    pub raw: String,
-}
-
-impl Delivery {
-    /// The connection the event concerns: `data.connectionId`, or the short form's `connectionId`.
-    pub fn connection_id(&self) -> Option<&str> {
-        self.body.pointer("/data/connectionId").or_else(|| self.body.get("connectionId")).and_then(Value::as_str)
-    }
-
-    /// `type` of the envelope, or `event` of the short `connection.connected` form (§6.2).
-    pub fn event_type(&self) -> Option<&str> {
-        self.body.get("type").or_else(|| self.body.get("event")).and_then(Value::as_str)
-    }
-
-    /// Whether this is the short flat form of §6.2.
-    pub fn is_short_form(&self) -> bool {
-        self.body.get("event").is_some() && self.body.get("data").is_none()
-    }
-
-    /// What identifies the event across retries: the envelope `id`, or the short form's
-    /// `event`+`timestamp` (which has no id).
-    pub fn dedup_key(&self) -> String {
-        match self.body.get("id").and_then(Value::as_str) {
-            Some(id) => id.to_string(),
-            None => format!(
-                "{}@{}",
-                self.event_type().unwrap_or("?"),
-                self.body.get("timestamp").and_then(Value::as_str).unwrap_or("?")
-            ),
-        }
-    }
-
-    /// `connection.verifying(prev=created)`, for messages.
-    pub fn label(&self) -> String {
-        let ty = self.event_type().unwrap_or("<no type>");
-        match self.body.pointer("/data/previousStatus") {
-            Some(Value::String(p)) => format!("{ty}(prev={p})"),
-            Some(Value::Null) | None => ty.to_string(),
-            Some(other) => format!("{ty}(prev={other})"),
-        }
-    }
-}
-
-/// Deliveries with the same event id counted once (duplicates are allowed, §6.3).
-pub fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
-    let mut seen = std::collections::HashSet::new();
-    deliveries.iter().filter(|d| seen.insert(d.dedup_key())).cloned().collect()
-}
-
-/// `[connection.created, connection.verifying(prev=…)]`, for messages.
-pub fn labels(deliveries: &[Delivery]) -> String {
-    let labels: Vec<String> = unique(deliveries).iter().map(Delivery::label).collect();
-    format!("[{}]", labels.join(", "))
-}
 
 #[derive(Default)]
 struct Store {
@@ -195,15 +132,12 @@ async fn receive(State((store, tx)): State<(Arc<Store>, Arc<watch::Sender<u64>>)
     if store.bytes.fetch_add(body.len(), Ordering::Relaxed) + body.len() > MAX_BYTES {
         return StatusCode::NO_CONTENT;
     }
-    let (parsed, raw) = match serde_json::from_slice(&body) {
-        Ok(value) => (value, String::new()),
-        Err(_) => (Value::Null, String::from_utf8_lossy(&body).chars().take(1024).collect()),
-    };
+    let parsed = serde_json::from_slice(&body).unwrap_or(Value::Null);
     {
         let mut all = store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
         if all.len() < MAX_DELIVERIES {
             let seq = all.len() as u64;
-            all.push(Delivery { seq, received_at: chrono::Utc::now(), body: parsed, raw });
+            all.push(Delivery { seq, body: parsed });
         }
     }
     tx.send_modify(|n| *n += 1);

@@ -2,10 +2,10 @@
 //! and what re-reading the API showed right after. The event cases (§3, §6) and reaction cases
 //! (§6.3) judge this record, so one set of drives serves them all.
 
-use super::context::{Created, RunContext};
+use super::delivery::{labels, Delivery};
 use super::outcome::Stop;
 use super::pagination::{self, item_id};
-use super::receiver::{labels, Delivery};
+use super::session::{Created, Session};
 use crate::spec::{Action, ACCOUNTS_UPDATED, TRANSACTION_DELETED};
 use serde_json::Value;
 
@@ -41,7 +41,7 @@ pub struct Tour {
 }
 
 impl Tour {
-    pub async fn run(ctx: &RunContext) -> Tour {
+    pub async fn run(ctx: &Session) -> Tour {
         // The legs share nothing but the receiver, so they run concurrently.
         let (a, b, c, d) = tokio::join!(
             run_leg(ctx, PATHS[0]),
@@ -78,7 +78,7 @@ impl Tour {
     }
 }
 
-async fn run_leg(ctx: &RunContext, path: &[Action]) -> Leg {
+async fn run_leg(ctx: &Session, path: &[Action]) -> Leg {
     let created = ctx.create_connection().await;
     let Ok(connection) = &created else {
         return Leg { created, steps: Vec::new(), deliveries: Vec::new() };
@@ -108,7 +108,7 @@ async fn run_leg(ctx: &RunContext, path: &[Action]) -> Leg {
 }
 
 /// Drives one step, waits for the event that announces it, and checks the reaction (§6.3).
-async fn drive_step(ctx: &RunContext, connection: &Created, action: Action) -> Result<(), Stop> {
+async fn drive_step(ctx: &Session, connection: &Created, action: Action) -> Result<(), Stop> {
     let receiver = ctx.receiver()?;
     let id = &connection.connection_id;
     let before = match action {
@@ -152,7 +152,7 @@ pub(crate) struct Before {
 impl Before {
     /// Reads the connection's accounts once and picks the target of `action`: the first account
     /// to update, or the first transaction of the first account that has one to delete.
-    pub(crate) async fn prepare(ctx: &RunContext, connection_id: &str, action: Action) -> Result<Before, Stop> {
+    pub(crate) async fn prepare(ctx: &Session, connection_id: &str, action: Action) -> Result<Before, Stop> {
         let mut before = Before::default();
         for account in ctx.accounts_when_ready(connection_id).await? {
             let Some(id) = account.get("id").and_then(Value::as_str) else { continue };
@@ -193,7 +193,7 @@ pub fn announcing_event(action: Action) -> &'static str {
 
 /// What the client does on the event (§6.3), and whether it shows what the event announced.
 pub(crate) async fn react(
-    ctx: &RunContext,
+    ctx: &Session,
     connection_id: &str,
     action: Action,
     event: Option<&Delivery>,

@@ -6,7 +6,7 @@
 //! - [`api`]: the `/v1` endpoints of §4 behind bearer keys (§5), the widget script route (§1),
 //!   and the sandbox's error answers (§7 leaves them open);
 //! - [`control`]: the `/sandbox/...` control routes (webhook registration, lifecycle actions);
-//! - [`lifecycle`]: the transition table of the sandbox (§3.2 leaves it open);
+//! - [`transitions`]: the transition table of the sandbox (§3.2 leaves it open);
 //! - [`model`]: the in-memory records, identifiers (§2) and the transaction list order (§4.3);
 //! - [`render`]: every JSON body (account, page, event, error) built in one place;
 //! - [`seed`]: deterministic realistic account data per connection;
@@ -20,18 +20,18 @@
 pub mod api;
 pub mod control;
 pub mod faults;
-pub mod lifecycle;
 mod model;
 mod render;
 mod seed;
 mod store;
+pub mod transitions;
 mod webhooks;
 pub mod widget;
 
 pub use api::{DEFAULT_LIMIT, MAX_LIMIT};
 pub use faults::{Flavor, Mutant, Variant};
-pub use lifecycle::transition_path;
 pub use store::ActionOutcome;
+pub use transitions::transition_path;
 pub use widget::global_name;
 
 use crate::spec::{prefix, Action};

@@ -4,8 +4,8 @@
 //! queue is unbounded, so sending never waits).
 
 use super::faults::{Flavor, Mutant, Variant};
-use super::lifecycle::transition_path;
 use super::model::{key_order, Account, Connection, Event, EventDetail, Transaction};
+use super::transitions::transition_path;
 use super::webhooks::Outbox;
 use super::{render, seed, ActionTarget, ControlError};
 use crate::spec::{prefix, Action, ConnectionState, ACCOUNTS_UPDATED, TRANSACTION_DELETED};

@@ -1,18 +1,27 @@
 //! §4.2 Get connection accounts, §2.2 the account fields, §4.4 Get one account.
 
-use super::{str_field, validate, Problems};
-use crate::harness::context::RunContext;
-use crate::harness::outcome::Stop;
+use crate::harness::fixtures::RunContext;
+use crate::harness::outcome::{str_field, validate, Problems, Stop};
 use crate::schemas::Schema;
 use crate::spec::prefix;
 use serde_json::Value;
 use std::sync::Arc;
 
+crate::cases! {
+    "accounts.refused-before-connected" => refused_before_connected,
+    "accounts.response-schema" => response_schema,
+    "accounts.connection-id" => connection_id,
+    "accounts.id-prefix" => id_prefix,
+    "accounts.conditional-fields" => conditional_fields,
+    "accounts.masked-numbers" => masked_numbers,
+    "account.readable" => account_readable,
+}
+
 fn accounts_request(connection_id: &str) -> String {
     format!("GET /v1/connections/{connection_id}/accounts")
 }
 
-pub async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let created = ctx.create_connection().await?;
     let exchange = ctx.api.get(&["v1", "connections", &created.connection_id, "accounts"], &[]).await?;
     if !exchange.is_success() {
@@ -34,12 +43,12 @@ pub async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> 
     )))
 }
 
-pub async fn response_schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn response_schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     validate(Schema::Accounts, &Value::Array(fixture.accounts.clone()), &accounts_request(&fixture.connection_id))
 }
 
-pub async fn connection_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn connection_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     let mut problems = Problems::default();
     for (i, account) in fixture.accounts.iter().enumerate() {
@@ -56,7 +65,7 @@ pub async fn connection_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
     problems.finish()
 }
 
-pub async fn id_prefix(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn id_prefix(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     let mut problems = Problems::default();
     for (i, account) in fixture.accounts.iter().enumerate() {
@@ -79,7 +88,7 @@ pub const CONDITIONAL_FIELDS: [(&str, &[&str]); 3] = [
     ("positions", &["brokerage", "pension"]),
 ];
 
-pub async fn conditional_fields(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn conditional_fields(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     let mut problems = Problems::default();
     for account in &fixture.accounts {
@@ -110,7 +119,7 @@ pub fn is_masked(number: &str) -> bool {
     visible <= 6 && !head.chars().any(|c| c.is_ascii_digit())
 }
 
-pub async fn masked_numbers(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn masked_numbers(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     let mut problems = Problems::default();
     for account in &fixture.accounts {
@@ -131,7 +140,7 @@ pub async fn masked_numbers(ctx: Arc<RunContext>) -> Result<(), Stop> {
     problems.finish()
 }
 
-pub async fn account_readable(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn account_readable(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     if fixture.account_ids().is_empty() {
         return Err(Stop::ignore("the connection has no account to read"));

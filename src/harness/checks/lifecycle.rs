@@ -1,12 +1,28 @@
-//! §3, §6 over random paths: the lifecycle property (see `harness::lifecycle`).
+//! §3, §6 over random paths (`lifecycle.random-sequences`): proptest generates sequences of driver actions, each
+//! played on a fresh connection, and after every step the target accepted, the events must tell
+//! the truth about the path taken. The spec shows one transition only (§3.2), so a target is
+//! never failed for taking or refusing a transition (driver exit 4): only for events that
+//! contradict each other or the API.
 
-use crate::harness::context::RunContext;
-use crate::harness::lifecycle::{play, sequences};
+use crate::harness::chain;
+use crate::harness::delivery::{labels, Delivery};
+use crate::harness::driver::{DriveArgs, DriveError, DriverAction};
+use crate::harness::event_rules;
+use crate::harness::fixtures::RunContext;
 use crate::harness::outcome::Stop;
 use crate::harness::property;
+use crate::harness::session::Session;
+use crate::harness::tour::{announcing_event, react, Before};
+use crate::spec::{prefix, Action, ConnectionState};
+use proptest::prelude::*;
+use serde_json::Value;
 use std::sync::Arc;
 
-pub async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
+crate::cases! {
+    "lifecycle.random-sequences" => random_sequences,
+}
+
+async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.receiver()?;
     let run = ctx.clone();
     property::check(&ctx, "lifecycle.random-sequences", sequences(), move |actions| {
@@ -14,4 +30,171 @@ pub async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
         async move { play(&ctx, &actions).await }
     })
     .await
+}
+
+/// Longest generated sequence.
+pub const MAX_STEPS: usize = 6;
+
+/// Sequences of 1 to [`MAX_STEPS`] actions; shrinking drops actions and turns them into
+/// `connect`. Half the sequences start with `connect`, and `connect` and the data actions are
+/// drawn more often than the others: the data actions only mean something on a CONNECTED
+/// connection.
+pub fn sequences() -> impl Strategy<Value = Vec<Action>> {
+    use Action::*;
+    let first = prop_oneof![Just(Connect), prop::sample::select(Action::ALL.to_vec())];
+    let weighted = vec![
+        Connect,
+        Connect,
+        UpdateAccounts,
+        UpdateAccounts,
+        DeleteTransaction,
+        DeleteTransaction,
+        FailAuth,
+        RequireMfa,
+        Error,
+        Disconnect,
+    ];
+    (first, prop::collection::vec(prop::sample::select(weighted), 0..MAX_STEPS)).prop_map(|(first, rest)| {
+        let mut actions = vec![first];
+        actions.extend(rest);
+        actions
+    })
+}
+
+/// What happened to one step, for messages: `connect` accepted, `error` refused.
+struct Trace {
+    steps: Vec<String>,
+}
+
+impl Trace {
+    fn fail(&self, connection: &str, problem: String, deliveries: &[Delivery]) -> Stop {
+        Stop::fail(format!(
+            "after [{}] on {connection}: {problem}; events {}",
+            self.steps.join(", "),
+            labels(deliveries)
+        ))
+    }
+}
+
+/// Plays `actions` on a fresh connection, checking after every accepted step.
+pub async fn play(ctx: &Session, actions: &[Action]) -> Result<(), Stop> {
+    let receiver = ctx.receiver()?;
+    let driver = ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
+    let created = ctx.create_connection().await?;
+    let id = created.connection_id.clone();
+    let mut trace = Trace { steps: vec!["create".to_string()] };
+    // The connection starts CREATED, announced by connection.created (§3.2).
+    let mut state = settle(ctx, &id, "connection.created", 0, &trace).await?;
+    accounts_follow_state(ctx, &id, state, &trace).await?;
+    for &action in actions {
+        // Data actions target what a CONNECTED connection lists; otherwise the driver picks.
+        let data_action = matches!(action, Action::UpdateAccounts | Action::DeleteTransaction);
+        let before = if data_action && state == ConnectionState::Connected {
+            Some(Before::prepare(ctx, &id, action).await?)
+        } else {
+            None
+        };
+        let (account, transaction) =
+            before.as_ref().map_or((None, None), |b| (b.account.clone(), b.transaction.clone()));
+        let args = DriveArgs {
+            connection_id: Some(id.clone()),
+            widget_token: created.widget_token.clone(),
+            account_id: account,
+            transaction_id: transaction,
+            webhook_url: Some(receiver.url().to_string()),
+        };
+        // Deliveries from here on are the step's: the target may announce before the driver returns.
+        let since = receiver.arrived_so_far();
+        match driver.run(DriverAction::Act(action), &args).await {
+            Ok(()) => trace.steps.push(format!("{action}")),
+            // Refused from this state, or not supported: not a failure; the sequence goes on.
+            Err(DriveError::Refused(_)) => {
+                trace.steps.push(format!("{action} (refused)"));
+                continue;
+            }
+            Err(DriveError::Unsupported(_)) => {
+                trace.steps.push(format!("{action} (unsupported)"));
+                continue;
+            }
+            Err(e @ DriveError::Failed(_)) => return Err(Stop::from(e)),
+        }
+        // Already in the target state: the target may accept without a change, hence no event.
+        if action.target_state() == Some(state) {
+            continue;
+        }
+        state = settle(ctx, &id, announcing_event(action), since, &trace).await?;
+        accounts_follow_state(ctx, &id, state, &trace).await?;
+        if matches!(action, Action::UpdateAccounts | Action::DeleteTransaction) {
+            let deliveries = receiver.for_connection(&id);
+            let event = deliveries.iter().find(|d| d.event_type() == Some(announcing_event(action)) && d.seq >= since);
+            react(ctx, &id, action, event, before.as_ref())
+                .await
+                .map_err(|e| trace.fail(&id, e.to_string(), &deliveries))?;
+        }
+    }
+    Ok(())
+}
+
+/// Waits (bounded) until an `expected` event has arrived since delivery `since` and the chain
+/// links up, then judges the deliveries that arrived since. Returns the state the chain ends in.
+async fn settle(ctx: &Session, id: &str, expected: &str, since: u64, trace: &Trace) -> Result<ConnectionState, Stop> {
+    let receiver = ctx.receiver()?;
+    let arrived = |ds: &[Delivery]| ds.iter().any(|d| d.event_type() == Some(expected) && d.seq >= since);
+    let (_, deliveries) =
+        receiver.wait_for(id, ctx.config.event_wait(), |ds| arrived(ds) && chain::check(ds).is_ok()).await;
+    if !arrived(&deliveries) {
+        let problem =
+            format!("the target accepted the action, but no {expected} arrived within {:?}", ctx.config.event_wait());
+        return Err(trace.fail(id, problem, &deliveries));
+    }
+    // Every new delivery on its own: schema (which also asserts the prefixes of the ids it
+    // names, §2) and envelope agreement (§6.2).
+    let new: Vec<Delivery> = deliveries.iter().filter(|d| d.seq >= since).cloned().collect();
+    event_rules::schema(&new)
+        .and_then(|()| event_rules::envelope_agrees(&new))
+        .map_err(|problem| trace.fail(id, problem.to_string(), &deliveries))?;
+    chain::check(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))
+}
+
+/// Accounts are readable exactly when the last announced state is connected (§3.2, §4.2).
+async fn accounts_follow_state(ctx: &Session, id: &str, state: ConnectionState, trace: &Trace) -> Result<(), Stop> {
+    let exchange = ctx.api.get(&["v1", "connections", id, "accounts"], &[]).await?;
+    let deliveries = || ctx.receiver.as_ref().map(|r| r.for_connection(id)).unwrap_or_default();
+    match (state == ConnectionState::Connected, exchange.is_success()) {
+        (true, false) => Err(trace.fail(
+            id,
+            format!(
+                "{}: connection.connected was announced last, but accounts are refused ({})",
+                exchange.request,
+                exchange.summary()
+            ),
+            &deliveries(),
+        )),
+        (false, true) => Err(trace.fail(
+            id,
+            format!(
+                "{}: the last announced state is {state}, but accounts are served (status {})",
+                exchange.request, exchange.status
+            ),
+            &deliveries(),
+        )),
+        _ => {
+            if state == ConnectionState::Connected {
+                if let Ok(Value::Array(accounts)) = exchange.success_json() {
+                    if let Some(bad) = accounts
+                        .iter()
+                        .filter_map(|a| a.get("id").and_then(Value::as_str))
+                        .find(|a| !a.starts_with(prefix::ACCOUNT))
+                    {
+                        return Err(trace.fail(
+                            id,
+                            format!("{}: account id {bad:?} does not start with {}", exchange.request, prefix::ACCOUNT),
+                            &deliveries(),
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
 }

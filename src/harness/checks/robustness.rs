@@ -1,11 +1,16 @@
 //! Bad input must not break the target: no 5xx. Which 4xx it answers is its own choice (§7).
 
-use super::Problems;
-use crate::harness::context::RunContext;
+use crate::harness::fixtures::RunContext;
 use crate::harness::http::Exchange;
-use crate::harness::outcome::Stop;
+use crate::harness::outcome::{Problems, Stop};
 use crate::spec::prefix;
 use std::sync::Arc;
+
+crate::cases! {
+    "robustness.bad-limit" => bad_limit,
+    "robustness.unknown-cursor" => unknown_cursor,
+    "robustness.unknown-ids" => unknown_ids,
+}
 
 fn no_server_error(exchange: &Exchange, problems: &mut Problems) {
     if exchange.is_server_error() {
@@ -18,7 +23,7 @@ async fn some_account(ctx: &RunContext) -> Result<String, Stop> {
     fixture.account_ids().into_iter().next().ok_or_else(|| Stop::ignore("the connection has no account"))
 }
 
-pub async fn bad_limit(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn bad_limit(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let account = some_account(&ctx).await?;
     let mut problems = Problems::default();
     for limit in ["0", "-1", "abc", "99999999999999999999"] {
@@ -29,7 +34,7 @@ pub async fn bad_limit(ctx: Arc<RunContext>) -> Result<(), Stop> {
     problems.finish()
 }
 
-pub async fn unknown_cursor(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn unknown_cursor(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let account = some_account(&ctx).await?;
     let cursor = ctx.unknown_id(prefix::TRANSACTION);
     let exchange = ctx.api.get(&["v1", "accounts", &account, "transactions"], &[("starting_after", cursor)]).await?;
@@ -38,7 +43,7 @@ pub async fn unknown_cursor(ctx: Arc<RunContext>) -> Result<(), Stop> {
     problems.finish()
 }
 
-pub async fn unknown_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn unknown_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let (connection, account) = (ctx.unknown_id(prefix::CONNECTION), ctx.unknown_id(prefix::ACCOUNT));
     let mut problems = Problems::default();
     for segments in [

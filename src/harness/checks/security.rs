@@ -1,13 +1,21 @@
 //! §5 Authentication, and isolation between clients. The spec fixes no error status (§7), so
 //! "refused" means any non-2xx answer; a 2xx answer is a failure only when it could serve data.
 
-use super::Problems;
-use crate::harness::context::{Connected, RunContext};
+use crate::harness::fixtures::{Connected, RunContext};
 use crate::harness::http::{Auth, Exchange};
-use crate::harness::outcome::Stop;
+use crate::harness::outcome::{Problems, Stop};
 use crate::harness::pagination::item_id;
 use reqwest::Method;
 use std::sync::Arc;
+
+crate::cases! {
+    "auth.missing-key" => missing_key,
+    "auth.malformed-key" => malformed_key,
+    "auth.unknown-key" => unknown_key,
+    "isolation.accounts" => isolation_accounts,
+    "isolation.account" => isolation_account,
+    "isolation.transactions" => isolation_transactions,
+}
 
 /// Every endpoint of §4, with the fixture's ids.
 fn endpoints(fixture: &Connected) -> Vec<(Method, Vec<String>)> {
@@ -40,11 +48,11 @@ async fn refused_everywhere(ctx: &RunContext, auth: Auth, what: &str) -> Result<
     problems.finish()
 }
 
-pub async fn missing_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn missing_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     refused_everywhere(&ctx, Auth::Missing, "without Authorization").await
 }
 
-pub async fn malformed_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn malformed_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     for (header, what) in [
         ("Bearer", "with `Authorization: Bearer` and no key"),
         ("Bearer not a key", "with `Authorization: Bearer not a key`"),
@@ -55,7 +63,7 @@ pub async fn malformed_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     Ok(())
 }
 
-pub async fn unknown_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn unknown_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     // Same shape as a real key (§5.2: a service prefix, an underscore, more characters).
     let key = ctx.api.keys().next().unwrap_or_default().to_string();
     // Only the service prefix, up to the first underscore: the rest of a key is secret.
@@ -77,7 +85,7 @@ fn leaks(exchange: &Exchange, ids: &[String]) -> Option<String> {
     })
 }
 
-pub async fn isolation_accounts(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn isolation_accounts(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     let exchange = ctx
         .api
@@ -88,7 +96,7 @@ pub async fn isolation_accounts(ctx: Arc<RunContext>) -> Result<(), Stop> {
     leaks(&exchange, &ids).map_or(Ok(()), |m| Err(Stop::fail(m)))
 }
 
-pub async fn isolation_account(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn isolation_account(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     let mut problems = Problems::default();
     for id in fixture.account_ids() {
@@ -100,7 +108,7 @@ pub async fn isolation_account(ctx: Arc<RunContext>) -> Result<(), Stop> {
     problems.finish()
 }
 
-pub async fn isolation_transactions(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn isolation_transactions(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     let mut problems = Problems::default();
     for (account, walk) in fixture.walks()? {

@@ -2,9 +2,8 @@
 //! limits and starting points (proptest). The order of the list is not fixed by the spec
 //! (§4.3 rule 3), so the properties compare walks with each other, never with a sort order.
 
-use super::{str_field, validate, Problems};
-use crate::harness::context::{Connected, RunContext};
-use crate::harness::outcome::Stop;
+use crate::harness::fixtures::{Connected, RunContext};
+use crate::harness::outcome::{str_field, validate, Problems, Stop};
 use crate::harness::pagination::{self, fetch_page, item_id, Walk};
 use crate::harness::property;
 use crate::schemas::Schema;
@@ -15,7 +14,17 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
-pub async fn page_schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
+crate::cases! {
+    "transactions.page-schema" => page_schema,
+    "transactions.account-id" => account_id,
+    "transactions.id-prefix" => id_prefix,
+    "transactions.walk-exactly-once" => walk_exactly_once,
+    "transactions.limit-respected" => limit_respected,
+    "transactions.starting-after" => starting_after,
+    "transactions.has-more-honest" => has_more_honest,
+}
+
+async fn page_schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     let mut problems = Problems::default();
     for (_, walk) in fixture.walks()? {
@@ -26,7 +35,7 @@ pub async fn page_schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
     problems.finish()
 }
 
-pub async fn account_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn account_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
     each_item(&ctx, |account, request, item| {
         // Which transaction fields are present is not shown (§2.3): judge it when given (null
         // reads as absent, as in schemas/README.md).
@@ -37,7 +46,7 @@ pub async fn account_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
     .await
 }
 
-pub async fn id_prefix(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn id_prefix(ctx: Arc<RunContext>) -> Result<(), Stop> {
     each_item(&ctx, |_, request, item| {
         (!str_field(item, "id").is_some_and(|id| id.starts_with(prefix::TRANSACTION)))
             .then(|| format!("{request}: transaction id {} does not start with {}", item_id(item), prefix::TRANSACTION))
@@ -168,7 +177,7 @@ fn walk_request(account: &str, limit: Option<u64>, after: Option<&str>) -> Strin
     format!("GET /v1/accounts/{account}/transactions?{}", query.join("&"))
 }
 
-pub async fn walk_exactly_once(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn walk_exactly_once(ctx: Arc<RunContext>) -> Result<(), Stop> {
     property(ctx, "transactions.walk-exactly-once", |ctx, reference, input| async move {
         let (account, expected) = reference.account(&input);
         let walk = pagination::walk(&ctx.api, account, Some(input.limit), None).await?;
@@ -195,7 +204,7 @@ pub async fn walk_exactly_once(ctx: Arc<RunContext>) -> Result<(), Stop> {
     .await
 }
 
-pub async fn limit_respected(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn limit_respected(ctx: Arc<RunContext>) -> Result<(), Stop> {
     property(ctx, "transactions.limit-respected", |ctx, reference, input| async move {
         let (account, _) = reference.account(&input);
         let walk = pagination::walk(&ctx.api, account, Some(input.limit), None).await?;
@@ -212,7 +221,7 @@ pub async fn limit_respected(ctx: Arc<RunContext>) -> Result<(), Stop> {
     .await
 }
 
-pub async fn starting_after(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn starting_after(ctx: Arc<RunContext>) -> Result<(), Stop> {
     property(ctx, "transactions.starting-after", |ctx, reference, input| async move {
         let (account, ids) = reference.account(&input);
         if ids.is_empty() {
@@ -232,7 +241,7 @@ pub async fn starting_after(ctx: Arc<RunContext>) -> Result<(), Stop> {
     .await
 }
 
-pub async fn has_more_honest(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn has_more_honest(ctx: Arc<RunContext>) -> Result<(), Stop> {
     property(ctx, "transactions.has-more-honest", |ctx, reference, input| async move {
         let (account, ids) = reference.account(&input);
         let walk: Walk = pagination::walk(&ctx.api, account, Some(input.limit), None).await?;

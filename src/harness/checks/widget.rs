@@ -1,9 +1,15 @@
 //! §1 The widget script served at `/widget/<service>-connect.js`.
 
-use crate::harness::context::RunContext;
+use crate::harness::fixtures::RunContext;
 use crate::harness::http::Exchange;
 use crate::harness::outcome::{ensure, Stop};
 use std::sync::Arc;
+
+crate::cases! {
+    "widget.served" => served,
+    "widget.defines-open" => defines_open,
+    "widget.no-api-key" => no_api_key,
+}
 
 /// The JavaScript MIME type essences browsers accept (WHATWG MIME Sniffing, RFC 9239).
 const JS_TYPES: [&str; 16] = [
@@ -34,7 +40,7 @@ async fn fetch(ctx: &RunContext) -> Result<Exchange, Stop> {
     Ok(exchange)
 }
 
-pub async fn served(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn served(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let exchange = fetch(&ctx).await?;
     let media =
         exchange.content_type.as_deref().unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
@@ -48,14 +54,14 @@ pub async fn served(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 /// Advisory: §1 says the global's `open` function takes the token; we only look for the name.
-pub async fn defines_open(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn defines_open(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let exchange = fetch(&ctx).await?;
     ensure(exchange.body.contains("open"), || format!("{}: the script never mentions `open`", exchange.request))
 }
 
 /// §5.2: the key stays on the client's backend and never reaches a frontend, and the widget
 /// script is frontend code. The message never shows the key.
-pub async fn no_api_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn no_api_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let exchange = fetch(&ctx).await?;
     let mut keys = ctx.api.keys();
     ensure(!keys.any(|k| exchange.body.contains(k)), || {

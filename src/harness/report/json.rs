@@ -1,16 +1,15 @@
 //! The JSON report (`--report-json`). Its shape is `schemas/report.json` (draft 2020-12);
 //! tests validate generated reports against it.
 
-use super::{Counts, Report};
-use crate::harness::catalogue::Level;
-use crate::harness::outcome::Outcome;
+use super::verdict::Report;
+use crate::harness::outcome::{Counts, Outcome};
 use serde_json::{json, Map, Value};
 
 /// Version of the report's shape; bumped when `schemas/report.json` changes incompatibly.
 pub const FORMAT_VERSION: u32 = 1;
 
 fn counts(c: Counts) -> Value {
-    json!({"passed": c.passed, "failed": c.failed, "ignored": c.ignored})
+    json!({"passed": c.passed, "failed": c.failed, "errors": c.errors, "ignored": c.ignored})
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -22,14 +21,19 @@ pub fn render(report: &Report) -> Value {
         .results
         .iter()
         .map(|r| {
-            let failed = matches!(r.outcome, Outcome::Failed(_));
+            let failed = r.outcome.is_failed();
             json!({
                 "id": r.case.id,
                 "title": r.case.title,
-                "area": r.case.area(),
+                "area": r.case.area,
                 "section": r.case.section,
                 "level": r.case.level.as_str(),
                 "outcome": r.outcome.label(),
+                "cause": match &r.outcome {
+                    Outcome::Error { source, .. } => Some(source.as_str()),
+                    Outcome::Ignored { cause, .. } => Some(cause.as_str()),
+                    _ => None,
+                },
                 "message": r.outcome.message(),
                 "reproduction": if failed { r.reproduction.clone() } else { None },
                 "rerun": report.rerun(r),
@@ -38,17 +42,16 @@ pub fn render(report: &Report) -> Value {
             })
         })
         .collect();
-    let by_level: Map<String, Value> =
-        Level::ALL.into_iter().map(|l| (l.as_str().to_string(), counts(report.counts_at(l)))).collect();
-    let mut summary = counts(report.counts());
+    let by_level: Map<String, Value> = report.by_level().map(|(l, c, _)| (l.as_str().to_string(), counts(c))).collect();
+    let mut summary = counts(report.counts(None));
     summary["by_level"] = Value::Object(by_level);
     json!({
         "format_version": FORMAT_VERSION,
         "tool": {"name": "bankconf", "version": env!("CARGO_PKG_VERSION")},
         "command": report.command(),
-        "target": report.target,
+        "target": report.server,
         "seed": report.seed(),
-        "gate": report.gate.iter().map(|l| l.as_str()).collect::<Vec<_>>(),
+        "gate": report.gate.0.iter().map(|l| l.as_str()).collect::<Vec<_>>(),
         "verdict": report.verdict(),
         "exit_code": report.exit_code(),
         "duration_ms": millis(report.duration),

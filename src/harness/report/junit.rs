@@ -10,9 +10,8 @@
 //!   `outcome` = `failed`, and the same details in its `<system-out>`, which starts with `NOTE`.
 //!   The failure count of the XML therefore agrees with the exit code.
 
-use super::Report;
-use crate::harness::outcome::Outcome;
-use crate::harness::runner::CaseResult;
+use super::verdict::Report;
+use crate::harness::outcome::{CaseResult, Outcome};
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
 /// The details of a failure: message, reproduction, replay command.
@@ -31,25 +30,35 @@ fn test_case(report: &Report, result: &CaseResult) -> TestCase {
     let status = match &result.outcome {
         Outcome::Passed => TestCaseStatus::success(),
         Outcome::Failed(_) if !gating => TestCaseStatus::success(),
-        Outcome::Failed(m) => {
+        Outcome::Failed(f) => {
+            let m = &f.message;
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
             status.set_message(m.as_str()).set_type(case.level.as_str()).set_description(details(report, result, m));
             status
         }
-        Outcome::Ignored(reason) => {
+        Outcome::Error { source, message } => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            status
+                .set_message(message.as_str())
+                .set_type(source.as_str())
+                .set_description(details(report, result, message));
+            status
+        }
+        Outcome::Ignored { reason, .. } => {
             let mut status = TestCaseStatus::skipped();
             status.set_message(reason.as_str());
             status
         }
     };
     let mut tc = TestCase::new(case.id.as_str(), status);
-    tc.set_classname(case.area()).set_time(result.duration);
+    tc.set_classname(case.area).set_time(result.duration);
     tc.add_property(Property::new("section", case.section.as_str()));
     tc.add_property(Property::new("level", case.level.as_str()));
     tc.add_property(Property::new("gating", gating.to_string()));
     tc.add_property(Property::new("outcome", result.outcome.label()));
     tc.add_property(Property::new("title", case.title.as_str()));
-    if let (Outcome::Failed(m), false) = (&result.outcome, gating) {
+    if let (Outcome::Failed(f), false) = (&result.outcome, gating) {
+        let m = &f.message;
         tc.set_system_out(format!(
             "NOTE: failed at level {}, which does not gate this run\n{}",
             case.level,
@@ -65,16 +74,16 @@ pub fn render(report: &Report) -> String {
     junit.set_time(report.duration);
     let mut suites: Vec<TestSuite> = Vec::new();
     for result in &report.results {
-        let area = result.case.area();
+        let area = result.case.area;
         let at = match suites.iter().position(|s| s.name.as_str() == area) {
             Some(at) => at,
             None => {
                 let mut suite = TestSuite::new(area);
-                suite.add_property(Property::new("target", report.target.as_str()));
+                suite.add_property(Property::new("target", report.server.as_str()));
                 if let Some(seed) = report.seed() {
                     suite.add_property(Property::new("seed", seed.to_string()));
                 }
-                let gate: Vec<&str> = report.gate.iter().map(|l| l.as_str()).collect();
+                let gate: Vec<&str> = report.gate.0.iter().map(|l| l.as_str()).collect();
                 suite.add_property(Property::new("gate", gate.join(",")));
                 suites.push(suite);
                 suites.len() - 1
@@ -83,7 +92,7 @@ pub fn render(report: &Report) -> String {
         suites[at].add_test_case(test_case(report, result));
     }
     for suite in &mut suites {
-        let time = report.results.iter().filter(|r| r.case.area() == suite.name.as_str()).map(|r| r.duration).sum();
+        let time = report.results.iter().filter(|r| r.case.area == suite.name.as_str()).map(|r| r.duration).sum();
         suite.set_time(time);
     }
     if let Some(first) = suites.first_mut() {

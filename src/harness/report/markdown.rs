@@ -3,10 +3,9 @@
 //! their reasons, and the clause coverage matrix (every section of the spec, the cases of this
 //! report that check it, and the sections no case checks).
 
-use super::Report;
-use crate::harness::catalogue::{self, Level};
-use crate::harness::outcome::Outcome;
-use crate::harness::runner::CaseResult;
+use super::verdict::Report;
+use crate::harness::catalogue;
+use crate::harness::outcome::{CaseResult, Outcome};
 use crate::spec::{within, SECTIONS};
 use std::fmt::Write;
 
@@ -22,29 +21,19 @@ fn cell(text: &str) -> String {
     text.replace('\\', "\\\\").replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
-/// `pass`, `FAIL`, `note` (a failure that does not gate), `skip`.
-fn mark(report: &Report, result: &CaseResult) -> &'static str {
-    match (&result.outcome, report.gates(result)) {
-        (Outcome::Passed, _) => "pass",
-        (Outcome::Failed(_), true) => "FAIL",
-        (Outcome::Failed(_), false) => "note",
-        (Outcome::Ignored(_), _) => "skip",
-    }
-}
-
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    let c = report.counts();
+    let c = report.counts(None);
     let _ = writeln!(out, "## bankconf {}: {}\n", report.command(), report.verdict());
-    let gate: Vec<&str> = report.gate.iter().map(|l| l.as_str()).collect();
     let seed = report.seed().map(|s| format!(", seed `{s}`")).unwrap_or_default();
     let _ = writeln!(
         out,
-        "Target: {}{seed}; gating levels: {}. **{} passed, {} failed, {} ignored** in {:.2}s (exit code {}).\n",
-        cell(&report.target),
-        if gate.is_empty() { "none".to_string() } else { gate.join(", ") },
+        "Target: {}{seed}; gating levels: {}. **{} passed, {} failed, {} errors, {} ignored** in {:.2}s (exit code {}).\n",
+        cell(&report.server),
+        report.gate.names(),
         c.passed,
         c.failed,
+        c.errors,
         c.ignored,
         report.duration.as_secs_f64(),
         report.exit_code()
@@ -56,11 +45,10 @@ pub fn render(report: &Report) -> String {
         out.push('\n');
     }
 
-    out += "### Counts by level\n\n| level | passed | failed | ignored | gates |\n|---|---:|---:|---:|---|\n";
-    for level in Level::ALL {
-        let c = report.counts_at(level);
-        let gates = if report.gate.contains(&level) { "yes" } else { "no" };
-        let _ = writeln!(out, "| {level} | {} | {} | {} | {gates} |", c.passed, c.failed, c.ignored);
+    out += "### Counts by level\n\n| level | passed | failed | errors | ignored | gates |\n|---|---:|---:|---:|---:|---|\n";
+    for (level, c, gates) in report.by_level() {
+        let gates = if gates { "yes" } else { "no" };
+        let _ = writeln!(out, "| {level} | {} | {} | {} | {} | {gates} |", c.passed, c.failed, c.errors, c.ignored);
     }
 
     let failures = report.failures();
@@ -89,16 +77,20 @@ pub fn render(report: &Report) -> String {
         out.push('\n');
     }
 
-    let ignored: Vec<&CaseResult> =
-        report.results.iter().filter(|r| matches!(r.outcome, Outcome::Ignored(_))).collect();
-    if !ignored.is_empty() {
-        out += "### Ignored\n\n| case | section | reason |\n|---|---|---|\n";
-        for r in ignored {
+    let unjudged: Vec<&CaseResult> = report
+        .results
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Ignored { .. } | Outcome::Error { .. }))
+        .collect();
+    if !unjudged.is_empty() {
+        out += "### Not judged\n\n| case | section | outcome | reason |\n|---|---|---|---|\n";
+        for r in unjudged {
             let _ = writeln!(
                 out,
-                "| `{}` | {} | {} |",
+                "| `{}` | {} | {} | {} |",
                 r.case.id,
                 r.case.section,
+                r.outcome.label(),
                 cell(r.outcome.message().unwrap_or_default())
             );
         }
@@ -122,7 +114,7 @@ fn coverage(report: &Report) -> String {
             .results
             .iter()
             .filter(|r| r.case.section == section)
-            .map(|r| format!("`{}` {}", r.case.id, mark(report, r)))
+            .map(|r| format!("`{}` {}", r.case.id, r.outcome.mark(report.gates(r))))
             .collect();
         let through_subsections = report.results.iter().any(|r| within(&r.case.section, section));
         let in_catalogue = catalogue::all().iter().filter(|c| within(&c.section, section)).count();

@@ -1,22 +1,20 @@
 //! The terminal report: one line per case as it finishes, then a summary by level.
 
-use super::Report;
-use crate::harness::catalogue::Level;
-use crate::harness::outcome::Outcome;
-use crate::harness::runner::CaseResult;
+use super::verdict::Report;
+use crate::harness::outcome::CaseResult;
 use std::fmt::Write;
 
 /// `PASS  create.status-created  §2.1 must  3ms`, and the message below a failure.
 pub fn case_line(result: &CaseResult, gating: bool) -> String {
-    let mark = match (&result.outcome, gating) {
-        (Outcome::Passed, _) => "PASS",
-        (Outcome::Failed(_), true) => "FAIL",
-        (Outcome::Failed(_), false) => "NOTE",
-        (Outcome::Ignored(_), _) => "SKIP",
-    };
+    let mark = result.outcome.mark(gating);
     let case = result.case;
-    let mut line =
-        format!("{mark}  {:<36} {:<5} {:<10} {:>6}ms", case.id, case.section, case.level, result.duration.as_millis());
+    let mut line = format!(
+        "{mark:<5} {:<36} {:<5} {:<10} {:>6}ms",
+        case.id,
+        case.section,
+        case.level,
+        result.duration.as_millis()
+    );
     if let Some(m) = result.outcome.message() {
         let _ = write!(line, "\n      {m}");
     }
@@ -41,22 +39,30 @@ pub fn progress(done: usize, total: usize) -> String {
 
 pub fn summary(report: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "\n{:<12} {:>7} {:>7} {:>8}  gates", "level", "passed", "failed", "ignored");
-    for level in Level::ALL {
-        let c = report.counts_at(level);
-        let gates = if report.gate.contains(&level) { "yes" } else { "no" };
-        let _ = writeln!(out, "{:<12} {:>7} {:>7} {:>8}  {gates}", level.as_str(), c.passed, c.failed, c.ignored);
+    let _ = writeln!(out, "\n{:<12} {:>7} {:>7} {:>7} {:>8}  gates", "level", "passed", "failed", "errors", "ignored");
+    for (level, c, gates) in report.by_level() {
+        let gates = if gates { "yes" } else { "no" };
+        let _ = writeln!(
+            out,
+            "{:<12} {:>7} {:>7} {:>7} {:>8}  {gates}",
+            level.as_str(),
+            c.passed,
+            c.failed,
+            c.errors,
+            c.ignored
+        );
     }
     for note in &report.notes {
         let _ = writeln!(out, "note: {note}");
     }
-    let c = report.counts();
+    let c = report.counts(None);
     let _ = write!(
         out,
-        "{}: {} passed, {} failed, {} ignored in {:.2}s",
+        "{}: {} passed, {} failed, {} errors, {} ignored in {:.2}s",
         report.verdict(),
         c.passed,
         c.failed,
+        c.errors,
         c.ignored,
         report.duration.as_secs_f64()
     );

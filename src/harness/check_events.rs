@@ -1,5 +1,5 @@
 //! `bankconf check-events FILE`: judges captured webhook deliveries offline, with the same
-//! rules ([`super::judge`]) as the event cases of `bankconf run`, and the same reports and exit
+//! rules ([`super::event_rules`]) as the event cases of `bankconf run`, and the same reports and exit
 //! codes.
 //!
 //! A capture is one JSON document per line (JSON Lines), or one JSON array of deliveries, or a
@@ -11,17 +11,15 @@
 //!   have begun after it was created); the advisory case `capture.created-present` names them;
 //! - several `clientId`s in one capture are fine; each connection's events must carry one.
 
-use super::catalogue::{Case, Level};
-use super::judge;
-use super::outcome::{Outcome, Stop};
-use super::receiver::{unique, Delivery};
-use super::redact::Redactor;
-use super::report::{self, Origin, Outputs, Report, EXIT_NOT_RUN};
-use super::runner::CaseResult;
+use super::catalogue::{self, Case, Level};
+use super::config::OutputPaths;
+use super::delivery::{unique, Delivery};
+use super::event_rules;
+use super::outcome::{CaseResult, Gate, Outcome, Stop};
+use super::report::{self, Origin, Report, EXIT_NOT_RUN};
 use clap::Args;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::LazyLock;
 use std::time::Instant;
 
 #[derive(Args, Clone, Debug)]
@@ -33,35 +31,11 @@ pub struct CheckEventsConfig {
     #[arg(long, env = "BANKCONF_GATE", value_delimiter = ',', default_value = "must,security")]
     pub gate: Vec<Level>,
     #[command(flatten)]
-    pub outputs: Outputs,
+    pub outputs: OutputPaths,
 }
-
-fn case(id: &str, title: &str, section: &str, level: Level) -> Case {
-    Case { id: id.into(), title: title.into(), section: section.into(), level, needs: Vec::new() }
-}
-
-/// The cases that only make sense for a capture; the others are the catalogue's own.
-static CAPTURE_CASES: LazyLock<Vec<Case>> = LazyLock::new(|| {
-    vec![
-        case(
-            "capture.created-present",
-            "Every connection in the capture has its connection.created (else its chain is not checked)",
-            "§3.2",
-            Level::Advisory,
-        ),
-        case(
-            "capture.client-id-per-connection",
-            "All events of one connection carry one clientId (a capture may hold several clients)",
-            "§6.2",
-            Level::Must,
-        ),
-    ]
-});
 
 fn catalogue_case(id: &str) -> &'static Case {
-    super::catalogue::find(id)
-        .or_else(|| CAPTURE_CASES.iter().find(|c| c.id == id))
-        .unwrap_or_else(|| panic!("check-events uses case {id}, which is not defined"))
+    catalogue::find(id).unwrap_or_else(|| panic!("check-events uses case {id}, which is not in cases/"))
 }
 
 /// The case ids `check-events` reports, in order.
@@ -75,20 +49,15 @@ pub const CASE_IDS: [&str; 5] = [
 
 /// Reads a capture. Errors mean the check cannot start (exit 2).
 pub fn parse(text: &str) -> Result<Vec<Delivery>, String> {
-    // As the receiver keeps them: `raw` only for a body that is not JSON, cut to 1024 chars.
-    let delivery = |seq: usize, body: Value, raw: &str| Delivery {
-        seq: seq as u64,
-        received_at: chrono::Utc::now(),
-        raw: if body.is_null() { raw.chars().take(1024).collect() } else { String::new() },
-        body,
-    };
+    // As the receiver keeps them: a body that is not JSON is `null`.
+    let delivery = |seq: usize, body: Value| Delivery { seq: seq as u64, body };
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Err("the capture is empty".into());
     }
     let deliveries = match serde_json::from_str::<Value>(trimmed) {
-        Ok(Value::Array(items)) => items.into_iter().enumerate().map(|(i, v)| delivery(i, v, "")).collect(),
-        Ok(v @ Value::Object(_)) => vec![delivery(0, v, trimmed)],
+        Ok(Value::Array(items)) => items.into_iter().enumerate().map(|(i, v)| delivery(i, v)).collect(),
+        Ok(v @ Value::Object(_)) => vec![delivery(0, v)],
         Ok(other) => return Err(format!("the capture is a JSON {}, not deliveries", kind(&other))),
         Err(_) if trimmed.starts_with('[') => {
             return Err("the capture starts with [ but is not a JSON array".into());
@@ -97,7 +66,7 @@ pub fn parse(text: &str) -> Result<Vec<Delivery>, String> {
             .lines()
             .enumerate()
             .filter(|(_, line)| !line.trim().is_empty())
-            .map(|(i, line)| delivery(i, serde_json::from_str(line).unwrap_or(Value::Null), line))
+            .map(|(i, line)| delivery(i, serde_json::from_str(line).unwrap_or(Value::Null)))
             .collect::<Vec<_>>(),
     };
     if deliveries.is_empty() {
@@ -123,12 +92,12 @@ fn kind(v: &Value) -> &'static str {
 
 /// Judges a capture: the results of [`CASE_IDS`] and the notes of the report.
 pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) {
-    let (groups, orphans) = judge::by_connection(deliveries);
-    let all: Vec<judge::Group<'_>> = groups.iter().map(|(id, ds)| (id.as_str(), ds.as_slice())).collect();
-    let (started, partial): (Vec<judge::Group<'_>>, Vec<judge::Group<'_>>) =
-        all.iter().partition(|(_, ds)| judge::has_created(ds));
+    let (groups, orphans) = event_rules::by_connection(deliveries);
+    let all: Vec<event_rules::Group<'_>> = groups.iter().map(|(id, ds)| (id.as_str(), ds.as_slice())).collect();
+    let (started, partial): (Vec<event_rules::Group<'_>>, Vec<event_rules::Group<'_>>) =
+        all.iter().partition(|(_, ds)| event_rules::has_created(ds));
 
-    let clients = judge::client_ids(deliveries);
+    let clients = event_rules::client_ids(deliveries);
     let mut notes = vec![format!(
         "the capture holds {} ({} unique), {}, {}{}",
         plural(deliveries.len(), "delivery", "deliveries"),
@@ -159,9 +128,9 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
     for id in CASE_IDS {
         let started_at = Instant::now();
         let verdict: Result<(), Stop> = match id {
-            "events.schema" => judge::schema(deliveries),
-            "events.envelope-agrees" => judge::envelope_agrees(deliveries),
-            "capture.created-present" => match judge::missing_created(&all) {
+            "events.schema" => event_rules::schema(deliveries),
+            "events.envelope-agrees" => event_rules::envelope_agrees(deliveries),
+            "capture.created-present" => match event_rules::missing_created(&all) {
                 missing if missing.is_empty() => Ok(()),
                 missing => Err(Stop::fail(format!(
                     "{} mid-life, so not chain-checked: {}",
@@ -172,19 +141,13 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
             "events.previous-status-chain" if started.is_empty() => {
                 Err(Stop::ignore("no connection in the capture has its connection.created: no chain to check"))
             }
-            "events.previous-status-chain" => judge::chains(&started),
-            "capture.client-id-per-connection" => judge::one_client_id(&groups),
+            "events.previous-status-chain" => event_rules::chains(&started),
+            "capture.client-id-per-connection" => event_rules::one_client_id(&groups),
             other => Err(Stop::fail(format!("no capture rule for {other}"))),
-        };
-        let redactor = Redactor::default();
-        let outcome = match Outcome::from(verdict) {
-            Outcome::Failed(m) => Outcome::Failed(redactor.redact(&m)),
-            Outcome::Ignored(m) => Outcome::Ignored(redactor.redact(&m)),
-            Outcome::Passed => Outcome::Passed,
         };
         results.push(CaseResult {
             case: catalogue_case(id),
-            outcome,
+            outcome: Outcome::from(verdict),
             duration: started_at.elapsed(),
             reproduction: None,
         });
@@ -213,16 +176,11 @@ pub fn check_events(config: CheckEventsConfig) -> i32 {
     let target = format!("capture {file}");
     println!("{}", report::terminal::header(&target, None, CASE_IDS.len()));
     let (results, notes) = judge_capture(&deliveries);
+    let gate = Gate(config.gate);
     for r in &results {
-        println!("{}", report::terminal::case_line(r, config.gate.contains(&r.case.level)));
+        println!("{}", report::terminal::case_line(r, gate.gates(r.case.level)));
     }
-    let report = Report {
-        origin: Origin::Capture { file },
-        target,
-        gate: config.gate,
-        results,
-        duration: started.elapsed(),
-        notes,
-    };
-    super::finish(&report, &config.outputs)
+    let report =
+        Report { origin: Origin::Capture { file }, server: target, gate, results, duration: started.elapsed(), notes };
+    report::finish(&report, &config.outputs)
 }

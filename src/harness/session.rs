@@ -1,22 +1,21 @@
-//! The state of one conformance run: the target, its client, the driver, the webhook receiver,
-//! and the shared fixtures that several cases read (built once, on first use).
+//! One conformance run's access to the server under test: setup (the HTTP client, the driver,
+//! the webhook receiver, the embedded sandbox when no base URL is given), the prerequisites a
+//! case needs, the API and driver steps the fixtures and checks build on, and the run's seeds.
+//! Shared fixtures built from these live in [`super::fixtures`].
 
 use super::catalogue::{Case, Need};
 use super::config::RunConfig;
 use super::driver::{DriveArgs, DriveError, Driver, DriverAction};
 use super::http::{Api, Auth};
-use super::outcome::Stop;
-use super::pagination::{self, Walk};
+use super::outcome::{ErrorSource, IgnoreCause, Stop};
 use super::receiver::Receiver;
 use super::redact::Redactor;
-use super::tour::Tour;
-use crate::sandbox::{Mutant, Sandbox, SandboxConfig, Variant};
+use crate::sandbox::{Sandbox, SandboxConfig};
 use crate::spec::Action;
 use reqwest::Method;
 use serde_json::Value;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{Mutex, OnceCell};
+use tokio::sync::Mutex;
 
 /// Whether the receiver's address reached the target.
 #[derive(Clone, Debug)]
@@ -36,31 +35,11 @@ pub struct Created {
     pub body: Value,
 }
 
-/// The CONNECTED connection that read-only cases share, read once.
-#[derive(Debug)]
-pub struct Connected {
-    pub connection_id: String,
-    /// The accounts array as returned (§4.2).
-    pub accounts: Vec<Value>,
-    /// Per account id, the walk of its transactions with the target's default limit.
-    pub walks: Vec<(String, Result<Walk, Stop>)>,
-}
-
-impl Connected {
-    pub fn account_ids(&self) -> Vec<String> {
-        self.accounts.iter().filter_map(|a| a.get("id").and_then(Value::as_str)).map(str::to_string).collect()
-    }
-
-    /// The reference walks, failing on the first that failed.
-    pub fn walks(&self) -> Result<Vec<(&str, &Walk)>, Stop> {
-        self.walks.iter().map(|(id, w)| w.as_ref().map(|w| (id.as_str(), w)).map_err(Clone::clone)).collect()
-    }
-}
-
-pub struct RunContext {
+/// One run's access to the server under test.
+pub struct Session {
     pub config: RunConfig,
-    /// What the report names as the target (`embedded sandbox` or the base URL).
-    pub target: String,
+    /// What the report names as the server under test (`embedded sandbox at …` or the base URL).
+    pub server: String,
     pub api: Api,
     pub driver: Option<Driver>,
     pub receiver: Option<Receiver>,
@@ -69,17 +48,24 @@ pub struct RunContext {
     pub redactor: Redactor,
     /// Seed of the property-based cases.
     pub seed: u64,
-    fixture: OnceCell<Result<Arc<Connected>, Stop>>,
-    tour: OnceCell<Arc<Tour>>,
     sandbox: Mutex<Option<Sandbox>>,
 }
 
-impl RunContext {
+impl Session {
     /// Prepares a run: starts the embedded sandbox when no base URL is given, the receiver
     /// when there is a driver, and registers the receiver. Errors mean the run cannot start.
-    pub async fn setup(config: RunConfig) -> Result<Arc<Self>, String> {
+    pub async fn setup(config: RunConfig) -> Result<Self, String> {
         let redactor = Redactor::default();
-        let sandbox_config = embedded_sandbox(&config)?;
+        if config.base_url.is_some() && (config.sandbox_mutant.is_some() || config.sandbox_variant.is_some()) {
+            return Err(
+                "--sandbox-mutant and --sandbox-variant apply to the embedded sandbox, not to --base-url".into()
+            );
+        }
+        let sandbox_config = SandboxConfig {
+            mutant: config.sandbox_mutant,
+            variant: config.sandbox_variant,
+            ..SandboxConfig::default()
+        };
         let (sandbox, base_url, key, second_key, service) = match &config.base_url {
             None => {
                 let sandbox = Sandbox::start(sandbox_config).await.map_err(|e| format!("embedded sandbox: {e}"))?;
@@ -127,14 +113,14 @@ impl RunContext {
                 (Some(receiver), webhooks)
             }
         };
-        let target = match &sandbox {
+        let server = match &sandbox {
             Some(_) => format!("embedded sandbox at {}", api.base_url()),
             None => api.base_url().to_string(),
         };
         let seed = config.seed.unwrap_or_else(rand::random);
-        Ok(Arc::new(Self {
+        Ok(Self {
             config,
-            target,
+            server,
             api,
             driver,
             receiver,
@@ -142,10 +128,8 @@ impl RunContext {
             service,
             redactor,
             seed,
-            fixture: OnceCell::new(),
-            tour: OnceCell::new(),
             sandbox: Mutex::new(sandbox),
-        }))
+        })
     }
 
     /// Stops what the run started.
@@ -180,7 +164,9 @@ impl RunContext {
     pub fn receiver(&self) -> Result<&Receiver, Stop> {
         match (&self.webhooks, &self.receiver) {
             (Webhooks::Registered, Some(r)) => Ok(r),
-            (Webhooks::Failed(m), _) => Err(Stop::fail(format!("registering the webhook receiver failed: {m}"))),
+            (Webhooks::Failed(m), _) => {
+                Err(Stop::Error(ErrorSource::Receiver, format!("registering the webhook receiver failed: {m}")))
+            }
             (Webhooks::Unavailable(m), _) => Err(Stop::ignore(m.clone())),
             (Webhooks::Registered, None) => Err(Stop::ignore("no webhook receiver")),
         }
@@ -226,10 +212,7 @@ impl RunContext {
             transaction_id: transaction_id.map(str::to_string),
             webhook_url: self.receiver.as_ref().map(|r| r.url().to_string()),
         };
-        driver.run(DriverAction::Act(action), &args).await.map_err(|e| match e {
-            DriveError::Unsupported(m) | DriveError::Refused(m) => Stop::ignore(m),
-            DriveError::Failed(m) => Stop::fail(m),
-        })
+        driver.run(DriverAction::Act(action), &args).await.map_err(Stop::from)
     }
 
     /// Creates a connection and drives it to CONNECTED; returns once its accounts are readable.
@@ -266,35 +249,6 @@ impl RunContext {
         }
     }
 
-    /// The shared CONNECTED connection (given with `--connection-id`, or made with the driver),
-    /// its accounts, and a reference walk of each account's transactions.
-    pub async fn connected(&self) -> Result<Arc<Connected>, Stop> {
-        self.fixture
-            .get_or_init(|| async {
-                let connection_id = match &self.config.connection_id {
-                    Some(id) => id.clone(),
-                    None if self.driver.is_some() => self.connect_new().await?.connection_id,
-                    None => return Err(Stop::ignore("needs a CONNECTED connection: give --driver or --connection-id")),
-                };
-                let accounts = self.accounts_when_ready(&connection_id).await?;
-                let mut walks = Vec::new();
-                for account in &accounts {
-                    if let Some(id) = account.get("id").and_then(Value::as_str) {
-                        walks.push((id.to_string(), pagination::walk(&self.api, id, None, None).await));
-                    }
-                }
-                Ok(Arc::new(Connected { connection_id, accounts, walks }))
-            })
-            .await
-            .clone()
-    }
-
-    /// The shared tour of driven lifecycles that the event and reaction cases judge.
-    pub async fn tour(&self) -> Result<Arc<Tour>, Stop> {
-        self.receiver()?;
-        Ok(self.tour.get_or_init(|| async { Arc::new(Tour::run(self).await) }).await.clone())
-    }
-
     /// A seed-derived value for the properties of one case, so that each case's inputs are
     /// replayable on their own with `--seed`.
     pub fn case_seed(&self, case_id: &str) -> u64 {
@@ -307,21 +261,14 @@ impl RunContext {
     }
 }
 
-/// The embedded sandbox's configuration: conforming, or the mutant or variant asked for.
-fn embedded_sandbox(config: &RunConfig) -> Result<SandboxConfig, String> {
-    let (mutant, variant) = (config.sandbox_mutant.as_deref(), config.sandbox_variant.as_deref());
-    if config.base_url.is_some() && (mutant.is_some() || variant.is_some()) {
-        return Err("--sandbox-mutant and --sandbox-variant apply to the embedded sandbox, not to --base-url".into());
+impl From<DriveError> for Stop {
+    /// A target that cannot (exit 3) or will not (exit 4) do an action leaves the case not
+    /// judged; a failing driver is the setup's problem, never the target's.
+    fn from(e: DriveError) -> Self {
+        match e {
+            DriveError::Unsupported(m) => Stop::Ignore(IgnoreCause::Unsupported, m),
+            DriveError::Refused(m) => Stop::Ignore(IgnoreCause::RefusedByTarget, m),
+            DriveError::Failed(m) => Stop::Error(ErrorSource::Driver, m),
+        }
     }
-    let mutant = mutant
-        .map(|n| {
-            Mutant::from_name(n).ok_or_else(|| format!("unknown mutant {n:?} (see `bankconf serve --list-mutants`)"))
-        })
-        .transpose()?;
-    let variant = variant
-        .map(|n| {
-            Variant::from_name(n).ok_or_else(|| format!("unknown variant {n:?} (see `bankconf serve --list-variants`)"))
-        })
-        .transpose()?;
-    Ok(SandboxConfig { mutant, variant, ..SandboxConfig::default() })
 }

@@ -1,21 +1,28 @@
 //! §4.1 Create a connection, §2.1 the connection it returns.
 
-use super::{str_field, validate};
-use crate::harness::context::RunContext;
-use crate::harness::outcome::{ensure, Stop};
+use crate::harness::fixtures::RunContext;
+use crate::harness::outcome::{ensure, str_field, validate, Stop};
 use crate::schemas::Schema;
 use crate::spec::prefix;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+crate::cases! {
+    "create.response-schema" => response_schema,
+    "create.status-created" => status_created,
+    "create.id-prefixes" => id_prefixes,
+    "create.fresh-ids" => fresh_ids,
+    "create.id-shape" => id_shape,
+}
+
 const REQUEST: &str = "POST /v1/connections";
 
-pub async fn response_schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn response_schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let created = ctx.create_connection().await?;
     validate(Schema::ConnectionCreated, &created.body, REQUEST)
 }
 
-pub async fn status_created(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn status_created(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let created = ctx.create_connection().await?;
     let status = created.body.get("status");
     ensure(str_field(&created.body, "status") == Some("CREATED"), || {
@@ -23,7 +30,7 @@ pub async fn status_created(ctx: Arc<RunContext>) -> Result<(), Stop> {
     })
 }
 
-pub async fn id_prefixes(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn id_prefixes(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let created = ctx.create_connection().await?;
     ensure(created.connection_id.starts_with(prefix::CONNECTION), || {
         format!(
@@ -38,7 +45,7 @@ pub async fn id_prefixes(ctx: Arc<RunContext>) -> Result<(), Stop> {
     })
 }
 
-pub async fn fresh_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn fresh_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let mut seen = HashSet::new();
     for n in 1..=3 {
         let created = ctx.create_connection().await?;
@@ -50,7 +57,7 @@ pub async fn fresh_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 /// Advisory: ids shaped like the samples (§2 says it is not a rule).
-pub async fn id_shape(ctx: Arc<RunContext>) -> Result<(), Stop> {
+async fn id_shape(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let created = ctx.create_connection().await?;
     let rest = created.connection_id.strip_prefix(prefix::CONNECTION).unwrap_or(&created.connection_id);
     ensure(rest.len() == 26 && rest.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()), || {

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Prints the module import graph of src/ and exits 1 if it has a cycle.
+
+Usage: python3 scripts/import-cycles.py [--graph]
+
+A node is a module file (src/harness/checks/accounts.rs is harness::checks::accounts); an edge
+A -> B means A names B through a `crate::`, `super::` or child-relative path (in `use` or inline). A parent's
+`mod child;` declaration is not an edge, and neither is naming a module's own items. Test
+modules (`#[cfg(test)] mod tests`) count, resolved from their own position.
+"""
+import re
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+def module_of(path: Path) -> tuple:
+    rel = path.relative_to(SRC).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] in ("mod", "lib", "main"):
+        parts = parts[:-1]
+    return tuple(parts)
+
+
+def expand_use(tree: str):
+    """Expands a use tree (`a::{b, c::{d, e}}`) into flat paths."""
+    tree = tree.strip()
+    depth, start = 0, None
+    for i, ch in enumerate(tree):
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                prefix = tree[:start].rstrip(":").strip()
+                inner, parts, d, last = tree[start + 1 : i], [], 0, 0
+                for j, c in enumerate(inner):
+                    if c == "{":
+                        d += 1
+                    elif c == "}":
+                        d -= 1
+                    elif c == "," and d == 0:
+                        parts.append(inner[last:j])
+                        last = j + 1
+                parts.append(inner[last:])
+                out = []
+                for p in parts:
+                    p = p.strip()
+                    if not p:
+                        continue
+                    for sub in expand_use(p):
+                        out.append(prefix if sub == "self" else f"{prefix}::{sub}" if prefix else sub)
+                return out
+    return [re.sub(r"\s+as\s+\w+$", "", tree)]
+
+
+def paths_in(text: str):
+    found = []
+    for m in re.finditer(r"\buse\s+([^;]+);", text):
+        found.extend(expand_use(m.group(1)))
+    found.extend(m.group(0) for m in re.finditer(r"\b(?:crate|super)(?:::[A-Za-z_]\w*)+", text))
+    return [p for p in found if p.startswith(("crate", "super"))]
+
+
+def resolve(path: str, here: tuple, modules: set):
+    segs = path.split("::")
+    base = list(here)
+    if segs[0] == "crate":
+        base, segs = [], segs[1:]
+    while segs and segs[0] == "super":
+        base, segs = base[:-1], segs[1:]
+    best = tuple(base)
+    for i in range(1, len(segs) + 1):
+        cand = tuple(base + segs[:i])
+        if cand in modules:
+            best = cand
+    return best
+
+
+def main() -> int:
+    files = sorted(SRC.rglob("*.rs"))
+    modules = {module_of(f) for f in files}
+    graph = {m: set() for m in modules}
+    for f in files:
+        me = module_of(f)
+        text = re.sub(r"//[^\n]*", "", f.read_text())
+        split = re.search(r"#\[cfg\(test\)\]\s*mod\s+tests\s*\{", text)
+        chunks = [(text, me)] if not split else [(text[: split.start()], me), (text[split.end() :], me + ("tests",))]
+        for chunk, here in chunks:
+            # Paths relative to a child module (`context::RunContext` in harness/mod.rs).
+            children = [m.group(1) for m in re.finditer(r"\b([a-z_]\w*)::", chunk) if me + (m.group(1),) in modules]
+            for p in paths_in(chunk) + [f"self::{c}" for c in children]:
+                target = resolve(p.replace("self::", "", 1), me, modules) if p.startswith("self::") else resolve(p, here, modules)
+                # A child naming its ancestors' items through `super` is an edge only to modules.
+                if target != me and target in modules and target != ():
+                    graph[me].add(target)
+    if "--graph" in sys.argv:
+        for m in sorted(graph):
+            print("::".join(m) or "crate", "->", ", ".join(sorted("::".join(t) for t in graph[m])))
+    # Tarjan's strongly connected components.
+    index, low, on, stack, sccs, counter = {}, {}, set(), [], [], [0]
+
+    def strong(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                sccs.append(comp)
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    if not sccs:
+        print(f"no import cycle among {len(modules)} modules of src/")
+        return 0
+    for comp in sccs:
+        print(f"cycle of {len(comp)} modules: " + ", ".join(sorted("::".join(m) for m in comp)))
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

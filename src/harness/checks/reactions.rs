@@ -1,0 +1,64 @@
+//! §6.3 Expected client reactions: after `accounts.updated` and `transaction.deleted`, what the
+//! client re-reads shows what the event announced.
+
+use crate::harness::fixtures::RunContext;
+use crate::harness::outcome::Stop;
+use crate::spec::{Action, ACCOUNTS_UPDATED};
+use serde_json::Value;
+use std::sync::Arc;
+
+crate::cases! {
+    "reactions.accounts-updated" => accounts_updated,
+    "reactions.transaction-deleted" => transaction_deleted,
+    "reactions.account-balance" => account_balance,
+}
+
+async fn accounts_updated(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    ctx.tour().await?.step(Action::UpdateAccounts)
+}
+
+/// §4.4 returns "the updated balance", and §6.3 sends the client there on accounts.updated; the
+/// connection's account list (§4.2) shows the current balance too. After the update both must
+/// agree. The shape of §4.4 is not shown: without a numeric `balance` there, nothing is judged.
+async fn account_balance(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let receiver = ctx.receiver()?;
+    let created = ctx.connect_new().await?;
+    let id = created.connection_id.clone();
+    let accounts = ctx.accounts_when_ready(&id).await?;
+    let account = accounts
+        .iter()
+        .find_map(|a| a.get("id").and_then(Value::as_str))
+        .ok_or_else(|| Stop::ignore("the connection has no account"))?
+        .to_string();
+    ctx.drive(Action::UpdateAccounts, &created, Some(&account), None).await?;
+    let (arrived, seen) = receiver.wait_for_type(&id, ACCOUNTS_UPDATED, ctx.config.event_wait()).await;
+    if !arrived {
+        return Err(Stop::ignore(format!("no {ACCOUNTS_UPDATED} arrived (judged by reactions.accounts-updated)")));
+    }
+    let account = seen
+        .iter()
+        .filter(|d| d.event_type() == Some(ACCOUNTS_UPDATED))
+        .find_map(|d| d.body.pointer("/data/accountId").and_then(Value::as_str))
+        .unwrap_or(&account)
+        .to_string();
+    let one = ctx.api.get(&["v1", "accounts", &account], &[]).await?;
+    let single = one.success_json()?;
+    let listed = ctx.accounts_when_ready(&id).await?;
+    let in_list = listed.iter().find(|a| a.get("id").and_then(Value::as_str) == Some(account.as_str()));
+    let (Some(got), Some(want)) =
+        (single.get("balance").and_then(Value::as_f64), in_list.and_then(|a| a.get("balance")).and_then(Value::as_f64))
+    else {
+        return Err(Stop::ignore("no numeric balance in both GET /v1/accounts/{accountId} and the account list"));
+    };
+    if (got - want).abs() > 1e-9 {
+        return Err(Stop::fail(format!(
+            "after {ACCOUNTS_UPDATED} for {account}: {} shows balance {got}, GET /v1/connections/{id}/accounts shows {want}",
+            one.request
+        )));
+    }
+    Ok(())
+}
+
+async fn transaction_deleted(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    ctx.tour().await?.step(Action::DeleteTransaction)
+}

@@ -1,0 +1,65 @@
+//! A webhook delivery as the harness keeps it, and the small helpers over a list of them.
+//! Pure data: the receiver fills it, the event rules and `check-events` read it.
+
+use serde_json::Value;
+
+/// One POST the receiver got.
+#[derive(Clone, Debug)]
+pub struct Delivery {
+    /// Arrival order at the receiver (informative only: delivery order is not specified).
+    pub seq: u64,
+    /// The body, or `Value::Null` when it was not JSON.
+    pub body: Value,
+}
+
+impl Delivery {
+    /// The connection the event concerns: `data.connectionId`, or the short form's `connectionId`.
+    pub fn connection_id(&self) -> Option<&str> {
+        self.body.pointer("/data/connectionId").or_else(|| self.body.get("connectionId")).and_then(Value::as_str)
+    }
+
+    /// `type` of the envelope, or `event` of the short `connection.connected` form (§6.2).
+    pub fn event_type(&self) -> Option<&str> {
+        self.body.get("type").or_else(|| self.body.get("event")).and_then(Value::as_str)
+    }
+
+    /// Whether this is the short flat form of §6.2.
+    pub fn is_short_form(&self) -> bool {
+        self.body.get("event").is_some() && self.body.get("data").is_none()
+    }
+
+    /// What identifies the event across retries: the envelope `id`, or the short form's
+    /// `event`+`timestamp` (which has no id).
+    pub fn dedup_key(&self) -> String {
+        match self.body.get("id").and_then(Value::as_str) {
+            Some(id) => id.to_string(),
+            None => format!(
+                "{}@{}",
+                self.event_type().unwrap_or("?"),
+                self.body.get("timestamp").and_then(Value::as_str).unwrap_or("?")
+            ),
+        }
+    }
+
+    /// `connection.verifying(prev=created)`, for messages.
+    pub fn label(&self) -> String {
+        let ty = self.event_type().unwrap_or("<no type>");
+        match self.body.pointer("/data/previousStatus") {
+            Some(Value::String(p)) => format!("{ty}(prev={p})"),
+            Some(Value::Null) | None => ty.to_string(),
+            Some(other) => format!("{ty}(prev={other})"),
+        }
+    }
+}
+
+/// Deliveries with the same event id counted once (duplicates are allowed, §6.3).
+pub fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
+    let mut seen = std::collections::HashSet::new();
+    deliveries.iter().filter(|d| seen.insert(d.dedup_key())).cloned().collect()
+}
+
+/// `[connection.created, connection.verifying(prev=…)]`, for messages.
+pub fn labels(deliveries: &[Delivery]) -> String {
+    let labels: Vec<String> = unique(deliveries).iter().map(Delivery::label).collect();
+    format!("[{}]", labels.join(", "))
+}

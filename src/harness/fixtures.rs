@@ -1,0 +1,90 @@
+//! The shared fixtures several cases read, each built once on first use: the CONNECTED
+//! connection with its accounts and reference walks, and the tour of driven lifecycles. A check
+//! receives the [`RunContext`]: the [`Session`] (through `Deref`, so `ctx.api` reads as the
+//! session's) plus these fixtures.
+
+use super::outcome::Stop;
+use super::pagination::{self, Walk};
+use super::session::Session;
+use super::tour::Tour;
+use serde_json::Value;
+use std::future::Future;
+use std::ops::Deref;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::sync::OnceCell;
+
+/// What a check returns: `Ok` passes, a [`Stop`] says why not.
+pub type CheckFuture = Pin<Box<dyn Future<Output = Result<(), Stop>> + Send>>;
+/// The code of one case.
+pub type CheckFn = fn(Arc<RunContext>) -> CheckFuture;
+
+/// The CONNECTED connection that read-only cases share, read once.
+#[derive(Debug)]
+pub struct Connected {
+    pub connection_id: String,
+    /// The accounts array as returned (§4.2).
+    pub accounts: Vec<Value>,
+    /// Per account id, the walk of its transactions with the target's default limit.
+    pub walks: Vec<(String, Result<Walk, Stop>)>,
+}
+
+impl Connected {
+    pub fn account_ids(&self) -> Vec<String> {
+        self.accounts.iter().filter_map(|a| a.get("id").and_then(Value::as_str)).map(str::to_string).collect()
+    }
+
+    /// The reference walks, failing on the first that failed.
+    pub fn walks(&self) -> Result<Vec<(&str, &Walk)>, Stop> {
+        self.walks.iter().map(|(id, w)| w.as_ref().map(|w| (id.as_str(), w)).map_err(Clone::clone)).collect()
+    }
+}
+
+/// What a check gets: the session and the fixtures built on it.
+pub struct RunContext {
+    pub session: Session,
+    connected: OnceCell<Result<Arc<Connected>, Stop>>,
+    tour: OnceCell<Arc<Tour>>,
+}
+
+impl Deref for RunContext {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.session
+    }
+}
+
+impl RunContext {
+    pub fn new(session: Session) -> Arc<Self> {
+        Arc::new(Self { session, connected: OnceCell::new(), tour: OnceCell::new() })
+    }
+
+    /// The shared CONNECTED connection (given with `--connection-id`, or made with the driver),
+    /// its accounts, and a reference walk of each account's transactions.
+    pub async fn connected(&self) -> Result<Arc<Connected>, Stop> {
+        self.connected
+            .get_or_init(|| async {
+                let connection_id = match &self.session.config.connection_id {
+                    Some(id) => id.clone(),
+                    None if self.session.driver.is_some() => self.session.connect_new().await?.connection_id,
+                    None => return Err(Stop::ignore("needs a CONNECTED connection: give --driver or --connection-id")),
+                };
+                let accounts = self.session.accounts_when_ready(&connection_id).await?;
+                let mut walks = Vec::new();
+                for account in &accounts {
+                    if let Some(id) = account.get("id").and_then(Value::as_str) {
+                        walks.push((id.to_string(), pagination::walk(&self.session.api, id, None, None).await));
+                    }
+                }
+                Ok(Arc::new(Connected { connection_id, accounts, walks }))
+            })
+            .await
+            .clone()
+    }
+
+    /// The shared tour of driven lifecycles that the event and reaction cases judge.
+    pub async fn tour(&self) -> Result<Arc<Tour>, Stop> {
+        self.session.receiver()?;
+        Ok(self.tour.get_or_init(|| async { Arc::new(Tour::run(&self.session).await) }).await.clone())
+    }
+}
