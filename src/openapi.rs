@@ -41,7 +41,7 @@ fn rewrite_refs(node: &mut Value, within: Schema) {
                 let owner = if file.is_empty() {
                     within
                 } else {
-                    Schema::ALL.into_iter().find(|s| s.file_name() == file).unwrap_or(within)
+                    Schema::PAYLOADS.into_iter().find(|s| s.file_name() == file).unwrap_or(within)
                 };
                 *target = format!("#/components/schemas/{}{fragment}", component_name(owner));
             }
@@ -78,7 +78,7 @@ fn path_param(name: &str, section: &str) -> Value {
 /// The OpenAPI 3.1 document.
 pub fn document() -> Value {
     let schemas: Map<String, Value> =
-        Schema::ALL.into_iter().map(|s| (component_name(s).to_string(), component(s))).collect();
+        Schema::PAYLOADS.into_iter().map(|s| (component_name(s).to_string(), component(s))).collect();
 
     let paths = json!({
         "/v1/connections": {

@@ -38,7 +38,8 @@ pub const MAX_MESSAGE_CHARS: usize = 200;
 const MAX_QUOTED_INSTANCE_CHARS: usize = 60;
 
 impl Schema {
-    pub const ALL: [Schema; 6] = [
+    /// The payloads of the service (§4, §6); every schema but the report.
+    pub const PAYLOADS: [Schema; 6] = [
         Self::ConnectionCreated,
         Self::Account,
         Self::Accounts,
@@ -47,12 +48,12 @@ impl Schema {
         Self::WebhookEvent,
     ];
 
-    /// Every schema file: the payloads of [`Schema::ALL`] and the report of the harness.
-    pub const EVERY: [Schema; 7] = {
+    /// Every schema file: the payloads of [`Schema::PAYLOADS`] and the report of the harness.
+    pub const ALL: [Schema; 7] = {
         let mut every = [Self::Report; 7];
         let mut i = 0;
-        while i < Self::ALL.len() {
-            every[i] = Self::ALL[i];
+        while i < Self::PAYLOADS.len() {
+            every[i] = Self::PAYLOADS[i];
             i += 1;
         }
         every
@@ -95,17 +96,17 @@ impl Schema {
     }
 
     fn index(self) -> usize {
-        Self::EVERY.iter().position(|s| *s == self).expect("every schema is in EVERY")
+        Self::ALL.iter().position(|s| *s == self).expect("every schema is in ALL")
     }
 
     fn from_id(id: &str) -> Option<Self> {
         let name = id.strip_prefix(ID_BASE).unwrap_or(id);
-        Self::EVERY.into_iter().find(|s| s.file_name() == name)
+        Self::ALL.into_iter().find(|s| s.file_name() == name)
     }
 }
 
 static DOCUMENTS: LazyLock<Vec<Value>> = LazyLock::new(|| {
-    Schema::EVERY
+    Schema::ALL
         .iter()
         .map(|s| {
             serde_json::from_str(s.source()).unwrap_or_else(|e| panic!("schemas/{} is not JSON: {e}", s.file_name()))
@@ -114,7 +115,7 @@ static DOCUMENTS: LazyLock<Vec<Value>> = LazyLock::new(|| {
 });
 
 static VALIDATORS: LazyLock<Vec<jsonschema::Validator>> =
-    LazyLock::new(|| Schema::EVERY.iter().map(|s| compile(*s).unwrap_or_else(|e| panic!("{e}"))).collect());
+    LazyLock::new(|| Schema::ALL.iter().map(|s| compile(*s).unwrap_or_else(|e| panic!("{e}"))).collect());
 
 /// Compiles one schema with draft 2020-12, format assertion on, and every other embedded
 /// schema registered under its `$id` (so `$ref` never leaves the process).
@@ -123,7 +124,7 @@ fn compile(schema: Schema) -> Result<jsonschema::Validator, String> {
         .with_draft(jsonschema::Draft::Draft202012)
         .should_validate_formats(true)
         .should_ignore_unknown_formats(false);
-    for other in Schema::EVERY.into_iter().filter(|o| *o != schema) {
+    for other in Schema::ALL.into_iter().filter(|o| *o != schema) {
         let resource = jsonschema::Resource::from_contents(other.document().clone())
             .map_err(|e| format!("schemas/{}: {e}", other.file_name()))?;
         options = options.with_resource(other.id(), resource);
@@ -273,7 +274,7 @@ mod tests {
 
     #[test]
     fn every_schema_compiles_offline() {
-        for schema in Schema::EVERY {
+        for schema in Schema::ALL {
             compile(schema).unwrap();
             assert_eq!(schema.document()["$id"], json!(schema.id()));
         }

@@ -112,10 +112,6 @@ impl ConnectionState {
         Self::ALL.into_iter().find(|st| st.lower() == s)
     }
 
-    pub fn from_upper(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|st| st.upper() == s)
-    }
-
     pub fn from_event_type(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|st| st.event_type() == s)
     }
@@ -196,10 +192,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_case_cites_a_listed_section() {
-        for case in crate::harness::catalogue::all() {
-            assert!(SECTIONS.iter().any(|(s, _)| *s == case.section), "{}: unknown section {}", case.id, case.section);
-        }
+    fn sections_nest() {
         assert!(within("§4.3", "§4") && within("§4", "§4") && !within("§4.3", "§4.1") && !within("§41", "§4"));
     }
 
@@ -207,7 +200,6 @@ mod tests {
     fn state_names_round_trip() {
         for st in ConnectionState::ALL {
             assert_eq!(ConnectionState::from_lower(st.lower()), Some(st));
-            assert_eq!(ConnectionState::from_upper(&st.upper()), Some(st));
             assert_eq!(ConnectionState::from_event_type(st.event_type()), Some(st));
         }
         for a in Action::ALL {

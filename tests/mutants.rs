@@ -26,7 +26,9 @@ fn main() -> ExitCode {
         .map(|(subject, kind)| {
             let runtime = runtime.clone();
             Trial::test(subject.name(), move || {
-                let run = tokio::time::timeout(Duration::from_secs(120), selftest::trial(subject, event_timeout));
+                let run = async {
+                    tokio::time::timeout(Duration::from_secs(120), selftest::trial(subject, event_timeout)).await
+                };
                 let trial = runtime.block_on(run).map_err(|_| Failed::from("the run took over 120 s"))?;
                 let pinned = trial.pinned();
                 insta::with_settings!({

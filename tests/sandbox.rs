@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode as AxStatus;
 use axum::routing::post;
 use axum::{Json, Router};
-use bankconf::sandbox::{ActionTarget, ControlError, Sandbox, SandboxConfig, DEFAULT_LIMIT, MAX_LIMIT};
+use bankconf::sandbox::{ActionArgs, ControlError, Sandbox, SandboxConfig, DEFAULT_LIMIT, MAX_LIMIT};
 use bankconf::schemas::{validate, Schema};
 use bankconf::spec::{prefix, Action, ConnectionState, ACCOUNTS_UPDATED, ACCOUNT_TYPES, TRANSACTION_DELETED};
 use reqwest::StatusCode;
@@ -422,7 +422,7 @@ async fn every_path_of_the_transition_table() {
     let api = Api::new(&sb);
     let key = &sb.clients[1].api_key;
     let ctl = &sb.control;
-    let none = ActionTarget::default;
+    let none = ActionArgs::default;
 
     // created → mfa_required → connected → error → connected → disconnected.
     let c = api.create(key).await["connectionId"].as_str().unwrap().to_string();
@@ -502,16 +502,16 @@ async fn every_path_of_the_transition_table() {
     ctl.apply(&c, Action::Connect, none()).await.unwrap();
     for (account_id, transaction_id) in [(Some("acc_NOPE"), None), (None, Some("txn_NOPE"))] {
         let target =
-            ActionTarget { account_id: account_id.map(Into::into), transaction_id: transaction_id.map(Into::into) };
+            ActionArgs { account_id: account_id.map(Into::into), transaction_id: transaction_id.map(Into::into) };
         assert!(matches!(ctl.apply(&c, Action::DeleteTransaction, target).await, Err(ControlError::NotFound(_))));
     }
     // Another connection's account is not a target.
     let other = &accounts[0]["id"];
-    let target = ActionTarget { account_id: other.as_str().map(Into::into), transaction_id: None };
+    let target = ActionArgs { account_id: other.as_str().map(Into::into), transaction_id: None };
     assert!(matches!(ctl.apply(&c, Action::UpdateAccounts, target).await, Err(ControlError::NotFound(_))));
     // The pension account has no transactions to delete.
     let fresh = api.accounts(key, &c).await;
-    let pension = ActionTarget { account_id: Some(id(by_type(&fresh, "pension"))), transaction_id: None };
+    let pension = ActionArgs { account_id: Some(id(by_type(&fresh, "pension"))), transaction_id: None };
     assert!(matches!(ctl.apply(&c, Action::DeleteTransaction, pension).await, Err(ControlError::NotPossible(_))));
     // Without a target: the newest transaction of the first account.
     let checking = id(by_type(&fresh, "checking"));
@@ -559,7 +559,7 @@ async fn pagination_returns_each_transaction_exactly_once() {
     // Past the maximum: limit is clamped to 100.
     let checking = id(by_type(&accounts, "checking"));
     for _ in 0..50 {
-        let target = ActionTarget { account_id: Some(checking.clone()), transaction_id: None };
+        let target = ActionArgs { account_id: Some(checking.clone()), transaction_id: None };
         sb.control.apply(&conn, Action::UpdateAccounts, target).await.unwrap();
     }
     let (status, page) = api.get(key, &format!("/v1/accounts/{checking}/transactions?limit=1000")).await;
@@ -775,7 +775,7 @@ async fn webhooks_are_retried_and_ordered() {
     sb.control.register_webhook(&rx.url).await; // no duplicate deliveries
     let key = &sb.clients[1].api_key;
     let conn = api.create(key).await["connectionId"].as_str().unwrap().to_string();
-    sb.control.apply(&conn, Action::FailAuth, ActionTarget::default()).await.unwrap();
+    sb.control.apply(&conn, Action::FailAuth, ActionArgs::default()).await.unwrap();
     let events = rx.wait_for(&conn, 4).await;
     let kinds: Vec<String> = events.iter().map(|e| check_event(e, &sb.clients[1].client_id, &conn)).collect();
     assert_eq!(

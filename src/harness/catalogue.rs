@@ -159,6 +159,12 @@ mod tests {
             assert!(seen.insert(&case.id), "duplicate case id {}", case.id);
             assert!(case.section.starts_with('§'), "{}: section must cite §", case.id);
             assert!(
+                crate::spec::SECTIONS.iter().any(|(s, _)| *s == case.section),
+                "{}: unknown section {}",
+                case.id,
+                case.section
+            );
+            assert!(
                 case.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-'),
                 "{}: ids are lower-case kebab words joined by dots",
                 case.id

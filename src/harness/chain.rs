@@ -22,7 +22,7 @@ const MAX_LINKS: usize = 1_000;
 
 /// Checks that the connection events among `deliveries` form one chain from
 /// `connection.created`. Returns the final state of the chain.
-pub fn check(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
+pub fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
     let events = unique(deliveries);
     let mut created = 0;
     let mut links: BTreeMap<Link, usize> = BTreeMap::new();
@@ -161,26 +161,26 @@ mod tests {
         let mut events = happy();
         events.reverse();
         events.push(events[0].clone());
-        assert_eq!(check(&events), Ok(ConnectionState::Connected));
+        assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
     }
 
     #[test]
     fn a_broken_link_is_reported() {
         let mut events = happy();
         events[3] = event("evt_4", "connection.connected", json!("created"));
-        assert!(check(&events).unwrap_err().contains("no order"));
+        assert!(resolve(&events).unwrap_err().contains("no order"));
     }
 
     #[test]
     fn upper_case_previous_status_is_reported() {
         let mut events = happy();
         events[1] = event("evt_2", "connection.credentials_submitted", json!("CREATED"));
-        assert!(check(&events).unwrap_err().contains("lower-case"));
+        assert!(resolve(&events).unwrap_err().contains("lower-case"));
     }
 
     #[test]
     fn missing_created_is_reported() {
-        assert!(check(&happy()[1..]).unwrap_err().contains("no connection.created"));
+        assert!(resolve(&happy()[1..]).unwrap_err().contains("no connection.created"));
     }
 
     #[test]
@@ -190,7 +190,7 @@ mod tests {
             body: json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
             ..events[3].clone()
         };
-        assert_eq!(check(&events), Ok(ConnectionState::Connected));
+        assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
     }
 
     #[test]
@@ -209,10 +209,10 @@ mod tests {
         for (seq, d) in events.iter_mut().enumerate() {
             d.seq = seq as u64;
         }
-        assert_eq!(check(&events), Ok(ConnectionState::Disconnected));
+        assert_eq!(resolve(&events), Ok(ConnectionState::Disconnected));
         // Ending on the repeated short form: the chain ends connected.
         events.pop();
-        assert_eq!(check(&events), Ok(ConnectionState::Connected));
+        assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
     }
 
     #[test]
@@ -222,6 +222,6 @@ mod tests {
         events.push(event("evt_6", "connection.credentials_submitted", json!("disconnected")));
         events.push(event("evt_7", "connection.verifying", json!("credentials_submitted")));
         events.push(event("evt_8", "connection.connected", json!("verifying")));
-        assert_eq!(check(&events), Ok(ConnectionState::Connected));
+        assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
     }
 }

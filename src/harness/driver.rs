@@ -1,7 +1,7 @@
 //! The driver protocol: how the harness moves a target's connections through states, since
 //! the spec does not say how (§3.2, §4.5). See README "Driver protocol".
 
-use crate::sandbox::{ActionTarget, Control, ControlError};
+use crate::sandbox::{ActionArgs, Control, ControlError};
 use crate::spec::Action;
 use std::process::Stdio;
 use std::time::Duration;
@@ -83,7 +83,7 @@ async fn run_in_process(control: &Control, action: DriverAction, args: &DriveArg
             let connection =
                 args.connection_id.as_deref().ok_or_else(|| DriveError::Failed("no connection id".into()))?;
             let target =
-                ActionTarget { account_id: args.account_id.clone(), transaction_id: args.transaction_id.clone() };
+                ActionArgs { account_id: args.account_id.clone(), transaction_id: args.transaction_id.clone() };
             control.apply(connection, a, target).await.map_err(|e| match e {
                 ControlError::NotPossible(m) => DriveError::Refused(m),
                 ControlError::NotFound(m) => DriveError::Failed(format!("not found: {m}")),

@@ -69,11 +69,11 @@ pub fn missing_created(groups: &[Group<'_>]) -> Vec<String> {
 }
 
 /// §3.1, §6.2: each connection's events link into one chain from `connection.created`
-/// (see [`chain::check`]).
+/// (see [`chain::resolve`]).
 pub fn chains(groups: &[Group<'_>]) -> Result<(), Stop> {
     let mut problems = Problems::default();
     for (id, deliveries) in groups {
-        if let Err(e) = chain::check(deliveries) {
+        if let Err(e) = chain::resolve(deliveries) {
             problems.add(format!("connection {id}: {e}"));
         }
     }

@@ -5,7 +5,7 @@
 //!    problems, schema validation), [`config`] (the run's flags);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`];
 //! 3. access to the server under test: [`http`], [`pagination`], [`receiver`], [`driver`],
-//!    [`redact`], and [`session`] (setup, prerequisites, API and driver steps);
+//!    [`redact`], [`session`] (setup, prerequisites, seeds) and [`steps`] (API and driver steps);
 //! 4. fixtures shared by cases: [`tour`], [`fixtures`] (the [`fixtures::RunContext`] a check
 //!    gets), [`property`] (the property runner);
 //! 5. [`checks`]: the code of every case, one file per catalogue file;
@@ -31,4 +31,5 @@ pub mod redact;
 pub mod report;
 pub mod runner;
 pub mod session;
+pub mod steps;
 pub mod tour;

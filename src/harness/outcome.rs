@@ -218,7 +218,7 @@ impl Problems {
     }
 
     /// Keeps a failure as a problem; an ignore or error still stops.
-    pub fn check(&mut self, result: Result<(), Stop>) -> Result<(), Stop> {
+    pub fn keep(&mut self, result: Result<(), Stop>) -> Result<(), Stop> {
         match result {
             Err(Stop::Fail(f)) => {
                 self.0.push(f.message);

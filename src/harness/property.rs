@@ -14,7 +14,7 @@ const MAX_SHRINK_MILLIS: u32 = 20_000;
 
 /// Runs `test` over inputs drawn from `strategy`, `--cases` times, seeded from the run's seed and
 /// the case id; on failure, shrinks and reports the smallest failing input.
-pub async fn check<S, F, Fut>(ctx: &Session, case_id: &'static str, strategy: S, test: F) -> Result<(), Stop>
+pub async fn for_all<S, F, Fut>(ctx: &Session, case_id: &'static str, strategy: S, test: F) -> Result<(), Stop>
 where
     S: Strategy + Send + 'static,
     S::Value: Debug,

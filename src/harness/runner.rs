@@ -72,7 +72,7 @@ pub async fn run_case(ctx: Arc<RunContext>, case: &'static Case) -> CaseResult {
     let mut last_request = None;
     let outcome = if let Some(reason) = ctx.missing(case) {
         Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason }
-    } else if let Some(check) = checks::check(&case.id) {
+    } else if let Some(check) = checks::code_of(&case.id) {
         // Generous: a case waits for events several times, and walks many pages.
         let limit = Duration::from_secs(60) + ctx.config.event_wait() * 6 + ctx.config.request_wait() * 2;
         let mut task = tokio::spawn(http::recording(check(ctx.clone())));

@@ -5,7 +5,8 @@
 use super::delivery::{labels, Delivery};
 use super::outcome::Stop;
 use super::pagination::{self, item_id};
-use super::session::{Created, Session};
+use super::session::Session;
+use super::steps::Created;
 use crate::spec::{Action, ACCOUNTS_UPDATED, TRANSACTION_DELETED};
 use serde_json::Value;
 
@@ -100,7 +101,9 @@ async fn run_leg(ctx: &Session, path: &[Action]) -> Leg {
     // Let the chain settle: late deliveries are allowed, so wait (bounded) until it links up.
     let deliveries = match ctx.receiver() {
         Ok(r) => {
-            r.wait_for(&connection.connection_id, ctx.config.event_wait(), |ds| super::chain::check(ds).is_ok()).await.1
+            r.wait_for(&connection.connection_id, ctx.config.event_wait(), |ds| super::chain::resolve(ds).is_ok())
+                .await
+                .1
         }
         Err(_) => Vec::new(),
     };

@@ -20,9 +20,9 @@
 
 use super::faults::{Flavor, Mutant, Variant};
 use super::render;
+use super::shared::Shared;
 use super::store::ReadError;
 use super::widget;
-use super::Shared;
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use axum::http::request::Parts;
@@ -33,11 +33,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// Page size when `limit` is absent (§4.3, §8: the sandbox's choice).
-pub const DEFAULT_LIMIT: usize = 25;
-/// Larger `limit` values are clamped to this.
-pub const MAX_LIMIT: usize = 100;
 
 /// An error answer of the sandbox (§7 leaves them open; see the module table).
 #[derive(Debug)]
@@ -210,7 +205,7 @@ async fn get_account(
 }
 
 /// `limit` of §4.3: a positive integer (leading zeros allowed), clamped to the maximum
-/// ([`MAX_LIMIT`]; the small-limit variants choose another, and one refuses larger values).
+/// ([`super::model::MAX_LIMIT`]; the small-limit variants choose another, and one refuses larger values).
 pub(crate) fn parse_limit(f: Flavor, raw: Option<&str>) -> Result<usize, ApiError> {
     let (default, max) = f.limits();
     let Some(raw) = raw else {

@@ -13,7 +13,8 @@
 //! - `GET /sandbox/events`: every event emitted so far, in order (a debugging aid).
 
 use super::api::ApiError;
-use super::{ActionTarget, ControlError, Shared};
+use super::shared::Shared;
+use super::transitions::{ActionArgs, ControlError};
 use crate::spec::Action;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -77,8 +78,8 @@ async fn apply(
         ApiError::new(StatusCode::BAD_REQUEST, "unknown_action", format!("unknown action {action:?}"))
     })?;
     let target = match json_body(&body)? {
-        None => ActionTarget::default(),
-        Some(map) => ActionTarget {
+        None => ActionArgs::default(),
+        Some(map) => ActionArgs {
             account_id: optional_string(&map, "accountId")?,
             transaction_id: optional_string(&map, "transactionId")?,
         },

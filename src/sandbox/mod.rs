@@ -23,16 +23,18 @@ pub mod faults;
 mod model;
 mod render;
 mod seed;
+mod shared;
 mod store;
 pub mod transitions;
 mod webhooks;
 pub mod widget;
 
-pub use api::{DEFAULT_LIMIT, MAX_LIMIT};
-pub use faults::{Flavor, Mutant, Variant};
+use faults::Flavor;
+pub use faults::{Mutant, Variant};
+pub use model::{DEFAULT_LIMIT, MAX_LIMIT};
+use shared::Shared;
 pub use store::ActionOutcome;
-pub use transitions::transition_path;
-pub use widget::global_name;
+pub use transitions::{ActionArgs, ControlError};
 
 use crate::spec::{prefix, Action};
 use axum::Router;
@@ -40,7 +42,7 @@ use rand::Rng;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use store::Store;
 use tokio::net::TcpListener;
@@ -80,58 +82,6 @@ pub struct SandboxClient {
     pub client_id: String,
 }
 
-/// What an action may apply to (`accountId`, `transactionId` of the control route's body).
-#[derive(Clone, Debug, Default)]
-pub struct ActionTarget {
-    pub account_id: Option<String>,
-    pub transaction_id: Option<String>,
-}
-
-/// Why a control action was not applied.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ControlError {
-    /// No such connection, account or transaction (route answers 404).
-    NotFound(String),
-    /// Not possible from the connection's current state (route answers 409).
-    NotPossible(String),
-}
-
-impl std::fmt::Display for ControlError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::NotFound(m) => write!(f, "not found: {m}"),
-            Self::NotPossible(m) => write!(f, "not possible: {m}"),
-        }
-    }
-}
-
-/// The state shared by the routes and [`Control`].
-pub(crate) struct Shared {
-    store: Mutex<Store>,
-    service: String,
-    flavor: Flavor,
-}
-
-impl Shared {
-    /// The store; never held across an `.await`.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    pub(crate) fn register_webhook(&self, url: &str) -> bool {
-        self.lock().outbox_mut().register(url)
-    }
-
-    pub(crate) fn apply(
-        &self,
-        connection_id: &str,
-        action: Action,
-        target: &ActionTarget,
-    ) -> Result<ActionOutcome, ControlError> {
-        self.lock().apply(connection_id, action, target)
-    }
-}
-
 /// In-process control of a running sandbox: the same operations as the `/sandbox` routes
 /// (see [`control`]), through the same code.
 #[derive(Clone)]
@@ -148,7 +98,7 @@ impl Control {
 
     /// Applies an action (like `POST /sandbox/connections/{id}/{action}`); see
     /// [`lifecycle`] for what is possible from which state.
-    pub async fn apply(&self, connection_id: &str, action: Action, target: ActionTarget) -> Result<(), ControlError> {
+    pub async fn apply(&self, connection_id: &str, action: Action, target: ActionArgs) -> Result<(), ControlError> {
         self.apply_outcome(connection_id, action, target).await.map(drop)
     }
 
@@ -157,7 +107,7 @@ impl Control {
         &self,
         connection_id: &str,
         action: Action,
-        target: ActionTarget,
+        target: ActionArgs,
     ) -> Result<ActionOutcome, ControlError> {
         self.shared.apply(connection_id, action, &target)
     }

@@ -9,6 +9,11 @@ use rand::Rng;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
+/// Page size when `limit` is absent (§4.3, §8: the sandbox's choice).
+pub const DEFAULT_LIMIT: usize = 25;
+/// Larger `limit` values are clamped to this.
+pub const MAX_LIMIT: usize = 100;
+
 /// Characters of the opaque part of identifiers (§2: samples are 26 upper-case alphanumerics).
 const ID_CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 

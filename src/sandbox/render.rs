@@ -158,6 +158,7 @@ pub(crate) fn transaction(f: Flavor, t: &Transaction) -> Value {
     match f.mutant {
         Some(Mutant::TransactionAccountIdWrong) => v["accountId"] = json!(format!("{}X", t.account_id)),
         Some(Mutant::TransactionDateTime) => v["transactionDate"] = json!(timestamp(t.created_at)),
+        Some(Mutant::TransactionStatusPending) => v["status"] = json!("pending"),
         Some(Mutant::TransactionAmountString) => v["amount"] = json!(format!("{:.2}", t.amount_cents as f64 / 100.0)),
         Some(Mutant::TransactionCreatedAtOffset) => v["createdAt"] = json!(offset_timestamp(t.created_at)),
         _ => {}

@@ -6,8 +6,9 @@
 use super::faults::{Flavor, Mutant, Variant};
 use super::model::{key_order, Account, Connection, Event, EventDetail, Transaction};
 use super::transitions::transition_path;
+use super::transitions::{ActionArgs, ControlError};
 use super::webhooks::Outbox;
-use super::{render, seed, ActionTarget, ControlError};
+use super::{render, seed};
 use crate::spec::{prefix, Action, ConnectionState, ACCOUNTS_UPDATED, TRANSACTION_DELETED};
 use chrono::{DateTime, Utc};
 use rand::rngs::StdRng;
@@ -268,12 +269,7 @@ impl Store {
 
     /// One control action (§3 lifecycle, see [`super::lifecycle`]; data changes for
     /// `update_accounts` / `delete_transaction`).
-    pub fn apply(
-        &mut self,
-        conn_id: &str,
-        action: Action,
-        target: &ActionTarget,
-    ) -> Result<ActionOutcome, ControlError> {
+    pub fn apply(&mut self, conn_id: &str, action: Action, target: &ActionArgs) -> Result<ActionOutcome, ControlError> {
         let outcome = self.apply_change(conn_id, action, target);
         self.flush();
         outcome
@@ -283,7 +279,7 @@ impl Store {
         &mut self,
         conn_id: &str,
         action: Action,
-        target: &ActionTarget,
+        target: &ActionArgs,
     ) -> Result<ActionOutcome, ControlError> {
         let from = self
             .connections
@@ -401,7 +397,7 @@ impl Store {
 
     /// `delete_transaction`: the given transaction, or the newest of the given account, or the
     /// newest of the first account that has any. Returns (account id, index in its list).
-    fn target_transaction(&self, conn_id: &str, target: &ActionTarget) -> Result<(String, usize), ControlError> {
+    fn target_transaction(&self, conn_id: &str, target: &ActionArgs) -> Result<(String, usize), ControlError> {
         let conn = &self.connections[conn_id];
         let candidates: Vec<String> = match target.account_id.as_deref() {
             Some(id) => vec![self.target_account(conn_id, Some(id))?],

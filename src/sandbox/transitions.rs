@@ -58,6 +58,31 @@ pub fn transition_path(from: ConnectionState, action: Action) -> Option<Vec<Conn
     }
 }
 
+/// What an action may apply to (`accountId`, `transactionId` of the control route's body).
+#[derive(Clone, Debug, Default)]
+pub struct ActionArgs {
+    pub account_id: Option<String>,
+    pub transaction_id: Option<String>,
+}
+
+/// Why a control action was not applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlError {
+    /// No such connection, account or transaction (route answers 404).
+    NotFound(String),
+    /// Not possible from the connection's current state (route answers 409).
+    NotPossible(String),
+}
+
+impl std::fmt::Display for ControlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotFound(m) => write!(f, "not found: {m}"),
+            Self::NotPossible(m) => write!(f, "not possible: {m}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

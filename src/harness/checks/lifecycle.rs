@@ -25,7 +25,7 @@ crate::cases! {
 async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.receiver()?;
     let run = ctx.clone();
-    property::check(&ctx, "lifecycle.random-sequences", sequences(), move |actions| {
+    property::for_all(&ctx, "lifecycle.random-sequences", sequences(), move |actions| {
         let ctx = run.clone();
         async move { play(&ctx, &actions).await }
     })
@@ -141,7 +141,7 @@ async fn settle(ctx: &Session, id: &str, expected: &str, since: u64, trace: &Tra
     let receiver = ctx.receiver()?;
     let arrived = |ds: &[Delivery]| ds.iter().any(|d| d.event_type() == Some(expected) && d.seq >= since);
     let (_, deliveries) =
-        receiver.wait_for(id, ctx.config.event_wait(), |ds| arrived(ds) && chain::check(ds).is_ok()).await;
+        receiver.wait_for(id, ctx.config.event_wait(), |ds| arrived(ds) && chain::resolve(ds).is_ok()).await;
     if !arrived(&deliveries) {
         let problem =
             format!("the target accepted the action, but no {expected} arrived within {:?}", ctx.config.event_wait());
@@ -153,7 +153,7 @@ async fn settle(ctx: &Session, id: &str, expected: &str, since: u64, trace: &Tra
     event_rules::schema(&new)
         .and_then(|()| event_rules::envelope_agrees(&new))
         .map_err(|problem| trace.fail(id, problem.to_string(), &deliveries))?;
-    chain::check(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))
+    chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))
 }
 
 /// Accounts are readable exactly when the last announced state is connected (§3.2, §4.2).

@@ -38,7 +38,7 @@ pub const AREAS: [(&str, &[(&str, CheckFn)]); 9] = [
 ];
 
 /// The code of the case `id`.
-pub fn check(id: &str) -> Option<CheckFn> {
+pub fn code_of(id: &str) -> Option<CheckFn> {
     AREAS.iter().flat_map(|(_, cases)| cases.iter()).find(|(case, _)| *case == id).map(|(_, f)| *f)
 }
 

@@ -1,0 +1,110 @@
+//! The steps cases and fixtures take with a [`Session`]: create a connection (§4.1), have the
+//! driver act on it, connect it, read its accounts once they are served (§4.2).
+
+use super::driver::{DriveArgs, DriveError, DriverAction};
+use super::http::Auth;
+use super::outcome::{ErrorSource, IgnoreCause, Stop};
+use super::session::Session;
+use crate::spec::Action;
+use reqwest::Method;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// A connection this run created (§4.1).
+#[derive(Clone, Debug)]
+pub struct Created {
+    pub connection_id: String,
+    pub widget_token: Option<String>,
+    pub body: Value,
+}
+
+impl Session {
+    /// `POST /v1/connections` with the primary key (§4.1); the widget token is redacted from
+    /// then on.
+    pub async fn create_connection(&self) -> Result<Created, Stop> {
+        let exchange = self.api.send(Method::POST, &["v1", "connections"], &[], Auth::Primary).await?;
+        let body = exchange.success_json()?;
+        let widget_token = body.get("widgetToken").and_then(Value::as_str).map(str::to_string);
+        match body.get("widgetToken") {
+            Some(Value::String(t)) => self.redactor.add(t),
+            // Not a string, but still a secret wherever it is quoted.
+            Some(other) if !other.is_null() => self.redactor.add(&other.to_string()),
+            _ => {}
+        }
+        let connection_id = body
+            .get("connectionId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                Stop::fail(format!("{}: no connectionId string in {}", exchange.request, exchange.snippet()))
+            })?
+            .to_string();
+        Ok(Created { connection_id, widget_token, body })
+    }
+
+    /// Asks the driver for `action` on `created`. A target that cannot (exit 3) or will not
+    /// (exit 4) do it makes the case ignored; a failing driver fails it.
+    pub async fn drive(
+        &self,
+        action: Action,
+        created: &Created,
+        account_id: Option<&str>,
+        transaction_id: Option<&str>,
+    ) -> Result<(), Stop> {
+        let driver = self.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver (--driver / BANKCONF_DRIVER)"))?;
+        let args = DriveArgs {
+            connection_id: Some(created.connection_id.clone()),
+            widget_token: created.widget_token.clone(),
+            account_id: account_id.map(str::to_string),
+            transaction_id: transaction_id.map(str::to_string),
+            webhook_url: self.receiver.as_ref().map(|r| r.url().to_string()),
+        };
+        driver.run(DriverAction::Act(action), &args).await.map_err(Stop::from)
+    }
+
+    /// Creates a connection and drives it to CONNECTED; returns once its accounts are readable.
+    pub async fn connect_new(&self) -> Result<Created, Stop> {
+        let created = self.create_connection().await?;
+        self.drive(Action::Connect, &created, None, None).await?;
+        if let Ok(receiver) = self.receiver() {
+            receiver.wait_for_type(&created.connection_id, "connection.connected", self.config.event_wait()).await;
+        }
+        self.accounts_when_ready(&created.connection_id).await?;
+        Ok(created)
+    }
+
+    /// Reads the accounts of a connection, retrying (bounded) while they are refused: a
+    /// target may finish connecting after the driver returns.
+    pub async fn accounts_when_ready(&self, connection_id: &str) -> Result<Vec<Value>, Stop> {
+        let deadline = Instant::now() + self.config.event_wait();
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let exchange = self.api.get(&["v1", "connections", connection_id, "accounts"], &[]).await?;
+            if exchange.is_success() || Instant::now() >= deadline {
+                let body = exchange.success_json()?;
+                return match body {
+                    Value::Array(items) => Ok(items),
+                    _ => Err(Stop::fail(format!(
+                        "{}: expected a JSON array, got {}",
+                        exchange.request,
+                        exchange.snippet()
+                    ))),
+                };
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(250));
+        }
+    }
+}
+
+impl From<DriveError> for Stop {
+    /// A target that cannot (exit 3) or will not (exit 4) do an action leaves the case not
+    /// judged; a failing driver is the setup's problem, never the target's.
+    fn from(e: DriveError) -> Self {
+        match e {
+            DriveError::Unsupported(m) => Stop::Ignore(IgnoreCause::Unsupported, m),
+            DriveError::Refused(m) => Stop::Ignore(IgnoreCause::RefusedByTarget, m),
+            DriveError::Failed(m) => Stop::Error(ErrorSource::Driver, m),
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! What the routes and the control handle share: the state behind one mutex.
+
+use super::faults::Flavor;
+use super::store::{ActionOutcome, Store};
+use super::transitions::{ActionArgs, ControlError};
+use crate::spec::Action;
+use std::sync::{Mutex, MutexGuard};
+
+/// The state shared by the routes and [`Control`].
+pub(crate) struct Shared {
+    pub(crate) store: Mutex<Store>,
+    pub(crate) service: String,
+    pub(crate) flavor: Flavor,
+}
+
+impl Shared {
+    /// The store; never held across an `.await`.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn register_webhook(&self, url: &str) -> bool {
+        self.lock().outbox_mut().register(url)
+    }
+
+    pub(crate) fn apply(
+        &self,
+        connection_id: &str,
+        action: Action,
+        target: &ActionArgs,
+    ) -> Result<ActionOutcome, ControlError> {
+        self.lock().apply(connection_id, action, target)
+    }
+}

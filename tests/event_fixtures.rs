@@ -1,0 +1,26 @@
+//! `check-events`'s rules over every capture in `tests/fixtures/events/`, judged in-process and
+//! pinned with insta's `glob!`: one snapshot per fixture in `snapshots/event-fixtures/`, so a
+//! new fixture is a new file and a change in a verdict shows in `cargo insta review`.
+
+use bankconf::harness::check_events::{judge_capture, parse};
+use serde_json::{json, Map, Value};
+
+#[test]
+fn every_capture_fixture_is_judged_as_pinned() {
+    insta::glob!("fixtures/events/*", |path| {
+        let text = std::fs::read_to_string(path).expect("read the fixture");
+        let deliveries = parse(&text).expect("the fixture is a capture");
+        let (results, notes) = judge_capture(&deliveries);
+        let cases: Map<String, Value> = results
+            .iter()
+            .map(|r| (r.case.id.clone(), json!({ "outcome": r.outcome.label(), "message": r.outcome.message() })))
+            .collect();
+        insta::with_settings!({
+            snapshot_path => "../snapshots/event-fixtures",
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_json_snapshot!(json!({ "notes": notes, "cases": cases }));
+        });
+    });
+}
