@@ -68,6 +68,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A closed stdout (`bankconf run | head`) ends the run quietly, as for any Unix tool,
+    // instead of a panic on the next print.
+    #[cfg(unix)]
+    // SAFETY: called first, before any thread exists; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,

@@ -193,21 +193,17 @@ pub fn config(subject: Subject, event_timeout: f64) -> RunConfig {
 
 /// Runs the catalogue once against `subject`.
 pub async fn trial(subject: Subject, event_timeout: f64) -> Trial {
-    match runner::run_report(config(subject, event_timeout), false).await {
-        Ok(report) => {
-            let mut failed: Vec<(String, Failure)> = report
-                .results
-                .iter()
-                .filter_map(|r| match &r.outcome {
-                    Outcome::Failed(f) => Some((r.case.id.clone(), f.clone())),
-                    _ => None,
-                })
-                .collect();
-            failed.sort();
-            Trial { subject, exit_code: report.exit_code(), failed, error: None }
-        }
-        Err(e) => Trial { subject, exit_code: 2, failed: Vec::new(), error: Some(e) },
-    }
+    let report = runner::run_report(config(subject, event_timeout), false).await;
+    let mut failed: Vec<(String, Failure)> = report
+        .results
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Outcome::Failed(f) => Some((r.case.id.clone(), f.clone())),
+            _ => None,
+        })
+        .collect();
+    failed.sort();
+    Trial { subject, exit_code: report.exit_code(), failed, error: report.setup_error.clone() }
 }
 
 /// Options of [`self_test`].

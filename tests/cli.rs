@@ -19,8 +19,14 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
+        Self::start_with(&[])
+    }
+
+    /// `bankconf serve` with more flags (`--mutant NAME`).
+    fn start_with(extra: &[&str]) -> Server {
         let mut child = Command::new(BIN)
             .args(["serve", "--listen", "127.0.0.1:0", "--api-key", KEY, "--api-key", SECOND_KEY])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -79,11 +85,14 @@ fn an_external_run_with_the_example_driver_passes_every_case() {
 }
 
 #[test]
-fn missing_prerequisites_are_ignored_with_their_reason() {
+fn missing_prerequisites_are_ignored_with_their_reason_and_the_run_is_incomplete() {
     let server = Server::start();
     let report = temp_path("no-driver.json");
     let output = run(&["--base-url", &server.url, "--api-key", KEY, "--report-json", report.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(3), "INCOMPLETE, never PASSED: {out}");
+    assert!(out.contains("INCOMPLETE:") && !out.contains("PASSED"), "{out}");
+    assert!(out.contains("needs a driver (--driver / BANKCONF_DRIVER): "), "grouped with how to complete: {out}");
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let case = |id: &str| report["cases"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap().clone();
     assert_eq!(case("isolation.account")["outcome"], "ignored");
@@ -113,16 +122,16 @@ fn list_prints_the_catalogue() {
 
 #[test]
 fn failures_carry_their_reproduction_in_every_report_and_keys_never_appear() {
-    let server = Server::start();
+    let server = Server::start_with(&["--mutant", "balance-as-string"]);
     let (json, xml, md) = (temp_path("fail.json"), temp_path("fail.xml"), temp_path("fail.md"));
     let output = run(&[
         "--base-url",
         &server.url,
         "--api-key",
         KEY,
-        "--connection-id",
-        "conn_NOSUCHCONNECTION",
-        "accounts.",
+        "--driver",
+        "./examples/sandbox-driver.sh",
+        "accounts.response-schema",
         "--report-json",
         json.to_str().unwrap(),
         "--junit",
@@ -137,11 +146,121 @@ fn failures_carry_their_reproduction_in_every_report_and_keys_never_appear() {
     }
     for t in &texts {
         assert!(t.contains("Authorization: Bearer $BANKCONF_API_KEY"), "no curl reproduction:\n{t}");
-        assert!(t.contains("conn_NOSUCHCONNECTION/accounts"), "{t}");
-        assert!(t.contains("bankconf run --seed "), "no rerun command:\n{t}");
+        assert!(t.contains("/accounts"), "{t}");
+        let rerun = format!("bankconf run --base-url {} --api-key ", server.url);
+        assert!(t.contains(&rerun), "the rerun command names the target:\n{t}");
     }
     let report: Value = serde_json::from_str(&texts[0]).unwrap();
     if let Err(v) = bankconf::schemas::validate(bankconf::schemas::Schema::Report, &report) {
         panic!("{v:?}");
     }
+}
+
+// ------------------------------------------------- setup mistakes are the setup's, not the target's
+
+/// Runs `bankconf run ARGS`; returns the exit code, the output, and the JSON report.
+fn run_with_report(name: &str, args: &[&str]) -> (Option<i32>, String, Option<Value>) {
+    let path = temp_path(name);
+    let _ = std::fs::remove_file(&path);
+    let output = run(&[args, &["--report-json", path.to_str().unwrap()]].concat());
+    let report = std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok());
+    (output.status.code(), text(&output), report)
+}
+
+/// Exit 2, the diagnosis on the first line of stderr, no case blamed on the target, a report
+/// stating the reason.
+fn assert_setup_error(name: &str, args: &[&str], diagnosis: &str) {
+    let (code, out, report) = run_with_report(name, args);
+    assert_eq!(code, Some(2), "{name}: {out}");
+    let first = out.lines().find(|l| l.starts_with("bankconf: ")).unwrap_or_default();
+    assert!(first.contains(diagnosis), "{name}: the diagnosis comes first: {out}");
+    assert!(!out.contains("FAIL ") && !out.contains("PASSED"), "{name}: {out}");
+    let report = report.unwrap_or_else(|| panic!("{name}: a report is written on exit 2"));
+    assert!(report["setup_error"].as_str().is_some_and(|e| e.contains(diagnosis)), "{name}: {report:#}");
+    assert_eq!(report["exit_code"], 2);
+}
+
+#[test]
+fn setup_mistakes_exit_2_with_a_diagnosis_and_blame_no_target() {
+    let server = Server::start();
+    let url = server.url.as_str();
+    let driver = "./examples/sandbox-driver.sh";
+    assert_setup_error("wrong-key", &["--base-url", url, "--api-key", "bankconf_test_wrong"], "refuses --api-key");
+    assert_setup_error(
+        "unknown-second",
+        &["--base-url", url, "--api-key", KEY, "--second-api-key", "bankconf_test_nobody"],
+        "refuses --second-api-key",
+    );
+    assert_setup_error(
+        "same-second",
+        &["--base-url", url, "--api-key", KEY, "--second-api-key", KEY],
+        "same key as --api-key",
+    );
+    assert_setup_error("no-base-url", &["--api-key", KEY, "--driver", driver], "without --base-url");
+    assert_setup_error(
+        "missing-driver",
+        &["--base-url", url, "--api-key", KEY, "--driver", "./no/such/driver.sh"],
+        "the driver failed on register_webhook",
+    );
+    assert_setup_error(
+        "no-connection",
+        &["--base-url", url, "--api-key", KEY, "--connection-id", "conn_NOSUCHCONNECTION"],
+        "--connection-id conn_NOSUCHCONNECTION",
+    );
+    assert_setup_error("typo", &["transactions.walk-exactly-one"], "did you mean \"transactions.walk-exactly-once\"");
+    assert_setup_error(
+        "typo-beside-valid",
+        &["create.status-created", "create.nonsense"],
+        "no case \"create.nonsense\"",
+    );
+}
+
+#[test]
+fn an_unwritable_report_path_stops_the_run_before_it_starts() {
+    let output = run(&["--junit", "/nonexistent-dir/junit.xml", "create."]);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{out}");
+    assert!(out.contains("cannot write /nonexistent-dir/junit.xml"), "{out}");
+    assert!(!out.contains("PASS "), "no case ran: {out}");
+}
+
+#[test]
+fn webhooks_that_never_arrive_are_diagnosed_not_judged() {
+    let server = Server::start();
+    let (code, out, report) = run_with_report(
+        "silent-webhooks",
+        &[
+            "--base-url",
+            &server.url,
+            "--api-key",
+            KEY,
+            "--driver",
+            "./examples/sandbox-driver.sh",
+            "--webhook-public-url",
+            "http://127.0.0.1:9/nobody-listens",
+            "--event-timeout",
+            "1",
+            "events.",
+        ],
+    );
+    assert_eq!(code, Some(2), "errors are the setup's: {out}");
+    assert!(out.contains("no webhook delivery reached the receiver"), "{out}");
+    assert!(out.contains("--webhook-public-url") && out.contains("--webhook-listen 0.0.0.0:PORT"), "{out}");
+    let report = report.expect("a report");
+    let outcomes: Vec<&str> =
+        report["cases"].as_array().unwrap().iter().map(|c| c["outcome"].as_str().unwrap()).collect();
+    assert!(outcomes.iter().all(|o| *o == "error"), "no event case passes or fails on zero deliveries: {outcomes:?}");
+}
+
+#[test]
+fn a_closed_stdout_ends_the_run_quietly() {
+    let output = Command::new("sh")
+        .args(["-c", &format!("'{BIN}' run | head -n 1")])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .output()
+        .expect("run through a pipe");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{err}");
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("bankconf: "));
 }

@@ -2,18 +2,23 @@
 //! filters, `--list`, `--ignored` and the usual `test result:` line work. Configured by the
 //! `BANKCONF_*` environment variables; with no `BANKCONF_BASE_URL`, the embedded sandbox.
 //!
-//! Failures at levels outside the gate (`BANKCONF_GATE`, default `must,security`) are printed
-//! but do not fail the test, as in `bankconf run`.
+//! - Failures at levels outside the gate (`BANKCONF_GATE`, default `must,security`) are printed
+//!   but do not fail the test, as in `bankconf run`.
+//! - Against a target (`BANKCONF_BASE_URL`), a gating case that goes unjudged fails its test:
+//!   an INCOMPLETE run never reads `test result: ok`. Against the embedded sandbox (the
+//!   harness testing itself) it is reported ignored, with its reason.
+//! - `BANKCONF_REPORT_JSON`, `BANKCONF_JUNIT` and `BANKCONF_REPORT_MD` are written as by
+//!   `bankconf run`.
 
 use bankconf::harness::catalogue;
 use bankconf::harness::config::RunConfig;
-use bankconf::harness::fixtures::RunContext;
-use bankconf::harness::outcome::Outcome;
+use bankconf::harness::outcome::{CaseResult, Outcome};
+use bankconf::harness::report::{self, Origin, Report};
 use bankconf::harness::runner;
-use bankconf::harness::session::Session;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 fn main() -> ExitCode {
     let args = Arguments::from_args();
@@ -24,47 +29,54 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let started = Instant::now();
     let runtime = Arc::new(tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime"));
+    let (gate, settings, outputs, against_target) =
+        (config.gate(), config.rerun_settings(), config.outputs.clone(), config.base_url.is_some());
     // Listing needs no target.
-    let ctx: Option<Arc<RunContext>> = if args.list {
-        None
+    let (ctx, notes) = if args.list {
+        (None, Vec::new())
     } else {
-        match runtime.block_on(Session::setup(config.clone())) {
-            Ok(session) => {
-                eprintln!("bankconf: testing {} (seed {})", session.server, session.seed);
-                Some(RunContext::new(session))
+        match runtime.block_on(runner::start(config)) {
+            Ok((ctx, notes)) => {
+                eprintln!("bankconf: testing {} (seed {})", ctx.server, ctx.seed);
+                for note in &notes {
+                    eprintln!("bankconf: {note}");
+                }
+                (Some(ctx), notes)
             }
             Err(e) => {
-                eprintln!("bankconf: the run could not start: {e}");
+                eprintln!("bankconf: {e}");
                 return ExitCode::from(2);
             }
         }
     };
-    let gate = config.gate();
+    let results: Arc<Mutex<Vec<CaseResult>>> = Arc::default();
     let trials = catalogue::all()
         .iter()
         .filter(|case| !case.offline)
         .map(|case| {
-            let (ctx, runtime, gating) = (ctx.clone(), runtime.clone(), gate.gates(case.level));
+            let (ctx, runtime, results) = (ctx.clone(), runtime.clone(), results.clone());
+            let gating = gate.gates(case.level);
             Trial::ignorable_test(case.id.clone(), move || {
                 let Some(ctx) = ctx else { return Ok(Completion::Completed) };
-                match runtime.block_on(runner::run_case(ctx, case)).outcome {
+                let result = runtime.block_on(runner::run_case(ctx, case));
+                let outcome = result.outcome.clone();
+                results.lock().unwrap_or_else(|e| e.into_inner()).push(result);
+                let what = format!("{} ({}, {})", case.id, case.section, case.level);
+                match outcome {
                     Outcome::Passed => Ok(Completion::Completed),
+                    Outcome::Ignored { reason, .. } if gating && against_target => {
+                        Err(Failed::from(format!("{what}: not judged, so the run is INCOMPLETE: {reason}")))
+                    }
                     Outcome::Ignored { reason, .. } => Ok(Completion::ignored_with(reason)),
                     Outcome::Error { source, message } => Err(Failed::from(format!(
-                        "{} ({}, {}): ERROR ({}, not the target's fault): {message}",
-                        case.id,
-                        case.section,
-                        case.level,
+                        "{what}: ERROR ({}, not the target's fault): {message}",
                         source.as_str()
                     ))),
-                    Outcome::Failed(f) if gating => {
-                        let m = f.message;
-                        Err(Failed::from(format!("{} ({}, {}): {m}", case.id, case.section, case.level)))
-                    }
+                    Outcome::Failed(f) if gating => Err(Failed::from(format!("{what}: {}", f.message))),
                     Outcome::Failed(f) => {
-                        let m = f.message;
-                        eprintln!("note: {} ({}, {}, not gating): {m}", case.id, case.section, case.level);
+                        eprintln!("note: {what}, not gating: {}", f.message);
                         Ok(Completion::Completed)
                     }
                 }
@@ -74,6 +86,21 @@ fn main() -> ExitCode {
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
     if let Some(ctx) = ctx {
+        let mut results = std::mem::take(&mut *results.lock().unwrap_or_else(|e| e.into_inner()));
+        // In catalogue order, as `bankconf run` writes them.
+        results.sort_by_key(|r| catalogue::all().iter().position(|c| c.id == r.case.id));
+        let report = Report {
+            origin: Origin::Run { seed: ctx.seed, settings },
+            server: ctx.server.clone(),
+            gate,
+            results,
+            duration: started.elapsed(),
+            notes,
+            setup_error: None,
+        };
+        if let Err(e) = report::write(&outputs, &report) {
+            eprintln!("bankconf: {e}");
+        }
         runtime.block_on(ctx.shutdown());
     }
     conclusion.exit_code()

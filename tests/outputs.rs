@@ -159,7 +159,7 @@ fn synthetic() -> Report {
         reproduction: reproduction.map(str::to_string),
     };
     Report {
-        origin: Origin::Run { seed: 42 },
+        origin: Origin::Run { seed: 42, settings: String::new() },
         server: "http://127.0.0.1:9".into(),
         gate: Gate(vec![Level::Must, Level::Security]),
         results: vec![
@@ -183,6 +183,7 @@ fn synthetic() -> Report {
         ],
         duration: Duration::from_millis(100),
         notes: vec!["a note".into()],
+        setup_error: None,
     }
 }
 

@@ -147,6 +147,36 @@ impl Selection {
     }
 }
 
+/// Fails with a "did you mean" when an id of the selection names no case of `bankconf run`
+/// (neither an id nor an id prefix such as `transactions.`).
+pub fn check_selection(selection: &Selection) -> Result<(), String> {
+    let ids: Vec<&str> = all().iter().filter(|c| !c.offline).map(|c| c.id.as_str()).collect();
+    for wanted in &selection.ids {
+        if ids.iter().any(|id| id.starts_with(wanted.as_str())) {
+            continue;
+        }
+        let nearest = ids.iter().min_by_key(|id| edit_distance(wanted, id)).copied().unwrap_or_default();
+        return Err(format!("no case {wanted:?}; did you mean {nearest:?}? (`bankconf run --list` lists them)"));
+    }
+    Ok(())
+}
+
+/// Levenshtein distance, for suggestions.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitution.min(previous + 1).min(row[j] + 1);
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +201,16 @@ mod tests {
             );
         }
         assert!(all().len() >= 40, "catalogue has {} cases", all().len());
+    }
+
+    #[test]
+    fn a_typo_gets_a_suggestion() {
+        let typo = Selection { ids: vec!["transactions.walk-exactly-one".into()], ..Default::default() };
+        let e = check_selection(&typo).unwrap_err();
+        assert!(e.contains("did you mean \"transactions.walk-exactly-once\""), "{e}");
+        let fine =
+            Selection { ids: vec!["transactions.".into(), "create.status-created".into()], ..Default::default() };
+        assert!(check_selection(&fine).is_ok());
     }
 
     #[test]

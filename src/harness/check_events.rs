@@ -180,7 +180,14 @@ pub fn check_events(config: CheckEventsConfig) -> i32 {
     for r in &results {
         println!("{}", report::terminal::case_line(r, gate.gates(r.case.level)));
     }
-    let report =
-        Report { origin: Origin::Capture { file }, server: target, gate, results, duration: started.elapsed(), notes };
+    let report = Report {
+        origin: Origin::Capture { file },
+        server: target,
+        gate,
+        results,
+        duration: started.elapsed(),
+        notes,
+        setup_error: None,
+    };
     report::finish(&report, &config.outputs)
 }

@@ -117,6 +117,38 @@ impl RunConfig {
         Selection { ids: self.ids.clone(), sections: self.sections.clone(), levels: self.levels.clone() }
     }
 
+    /// The target settings a rerun command repeats, secrets as `$BANKCONF_*` variables; empty
+    /// for the embedded sandbox (but for its mutant or variant).
+    pub fn rerun_settings(&self) -> String {
+        use crate::harness::report::shell_word;
+        let mut words = Vec::new();
+        if let Some(url) = &self.base_url {
+            words.push(format!("--base-url {}", shell_word(url)));
+            words.push("--api-key \"$BANKCONF_API_KEY\"".to_string());
+        }
+        if self.second_api_key.is_some() {
+            words.push("--second-api-key \"$BANKCONF_SECOND_API_KEY\"".to_string());
+        }
+        let plain = [
+            ("--service", &self.service),
+            ("--driver", &self.driver),
+            ("--connection-id", &self.connection_id),
+            ("--webhook-public-url", &self.webhook_public_url),
+        ];
+        for (flag, value) in plain {
+            if let Some(v) = value {
+                words.push(format!("{flag} {}", shell_word(v)));
+            }
+        }
+        if let Some(m) = self.sandbox_mutant {
+            words.push(format!("--sandbox-mutant {m}"));
+        }
+        if let Some(v) = self.sandbox_variant {
+            words.push(format!("--sandbox-variant {v}"));
+        }
+        words.join(" ")
+    }
+
     pub fn gate(&self) -> Gate {
         Gate(self.gate.clone())
     }

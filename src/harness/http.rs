@@ -18,6 +18,8 @@ pub struct Sent {
     pub method: String,
     pub url: String,
     pub auth: Auth,
+    /// `GET /v1/accounts/acc_1/transactions?limit=3`, as failure messages name it.
+    pub request: String,
 }
 
 impl Sent {
@@ -34,14 +36,34 @@ impl Sent {
     }
 }
 
-/// Runs `case` while recording the requests it sends; returns its output and the last one.
-pub async fn recording<F: std::future::Future>(case: F) -> (F::Output, Option<Sent>) {
+/// Most requests a case's log keeps (the latest); a failure names one of its last requests.
+const MAX_LOGGED: usize = 2048;
+
+/// Records `sent` as the last request of the running case (a property records the request of
+/// its shrunk failing input, sent from its own thread).
+pub fn record(sent: Sent) {
+    let _ = SENT.try_with(|log| {
+        let mut log = log.borrow_mut();
+        if log.len() >= MAX_LOGGED {
+            log.drain(..MAX_LOGGED / 2);
+        }
+        log.push(sent);
+    });
+}
+
+/// Runs `case` while recording the requests it sends; returns its output and the latest ones.
+pub async fn recording<F: std::future::Future>(case: F) -> (F::Output, Vec<Sent>) {
     SENT.scope(RefCell::new(Vec::new()), async {
         let out = case.await;
-        let last = SENT.with(|sent| sent.borrow().last().cloned());
-        (out, last)
+        let log = SENT.with(|sent| std::mem::take(&mut *sent.borrow_mut()));
+        (out, log)
     })
     .await
+}
+
+/// The request that shows a failure: the latest one its message names, else the latest sent.
+pub fn evidence<'a>(message: &str, log: &'a [Sent]) -> Option<&'a Sent> {
+    log.iter().rev().find(|s| message.contains(&s.request)).or(log.last())
 }
 
 /// Largest response body read; a target that sends more is cut off (and fails the case).
@@ -197,8 +219,7 @@ impl Api {
             Auth::Header(h) => Some(h.clone()),
         };
         let url = self.url(segments, query);
-        let sent = Sent { method: method.to_string(), url: url.to_string(), auth };
-        let _ = SENT.try_with(|log| log.borrow_mut().push(sent));
+        record(Sent { method: method.to_string(), url: url.to_string(), auth, request: describe(&method, &url) });
         self.exchange(&self.client, method, url, authorization, "application/json").await
     }
 
@@ -206,8 +227,12 @@ impl Api {
     /// content type accepted, redirects followed.
     pub async fn fetch_asset(&self, segments: &[&str]) -> Result<Exchange, Stop> {
         let url = self.url(segments, &[]);
-        let sent = Sent { method: "GET".into(), url: url.to_string(), auth: Auth::Missing };
-        let _ = SENT.try_with(|log| log.borrow_mut().push(sent));
+        record(Sent {
+            method: "GET".into(),
+            url: url.to_string(),
+            auth: Auth::Missing,
+            request: describe(&Method::GET, &url),
+        });
         self.exchange(&self.browser, Method::GET, url, None, "*/*").await
     }
 

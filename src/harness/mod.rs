@@ -5,7 +5,8 @@
 //!    problems, schema validation), [`config`] (the run's flags);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`];
 //! 3. access to the server under test: [`http`], [`pagination`], [`receiver`], [`driver`],
-//!    [`redact`], [`session`] (setup, prerequisites, seeds) and [`steps`] (API and driver steps);
+//!    [`redact`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and driver steps)
+//!    and [`preflight`] (the setup checked before any case);
 //! 4. fixtures shared by cases: [`tour`], [`fixtures`] (the [`fixtures::RunContext`] a check
 //!    gets), [`property`] (the property runner);
 //! 5. [`checks`]: the code of every case, one file per catalogue file;
@@ -25,6 +26,7 @@ pub mod fixtures;
 pub mod http;
 pub mod outcome;
 pub mod pagination;
+pub mod preflight;
 pub mod property;
 pub mod receiver;
 pub mod redact;

@@ -2,6 +2,7 @@
 //! by an async check on the run's runtime. Failures shrink and report the minimal input and the
 //! seed that replays them (`bankconf run --seed S <case-id>`).
 
+use super::http;
 use super::outcome::{ErrorSource, Failure, Stop};
 use super::session::Session;
 use proptest::strategy::Strategy;
@@ -39,9 +40,15 @@ where
         let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
         // The first error (the driver failed) stops the property as an error, not a failure.
         let error = std::cell::RefCell::new(None);
+        // The last request of the last failing input (the shrunk one): the failure's curl.
+        let failing_request = std::cell::RefCell::new(None);
         let result = runner.run(&strategy, |input| {
+            let (verdict, log) = handle.block_on(http::recording(test(input)));
+            if let Err(Stop::Fail(f)) = &verdict {
+                *failing_request.borrow_mut() = http::evidence(&f.message, &log).cloned();
+            }
             // An input the target cannot be judged on (Stop::Ignore) is discarded, not failed.
-            handle.block_on(test(input)).map_err(|stop| match stop {
+            verdict.map_err(|stop| match stop {
                 Stop::Fail(f) => TestCaseError::fail(f.message),
                 Stop::Ignore(_, m) => TestCaseError::reject(m),
                 e @ Stop::Error(..) => {
@@ -52,10 +59,11 @@ where
             })
         });
         if let Some(e) = error.into_inner() {
-            return Err(e);
+            return (Err(e), None);
         }
+        let failing_request = failing_request.into_inner();
         // Rendered here: the shrunk input need not be Send.
-        match result {
+        let verdict = match result {
             Ok(()) => Ok(()),
             Err(TestError::Fail(reason, input)) => Err(Stop::Fail(Failure {
                 message: format!(
@@ -64,8 +72,17 @@ where
                 shrunk_input: Some(format!("{input:?}")),
             })),
             Err(TestError::Abort(reason)) => Err(Stop::fail(format!("property aborted: {reason} (seed {run_seed})"))),
-        }
+        };
+        (verdict, failing_request)
     })
     .await;
-    result.unwrap_or_else(|e| Err(Stop::Error(ErrorSource::Harness, format!("property runner stopped: {e}"))))
+    match result {
+        Ok((verdict, failing_request)) => {
+            if let Some(sent) = failing_request {
+                http::record(sent);
+            }
+            verdict
+        }
+        Err(e) => Err(Stop::Error(ErrorSource::Harness, format!("property runner stopped: {e}"))),
+    }
 }

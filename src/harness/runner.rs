@@ -8,6 +8,7 @@ use super::config::RunConfig;
 use super::fixtures::RunContext;
 use super::http;
 use super::outcome::{CaseResult, ErrorSource, IgnoreCause, Outcome};
+use super::preflight;
 use super::report::{self, Origin, Report, EXIT_NOT_RUN};
 use super::session::Session;
 use std::io::{IsTerminal, Write};
@@ -15,19 +16,46 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Runs the selected cases and returns the report; with `progress`, prints the header and each
-/// case as it finishes. `Err`: the run could not start, or no case matches the selection.
-pub async fn run_report(config: RunConfig, progress: bool) -> Result<Report, String> {
-    let started = Instant::now();
-    let session = Session::setup(config).await.map_err(|e| format!("the run could not start: {e}"))?;
-    let ctx = RunContext::new(session);
-    let cases = selected(&ctx);
-    if cases.is_empty() {
-        ctx.shutdown().await;
-        return Err("no case matches the selection".into());
+/// Sets up a session and runs the preflight; `Err` says why the run must not start.
+pub async fn start(config: RunConfig) -> Result<(Arc<RunContext>, Vec<String>), String> {
+    preflight::validate(&config)?;
+    let selection = config.selection();
+    catalogue::check_selection(&selection)?;
+    let mut session = Session::setup(config).await.map_err(|e| format!("the run could not start: {e}"))?;
+    match preflight::check(&mut session).await {
+        Ok(notes) => Ok((RunContext::new(session), notes)),
+        Err(e) => {
+            session.shutdown().await;
+            Err(format!("preflight: {e}"))
+        }
     }
+}
+
+/// Runs the selected cases and returns the report; with `progress`, prints the header and each
+/// case as it finishes. A run that cannot start is a report with its `setup_error` (exit 2).
+pub async fn run_report(config: RunConfig, progress: bool) -> Report {
+    let started = Instant::now();
+    let (settings, gate) = (config.rerun_settings(), config.gate());
+    let (ctx, notes) = match start(config).await {
+        Ok(started) => started,
+        Err(e) => {
+            return Report {
+                origin: Origin::Run { seed: 0, settings },
+                server: String::new(),
+                gate,
+                results: Vec::new(),
+                duration: started.elapsed(),
+                notes: Vec::new(),
+                setup_error: Some(e),
+            }
+        }
+    };
+    let cases = selected(&ctx);
     if progress {
         println!("{}", report::terminal::header(&ctx.server, Some(ctx.seed), cases.len()));
+        for note in &notes {
+            println!("{note}");
+        }
     }
     let gate = ctx.config.gate();
     // A progress prefix for people at a terminal; CI logs (not a TTY) get the plain lines.
@@ -43,33 +71,37 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Result<Report, Str
     })
     .await;
     let report = Report {
-        origin: Origin::Run { seed: ctx.seed },
+        origin: Origin::Run { seed: ctx.seed, settings },
         server: ctx.server.clone(),
         gate,
         results,
         duration: started.elapsed(),
-        notes: Vec::new(),
+        notes,
+        setup_error: None,
     };
     ctx.shutdown().await;
-    Ok(report)
+    report
 }
 
 /// `bankconf run`: runs the selected cases, prints and writes the reports, returns the exit code.
+/// Report files are checked writable before anything runs, and written on every exit.
 pub async fn run(config: RunConfig) -> i32 {
     let outputs = config.outputs.clone();
-    match run_report(config, true).await {
-        Ok(report) => report::finish(&report, &outputs),
-        Err(e) => {
-            eprintln!("bankconf: {e}");
-            EXIT_NOT_RUN
-        }
+    if let Err(e) = report::check_writable(&outputs) {
+        eprintln!("bankconf: {e}");
+        return EXIT_NOT_RUN;
     }
+    let report = run_report(config, true).await;
+    if let Some(e) = &report.setup_error {
+        eprintln!("bankconf: {e}");
+    }
+    report::finish(&report, &outputs)
 }
 
 /// Runs one case: checks prerequisites, bounds it in time, and redacts its message.
 pub async fn run_case(ctx: Arc<RunContext>, case: &'static Case) -> CaseResult {
     let started = Instant::now();
-    let mut last_request = None;
+    let mut log = Vec::new();
     let outcome = if let Some(reason) = ctx.missing(case) {
         Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason }
     } else if let Some(check) = checks::code_of(&case.id) {
@@ -77,8 +109,8 @@ pub async fn run_case(ctx: Arc<RunContext>, case: &'static Case) -> CaseResult {
         let limit = Duration::from_secs(60) + ctx.config.event_wait() * 6 + ctx.config.request_wait() * 2;
         let mut task = tokio::spawn(http::recording(check(ctx.clone())));
         match tokio::time::timeout(limit, &mut task).await {
-            Ok(Ok((result, last))) => {
-                last_request = last;
+            Ok(Ok((result, sent))) => {
+                log = sent;
                 Outcome::from(result)
             }
             Ok(Err(join)) => Outcome::Error {
@@ -99,8 +131,9 @@ pub async fn run_case(ctx: Arc<RunContext>, case: &'static Case) -> CaseResult {
     } else {
         Outcome::Error { source: ErrorSource::Harness, message: format!("no code for case {}", case.id) }
     };
-    let reproduction = match (&outcome, last_request) {
-        (Outcome::Failed(_), Some(sent)) => Some(ctx.redactor.redact(&sent.curl())),
+    // The curl replays the request the failure names (else the case's last one).
+    let reproduction = match &outcome {
+        Outcome::Failed(f) => http::evidence(&f.message, &log).map(|sent| ctx.redactor.redact(&sent.curl())),
         _ => None,
     };
     let outcome = outcome.map_text(|m| ctx.redactor.redact(m));

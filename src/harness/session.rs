@@ -19,8 +19,11 @@ pub enum Webhooks {
     Registered,
     /// No driver, or the driver cannot register (exit 3): event cases are ignored.
     Unavailable(String),
-    /// The driver failed: event cases fail with this.
+    /// The driver failed (the preflight stops the run with this).
     Failed(String),
+    /// Registered, but no delivery at all reached the receiver during the preflight probe: the
+    /// event cases end in an error naming this diagnosis instead of judging zero deliveries.
+    Silent(String),
 }
 
 /// One run's access to the server under test.
@@ -156,6 +159,7 @@ impl Session {
                 Err(Stop::Error(ErrorSource::Receiver, format!("registering the webhook receiver failed: {m}")))
             }
             (Webhooks::Unavailable(m), _) => Err(Stop::ignore(m.clone())),
+            (Webhooks::Silent(m), _) => Err(Stop::Error(ErrorSource::Receiver, m.clone())),
             (Webhooks::Registered, None) => Err(Stop::ignore("no webhook receiver")),
         }
     }

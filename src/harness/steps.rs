@@ -22,7 +22,12 @@ impl Session {
     /// `POST /v1/connections` with the primary key (§4.1); the widget token is redacted from
     /// then on.
     pub async fn create_connection(&self) -> Result<Created, Stop> {
-        let exchange = self.api.send(Method::POST, &["v1", "connections"], &[], Auth::Primary).await?;
+        self.create_connection_as(Auth::Primary).await
+    }
+
+    /// `POST /v1/connections` with `auth` (the preflight creates one with each key).
+    pub async fn create_connection_as(&self, auth: Auth) -> Result<Created, Stop> {
+        let exchange = self.api.send(Method::POST, &["v1", "connections"], &[], auth).await?;
         let body = exchange.success_json()?;
         let widget_token = body.get("widgetToken").and_then(Value::as_str).map(str::to_string);
         match body.get("widgetToken") {

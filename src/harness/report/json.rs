@@ -55,6 +55,8 @@ pub fn render(report: &Report) -> Value {
         "verdict": report.verdict(),
         "exit_code": report.exit_code(),
         "duration_ms": millis(report.duration),
+        "setup_error": report.setup_error,
+        "unjudged": report.unjudged().iter().map(|(how, cases)| json!({"how": how, "cases": cases})).collect::<Vec<_>>(),
         "notes": report.notes,
         "cases": cases,
         "summary": summary,

@@ -38,10 +38,22 @@ pub fn render(report: &Report) -> String {
         report.duration.as_secs_f64(),
         report.exit_code()
     );
+    if let Some(e) = &report.setup_error {
+        let _ = writeln!(out, "**The run could not start or judge (exit code 2):** {}\n", cell(e));
+    }
     for note in &report.notes {
         let _ = writeln!(out, "- {}", cell(note));
     }
     if !report.notes.is_empty() {
+        out.push('\n');
+    }
+    let unjudged = report.unjudged();
+    if !unjudged.is_empty() {
+        out += "### Not judged: how to complete the run\n\n| what would complete it | gating cases |\n|---|---|\n";
+        for (how, cases) in &unjudged {
+            let cases: Vec<String> = cases.iter().map(|c| format!("`{c}`")).collect();
+            let _ = writeln!(out, "| {} | {} |", cell(how), cases.join(", "));
+        }
         out.push('\n');
     }
 
@@ -118,7 +130,14 @@ fn coverage(report: &Report) -> String {
             .collect();
         let through_subsections = report.results.iter().any(|r| within(&r.case.section, section));
         let in_catalogue = catalogue::all().iter().filter(|c| within(&c.section, section)).count();
-        let coverage = if !direct.is_empty() {
+        let judged = report
+            .results
+            .iter()
+            .filter(|r| within(&r.case.section, section))
+            .any(|r| matches!(r.outcome, Outcome::Passed | Outcome::Failed(_)));
+        let coverage = if (!direct.is_empty() || through_subsections) && !judged {
+            "**not judged in this run**".to_string()
+        } else if !direct.is_empty() {
             "checked".to_string()
         } else if through_subsections {
             "through its subsections".to_string()

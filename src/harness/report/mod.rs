@@ -28,6 +28,18 @@ pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), String> {
     Ok(())
 }
 
+/// Fails early, before anything runs, when a report file cannot be written.
+pub fn check_writable(paths: &OutputPaths) -> Result<(), String> {
+    for path in [&paths.report_json, &paths.junit, &paths.report_md].into_iter().flatten() {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// Prints the summary, writes the report files, and returns the exit code (2 when a file
 /// cannot be written).
 pub fn finish(report: &Report, paths: &OutputPaths) -> i32 {

@@ -55,6 +55,16 @@ pub fn summary(report: &Report) -> String {
     for note in &report.notes {
         let _ = writeln!(out, "note: {note}");
     }
+    let unjudged = report.unjudged();
+    if !unjudged.is_empty() {
+        let _ = writeln!(out, "not judged (gating), and how to complete the run:");
+        for (how, cases) in &unjudged {
+            let _ = writeln!(out, "  - {how}: {}", cases.join(", "));
+        }
+    }
+    if let Some(e) = &report.setup_error {
+        let _ = writeln!(out, "setup error: {e}");
+    }
     let c = report.counts(None);
     let _ = write!(
         out,

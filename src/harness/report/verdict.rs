@@ -2,21 +2,27 @@
 //! exit code they lead to.
 
 use crate::harness::catalogue::Level;
-use crate::harness::outcome::{CaseResult, Counts, Gate, Outcome};
+use crate::harness::outcome::{CaseResult, Counts, Gate, IgnoreCause, Outcome};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Exit code: every gating case passed.
+/// Exit code: every gating case passed. Whose problem each code is: 1 the target's, 2 the
+/// setup's, 3 coverage's.
 pub const EXIT_PASSED: i32 = 0;
-/// Exit code: a gating case failed.
+/// Exit code: a gating case failed: the target broke a rule.
 pub const EXIT_FAILED: i32 = 1;
-/// Exit code: the run could not start, or no case ran.
+/// Exit code: the setup's problem: the run could not start (configuration, preflight, a report
+/// file that cannot be written), no case ran, or a gating case ended in an error.
 pub const EXIT_NOT_RUN: i32 = 2;
+/// Exit code: no gating case failed, but some went unjudged (ignored): the run is INCOMPLETE.
+pub const EXIT_INCOMPLETE: i32 = 3;
 
 /// What made a report.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
-    /// `bankconf run`, with the seed of its property-based cases.
-    Run { seed: u64 },
+    /// `bankconf run`, with the seed of its property-based cases and the target settings of its
+    /// rerun commands (`--base-url … --api-key "$BANKCONF_API_KEY"`; empty for the sandbox).
+    Run { seed: u64, settings: String },
     /// `bankconf check-events FILE`.
     Capture { file: String },
 }
@@ -31,13 +37,15 @@ pub struct Report {
     pub duration: Duration,
     /// Facts about the run worth a line in every report (never secrets).
     pub notes: Vec<String>,
+    /// Why the run could not start or judge (preflight, configuration): exit 2.
+    pub setup_error: Option<String>,
 }
 
 impl Report {
     /// The seed of a conformance run (none for a capture check).
     pub fn seed(&self) -> Option<u64> {
         match self.origin {
-            Origin::Run { seed } => Some(seed),
+            Origin::Run { seed, .. } => Some(seed),
             Origin::Capture { .. } => None,
         }
     }
@@ -50,11 +58,13 @@ impl Report {
         }
     }
 
-    /// The command that replays one case (with the same target settings, flags or
-    /// `BANKCONF_*` environment, as the original run).
+    /// The command that replays one case against the same target, secrets as `$BANKCONF_*`.
     pub fn rerun(&self, result: &CaseResult) -> String {
         match &self.origin {
-            Origin::Run { seed } => format!("bankconf run --seed {seed} {}", result.case.id),
+            Origin::Run { seed, settings } if settings.is_empty() => {
+                format!("bankconf run --seed {seed} {}", result.case.id)
+            }
+            Origin::Run { seed, settings } => format!("bankconf run {settings} --seed {seed} {}", result.case.id),
             Origin::Capture { file } => format!("bankconf check-events {}", shell_word(file)),
         }
     }
@@ -81,15 +91,21 @@ impl Report {
         self.gate.gates(result.case.level)
     }
 
-    /// 1 when a gating case failed; else 2 when a gating case could not be judged for an error
-    /// (the setup's problem, never the target's) or nothing ran; else 0.
+    /// 1 when a gating case failed (the target's problem); else 2 when the run could not start,
+    /// nothing ran, or a gating case ended in an error (the setup's); else 3 when a gating case
+    /// went unjudged (coverage); else 0.
     pub fn exit_code(&self) -> i32 {
         let counts = self.counts(None);
         let gating = |pred: fn(&Outcome) -> bool| self.results.iter().any(|r| pred(&r.outcome) && self.gates(r));
         if gating(Outcome::is_failed) {
             EXIT_FAILED
-        } else if counts.passed + counts.failed == 0 || gating(|o| matches!(o, Outcome::Error { .. })) {
+        } else if self.setup_error.is_some()
+            || counts.passed + counts.failed == 0
+            || gating(|o| matches!(o, Outcome::Error { .. }))
+        {
             EXIT_NOT_RUN
+        } else if gating(|o| matches!(o, Outcome::Ignored { .. })) {
+            EXIT_INCOMPLETE
         } else {
             EXIT_PASSED
         }
@@ -99,9 +115,34 @@ impl Report {
         match self.exit_code() {
             EXIT_PASSED => "PASSED",
             EXIT_FAILED => "FAILED",
+            EXIT_INCOMPLETE => "INCOMPLETE",
             _ if self.counts(None).errors > 0 => "ERROR",
             _ => "NOT RUN",
         }
+    }
+
+    /// The gating cases that went unjudged, grouped by what would complete the run: each group
+    /// says how, and names its cases.
+    pub fn unjudged(&self) -> Vec<(String, Vec<&str>)> {
+        let mut groups: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        for r in self.results.iter().filter(|r| self.gates(r)) {
+            let how = match &r.outcome {
+                Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason } => reason.clone(),
+                Outcome::Ignored { cause: IgnoreCause::RefusedByTarget, .. } => {
+                    "the target refused a transition (driver exit 4): drive the connection there, or list the case in an --expect file".into()
+                }
+                Outcome::Ignored { cause: IgnoreCause::Unsupported, .. } => {
+                    "the target cannot do the action (driver exit 3) or offered nothing to judge: see each case's reason".into()
+                }
+                Outcome::Ignored { cause: IgnoreCause::TimedOut, .. } => {
+                    "the case ran out of time: raise --event-timeout or lower --cases".into()
+                }
+                Outcome::Error { source, .. } => format!("the {} failed: see each case's message", source.as_str()),
+                _ => continue,
+            };
+            groups.entry(how).or_default().push(&r.case.id);
+        }
+        groups.into_iter().collect()
     }
 }
 

@@ -1,0 +1,166 @@
+//! The preflight: before any case runs, what the setup can get wrong is checked cheaply, so that
+//! a wrong key, a broken driver, a `--connection-id` that is not CONNECTED or a receiver the
+//! target cannot reach stops the run with exit 2 and one clear message, instead of dozens of
+//! failures blamed on the target.
+//!
+//! Status codes are not specified (§7), so only 401 and 403 are read as "this key is refused";
+//! any other answer is left for the cases to judge.
+
+use super::config::RunConfig;
+use super::http::{Auth, Exchange};
+use super::session::{Session, Webhooks};
+use super::steps::Created;
+use reqwest::Method;
+use serde_json::Value;
+
+/// What a configuration asks that makes no sense before anything runs: target settings without a
+/// target, two identical keys.
+pub fn validate(config: &RunConfig) -> Result<(), String> {
+    if config.base_url.is_none() {
+        let target_flags = [
+            ("--api-key", config.api_key.is_some()),
+            ("--second-api-key", config.second_api_key.is_some()),
+            ("--driver", config.driver.is_some()),
+            ("--connection-id", config.connection_id.is_some()),
+            ("--service", config.service.is_some()),
+            ("--webhook-public-url", config.webhook_public_url.is_some()),
+        ];
+        let given: Vec<&str> = target_flags.iter().filter(|(_, set)| *set).map(|(flag, _)| *flag).collect();
+        if !given.is_empty() {
+            return Err(format!(
+                "{} given without --base-url (BANKCONF_BASE_URL): these describe a target, and without one the \
+                 embedded sandbox would be tested instead",
+                given.join(", ")
+            ));
+        }
+    }
+    if let (Some(a), Some(b)) = (&config.api_key, &config.second_api_key) {
+        if a == b {
+            return Err("--second-api-key is the same key as --api-key: the isolation cases need the key of \
+                        another client"
+                .into());
+        }
+    }
+    Ok(())
+}
+
+/// Checks the keys, the driver, `--connection-id` and the webhook path against the target;
+/// returns the notes the report leads with. `Err`: the run must not start (exit 2).
+pub async fn check(session: &mut Session) -> Result<Vec<String>, String> {
+    let mut notes = Vec::new();
+    if let Webhooks::Failed(m) = &session.webhooks {
+        return Err(format!("the driver failed on register_webhook (is --driver right, and executable?): {m}"));
+    }
+    let first = probe_key(session, Auth::Primary, "--api-key").await?;
+    let second =
+        if session.api.has_second_key() { probe_key(session, Auth::Second, "--second-api-key").await? } else { None };
+    if let Some(id) = session.config.connection_id.clone() {
+        let exchange =
+            session.api.get(&["v1", "connections", &id, "accounts"], &[]).await.map_err(|e| e.to_string())?;
+        if !exchange.is_success() {
+            return Err(format!(
+                "--connection-id {id}: {} answered {}; give a CONNECTED connection of the --api-key's client",
+                exchange.request, exchange.status
+            ));
+        }
+    }
+    if let (Webhooks::Registered, Some(created)) = (&session.webhooks, &first) {
+        match probe_webhooks(session, created).await {
+            Some(note) => notes.push(note),
+            None => {
+                let diagnosis = silent_diagnosis(session);
+                notes.insert(0, diagnosis.clone());
+                session.webhooks = Webhooks::Silent(diagnosis);
+            }
+        }
+    }
+    if let (Webhooks::Registered, Some(a), Some(b)) = (&session.webhooks, &first, &second) {
+        if let Some(note) = same_client(session, a, b).await? {
+            notes.push(note);
+        }
+    }
+    Ok(notes)
+}
+
+/// `POST /v1/connections` with one key: refused with 401/403 stops the run; a created
+/// connection is returned for the webhook probe.
+async fn probe_key(session: &Session, auth: Auth, flag: &str) -> Result<Option<Created>, String> {
+    // A broken answer (too large, cut off) is for the cases to judge, not the setup's problem.
+    let Ok(exchange) = session.api.send(Method::POST, &["v1", "connections"], &[], auth).await else {
+        return Ok(None);
+    };
+    if matches!(exchange.status, 401 | 403) {
+        return Err(format!(
+            "the target refuses {flag}: {} answered {}; check the key (and that it belongs to this target)",
+            exchange.request, exchange.status
+        ));
+    }
+    if !exchange.is_success() {
+        return Ok(None);
+    }
+    Ok(created(session, &exchange))
+}
+
+/// The connection a successful creation names, with its widget token redacted from then on.
+fn created(session: &Session, exchange: &Exchange) -> Option<Created> {
+    let body: Value = serde_json::from_str(&exchange.body).ok()?;
+    let widget_token = body.get("widgetToken").and_then(Value::as_str).map(str::to_string);
+    if let Some(token) = &widget_token {
+        session.redactor.add(token);
+    }
+    let connection_id = body.get("connectionId").and_then(Value::as_str)?.to_string();
+    Some(Created { connection_id, widget_token, body })
+}
+
+/// Waits for any delivery about the probe connection; when none comes, drives it (a target may
+/// announce later states only) and waits again. `None`: nothing at all reached the receiver.
+async fn probe_webhooks(session: &Session, created: &Created) -> Option<String> {
+    let receiver = session.receiver.as_ref()?;
+    let wait = session.config.event_wait();
+    let started = std::time::Instant::now();
+    let (arrived, _) = receiver.wait_for(&created.connection_id, wait, |ds| !ds.is_empty()).await;
+    if !arrived && receiver.arrived_so_far() == 0 {
+        if let Ok(()) = session.drive(crate::spec::Action::Connect, created, None, None).await {
+            receiver.wait_for(&created.connection_id, wait, |ds| !ds.is_empty()).await;
+        }
+    }
+    (receiver.arrived_so_far() > 0).then(|| {
+        format!(
+            "preflight: webhook deliveries reach the receiver (the first after {:.1}s)",
+            started.elapsed().as_secs_f64()
+        )
+    })
+}
+
+fn silent_diagnosis(session: &Session) -> String {
+    let url = session.receiver.as_ref().map_or("?", |r| r.url());
+    format!(
+        "no webhook delivery reached the receiver within {:?} of creating (and driving) a connection: the \
+         target was given {url} (listening on {}). A target in a container or on another host needs \
+         --webhook-public-url with an address it can reach, and --webhook-listen 0.0.0.0:PORT; the event \
+         cases are not judged on zero deliveries",
+        session.config.event_wait(),
+        session.config.webhook_listen
+    )
+}
+
+/// The two keys must act for two clients: their connections' events name two `clientId`s.
+async fn same_client(session: &Session, first: &Created, second: &Created) -> Result<Option<String>, String> {
+    let Some(receiver) = session.receiver.as_ref() else { return Ok(None) };
+    let client = |id: &str| {
+        receiver
+            .for_connection(id)
+            .iter()
+            .find_map(|d| d.body.pointer("/data/clientId").and_then(Value::as_str).map(str::to_string))
+    };
+    let wait = session.config.event_wait();
+    receiver.wait_for(&second.connection_id, wait, |ds| !ds.is_empty()).await;
+    match (client(&first.connection_id), client(&second.connection_id)) {
+        (Some(a), Some(b)) if a == b => Err(format!(
+            "--second-api-key acts for the same client as --api-key (the events of both keys' connections \
+             carry clientId {a}): the isolation cases need the key of another client"
+        )),
+        (Some(_), Some(_)) => Ok(Some("preflight: the two keys act for two clients".into())),
+        _ => Ok(None),
+    }
+}
