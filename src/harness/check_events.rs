@@ -39,9 +39,10 @@ fn catalogue_case(id: &str) -> &'static Case {
 }
 
 /// The case ids `check-events` reports, in order.
-pub const CASE_IDS: [&str; 5] = [
+pub const CASE_IDS: [&str; 6] = [
     "events.schema",
     "events.envelope-agrees",
+    "events.unique-ids",
     "capture.created-present",
     "events.previous-status-chain",
     "capture.client-id-per-connection",
@@ -130,6 +131,7 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
         let verdict: Result<(), Stop> = match id {
             "events.schema" => event_rules::schema(deliveries),
             "events.envelope-agrees" => event_rules::envelope_agrees(deliveries),
+            "events.unique-ids" => event_rules::ids_identify_events(deliveries),
             "capture.created-present" => match event_rules::missing_created(&all) {
                 missing if missing.is_empty() => Ok(()),
                 missing => Err(Stop::fail(format!(

@@ -52,10 +52,12 @@ impl Delivery {
     }
 }
 
-/// Deliveries with the same event id counted once (duplicates are allowed, §6.3).
+/// Deliveries counted once per event: a duplicate (a retry, allowed by §6.3) has the same event
+/// id *and* the same content. The same id with other content is another event, kept here and
+/// judged by `events.unique-ids` (§6.1: the id identifies the event).
 pub fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
     let mut seen = std::collections::HashSet::new();
-    deliveries.iter().filter(|d| seen.insert(d.dedup_key())).cloned().collect()
+    deliveries.iter().filter(|d| seen.insert((d.dedup_key(), d.body.to_string()))).cloned().collect()
 }
 
 /// `[connection.created, connection.verifying(prev=…)]`, for messages.

@@ -39,6 +39,26 @@ pub fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
     problems.finish()
 }
 
+/// §6.1: an event id identifies one event: deliveries that share an id carry the same content
+/// (a retry); the same id on different content is two events under one id. Both are shown.
+pub fn ids_identify_events(deliveries: &[Delivery]) -> Result<(), Stop> {
+    let mut first: BTreeMap<&str, &Delivery> = BTreeMap::new();
+    let mut problems = Problems::default();
+    for d in deliveries {
+        let Some(id) = d.body.get("id").and_then(Value::as_str) else { continue };
+        match first.get(id) {
+            None => {
+                first.insert(id, d);
+            }
+            Some(earlier) if earlier.body != d.body => {
+                problems.add(format!("event id {id} names two different events: {} and {}", earlier.label(), d.label()))
+            }
+            Some(_) => {}
+        }
+    }
+    problems.finish()
+}
+
 /// §6.2: the envelope and its data agree (`type` = `data.type`, `id` = `data.eventId`). The
 /// short form has no envelope and is not judged here.
 pub fn envelope_agrees(deliveries: &[Delivery]) -> Result<(), Stop> {
@@ -97,6 +117,26 @@ pub fn one_client_id(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
                 ids.len(),
                 ids.into_iter().collect::<Vec<_>>().join(", ")
             ));
+        }
+    }
+    problems.finish()
+}
+
+/// §6.2: two clients never share a `clientId`: the `clientId`s of each group (a client's
+/// deliveries) are disjoint from every other group's.
+pub fn distinct_client_ids(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
+    let sets: Vec<(&str, BTreeSet<String>)> = groups
+        .iter()
+        .map(|(name, ds)| {
+            (name.as_str(), ds.iter().filter_map(|d| d.body.pointer("/data/clientId")).map(|v| show(Some(v))).collect())
+        })
+        .collect();
+    let mut problems = Problems::default();
+    for (i, (a, ids_a)) in sets.iter().enumerate() {
+        for (b, ids_b) in &sets[i + 1..] {
+            if let Some(shared) = ids_a.intersection(ids_b).next() {
+                problems.add(format!("{a} and {b} are both announced with data.clientId {shared}"));
+            }
         }
     }
     problems.finish()

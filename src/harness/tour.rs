@@ -3,20 +3,27 @@
 //! (§6.3) judge this record, so one set of drives serves them all.
 
 use super::delivery::{labels, Delivery};
+use super::http::Auth;
 use super::outcome::Stop;
 use super::pagination::{self, item_id};
 use super::session::Session;
 use super::steps::Created;
 use crate::spec::{Action, ACCOUNTS_UPDATED, TRANSACTION_DELETED};
+use futures_util::future::join_all;
+use reqwest::Method;
 use serde_json::Value;
 
-/// The paths driven, each on a fresh connection.
+/// The paths driven for the client under test, each on a fresh connection.
 const PATHS: [&[Action]; 4] = [
     &[Action::Connect, Action::UpdateAccounts, Action::DeleteTransaction, Action::Disconnect],
     &[Action::RequireMfa],
     &[Action::FailAuth],
     &[Action::Error],
 ];
+
+/// The path driven for the second client, when its key is given: its connections are announced
+/// and chained too, under a `clientId` of its own (§3.2, §6.2).
+const SECOND_CLIENT_PATH: &[Action] = &[Action::Connect];
 
 /// What one driven step showed.
 #[derive(Debug)]
@@ -29,6 +36,9 @@ pub struct Step {
 /// One connection of the tour.
 #[derive(Debug)]
 pub struct Leg {
+    /// The client whose key created the connection: `Primary` or `Second`.
+    pub client: Auth,
+    pub path: &'static [Action],
     /// Why the connection could not be created, if it could not.
     pub created: Result<Created, Stop>,
     pub steps: Vec<Step>,
@@ -43,28 +53,44 @@ pub struct Tour {
 
 impl Tour {
     pub async fn run(ctx: &Session) -> Tour {
+        let mut plan: Vec<(Auth, &'static [Action])> = PATHS.iter().map(|p| (Auth::Primary, *p)).collect();
+        if ctx.api.has_second_key() {
+            plan.push((Auth::Second, SECOND_CLIENT_PATH));
+        }
         // The legs share nothing but the receiver, so they run concurrently.
-        let (a, b, c, d) = tokio::join!(
-            run_leg(ctx, PATHS[0]),
-            run_leg(ctx, PATHS[1]),
-            run_leg(ctx, PATHS[2]),
-            run_leg(ctx, PATHS[3])
-        );
-        Tour { legs: vec![a, b, c, d] }
+        let legs = join_all(plan.into_iter().map(|(client, path)| run_leg(ctx, client, path))).await;
+        Tour { legs }
     }
 
-    /// The verdict of the step that drove `action`.
+    /// The verdict of the steps that drove `action`: the first failure among them, else the
+    /// first verdict.
     pub fn step(&self, action: Action) -> Result<(), Stop> {
-        for (leg, path) in self.legs.iter().zip(PATHS) {
-            if !path.contains(&action) {
-                continue;
-            }
+        let mut verdicts = Vec::new();
+        for leg in self.legs.iter().filter(|leg| leg.path.contains(&action)) {
             leg.created.as_ref().map_err(Clone::clone)?;
-            if let Some(step) = leg.steps.iter().find(|s| s.action == action) {
-                return step.verdict.clone();
+            verdicts.extend(leg.steps.iter().filter(|s| s.action == action).map(|s| s.verdict.clone()));
+        }
+        let failed = verdicts.iter().find(|v| v.as_ref().is_err_and(Stop::is_fail)).cloned();
+        failed
+            .or(verdicts.into_iter().next())
+            .unwrap_or_else(|| Err(Stop::ignore(format!("no tour step drove {action}"))))
+    }
+
+    /// Every delivery of the tour, by client: the client under test's connections, then the
+    /// second client's (when its key is given).
+    pub fn by_client(&self) -> Result<Vec<(String, Vec<Delivery>)>, Stop> {
+        let mut groups = Vec::new();
+        for (client, name) in [(Auth::Primary, "the client under test"), (Auth::Second, "the second client")] {
+            let mut deliveries = Vec::new();
+            for leg in self.legs.iter().filter(|leg| leg.client == client) {
+                leg.created.as_ref().map_err(Clone::clone)?;
+                deliveries.extend(leg.deliveries.iter().cloned());
+            }
+            if self.legs.iter().any(|leg| leg.client == client) {
+                groups.push((name.to_string(), deliveries));
             }
         }
-        Err(Stop::ignore(format!("no tour step drove {action}")))
+        Ok(groups)
     }
 
     /// Every connection the tour created, with its deliveries.
@@ -79,17 +105,17 @@ impl Tour {
     }
 }
 
-async fn run_leg(ctx: &Session, path: &[Action]) -> Leg {
-    let created = ctx.create_connection().await;
+async fn run_leg(ctx: &Session, client: Auth, path: &'static [Action]) -> Leg {
+    let created = ctx.create_connection_as(client.clone()).await;
     let Ok(connection) = &created else {
-        return Leg { created, steps: Vec::new(), deliveries: Vec::new() };
+        return Leg { client, path, created, steps: Vec::new(), deliveries: Vec::new() };
     };
     let mut steps = Vec::new();
     let mut blocked: Option<String> = None;
     for &action in path {
         let verdict = match &blocked {
             Some(why) => Err(Stop::ignore(format!("not driven: {why}"))),
-            None => drive_step(ctx, connection, action).await,
+            None => drive_step(ctx, connection, action, &client).await,
         };
         // A failed step leaves the connection in an unknown state; a skipped or refused one
         // (ignored) changes nothing, so the later steps can still be driven.
@@ -107,11 +133,11 @@ async fn run_leg(ctx: &Session, path: &[Action]) -> Leg {
         }
         Err(_) => Vec::new(),
     };
-    Leg { created, steps, deliveries }
+    Leg { client, path, created, steps, deliveries }
 }
 
 /// Drives one step, waits for the event that announces it, and checks the reaction (§6.3).
-async fn drive_step(ctx: &Session, connection: &Created, action: Action) -> Result<(), Stop> {
+async fn drive_step(ctx: &Session, connection: &Created, action: Action, client: &Auth) -> Result<(), Stop> {
     let receiver = ctx.receiver()?;
     let id = &connection.connection_id;
     let before = match action {
@@ -138,7 +164,7 @@ async fn drive_step(ctx: &Session, connection: &Created, action: Action) -> Resu
         )));
     }
     let event = seen.iter().find(|d| d.event_type() == Some(expected) && d.seq >= since).cloned();
-    react(ctx, id, action, event.as_ref(), before.as_ref()).await
+    react(ctx, id, action, event.as_ref(), before.as_ref(), client).await
 }
 
 /// Before a data action (§6.3): what it applies to, and what the client could read then (the
@@ -201,6 +227,7 @@ pub(crate) async fn react(
     action: Action,
     event: Option<&Delivery>,
     before: Option<&Before>,
+    client: &Auth,
 ) -> Result<(), Stop> {
     let data = |field: &str| {
         event.and_then(|e| e.body.pointer(&format!("/data/{field}"))).and_then(Value::as_str).map(str::to_string)
@@ -208,7 +235,8 @@ pub(crate) async fn react(
     match action {
         // §3.2, §4.2: accounts are available once CONNECTED is announced.
         Action::Connect => {
-            let exchange = ctx.api.get(&["v1", "connections", connection_id, "accounts"], &[]).await?;
+            let path = ["v1", "connections", connection_id, "accounts"];
+            let exchange = ctx.api.send(Method::GET, &path, &[], client.clone()).await?;
             exchange.success_json().map(|_| ()).map_err(|e| Stop::fail(format!("after connection.connected: {e}")))
         }
         // §6.3: re-read the account and its transactions.

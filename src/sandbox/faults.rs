@@ -121,6 +121,10 @@ departures! {
             "starting_after skips one item: an item is lost at every page boundary";
         PageDuplicate = "page-duplicate", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
             "starting_after includes the cursor item: it is listed twice at every page boundary";
+        HasMoreWhenPageFull = "has-more-when-page-full", "§4.3", ["transactions.has-more-honest"],
+            "`has_more` is true whenever a page is full: wrong only when the count is a multiple of the limit";
+        PageGapLimitOne = "page-gap-limit-one", "§4.3", ["transactions.walk-exactly-once"],
+            "with `limit=1` only, a page skips the item after the cursor";
         HasMoreTrueAtEnd = "has-more-true-at-end", "§4.3", ["transactions.has-more-honest"],
             "the last non-empty page says has_more true";
         HasMoreFalseEarly = "has-more-false-early", "§4.3", ["transactions.has-more-honest"],
@@ -168,6 +172,12 @@ departures! {
             "`data.type` differs from the envelope `type`";
         DataEventIdMismatch = "data-event-id-mismatch", "§6.2", ["events.envelope-agrees"],
             "`data.eventId` differs from the envelope `id`";
+        ReusedEventId = "reused-event-id", "§6.1", ["events.unique-ids"],
+            "`accounts.updated` and `transaction.deleted` reuse the event id of the connection's `connection.connected`";
+        SharedClientId = "shared-client-id", "§6.2", ["events.distinct-client-ids"],
+            "every client's events carry one and the same `clientId`";
+        SecondClientNoCreated = "second-client-no-created", "§3.2", ["events.created-announced", "events.previous-status-chain"],
+            "connections of any client but the first are never announced by `connection.created`";
         TwoClientIds = "two-client-ids", "§6.2", ["events.single-client-id"],
             "account and transaction events carry another clientId than connection events";
         // §6.3 reactions

@@ -245,6 +245,9 @@ pub(crate) fn event(f: Flavor, e: &Event) -> Value {
         Some(Mutant::DataEventIdMismatch) => {
             data.insert("eventId".into(), json!(format!("{}X", e.id)));
         }
+        Some(Mutant::SharedClientId) => {
+            data.insert("clientId".into(), json!(format!("{}SHAREDBYEVERYCLIENT0000000", crate::spec::prefix::CLIENT)));
+        }
         Some(Mutant::TwoClientIds) if !matches!(e.detail, EventDetail::Connection { .. }) => {
             data.insert("clientId".into(), json!(format!("{}X", e.client_id)));
         }

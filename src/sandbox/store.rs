@@ -114,6 +114,15 @@ impl Store {
         &mut self.outbox
     }
 
+    /// The id of the latest `kind` event of a connection (for the `reused-event-id` mutant).
+    fn last_event_id(&self, conn_id: &str, kind: &str) -> Option<String> {
+        self.events.iter().rev().find_map(|e| {
+            let data = e.get("data")?;
+            (data.get("connectionId")?.as_str() == Some(conn_id) && e.get("type")?.as_str() == Some(kind))
+                .then(|| e.get("id")?.as_str().map(str::to_string))?
+        })
+    }
+
     fn emit(&mut self, event: Event) -> String {
         let id = event.id.clone();
         if self.flavor.suppressed_event() == Some(event.kind) {
@@ -145,6 +154,12 @@ impl Store {
         now: DateTime<Utc>,
     ) -> String {
         let client_id = self.connections[conn_id].client_id.clone();
+        if self.flavor.is(Mutant::SecondClientNoCreated)
+            && to == ConnectionState::Created
+            && self.first_client.as_deref() != Some(client_id.as_str())
+        {
+            return self.flavor.new_id(prefix::EVENT);
+        }
         let error = (to == ConnectionState::Error)
             .then_some(("sandbox_error", "Simulated unexpected error while talking to the bank"));
         self.emit(Event {
@@ -236,6 +251,7 @@ impl Store {
                 if let Some(i) = list.iter().position(|t| t.id == cursor) {
                     match f.mutant {
                         Some(Mutant::PageGap) => i + 2,
+                        Some(Mutant::PageGapLimitOne) if limit == 1 => i + 2,
                         Some(Mutant::PageDuplicate) => i,
                         Some(Mutant::CursorIgnored) => 0,
                         _ => i + 1,
@@ -257,6 +273,7 @@ impl Store {
         let mut cursor = items.last().map(|t| t.id.as_str());
         match f.mutant {
             Some(Mutant::HasMoreTrueAtEnd) => has_more = start < list.len(),
+            Some(Mutant::HasMoreWhenPageFull) => has_more = !items.is_empty() && items.len() == limit,
             Some(Mutant::HasMoreFalseEarly) if start == 0 => has_more = false,
             Some(Mutant::CursorLoops) if start > 0 && !has_more => {
                 has_more = true;
@@ -340,8 +357,14 @@ impl Store {
                 (account_id, txn.id, detail, TRANSACTION_DELETED)
             }
         };
+        let id = match self.flavor.is(Mutant::ReusedEventId) {
+            true => {
+                self.last_event_id(conn_id, "connection.connected").unwrap_or_else(|| self.flavor.new_id(prefix::EVENT))
+            }
+            false => self.flavor.new_id(prefix::EVENT),
+        };
         outcome.event_ids.push(self.emit(Event {
-            id: self.flavor.new_id(prefix::EVENT),
+            id,
             kind,
             at: now,
             client_id,

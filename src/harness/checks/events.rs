@@ -13,6 +13,7 @@ use std::sync::Arc;
 crate::cases! {
     "events.schema" => schema,
     "events.envelope-agrees" => envelope_agrees,
+    "events.unique-ids" => unique_ids,
     "events.created-announced" => created_announced,
     "events.previous-status-chain" => previous_status_chain,
     "events.connected-announced" => connected_announced,
@@ -21,12 +22,17 @@ crate::cases! {
     "events.error-announced" => error_announced,
     "events.disconnected-announced" => disconnected_announced,
     "events.single-client-id" => single_client_id,
+    "events.distinct-client-ids" => distinct_client_ids,
 }
 
 /// Every unique delivery of every tour connection, and the connections.
 async fn tour_deliveries(ctx: &RunContext) -> Result<Vec<Delivery>, Stop> {
     let tour = ctx.tour().await?;
     Ok(tour.connections()?.into_iter().flat_map(|(_, ds)| ds.iter().cloned()).collect())
+}
+
+async fn unique_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    event_rules::ids_identify_events(&tour_deliveries(&ctx).await?)
 }
 
 async fn schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -73,6 +79,12 @@ async fn disconnected_announced(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 /// The tour's connections all belong to the client under test: one group.
+/// Each client's connections (the tour drives both when the second key is given) carry one
+/// `clientId`.
 async fn single_client_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    event_rules::one_client_id(&[("this client's connections".to_string(), tour_deliveries(&ctx).await?)])
+    event_rules::one_client_id(&ctx.tour().await?.by_client()?)
+}
+
+async fn distinct_client_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    event_rules::distinct_client_ids(&ctx.tour().await?.by_client()?)
 }

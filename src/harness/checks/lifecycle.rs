@@ -9,6 +9,7 @@ use crate::harness::delivery::{labels, Delivery};
 use crate::harness::driver::{DriveArgs, DriveError, DriverAction};
 use crate::harness::event_rules;
 use crate::harness::fixtures::RunContext;
+use crate::harness::http::Auth;
 use crate::harness::outcome::Stop;
 use crate::harness::property;
 use crate::harness::session::Session;
@@ -127,7 +128,7 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<(), Stop> {
         if matches!(action, Action::UpdateAccounts | Action::DeleteTransaction) {
             let deliveries = receiver.for_connection(&id);
             let event = deliveries.iter().find(|d| d.event_type() == Some(announcing_event(action)) && d.seq >= since);
-            react(ctx, &id, action, event, before.as_ref())
+            react(ctx, &id, action, event, before.as_ref(), &Auth::Primary)
                 .await
                 .map_err(|e| trace.fail(&id, e.to_string(), &deliveries))?;
         }

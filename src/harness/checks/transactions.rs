@@ -3,7 +3,8 @@
 //! (§4.3 rule 3), so the properties compare walks with each other, never with a sort order.
 
 use crate::harness::fixtures::{Connected, RunContext};
-use crate::harness::outcome::{str_field, validate, Problems, Stop};
+use crate::harness::http;
+use crate::harness::outcome::{str_field, validate, ErrorSource, Problems, Stop};
 use crate::harness::pagination::{self, fetch_page, item_id, Walk};
 use crate::harness::property;
 use crate::schemas::Schema;
@@ -124,6 +125,30 @@ impl Reference {
         Ok((400..500).contains(&exchange.status))
     }
 
+    /// The boundary inputs every run tries on every account, whatever the seed: `limit` 1, 2,
+    /// the item count − 1, the count, the count + 1, a divisor of the count and the default page,
+    /// each starting after the first, middle or last item in turn (so each of those is covered).
+    fn boundaries(&self) -> Vec<Input> {
+        let mut inputs = Vec::new();
+        for (account, (_, ids)) in self.accounts.iter().enumerate() {
+            let n = ids.len() as u64;
+            let divisor = (2..n).find(|d| n % d == 0 && *d > 2).or((2..n).find(|d| n % d == 0));
+            let mut limits: Vec<u64> =
+                [Some(1), Some(2), n.checked_sub(1), Some(n), Some(n + 1), divisor, Some(self.default_page as u64)]
+                    .into_iter()
+                    .flatten()
+                    .filter(|l| *l >= 1)
+                    .collect();
+            limits.sort_unstable();
+            limits.dedup();
+            let positions = [0, ids.len() / 2, ids.len().saturating_sub(1)];
+            for (i, limit) in limits.into_iter().enumerate() {
+                inputs.push(Input { account, limit, position: positions[i % positions.len()] });
+            }
+        }
+        inputs
+    }
+
     fn account(&self, input: &Input) -> (&str, &[String]) {
         let (id, ids) = &self.accounts[input.account % self.accounts.len()];
         (id, ids)
@@ -148,8 +173,45 @@ where
 {
     let fixture = ctx.connected().await?;
     let reference = Arc::new(Reference::of(&fixture)?);
+    let test = Arc::new(test);
+    // Deterministic coverage first: the boundaries, played concurrently; a failure names its
+    // input, and needs no seed to replay.
+    let mut boundaries = tokio::task::JoinSet::new();
+    for input in reference.boundaries() {
+        let (ctx, reference, test) = (ctx.clone(), reference.clone(), test.clone());
+        // Each in its own task, so each records its own requests: a failure keeps its evidence.
+        boundaries.spawn(http::recording(async move {
+            if reference.limit_refused(&ctx, &input).await? {
+                return Ok(());
+            }
+            match test(ctx, reference, input.clone()).await {
+                Err(Stop::Fail(f)) => Err(Stop::fail(format!("{} [boundary input: {input:?}]", f.message))),
+                Err(Stop::Ignore(..)) => Ok(()),
+                other => other,
+            }
+        }));
+    }
+    let mut first_failure = None;
+    while let Some(joined) = boundaries.join_next().await {
+        match joined {
+            Ok((Ok(()), _)) => {}
+            Ok((Err(stop), log)) => {
+                if first_failure.is_none() {
+                    if let Some(sent) = http::evidence(&stop.to_string(), &log) {
+                        http::record(sent.clone());
+                    }
+                    first_failure = Some(stop);
+                }
+            }
+            Err(e) => return Err(Stop::Error(ErrorSource::Harness, format!("a boundary input stopped: {e}"))),
+        }
+    }
+    if let Some(stop) = first_failure {
+        return Err(stop);
+    }
+    // Random inputs on top.
     let strategy = reference.strategy();
-    let (run, test) = (ctx.clone(), Arc::new(test));
+    let run = ctx.clone();
     property::for_all(&ctx, case_id, strategy, move |input| {
         let (ctx, reference, test) = (run.clone(), reference.clone(), test.clone());
         async move {
