@@ -128,7 +128,7 @@ pub const ACCOUNT_TYPES: [&str; 5] = ["checking", "savings", "credit_card", "bro
 
 /// Actions that move a connection or change its data. The spec does not say how (§3.2, §4.5),
 /// so the harness asks a driver for them and the sandbox exposes them as control routes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {
     Connect,
     FailAuth,

@@ -97,6 +97,7 @@ fn main() -> ExitCode {
             duration: started.elapsed(),
             notes,
             setup_error: None,
+            transition_graph: ctx.graph().cloned(),
         };
         if let Err(e) = report::write(&outputs, &report) {
             eprintln!("bankconf: {e}");

@@ -184,6 +184,7 @@ fn synthetic() -> Report {
         duration: Duration::from_millis(100),
         notes: vec!["a note".into()],
         setup_error: None,
+        transition_graph: None,
     }
 }
 

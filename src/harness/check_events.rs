@@ -190,6 +190,7 @@ pub fn check_events(config: CheckEventsConfig) -> i32 {
         duration: started.elapsed(),
         notes,
         setup_error: None,
+        transition_graph: None,
     };
     report::finish(&report, &config.outputs)
 }

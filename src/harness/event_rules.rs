@@ -32,6 +32,12 @@ pub fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
     for d in unique(deliveries) {
         if d.body.is_null() {
             problems.add(format!("{}: body is not JSON", what(&d)));
+        } else if let Some(batch) = d.body.as_array() {
+            problems.add(format!(
+                "{}: body is a JSON array of {} (a batch); §6.1 shows one event object per delivery",
+                what(&d),
+                batch.len()
+            ));
         } else if let Err(e) = validate(Schema::WebhookEvent, &d.body, &what(&d)) {
             problems.add(e.to_string());
         }

@@ -3,6 +3,7 @@
 //! receives the [`RunContext`]: the [`Session`] (through `Deref`, so `ctx.api` reads as the
 //! session's) plus these fixtures.
 
+use super::graph::TransitionGraph;
 use super::outcome::Stop;
 use super::pagination::{self, Walk};
 use super::session::Session;
@@ -45,6 +46,8 @@ pub struct RunContext {
     pub session: Session,
     connected: OnceCell<Result<Arc<Connected>, Stop>>,
     tour: OnceCell<Arc<Tour>>,
+    /// The transition graph `lifecycle.transition-graph` explored, for the reports.
+    graph: std::sync::OnceLock<TransitionGraph>,
 }
 
 impl Deref for RunContext {
@@ -56,7 +59,16 @@ impl Deref for RunContext {
 
 impl RunContext {
     pub fn new(session: Session) -> Arc<Self> {
-        Arc::new(Self { session, connected: OnceCell::new(), tour: OnceCell::new() })
+        Arc::new(Self { session, connected: OnceCell::new(), tour: OnceCell::new(), graph: Default::default() })
+    }
+
+    pub fn record_graph(&self, graph: TransitionGraph) {
+        let _ = self.graph.set(graph);
+    }
+
+    /// The explored transition graph, when the case that explores it ran.
+    pub fn graph(&self) -> Option<&TransitionGraph> {
+        self.graph.get()
     }
 
     /// The shared CONNECTED connection (given with `--connection-id`, or made with the driver),

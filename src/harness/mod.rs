@@ -3,7 +3,8 @@
 //!
 //! 1. vocabulary: [`catalogue`] (the cases of `cases/*.toml`), [`outcome`] (typed outcomes,
 //!    problems, schema validation), [`config`] (the run's flags);
-//! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`];
+//! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], and the
+//!    explored [`graph`] of transitions;
 //! 3. access to the server under test: [`http`], [`pagination`], [`receiver`], [`driver`],
 //!    [`redact`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and driver steps)
 //!    and [`preflight`] (the setup checked before any case);
@@ -23,6 +24,7 @@ pub mod delivery;
 pub mod driver;
 pub mod event_rules;
 pub mod fixtures;
+pub mod graph;
 pub mod http;
 pub mod outcome;
 pub mod pagination;

@@ -74,6 +74,18 @@ impl Receiver {
         self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner()).len() as u64
     }
 
+    /// Why an expected event may be missing although deliveries came: a note when some bodies
+    /// were JSON arrays (batched events; §6.1 shows one event object per delivery), else empty.
+    pub fn batch_hint(&self) -> String {
+        let all = self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
+        match all.iter().filter(|d| d.body.is_array()).count() {
+            0 => String::new(),
+            n => format!(
+                " ({n} deliveries were JSON arrays, batches of events: §6.1 shows one event object per delivery)"
+            ),
+        }
+    }
+
     /// Every delivery so far that concerns `connection_id`, duplicates included.
     pub fn for_connection(&self, connection_id: &str) -> Vec<Delivery> {
         let all = self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner());

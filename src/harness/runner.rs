@@ -47,6 +47,7 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
                 duration: started.elapsed(),
                 notes: Vec::new(),
                 setup_error: Some(e),
+                transition_graph: None,
             }
         }
     };
@@ -78,6 +79,7 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
         duration: started.elapsed(),
         notes,
         setup_error: None,
+        transition_graph: ctx.graph().cloned(),
     };
     ctx.shutdown().await;
     report

@@ -158,9 +158,10 @@ async fn drive_step(ctx: &Session, connection: &Created, action: Action, client:
         .await;
     if !arrived {
         return Err(Stop::fail(format!(
-            "drove {action} on {id}, but no {expected} arrived within {:?}; received {}",
+            "drove {action} on {id}, but no {expected} arrived within {:?}; received {}{}",
             ctx.config.event_wait(),
-            labels(&seen)
+            labels(&seen),
+            receiver.batch_hint()
         )));
     }
     let event = seen.iter().find(|d| d.event_type() == Some(expected) && d.seq >= since).cloned();

@@ -174,6 +174,12 @@ departures! {
             "`data.eventId` differs from the envelope `id`";
         ReusedEventId = "reused-event-id", "§6.1", ["events.unique-ids"],
             "`accounts.updated` and `transaction.deleted` reuse the event id of the connection's `connection.connected`";
+        PreviousStatusAfterMfa = "previous-status-after-mfa", "§6.2", ["lifecycle.transition-graph"],
+            "leaving `mfa_required`, the next event names `verifying` as its `previousStatus`";
+        VerifyingAfterMfaSilent = "verifying-after-mfa-silent", "§3.1", ["lifecycle.transition-graph"],
+            "re-entering `verifying` from `mfa_required` is not announced";
+        AccountsAfterDisconnected = "accounts-after-disconnected", "§3.2", ["lifecycle.transition-graph"],
+            "accounts are still served once the connection is `disconnected`";
         SharedClientId = "shared-client-id", "§6.2", ["events.distinct-client-ids"],
             "every client's events carry one and the same `clientId`";
         SecondClientNoCreated = "second-client-no-created", "§3.2", ["events.created-announced", "events.previous-status-chain"],
@@ -246,6 +252,8 @@ departures! {
             "connection.connected is delivered in the short flat form";
         EmptyPreviousOnCreated = "empty-previous-on-created", "§6.2", [],
             "connection.created carries previousStatus \"\" instead of null";
+        NoPreviousOnCreated = "no-previous-on-created", "§6.2", [],
+            "connection.created has no previousStatus field at all (there is no previous state)";
     }
 }
 

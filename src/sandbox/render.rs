@@ -223,7 +223,9 @@ pub(crate) fn event(f: Flavor, e: &Event) -> Value {
                 (Some(_), Some(Mutant::PreviousStatusWrong)) => json!("created"),
                 (p, _) => json!(p.map(|s| s.lower())),
             };
-            data.insert("previousStatus".into(), previous);
+            if !(previous.is_null() && f.has(Variant::NoPreviousOnCreated)) {
+                data.insert("previousStatus".into(), previous);
+            }
             let error = error.map(|(code, message)| json!({ "code": code, "message": message }));
             data.insert("error".into(), error.unwrap_or(Value::Null));
         }

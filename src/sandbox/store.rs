@@ -219,7 +219,12 @@ impl Store {
     /// §4.2: the accounts array, only when CONNECTED.
     pub fn connection_accounts(&self, client_id: &str, conn_id: &str) -> Result<Value, ReadError> {
         let conn = self.own_connection(client_id, conn_id)?;
-        if conn.status != ConnectionState::Connected && !self.flavor.is(Mutant::AccountsBeforeConnected) {
+        let served = match self.flavor.mutant {
+            Some(Mutant::AccountsBeforeConnected) => true,
+            Some(Mutant::AccountsAfterDisconnected) => conn.status == ConnectionState::Disconnected,
+            _ => false,
+        };
+        if conn.status != ConnectionState::Connected && !served {
             return Err(ReadError::NotConnected(conn.status));
         }
         Ok(render::accounts(self.flavor, conn.account_ids.iter().map(|id| &self.accounts[id])))
@@ -321,7 +326,14 @@ impl Store {
                     self.ensure_accounts(conn_id, now);
                 }
                 self.connections.get_mut(conn_id).expect("exists").status = to;
-                outcome.event_ids.push(self.connection_event(conn_id, to, Some(previous), now));
+                let leaving_mfa = previous == ConnectionState::MfaRequired;
+                let announced_previous = match self.flavor.mutant {
+                    Some(Mutant::PreviousStatusAfterMfa) if leaving_mfa => ConnectionState::Verifying,
+                    _ => previous,
+                };
+                if !(self.flavor.is(Mutant::VerifyingAfterMfaSilent) && leaving_mfa) {
+                    outcome.event_ids.push(self.connection_event(conn_id, to, Some(announced_previous), now));
+                }
                 previous = to;
             }
             outcome.status = previous;

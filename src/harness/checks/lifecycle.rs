@@ -9,8 +9,9 @@ use crate::harness::delivery::{labels, Delivery};
 use crate::harness::driver::{DriveArgs, DriveError, DriverAction};
 use crate::harness::event_rules;
 use crate::harness::fixtures::RunContext;
+use crate::harness::graph::{Transition, TransitionGraph};
 use crate::harness::http::Auth;
-use crate::harness::outcome::Stop;
+use crate::harness::outcome::{ErrorSource, Stop};
 use crate::harness::property;
 use crate::harness::session::Session;
 use crate::harness::tour::{announcing_event, react, Before};
@@ -20,7 +21,73 @@ use serde_json::Value;
 use std::sync::Arc;
 
 crate::cases! {
+    "lifecycle.transition-graph" => transition_graph,
     "lifecycle.random-sequences" => random_sequences,
+}
+
+/// Most sequences played at once while exploring.
+const EXPLORE_AT_ONCE: usize = 8;
+
+/// Explores the transition graph as the target reveals it, whatever the seed: from the created
+/// state, and from every state an accepted action reaches, every action is tried once, each on a
+/// fresh connection along the shortest known path (breadth first, played concurrently). Every
+/// accepted step is judged as in [`play`]; the graph goes into the reports.
+async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    ctx.receiver()?;
+    let mut graph = TransitionGraph { reached: vec![ConnectionState::Created], edges: Vec::new() };
+    let mut paths: Vec<(ConnectionState, Vec<Action>)> = vec![(ConnectionState::Created, Vec::new())];
+    let mut frontier = paths.clone();
+    let permits = Arc::new(tokio::sync::Semaphore::new(EXPLORE_AT_ONCE));
+    // Each round goes one step deeper; 8 states bound it.
+    for _ in 0..ConnectionState::ALL.len() {
+        let mut set = tokio::task::JoinSet::new();
+        for (_, path) in &frontier {
+            for action in Action::ALL {
+                let sequence: Vec<Action> = path.iter().copied().chain([action]).collect();
+                let (ctx, permits) = (ctx.clone(), permits.clone());
+                set.spawn(crate::harness::http::recording(async move {
+                    let _permit = permits.acquire_owned().await;
+                    let played = play(&ctx, &sequence).await;
+                    (sequence, played)
+                }));
+            }
+        }
+        let mut next = Vec::new();
+        while let Some(joined) = set.join_next().await {
+            let ((sequence, played), log) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
+            let played = match played {
+                Ok(played) => played,
+                Err(Stop::Fail(f)) => {
+                    if let Some(sent) = crate::harness::http::evidence(&f.message, &log) {
+                        crate::harness::http::record(sent.clone());
+                    }
+                    return Err(Stop::fail(format!("{} [explored sequence: {sequence:?}]", f.message)));
+                }
+                Err(Stop::Ignore(..)) => continue,
+                Err(e) => return Err(e),
+            };
+            let Some(&(from, action, transition)) = played.last().filter(|(_, a, _)| sequence.last() == Some(a)) else {
+                continue;
+            };
+            if !graph.edges.contains(&(from, action, transition)) {
+                graph.edges.push((from, action, transition));
+            }
+            if let Transition::Accepted(to) = transition {
+                if !graph.reached.contains(&to) {
+                    graph.reached.push(to);
+                    paths.push((to, sequence.clone()));
+                    next.push((to, sequence));
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        frontier = next;
+    }
+    graph.edges.sort();
+    ctx.record_graph(graph);
+    Ok(())
 }
 
 async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -28,7 +95,7 @@ async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let run = ctx.clone();
     property::for_all(&ctx, "lifecycle.random-sequences", sequences(), move |actions| {
         let ctx = run.clone();
-        async move { play(&ctx, &actions).await }
+        async move { play(&ctx, &actions).await.map(|_| ()) }
     })
     .await
 }
@@ -77,8 +144,13 @@ impl Trace {
     }
 }
 
+/// The steps of a played sequence: each action with the state it was tried from and what the
+/// target did.
+pub type Played = Vec<(ConnectionState, Action, Transition)>;
+
 /// Plays `actions` on a fresh connection, checking after every accepted step.
-pub async fn play(ctx: &Session, actions: &[Action]) -> Result<(), Stop> {
+pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
+    let mut played = Played::new();
     let receiver = ctx.receiver()?;
     let driver = ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
     let created = ctx.create_connection().await?;
@@ -106,24 +178,29 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<(), Stop> {
         };
         // Deliveries from here on are the step's: the target may announce before the driver returns.
         let since = receiver.arrived_so_far();
+        let from = state;
         match driver.run(DriverAction::Act(action), &args).await {
             Ok(()) => trace.steps.push(format!("{action}")),
             // Refused from this state, or not supported: not a failure; the sequence goes on.
             Err(DriveError::Refused(_)) => {
                 trace.steps.push(format!("{action} (refused)"));
+                played.push((from, action, Transition::Refused));
                 continue;
             }
             Err(DriveError::Unsupported(_)) => {
                 trace.steps.push(format!("{action} (unsupported)"));
+                played.push((from, action, Transition::Unsupported));
                 continue;
             }
             Err(e @ DriveError::Failed(_)) => return Err(Stop::from(e)),
         }
         // Already in the target state: the target may accept without a change, hence no event.
         if action.target_state() == Some(state) {
+            played.push((from, action, Transition::Accepted(state)));
             continue;
         }
         state = settle(ctx, &id, announcing_event(action), since, &trace).await?;
+        played.push((from, action, Transition::Accepted(state)));
         accounts_follow_state(ctx, &id, state, &trace).await?;
         if matches!(action, Action::UpdateAccounts | Action::DeleteTransaction) {
             let deliveries = receiver.for_connection(&id);
@@ -133,7 +210,7 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<(), Stop> {
                 .map_err(|e| trace.fail(&id, e.to_string(), &deliveries))?;
         }
     }
-    Ok(())
+    Ok(played)
 }
 
 /// Waits (bounded) until an `expected` event has arrived since delivery `since` and the chain

@@ -132,7 +132,7 @@ impl Reference {
         let mut inputs = Vec::new();
         for (account, (_, ids)) in self.accounts.iter().enumerate() {
             let n = ids.len() as u64;
-            let divisor = (2..n).find(|d| n % d == 0 && *d > 2).or((2..n).find(|d| n % d == 0));
+            let divisor = (3..n).find(|d| n.is_multiple_of(*d)).or((2..n).find(|d| n.is_multiple_of(*d)));
             let mut limits: Vec<u64> =
                 [Some(1), Some(2), n.checked_sub(1), Some(n), Some(n + 1), divisor, Some(self.default_page as u64)]
                     .into_iter()

@@ -2,6 +2,7 @@
 //! tests validate generated reports against it.
 
 use super::verdict::Report;
+use crate::harness::graph::Transition;
 use crate::harness::outcome::{Counts, Outcome};
 use serde_json::{json, Map, Value};
 
@@ -56,6 +57,17 @@ pub fn render(report: &Report) -> Value {
         "exit_code": report.exit_code(),
         "duration_ms": millis(report.duration),
         "setup_error": report.setup_error,
+        "transition_graph": report.transition_graph.as_ref().map(|g| json!({
+            "reached": g.reached.iter().map(|s| s.lower()).collect::<Vec<_>>(),
+            "transitions": g.edges.iter().map(|(from, action, t)| {
+                let (outcome, to) = match t {
+                    Transition::Accepted(to) => ("accepted", Some(to.lower())),
+                    Transition::Refused => ("refused", None),
+                    Transition::Unsupported => ("unsupported", None),
+                };
+                json!({"from": from.lower(), "action": action.as_str(), "outcome": outcome, "to": to})
+            }).collect::<Vec<_>>(),
+        })),
         "unjudged": report.unjudged().iter().map(|(how, cases)| json!({"how": how, "cases": cases})).collect::<Vec<_>>(),
         "notes": report.notes,
         "cases": cases,

@@ -5,8 +5,9 @@
 
 use super::verdict::Report;
 use crate::harness::catalogue;
+use crate::harness::graph::TransitionGraph;
 use crate::harness::outcome::{CaseResult, Outcome};
-use crate::spec::{within, SECTIONS};
+use crate::spec::{within, Action, SECTIONS};
 use std::fmt::Write;
 
 /// A fenced block whose fence is longer than any backtick run inside `text`.
@@ -109,7 +110,31 @@ pub fn render(report: &Report) -> String {
         out.push('\n');
     }
 
+    if let Some(graph) = &report.transition_graph {
+        out += &transitions(graph);
+    }
     out += &coverage(report);
+    out
+}
+
+/// The explored transition graph: one row per state reached, one column per action.
+fn transitions(graph: &TransitionGraph) -> String {
+    let mut out = String::from("### Transition graph (as the target revealed it)\n\n| from \\ action |");
+    for action in Action::ALL {
+        let _ = write!(out, " `{}` |", action.as_str());
+    }
+    out += "\n|---|";
+    out += &"---|".repeat(Action::ALL.len());
+    out.push('\n');
+    for from in &graph.reached {
+        let _ = write!(out, "| {} |", from.lower());
+        for action in Action::ALL {
+            let cell = graph.edges.iter().find(|(f, a, _)| f == from && *a == action).map(|(_, _, t)| t.label());
+            let _ = write!(out, " {} |", cell.unwrap_or_else(|| "—".into()));
+        }
+        out.push('\n');
+    }
+    out.push('\n');
     out
 }
 

@@ -1,6 +1,7 @@
 //! The terminal report: one line per case as it finishes, then a summary by level.
 
 use super::verdict::Report;
+use crate::harness::graph::Transition;
 use crate::harness::outcome::CaseResult;
 use std::fmt::Write;
 
@@ -61,6 +62,17 @@ pub fn summary(report: &Report) -> String {
         for (how, cases) in &unjudged {
             let _ = writeln!(out, "  - {how}: {}", cases.join(", "));
         }
+    }
+    if let Some(g) = &report.transition_graph {
+        let accepted = g.edges.iter().filter(|(_, _, t)| matches!(t, Transition::Accepted(_))).count();
+        let states: Vec<&str> = g.reached.iter().map(|s| s.lower()).collect();
+        let _ = writeln!(
+            out,
+            "transition graph: {} states reached ({}), {accepted} of {} actions tried accepted (table in --report-md)",
+            states.len(),
+            states.join(", "),
+            g.edges.len()
+        );
     }
     if let Some(e) = &report.setup_error {
         let _ = writeln!(out, "setup error: {e}");

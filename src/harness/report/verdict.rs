@@ -2,6 +2,7 @@
 //! exit code they lead to.
 
 use crate::harness::catalogue::Level;
+use crate::harness::graph::TransitionGraph;
 use crate::harness::outcome::{CaseResult, Counts, Gate, IgnoreCause, Outcome};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -39,6 +40,8 @@ pub struct Report {
     pub notes: Vec<String>,
     /// Why the run could not start or judge (preflight, configuration): exit 2.
     pub setup_error: Option<String>,
+    /// The transition graph the target revealed, when `lifecycle.transition-graph` ran.
+    pub transition_graph: Option<TransitionGraph>,
 }
 
 impl Report {
