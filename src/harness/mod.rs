@@ -23,6 +23,7 @@ pub mod receiver;
 pub mod redact;
 pub mod report;
 pub mod runner;
+pub mod sanitize;
 pub mod tour;
 
 use context::RunContext;
@@ -72,10 +73,13 @@ pub async fn run_report(config: config::RunConfig, progress: bool) -> Result<Rep
 /// `bankconf run`: runs the selected cases, prints and writes the reports, returns the exit code.
 pub async fn run(config: config::RunConfig) -> i32 {
     let outputs = config.outputs.clone();
-    match run_report(config, true).await {
+    let report = run_report(config, true).await;
+    // No process a driver started outlives the run.
+    driver::stop_all().await;
+    match report {
         Ok(report) => finish(&report, &outputs),
         Err(e) => {
-            eprintln!("bankconf: {e}");
+            eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(&e)));
             EXIT_NOT_RUN
         }
     }

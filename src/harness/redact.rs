@@ -1,34 +1,128 @@
-//! Keeps secrets out of everything the harness prints: API keys and widget tokens (§5.2, §5.3).
+//! Keeps secrets out of everything the harness prints: API keys and widget tokens (§5.2, §5.3),
+//! in every form a target may echo them (JSON-escaped, percent-encoded), and never cut off: text
+//! is redacted before it is cut ([`cut`]), and a cut that ends inside a secret drops the piece.
 
 use std::sync::RwLock;
 
+/// The secrets known to this process. Process-wide, because text is cut deep inside the HTTP
+/// client and the driver, where no run context is at hand, and must be redacted before that.
+static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Shortest piece of a secret that is dropped when a cut ends inside it.
+const MIN_FRAGMENT: usize = 8;
+
 /// Replaces every known secret, and anything shaped like a widget token, with a placeholder.
 #[derive(Default)]
-pub struct Redactor {
-    secrets: RwLock<Vec<String>>,
-}
+pub struct Redactor;
 
 impl Redactor {
-    /// Remembers a secret; empty strings are ignored.
+    /// Remembers a secret, with its encoded forms; empty strings are ignored.
     pub fn add(&self, secret: &str) {
         if secret.is_empty() {
             return;
         }
-        let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
-        if !secrets.iter().any(|s| s == secret) {
-            secrets.push(secret.to_string());
-            // Longest first, so that a secret containing another is replaced whole.
-            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+        for form in forms(secret) {
+            if !secrets.contains(&form) {
+                secrets.push(form);
+            }
         }
+        // Longest first, so that a secret containing another is replaced whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     }
 
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_string();
-        for secret in self.secrets.read().unwrap_or_else(|e| e.into_inner()).iter() {
-            out = out.replace(secret.as_str(), "[redacted]");
+        for secret in SECRETS.read().unwrap_or_else(|e| e.into_inner()).iter() {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), "[redacted]");
+            }
         }
         redact_widget_tokens(&out)
     }
+}
+
+/// A secret as a target may echo it: as is, JSON-escaped (with `/` escaped or not), and
+/// percent-encoded (upper or lower hex, `+` or `%20` for a space).
+fn forms(secret: &str) -> Vec<String> {
+    let json = serde_json::to_string(secret).unwrap_or_default();
+    let json = json.trim_matches('"').to_string();
+    let mut percent = String::new();
+    for b in secret.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            percent.push(b as char);
+        } else {
+            percent.push_str(&format!("%{b:02X}"));
+        }
+    }
+    let lower = lower_hex(&percent);
+    let plus = percent.replace("%20", "+");
+    let mut all = vec![secret.to_string(), json.replace('/', "\\/"), json, lower, plus.clone(), lower_hex(&plus), percent];
+    all.dedup();
+    all
+}
+
+/// `%2F` → `%2f`, the rest unchanged.
+fn lower_hex(percent: &str) -> String {
+    let mut out = String::with_capacity(percent.len());
+    let mut hex_left = 0;
+    for c in percent.chars() {
+        if c == '%' {
+            hex_left = 2;
+            out.push(c);
+        } else if hex_left > 0 {
+            hex_left -= 1;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` redacted, then cut to its first `max` characters (`…` marks a cut). A cut that ends
+/// inside a secret (its first [`MIN_FRAGMENT`] characters or more) drops that piece too.
+pub fn cut(text: &str, max: usize) -> String {
+    let text = Redactor.redact(text);
+    if text.chars().count() <= max {
+        return text;
+    }
+    let mut head: String = text.chars().take(max).collect();
+    let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
+    let piece = secrets
+        .iter()
+        .flat_map(|s| (MIN_FRAGMENT..s.len()).rev().filter_map(move |n| s.get(..n)))
+        .filter(|prefix| head.ends_with(prefix))
+        .map(str::len)
+        .max();
+    if let Some(n) = piece {
+        head.truncate(head.len() - n);
+        head.push_str("[redacted]");
+    }
+    head.push('…');
+    head
+}
+
+/// `text` redacted, then cut to its last `max` characters (`…` marks a cut). A cut that starts
+/// inside a secret (its last [`MIN_FRAGMENT`] characters or more) drops that piece too.
+pub fn cut_start(text: &str, max: usize) -> String {
+    let text = Redactor.redact(text);
+    let count = text.chars().count();
+    if count <= max {
+        return text;
+    }
+    let mut tail: String = text.chars().skip(count - max).collect();
+    let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
+    let piece = secrets
+        .iter()
+        .flat_map(|s| (1..=s.len().saturating_sub(MIN_FRAGMENT)).filter_map(move |n| s.get(n..)))
+        .filter(|suffix| tail.starts_with(suffix))
+        .map(str::len)
+        .max();
+    if let Some(n) = piece {
+        tail = format!("[redacted]{}", &tail[n..]);
+    }
+    format!("…{tail}")
 }
 
 /// Widget tokens carry `sess_` (§2.1): whatever follows the prefix is replaced.
@@ -55,8 +149,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn redacts_encoded_and_cut_secrets() {
+        let secret = "hk_test/+\"9z8y7x6w5v";
+        Redactor.add(secret);
+        let json = serde_json::to_string(secret).unwrap();
+        let percent = "hk_test%2F%2B%229z8y7x6w5v";
+        let out = Redactor.redact(&format!("{json} {percent} {}", percent.to_lowercase()));
+        assert!(!out.contains("9z8y7x"), "{out}");
+        // Cut inside the secret: the piece before the cut goes too.
+        let cut_off = cut(&format!("{}{secret} tail", "x".repeat(100)), 110);
+        assert!(!cut_off.contains("hk_test/+"), "{cut_off}");
+        let cut_off = cut_start(&format!("head {secret}{}", "x".repeat(100)), 110);
+        assert!(!cut_off.contains("9z8y7x6w5v"), "{cut_off}");
+    }
+
+    #[test]
     fn redacts_keys_and_tokens() {
-        let r = Redactor::default();
+        let r = Redactor;
         r.add("bankconf_test_SECRET");
         let text = r#"key bankconf_test_SECRET token {"widgetToken":"sess_ABC123"} sess_"#;
         let out = r.redact(text);

@@ -13,6 +13,7 @@
 use super::Report;
 use crate::harness::outcome::Outcome;
 use crate::harness::runner::CaseResult;
+use crate::harness::sanitize::xml;
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
 /// The details of a failure: message, reproduction, replay command.
@@ -22,7 +23,7 @@ fn details(report: &Report, result: &CaseResult, message: &str) -> String {
         body += &format!("\nreproduce: {curl}");
     }
     body += &format!("\nrerun: {}", report.rerun(result));
-    body
+    xml(&body)
 }
 
 fn test_case(report: &Report, result: &CaseResult) -> TestCase {
@@ -33,12 +34,12 @@ fn test_case(report: &Report, result: &CaseResult) -> TestCase {
         Outcome::Failed(_) if !gating => TestCaseStatus::success(),
         Outcome::Failed(m) => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            status.set_message(m.as_str()).set_type(case.level.as_str()).set_description(details(report, result, m));
+            status.set_message(xml(m)).set_type(case.level.as_str()).set_description(details(report, result, m));
             status
         }
         Outcome::Ignored(reason) => {
             let mut status = TestCaseStatus::skipped();
-            status.set_message(reason.as_str());
+            status.set_message(xml(reason));
             status
         }
     };
@@ -70,7 +71,7 @@ pub fn render(report: &Report) -> String {
             Some(at) => at,
             None => {
                 let mut suite = TestSuite::new(area);
-                suite.add_property(Property::new("target", report.target.as_str()));
+                suite.add_property(Property::new("target", xml(&report.target)));
                 if let Some(seed) = report.seed() {
                     suite.add_property(Property::new("seed", seed.to_string()));
                 }
@@ -88,7 +89,7 @@ pub fn render(report: &Report) -> String {
     }
     if let Some(first) = suites.first_mut() {
         if !report.notes.is_empty() {
-            first.set_system_out(report.notes.join("\n"));
+            first.set_system_out(xml(&report.notes.join("\n")));
         }
     }
     junit.add_test_suites(suites);

@@ -4,6 +4,7 @@ use super::Report;
 use crate::harness::catalogue::Level;
 use crate::harness::outcome::Outcome;
 use crate::harness::runner::CaseResult;
+use crate::harness::sanitize::visible;
 use std::fmt::Write;
 
 /// `PASS  create.status-created  §2.1 must  3ms`, and the message below a failure.
@@ -18,15 +19,16 @@ pub fn case_line(result: &CaseResult, gating: bool) -> String {
     let mut line =
         format!("{mark}  {:<36} {:<5} {:<10} {:>6}ms", case.id, case.section, case.level, result.duration.as_millis());
     if let Some(m) = result.outcome.message() {
-        let _ = write!(line, "\n      {m}");
+        let _ = write!(line, "\n      {}", visible(m));
     }
     if let Some(r) = &result.reproduction {
-        let _ = write!(line, "\n      reproduce: {r}");
+        let _ = write!(line, "\n      reproduce: {}", visible(r));
     }
     line
 }
 
 pub fn header(target: &str, seed: Option<u64>, cases: usize) -> String {
+    let target = visible(target);
     match seed {
         Some(seed) => format!("bankconf: {cases} cases against {target} (seed {seed})"),
         None => format!("bankconf: {cases} cases against {target}"),
@@ -48,7 +50,7 @@ pub fn summary(report: &Report) -> String {
         let _ = writeln!(out, "{:<12} {:>7} {:>7} {:>8}  {gates}", level.as_str(), c.passed, c.failed, c.ignored);
     }
     for note in &report.notes {
-        let _ = writeln!(out, "note: {note}");
+        let _ = writeln!(out, "note: {}", visible(note));
     }
     let c = report.counts();
     let _ = write!(
