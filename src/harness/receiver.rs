@@ -76,9 +76,15 @@ pub fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
     deliveries.iter().filter(|d| seen.insert(d.dedup_key())).cloned().collect()
 }
 
-/// `[connection.created, connection.verifying(prev=…)]`, for messages.
+/// `[connection.created, connection.verifying(prev=…)]`, for messages: at most
+/// [`MAX_LABELS`], then how many more.
 pub fn labels(deliveries: &[Delivery]) -> String {
-    let labels: Vec<String> = unique(deliveries).iter().map(Delivery::label).collect();
+    const MAX_LABELS: usize = 30;
+    let unique = unique(deliveries);
+    let mut labels: Vec<String> = unique.iter().take(MAX_LABELS).map(Delivery::label).collect();
+    if unique.len() > MAX_LABELS {
+        labels.push(format!("… {} more", unique.len() - MAX_LABELS));
+    }
     format!("[{}]", labels.join(", "))
 }
 
