@@ -1,6 +1,7 @@
 //! The harness's HTTP client for the target's `/v1` API: every request bounded in time and in
 //! body size, every exchange described as `METHOD /path?query` for failure messages.
 
+use super::budget;
 use super::outcome::Stop;
 use super::redact;
 use reqwest::{Method, Url};
@@ -112,6 +113,9 @@ impl Exchange {
                 self.request,
                 self.summary()
             )));
+        }
+        if let Some(why) = budget::too_dense(self.body.as_bytes()) {
+            return Err(Stop::fail(format!("{}: not read: {why}", self.request)));
         }
         serde_json::from_str(&self.body)
             .map_err(|e| Stop::fail(format!("{}: expected a JSON body, got {} ({e})", self.request, self.summary())))

@@ -4,7 +4,7 @@
 
 use super::context::{Created, RunContext};
 use super::outcome::Stop;
-use super::pagination::{self, item_id};
+use super::pagination;
 use super::receiver::{labels, Delivery};
 use crate::spec::{Action, ACCOUNTS_UPDATED, TRANSACTION_DELETED};
 use serde_json::Value;
@@ -244,7 +244,7 @@ pub(crate) async fn react(
             let walk = pagination::walk(&ctx.api, &account, None, None)
                 .await
                 .map_err(|e| Stop::fail(format!("after transaction.deleted: {e}")))?;
-            let still_listed = walk.items().any(|item| item_id(item) == txn);
+            let still_listed = walk.items().any(|item| item.id == txn);
             if still_listed {
                 return Err(Stop::fail(format!(
                     "after transaction.deleted for {txn}, GET /v1/accounts/{account}/transactions still lists it"
