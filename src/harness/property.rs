@@ -24,6 +24,9 @@ where
     let handle = tokio::runtime::Handle::current();
     let seed = ctx.case_seed(case_id);
     let (run_seed, cases) = (ctx.seed, ctx.config.cases.max(1));
+    // Dropped with this future (a case stopped at its time limit): the runner thread then ends
+    // at once instead of running on into the runtime's shutdown.
+    let (_alive, stopped) = tokio::sync::watch::channel(());
     let result = tokio::task::spawn_blocking(move || {
         let config = Config {
             cases,
@@ -38,8 +41,19 @@ where
         }
         let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
         let result = runner.run(&strategy, |input| {
+            if stopped.has_changed().is_err() {
+                return Err(TestCaseError::fail("the case was stopped"));
+            }
+            let mut stopped = stopped.clone();
+            let test = test(input);
+            let outcome = handle.block_on(async move {
+                tokio::select! {
+                    outcome = test => outcome,
+                    _ = stopped.changed() => Err(Stop::fail("the case was stopped")),
+                }
+            });
             // An input the target cannot be judged on (Stop::Ignore) is discarded, not failed.
-            handle.block_on(test(input)).map_err(|stop| match stop {
+            outcome.map_err(|stop| match stop {
                 Stop::Fail(m) => TestCaseError::fail(m),
                 Stop::Ignore(m) => TestCaseError::reject(m),
             })

@@ -129,9 +129,10 @@ async fn drive_step(ctx: &RunContext, connection: &Created, action: Action) -> R
         .await;
     if !arrived {
         return Err(Stop::fail(format!(
-            "drove {action} on {id}, but no {expected} arrived within {:?}; received {}",
+            "drove {action} on {id}, but no {expected} arrived within {:?}; received {}{}",
             ctx.config.event_wait(),
-            labels(&seen)
+            labels(&seen),
+            receiver.refusals()
         )));
     }
     let event = seen.iter().find(|d| d.event_type() == Some(expected) && d.seq >= since).cloned();
