@@ -1,6 +1,6 @@
 //! Keeps secrets out of everything the harness prints: API keys and widget tokens (§5.2, §5.3),
-//! in every form a target may echo them (JSON-escaped, percent-encoded), and never cut off: text
-//! is redacted before it is cut ([`cut`]), and a cut that ends inside a secret drops the piece.
+//! in every form a target may echo them (JSON-escaped, percent-encoded), and every piece of them
+//! (a partial echo, or what a cut leaves: text is redacted before and after it is cut, [`cut`]).
 
 use std::sync::RwLock;
 
@@ -8,7 +8,7 @@ use std::sync::RwLock;
 /// client and the driver, where no run context is at hand, and must be redacted before that.
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
-/// Shortest piece of a secret that is dropped when a cut ends inside it.
+/// Shortest piece of a secret that is redacted on its own.
 const MIN_FRAGMENT: usize = 8;
 
 /// Replaces every known secret, and anything shaped like a widget token, with a placeholder.
@@ -32,13 +32,14 @@ impl Redactor {
     }
 
     pub fn redact(&self, text: &str) -> String {
+        let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
         let mut out = text.to_string();
-        for secret in SECRETS.read().unwrap_or_else(|e| e.into_inner()).iter() {
+        for secret in secrets.iter() {
             if out.contains(secret.as_str()) {
                 out = out.replace(secret.as_str(), "[redacted]");
             }
         }
-        redact_widget_tokens(&out)
+        redact_widget_tokens(&redact_fragments(&out, &secrets))
     }
 }
 
@@ -80,49 +81,72 @@ fn lower_hex(percent: &str) -> String {
     out
 }
 
-/// `text` redacted, then cut to its first `max` characters (`…` marks a cut). A cut that ends
-/// inside a secret (its first [`MIN_FRAGMENT`] characters or more) drops that piece too.
+/// `text` redacted, then cut to its first `max` characters (`…` marks a cut), then redacted
+/// again: a cut that ends inside a secret leaves a piece of it, which goes too.
 pub fn cut(text: &str, max: usize) -> String {
-    let text = Redactor.redact(text);
+    // Only the start can reach the output: a secret that begins in it ends within this window.
+    let window: String = text.chars().take(max + longest()).collect();
+    let text = Redactor.redact(&window);
     if text.chars().count() <= max {
         return text;
     }
-    let mut head: String = text.chars().take(max).collect();
-    let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
-    let piece = secrets
-        .iter()
-        .flat_map(|s| (MIN_FRAGMENT..s.len()).rev().filter_map(move |n| s.get(..n)))
-        .filter(|prefix| head.ends_with(prefix))
-        .map(str::len)
-        .max();
-    if let Some(n) = piece {
-        head.truncate(head.len() - n);
-        head.push_str("[redacted]");
-    }
-    head.push('…');
-    head
+    let head: String = text.chars().take(max).collect();
+    format!("{}…", Redactor.redact(&head))
 }
 
-/// `text` redacted, then cut to its last `max` characters (`…` marks a cut). A cut that starts
-/// inside a secret (its last [`MIN_FRAGMENT`] characters or more) drops that piece too.
+/// `text` redacted, then cut to its last `max` characters (`…` marks a cut), then redacted again.
 pub fn cut_start(text: &str, max: usize) -> String {
-    let text = Redactor.redact(text);
+    let skip = text.chars().count().saturating_sub(max + longest());
+    let window: String = text.chars().skip(skip).collect();
+    let text = Redactor.redact(&window);
     let count = text.chars().count();
     if count <= max {
         return text;
     }
-    let mut tail: String = text.chars().skip(count - max).collect();
-    let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
-    let piece = secrets
-        .iter()
-        .flat_map(|s| (1..=s.len().saturating_sub(MIN_FRAGMENT)).filter_map(move |n| s.get(n..)))
-        .filter(|suffix| tail.starts_with(suffix))
-        .map(str::len)
-        .max();
-    if let Some(n) = piece {
-        tail = format!("[redacted]{}", &tail[n..]);
+    let tail: String = text.chars().skip(count - max).collect();
+    format!("…{}", Redactor.redact(&tail))
+}
+
+/// Characters of the longest known secret.
+fn longest() -> usize {
+    SECRETS.read().unwrap_or_else(|e| e.into_inner()).iter().map(|s| s.chars().count()).max().unwrap_or(0)
+}
+
+/// Replaces every piece of a secret of [`MIN_FRAGMENT`] characters or more (a target may echo
+/// part of a key, or a cut may leave part of one). A piece made only of the key's public
+/// prefix (up to its last `_`, §5.2) is left: the harness itself forges keys with it.
+fn redact_fragments(text: &str, secrets: &[String]) -> String {
+    let mut hidden = vec![false; text.len()];
+    for secret in secrets {
+        let public = secret.rfind('_').map_or(0, |at| at + 1);
+        let bytes = secret.as_bytes();
+        if bytes.len() < MIN_FRAGMENT {
+            continue;
+        }
+        for start in 0..=bytes.len() - MIN_FRAGMENT {
+            let Some(window) = secret.get(start..start + MIN_FRAGMENT) else { continue };
+            if start + MIN_FRAGMENT <= public {
+                continue;
+            }
+            for (at, _) in text.match_indices(window) {
+                hidden[at..at + MIN_FRAGMENT].iter_mut().for_each(|h| *h = true);
+            }
+        }
     }
-    format!("…{tail}")
+    if !hidden.contains(&true) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut in_secret = false;
+    for (at, c) in text.char_indices() {
+        match (hidden[at], in_secret) {
+            (true, false) => out.push_str("[redacted]"),
+            (false, _) => out.push(c),
+            (true, true) => {}
+        }
+        in_secret = hidden[at];
+    }
+    out
 }
 
 /// Widget tokens carry `sess_` (§2.1): whatever follows the prefix is replaced.
@@ -156,7 +180,8 @@ mod tests {
         let percent = "hk_test%2F%2B%229z8y7x6w5v";
         let out = Redactor.redact(&format!("{json} {percent} {}", percent.to_lowercase()));
         assert!(!out.contains("9z8y7x"), "{out}");
-        // Cut inside the secret: the piece before the cut goes too.
+        // Cut inside the secret, or echoed in part: the piece goes too.
+        assert!(!Redactor.redact("a hk_test/+\"9z8 b").contains("9z8"));
         let cut_off = cut(&format!("{}{secret} tail", "x".repeat(100)), 110);
         assert!(!cut_off.contains("hk_test/+"), "{cut_off}");
         let cut_off = cut_start(&format!("head {secret}{}", "x".repeat(100)), 110);
