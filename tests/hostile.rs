@@ -445,11 +445,19 @@ fn a_contradictory_flood_of_events() {
                "data": {"eventId": format!("evt_{i:04}"), "type": ty, "occurredAt": "2026-01-01T00:00:00.000Z",
                         "clientId": "cli_1", "connectionId": "conn_1", "previousStatus": prev, "error": null}})
     };
+    // A walk that wanders between three states (which an order-searching check gets lost in),
+    // and one event from a state that nothing enters: no order links them all.
+    let states = ["credentials_submitted", "verifying", "connected"];
     let mut lines = vec![event(0, "connection.created", None).to_string()];
-    for i in 1..80 {
-        let (ty, prev) = [("connection.verifying", "credentials_submitted"), ("connection.error", "connected")][i % 2];
-        lines.push(event(i, ty, Some(prev)).to_string());
+    let (mut at, mut rng) = ("created", 12_345u64);
+    for i in 1..64 {
+        rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let next = states[(rng >> 33) as usize % 3];
+        lines.push(event(i, &format!("connection.{next}"), Some(at)).to_string());
+        at = next;
     }
+    lines.push(event(64, "connection.disconnected", Some("error")).to_string());
+    assert!(lines.len() > 60);
     let capture = temp_path("flood.jsonl");
     std::fs::write(&capture, lines.join("\n")).unwrap();
     let args = vec!["check-events".into(), capture.display().to_string()];
