@@ -263,7 +263,9 @@ fn parses_as_xml(name: &str, bytes: &[u8]) {
     // quick-xml does not check characters: XML 1.0 forbids C0 controls but tab, LF, CR, and
     // U+FFFE/U+FFFF.
     let text = String::from_utf8_lossy(bytes);
-    let illegal = text.chars().find(|c| matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}'));
+    let illegal = text
+        .chars()
+        .find(|c| matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}'));
     assert!(illegal.is_none(), "{name}: an XML-illegal character {illegal:?} in the JUnit report");
 }
 
@@ -369,7 +371,8 @@ fn fat_pages_that_never_end() {
 /// Terminal escapes, HTML and XML-illegal characters from the target and from the driver.
 #[test]
 fn escapes_html_and_illegal_characters() {
-    const EVIL: &str = "\u{1b}[2K\r\u{1b}]0;pwned\u{7}PASS </details><img src=x onerror=alert(1)> \u{fffe}\u{0}\u{202e}";
+    const EVIL: &str =
+        "\u{1b}[2K\r\u{1b}]0;pwned\u{7}PASS </details><img src=x onerror=alert(1)> \u{fffe}\u{0}\u{202e}";
     let app = Router::new()
         .route(
             "/v1/connections",
@@ -381,7 +384,8 @@ fn escapes_html_and_illegal_characters() {
         .fallback(any(|| async { (StatusCode::INTERNAL_SERVER_ERROR, EVIL).into_response() }));
     let url = serve(app);
     // Exit 3: the driver cannot; its stderr becomes the reason of ignored cases.
-    let driver = r"printf '\033[2K\033]0;title\007</details><img src=x onerror=alert(1)>\357\277\276 | cell' >&2; exit 3";
+    let driver =
+        r"printf '\033[2K\033]0;title\007</details><img src=x onerror=alert(1)>\357\277\276 | cell' >&2; exit 3";
     Row { args: run_args(Some(&url), driver), code: 1, expect: vec!["\\u{1b}"], forbid: vec![], pids: None }
         .holds("escapes_html_and_illegal_characters");
 }
@@ -422,10 +426,7 @@ fn a_driver_that_ignores_sigterm() {
 /// reported as timed out; the child ends with the run. Against the sandbox: every case passes.
 #[test]
 fn a_driver_that_leaves_a_child_on_stderr() {
-    let (script, pids) = driver(
-        "stderr",
-        "./examples/sandbox-driver.sh; rc=$?; sleep 300 & echo $! >> PIDS; exit $rc",
-    );
+    let (script, pids) = driver("stderr", "./examples/sandbox-driver.sh; rc=$?; sleep 300 & echo $! >> PIDS; exit $rc");
     Row { args: run_args(None, &script), code: 0, expect: vec![], forbid: vec!["timed out"], pids: Some(pids) }
         .holds("a_driver_that_leaves_a_child_on_stderr");
 }
@@ -461,7 +462,8 @@ fn a_contradictory_flood_of_events() {
     let capture = temp_path("flood.jsonl");
     std::fs::write(&capture, lines.join("\n")).unwrap();
     let args = vec!["check-events".into(), capture.display().to_string()];
-    Row { args, code: 1, expect: vec!["no order"], forbid: vec![], pids: None }.holds("a_contradictory_flood_of_events");
+    Row { args, code: 1, expect: vec!["no order"], forbid: vec![], pids: None }
+        .holds("a_contradictory_flood_of_events");
 }
 
 /// A delivery over the receiver's size limit is named in the message of the case that waited.
@@ -482,10 +484,8 @@ fn a_webhook_delivery_too_large() {
 /// An account id that URLs remove (`..`): refused with a message, never sent elsewhere.
 #[test]
 fn an_account_id_of_dot_dot() {
-    let pages = Router::new().route(
-        "/v1/accounts/transactions",
-        any(|| async { axum::Json(json!({"data": [], "has_more": false})) }),
-    );
+    let pages = Router::new()
+        .route("/v1/accounts/transactions", any(|| async { axum::Json(json!({"data": [], "has_more": false})) }));
     row(&serve(one_account("..", pages)), 1, &["dot segment"]).holds("an_account_id_of_dot_dot");
 }
 

@@ -32,9 +32,8 @@ pub fn check(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
             continue;
         }
         let previous = match d.body.pointer("/data/previousStatus") {
-            Some(Value::String(p)) => ConnectionState::from_lower(p).ok_or_else(|| {
-                format!("{}: previousStatus {p:?} is not a lower-case state name of §3.1", d.label())
-            })?,
+            Some(Value::String(p)) => ConnectionState::from_lower(p)
+                .ok_or_else(|| format!("{}: previousStatus {p:?} is not a lower-case state name of §3.1", d.label()))?,
             other => {
                 return Err(format!(
                     "{}: previousStatus must be a lower-case state name, got {}",

@@ -1,9 +1,9 @@
 //! The driver protocol: how the harness moves a target's connections through states, since
 //! the spec does not say how (§3.2, §4.5). See README "Driver protocol".
 
+use super::redact;
 use crate::sandbox::{ActionTarget, Control, ControlError};
 use crate::spec::Action;
-use super::redact;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

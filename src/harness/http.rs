@@ -263,7 +263,8 @@ impl Api {
             let status = response.status().as_u16();
             let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(retry_wait);
             if attempt < TRIES && (status == 429 || (status == 503 && retry_after.is_some())) {
-                tokio::time::sleep(retry_after.unwrap_or(Duration::from_millis(200 << attempt)).min(MAX_RETRY_WAIT)).await;
+                tokio::time::sleep(retry_after.unwrap_or(Duration::from_millis(200 << attempt)).min(MAX_RETRY_WAIT))
+                    .await;
                 continue;
             }
             let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);

@@ -13,7 +13,10 @@ const MIN_FRAGMENT: usize = 8;
 
 /// Replaces every known secret, and anything shaped like a widget token, with a placeholder.
 #[derive(Default)]
-pub struct Redactor;
+pub struct Redactor {
+    /// A handle on [`SECRETS`]: made only with `Redactor::default()`.
+    _shared: (),
+}
 
 impl Redactor {
     /// Remembers a secret, with its encoded forms; empty strings are ignored.
@@ -58,7 +61,8 @@ fn forms(secret: &str) -> Vec<String> {
     }
     let lower = lower_hex(&percent);
     let plus = percent.replace("%20", "+");
-    let mut all = vec![secret.to_string(), json.replace('/', "\\/"), json, lower, plus.clone(), lower_hex(&plus), percent];
+    let mut all =
+        vec![secret.to_string(), json.replace('/', "\\/"), json, lower, plus.clone(), lower_hex(&plus), percent];
     all.dedup();
     all
 }
@@ -86,25 +90,25 @@ fn lower_hex(percent: &str) -> String {
 pub fn cut(text: &str, max: usize) -> String {
     // Only the start can reach the output: a secret that begins in it ends within this window.
     let window: String = text.chars().take(max + longest()).collect();
-    let text = Redactor.redact(&window);
+    let text = Redactor::default().redact(&window);
     if text.chars().count() <= max {
         return text;
     }
     let head: String = text.chars().take(max).collect();
-    format!("{}…", Redactor.redact(&head))
+    format!("{}…", Redactor::default().redact(&head))
 }
 
 /// `text` redacted, then cut to its last `max` characters (`…` marks a cut), then redacted again.
 pub fn cut_start(text: &str, max: usize) -> String {
     let skip = text.chars().count().saturating_sub(max + longest());
     let window: String = text.chars().skip(skip).collect();
-    let text = Redactor.redact(&window);
+    let text = Redactor::default().redact(&window);
     let count = text.chars().count();
     if count <= max {
         return text;
     }
     let tail: String = text.chars().skip(count - max).collect();
-    format!("…{}", Redactor.redact(&tail))
+    format!("…{}", Redactor::default().redact(&tail))
 }
 
 /// Characters of the longest known secret.
@@ -175,13 +179,13 @@ mod tests {
     #[test]
     fn redacts_encoded_and_cut_secrets() {
         let secret = "hk_test/+\"9z8y7x6w5v";
-        Redactor.add(secret);
+        Redactor::default().add(secret);
         let json = serde_json::to_string(secret).unwrap();
         let percent = "hk_test%2F%2B%229z8y7x6w5v";
-        let out = Redactor.redact(&format!("{json} {percent} {}", percent.to_lowercase()));
+        let out = Redactor::default().redact(&format!("{json} {percent} {}", percent.to_lowercase()));
         assert!(!out.contains("9z8y7x"), "{out}");
         // Cut inside the secret, or echoed in part: the piece goes too.
-        assert!(!Redactor.redact("a hk_test/+\"9z8 b").contains("9z8"));
+        assert!(!Redactor::default().redact("a hk_test/+\"9z8 b").contains("9z8"));
         let cut_off = cut(&format!("{}{secret} tail", "x".repeat(100)), 110);
         assert!(!cut_off.contains("hk_test/+"), "{cut_off}");
         let cut_off = cut_start(&format!("head {secret}{}", "x".repeat(100)), 110);
@@ -190,7 +194,7 @@ mod tests {
 
     #[test]
     fn redacts_keys_and_tokens() {
-        let r = Redactor;
+        let r = Redactor::default();
         r.add("bankconf_test_SECRET");
         let text = r#"key bankconf_test_SECRET token {"widgetToken":"sess_ABC123"} sess_"#;
         let out = r.redact(text);

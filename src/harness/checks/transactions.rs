@@ -32,7 +32,8 @@ pub async fn account_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
         // Which transaction fields are present is not shown (§2.3): judge it when given (null
         // reads as absent, as in schemas/README.md).
         let got = item.account_id.as_ref()?;
-        (*got != Value::from(account).to_string())
+        let expected = Value::from(account).to_string();
+        (*got != expected)
             .then(|| format!("{request}: transaction {} has accountId {got}, expected {account:?}", item.id))
     })
     .await
