@@ -147,6 +147,17 @@ impl fmt::Display for Violation {
     }
 }
 
+/// [`validate`], as a message for a failure: `what` names where `instance` came from, and
+/// the first three violations are shown.
+pub fn check(schema: Schema, instance: &Value, what: &str) -> Result<(), String> {
+    validate(schema, instance).map_err(|violations| {
+        let first: Vec<String> = violations.iter().take(3).map(ToString::to_string).collect();
+        let more = violations.len().saturating_sub(3);
+        let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+        format!("{what}: does not validate against {}: {}{more}", schema.file_name(), first.join("; "))
+    })
+}
+
 /// Validates `instance` against `schema`, with format assertion on.
 ///
 /// Each violation's message is at most [`MAX_MESSAGE_CHARS`] characters and ends with the

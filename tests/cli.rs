@@ -2,51 +2,17 @@
 //! way a user's CI does it. Loopback only.
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 mod common;
 
-use common::{bankconf, temp_path, text, BIN};
+use common::{bankconf, temp_path, text, Server, BIN};
 const KEY: &str = "bankconf_test_clitestprimarykey0001";
 const SECOND_KEY: &str = "bankconf_test_clitestsecondkey0002";
 
-/// A `bankconf serve` process, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start() -> Server {
-        Self::start_with(&[])
-    }
-
-    /// `bankconf serve` with more flags (`--mutant NAME`).
-    fn start_with(extra: &[&str]) -> Server {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0", "--api-key", KEY, "--api-key", SECOND_KEY])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start bankconf serve");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut first = String::new();
-        stdout.read_line(&mut first).expect("read the serve banner");
-        // Keep draining, so that the server never writes to a closed pipe.
-        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-        let url = first.trim().rsplit(' ').next().expect("URL in the banner").to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "banner: {first}");
-        Server { child, url }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `bankconf serve` with the two clients of these tests.
+fn serve(extra: &[&str]) -> Server {
+    Server::start(&[KEY, SECOND_KEY], extra)
 }
 
 fn run(args: &[&str]) -> Output {
@@ -59,7 +25,7 @@ fn catalogue_len() -> usize {
 
 #[test]
 fn an_external_run_with_the_example_driver_passes_every_case() {
-    let server = Server::start();
+    let server = serve(&[]);
     let report = temp_path("external.json");
     let output = run(&[
         "--base-url",
@@ -86,7 +52,7 @@ fn an_external_run_with_the_example_driver_passes_every_case() {
 
 #[test]
 fn missing_prerequisites_are_ignored_with_their_reason_and_the_run_is_incomplete() {
-    let server = Server::start();
+    let server = serve(&[]);
     let report = temp_path("no-driver.json");
     let output = run(&["--base-url", &server.url, "--api-key", KEY, "--report-json", report.to_str().unwrap()]);
     let out = text(&output);
@@ -122,7 +88,7 @@ fn list_prints_the_catalogue() {
 
 #[test]
 fn failures_carry_their_reproduction_in_every_report_and_keys_never_appear() {
-    let server = Server::start_with(&["--mutant", "balance-as-string"]);
+    let server = serve(&["--mutant", "balance-as-string"]);
     let (json, xml, md) = (temp_path("fail.json"), temp_path("fail.xml"), temp_path("fail.md"));
     let output = run(&[
         "--base-url",
@@ -182,7 +148,7 @@ fn assert_setup_error(name: &str, args: &[&str], diagnosis: &str) {
 
 #[test]
 fn setup_mistakes_exit_2_with_a_diagnosis_and_blame_no_target() {
-    let server = Server::start();
+    let server = serve(&[]);
     let url = server.url.as_str();
     let driver = "./examples/sandbox-driver.sh";
     assert_setup_error("wrong-key", &["--base-url", url, "--api-key", "bankconf_test_wrong"], "refuses --api-key");
@@ -226,7 +192,7 @@ fn an_unwritable_report_path_stops_the_run_before_it_starts() {
 
 #[test]
 fn webhooks_that_never_arrive_are_diagnosed_not_judged() {
-    let server = Server::start();
+    let server = serve(&[]);
     let (code, out, report) = run_with_report(
         "silent-webhooks",
         &[
@@ -249,7 +215,10 @@ fn webhooks_that_never_arrive_are_diagnosed_not_judged() {
     let report = report.expect("a report");
     let outcomes: Vec<&str> =
         report["cases"].as_array().unwrap().iter().map(|c| c["outcome"].as_str().unwrap()).collect();
-    assert!(outcomes.iter().all(|o| *o == "error" || *o == "ignored"), "no event case passes or fails on zero deliveries: {outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| *o == "error" || *o == "ignored"),
+        "no event case passes or fails on zero deliveries: {outcomes:?}"
+    );
 }
 
 #[test]

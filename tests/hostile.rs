@@ -1,16 +1,41 @@
-//! A hostile or broken target gets failing cases with clear messages: never a crash, a hang or
-//! an unbounded loop. Each test serves one kind of bad behaviour on 127.0.0.1 and runs the
-//! `bankconf` binary against it with short timeouts.
+//! A hostile or broken target gets failing cases with clear messages: never a crash, a hang, an
+//! unbounded memory, injected text, a leftover process or a piece of a key. Each test is one row
+//! of the table: a kind of bad behaviour, served on 127.0.0.1 (or by a driver, or in a capture),
+//! and the `bankconf` binary run against it. Every row asserts every property ([`Row::holds`]):
+//!
+//! - the exit code, and the words that name the cause;
+//! - no panic text, and a bounded wall time (a hang detector, not a speed measurement);
+//! - the reports parse: `--report-json` as JSON, `--junit` as XML;
+//! - no raw ESC byte in stdout, stderr or a report; no raw HTML in `--report-md`;
+//! - no piece of the API key of [`FRAGMENT`] characters or more in any output;
+//! - no process the run started is left (drivers write the pids of their children to a file);
+//! - the peak resident size of the run stays within [`MEMORY_BUDGET_MIB`].
 
-use axum::http::{header, StatusCode};
-use axum::response::IntoResponse;
+mod common;
+
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
+use common::{temp_path, Server, BIN};
 use serde_json::json;
-use std::process::{Command, Output};
-use std::time::Duration;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_bankconf");
+/// The memory budget of a whole run, whatever the target sends: the peak resident size of the
+/// `bankconf` process (see src/harness/budget.rs for what holds target data, and its bounds).
+const MEMORY_BUDGET_MIB: u64 = 384;
+/// Longest a row's run may take before it counts as hung.
+const MAX_WALL: Duration = Duration::from_secs(240);
+/// Shortest piece of a key that must not appear in any output.
+const FRAGMENT: usize = 8;
+
+/// The keys: a short public prefix (§5.2; the harness forges keys with it), then the secret.
+const KEY: &str = "hk_hostileSecret0123456789";
+const SECOND_KEY: &str = "hk_otherSecret9876543210";
 
 /// Runs `serve` on a free loopback port in a background thread; returns its base URL.
 fn background<F, Fut>(serve: F) -> String
@@ -37,40 +62,244 @@ fn serve(app: Router) -> String {
     })
 }
 
-/// Runs the whole catalogue against `url` with a driver that accepts everything and short
-/// timeouts, so that every waiting case gives up quickly.
-fn run_against(url: &str) -> (Option<i32>, String) {
-    let Output { status, stdout, stderr } = Command::new(BIN)
-        .args(["run", "--base-url", url, "--api-key", "hostile_key_secret", "--second-api-key", "hostile_key_other"])
-        .args(["--service", "bankconf", "--driver", "exit 0", "--cases", "4"])
-        .args(["--request-timeout", "0.5", "--event-timeout", "0.3", "--driver-timeout", "2"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .output()
-        .expect("run bankconf");
-    let text = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
-    assert!(!text.contains("panicked"), "the harness panicked:\n{text}");
-    assert!(!text.contains("hostile_key_secret") && !text.contains("hostile_key_other"), "a key was printed:\n{text}");
-    (status.code(), text)
+/// A target that creates connections and lists one account `account`; `transactions` answers
+/// every page request.
+fn one_account(account: &'static str, transactions: Router) -> Router {
+    Router::new()
+        .route(
+            "/v1/connections",
+            any(|| async {
+                (
+                    StatusCode::CREATED,
+                    axum::Json(json!({"connectionId": "conn_1", "status": "CREATED", "widgetToken": "sess_1"})),
+                )
+            }),
+        )
+        .route(
+            "/v1/connections/{id}/accounts",
+            any(move || async move {
+                axum::Json(json!([{"id": account, "connectionId": "conn_1", "type": "checking"}]))
+            }),
+        )
+        .merge(transactions)
+        .fallback(any(|| async { StatusCode::NOT_FOUND.into_response() }))
 }
 
-fn assert_fails_cleanly(app: Router, expect_in_output: &str) {
-    let url = serve(app);
-    let (code, text) = run_against(&url);
-    assert_eq!(code, Some(1), "expected exit 1 (cases failed):\n{text}");
-    assert!(text.contains(expect_in_output), "expected {expect_in_output:?} in:\n{text}");
+/// One row: how to run bankconf, and what it must show.
+struct Row {
+    /// Arguments after `bankconf` (the report flags are added).
+    args: Vec<String>,
+    code: i32,
+    /// Words that name the cause, in stdout or stderr.
+    expect: Vec<&'static str>,
+    /// Words that must not appear there.
+    forbid: Vec<&'static str>,
+    /// File the row's drivers append the pids of the processes they start to.
+    pids: Option<PathBuf>,
 }
+
+/// `run` against `url` (or, without, a `bankconf serve` of the hostile keys that lives as long
+/// as the test's thread) with the hostile keys, `driver`, and short waits for events and drivers.
+fn run_args(url: Option<&str>, driver: &str) -> Vec<String> {
+    let mut args: Vec<String> = vec!["run".into()];
+    let sandbox = match url {
+        Some(url) => url.to_string(),
+        None => {
+            let server = Server::start(&[KEY, SECOND_KEY], &[]);
+            let url = server.url.clone();
+            // Ended with this test's thread (the server's parent-death signal).
+            std::mem::forget(server);
+            url
+        }
+    };
+    args.extend(["--base-url".into(), sandbox]);
+    args.extend(["--api-key", KEY, "--second-api-key", SECOND_KEY, "--service", "bankconf"].map(String::from));
+    args.extend(["--driver".into(), driver.into(), "--cases".into(), "4".into()]);
+    let event_wait = if url.is_some() { "0.3" } else { "2" };
+    args.extend(["--request-timeout", "3", "--event-timeout", event_wait, "--driver-timeout", "5"].map(String::from));
+    args
+}
+
+/// A row against `url`, with a driver that accepts everything and leaves a sleeping child.
+fn row(url: &str, code: i32, expect: &[&'static str]) -> Row {
+    let name = url.rsplit(':').next().unwrap_or("row");
+    let (script, pids) = driver(name, "sleep 300 >/dev/null 2>&1 & echo $! >> PIDS; exit 0");
+    Row { args: run_args(Some(url), &script), code, expect: expect.to_vec(), forbid: Vec::new(), pids: Some(pids) }
+}
+
+/// What a finished run left: exit code, outputs and its peak resident size.
+struct Ran {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    peak_kib: u64,
+    wall: Duration,
+}
+
+/// Runs bankconf with `args`, reading its outputs aside, and reaps it with `wait4`, which gives
+/// the peak resident size of that one process.
+fn run(args: &[String]) -> Ran {
+    let started = Instant::now();
+    let mut child = Command::new(BIN)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run bankconf");
+    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = pipe.read_to_end(&mut out);
+            out
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let pid = child.id() as libc::pid_t;
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: waits for this test's own child; `child` is not waited for again.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid, "wait4 failed");
+    std::mem::forget(child);
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -libc::WTERMSIG(status) };
+    Ran {
+        code,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+        peak_kib: usage.ru_maxrss as u64,
+        wall: started.elapsed(),
+    }
+}
+
+/// Whether process `pid` still runs (a zombie no longer does).
+fn running(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S …`: the state follows the last `)`.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+impl Row {
+    fn holds(self, name: &str) {
+        let reports = [("json", temp_path(&format!("{name}.json"))), ("junit", temp_path(&format!("{name}.xml")))];
+        let md = temp_path(&format!("{name}.md"));
+        let mut args = self.args.clone();
+        args.extend(["--report-json".into(), reports[0].1.display().to_string()]);
+        args.extend(["--junit".into(), reports[1].1.display().to_string()]);
+        args.extend(["--report-md".into(), md.display().to_string()]);
+        let ran = run(&args);
+        let text = format!("{}{}", String::from_utf8_lossy(&ran.stdout), String::from_utf8_lossy(&ran.stderr));
+        eprintln!("row {name}: exit {}, peak resident size {} MiB, {:?}", ran.code, ran.peak_kib >> 10, ran.wall);
+
+        assert_eq!(ran.code, self.code, "exit code of {name}:\n{text}");
+        for word in &self.expect {
+            assert!(text.contains(word), "expected {word:?} in:\n{text}");
+        }
+        for word in &self.forbid {
+            assert!(!text.contains(word), "unexpected {word:?} in:\n{text}");
+        }
+        let lower = text.to_lowercase();
+        assert!(!lower.contains("panicked") && !lower.contains("backtrace"), "panic text:\n{text}");
+        assert!(ran.wall < MAX_WALL, "{name} took {:?}", ran.wall);
+        assert!(
+            ran.peak_kib < MEMORY_BUDGET_MIB << 10,
+            "{name}: peak resident size {} MiB exceeds the budget of {MEMORY_BUDGET_MIB} MiB",
+            ran.peak_kib >> 10
+        );
+
+        let mut outputs = vec![("stdout", ran.stdout.clone()), ("stderr", ran.stderr.clone())];
+        let written = ran.code != 2;
+        for (kind, path) in reports.iter().chain([("md", md.clone())].iter()) {
+            match std::fs::read(path) {
+                Ok(bytes) => outputs.push((kind, bytes)),
+                Err(e) => assert!(!written, "{name}: no {kind} report: {e}"),
+            }
+        }
+        for (kind, bytes) in &outputs {
+            assert!(!bytes.contains(&0x1b), "{name}: a raw ESC in {kind}:\n{}", String::from_utf8_lossy(bytes));
+            let out = String::from_utf8_lossy(bytes);
+            for fragment in fragments(KEY).iter().chain(fragments(SECOND_KEY).iter()) {
+                assert!(!out.contains(fragment.as_str()), "{name}: {fragment:?} of a key in {kind}:\n{out}");
+            }
+            match *kind {
+                "json" => {
+                    serde_json::from_slice::<serde_json::Value>(bytes)
+                        .unwrap_or_else(|e| panic!("{name}: the JSON report does not parse: {e}"));
+                }
+                "junit" => parses_as_xml(name, bytes),
+                "md" => {
+                    for html in ["<img", "</details>", "<script"] {
+                        assert!(!out.contains(html), "{name}: raw HTML {html:?} in the Markdown:\n{out}");
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        if let Some(pids) = self.pids {
+            let pids = std::fs::read_to_string(&pids).unwrap_or_default();
+            // A run that cannot start (exit 2) may end before any driver call.
+            assert!(self.code == 2 || !pids.trim().is_empty(), "{name}: the driver wrote no pid");
+            for pid in pids.split_whitespace() {
+                assert!(!running(pid), "{name}: process {pid}, started by a driver, outlived the run");
+            }
+        }
+    }
+}
+
+/// Every piece of `key` of [`FRAGMENT`] characters.
+fn fragments(key: &str) -> Vec<String> {
+    let chars: Vec<char> = key.chars().collect();
+    chars.windows(FRAGMENT).map(|w| w.iter().collect()).collect()
+}
+
+fn parses_as_xml(name: &str, bytes: &[u8]) {
+    let mut reader = quick_xml::Reader::from_reader(bytes);
+    let mut buf = Vec::new();
+    loop {
+        match reader.read_event_into(&mut buf) {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(quick_xml::events::Event::Text(t)) => {
+                t.decode().unwrap_or_else(|e| panic!("{name}: the JUnit text does not decode: {e}"));
+            }
+            Ok(_) => {}
+            Err(e) => panic!("{name}: the JUnit report does not parse at {}: {e}", reader.buffer_position()),
+        }
+        buf.clear();
+    }
+    // quick-xml does not check characters: XML 1.0 forbids C0 controls but tab, LF, CR, and
+    // U+FFFE/U+FFFF.
+    let text = String::from_utf8_lossy(bytes);
+    let illegal = text
+        .chars()
+        .find(|c| matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}'));
+    assert!(illegal.is_none(), "{name}: an XML-illegal character {illegal:?} in the JUnit report");
+}
+
+/// A driver (a `sh -c` command) with `PIDS` replaced by the row's pid file.
+fn driver(name: &str, script: &str) -> (String, PathBuf) {
+    let pids = temp_path(&format!("{name}.pids"));
+    let _ = std::fs::remove_file(&pids);
+    (script.replace("PIDS", &pids.display().to_string()), pids)
+}
+
+// The rows.
 
 #[test]
 fn html_everywhere() {
     let app = Router::new().fallback(any(|| async { ([(header::CONTENT_TYPE, "text/html")], "<html>oops</html>") }));
-    assert_fails_cleanly(app, "expected a JSON body");
+    row(&serve(app), 1, &["expected a JSON body"]).holds("html_everywhere");
 }
 
 #[test]
 fn json_null_everywhere() {
     let app = Router::new().fallback(any(|| async { axum::Json(serde_json::Value::Null) }));
-    assert_fails_cleanly(app, "no connectionId");
+    row(&serve(app), 1, &["no connectionId"]).holds("json_null_everywhere");
 }
 
 #[test]
@@ -79,11 +308,8 @@ fn a_server_that_never_answers() {
         tokio::time::sleep(Duration::from_secs(3600)).await;
         StatusCode::OK
     }));
-    let url = serve(app);
-    let (code, text) = run_against(&url);
     // The first request (the reachability probe) times out: the run cannot start.
-    assert_eq!(code, Some(2), "{text}");
-    assert!(text.contains("timed out"), "{text}");
+    row(&serve(app), 2, &["timed out"]).holds("a_server_that_never_answers");
 }
 
 #[test]
@@ -105,31 +331,186 @@ fn an_endless_body() {
             });
         }
     });
-    let (code, text) = run_against(&url);
-    assert_eq!(code, Some(1), "{text}");
-    assert!(text.contains("response body exceeds"), "{text}");
+    row(&url, 1, &["response body exceeds"]).holds("an_endless_body");
 }
 
 #[test]
-fn a_cursor_that_loops_and_pages_that_never_end() {
+fn a_cursor_that_loops() {
+    let pages = Router::new().route(
+        "/v1/accounts/{id}/transactions",
+        any(|| async { axum::Json(json!({"data": [{"id": "txn_1"}], "has_more": true, "next_cursor": "txn_1"})) }),
+    );
+    row(&serve(one_account("acc_1", pages)), 1, &["the walk loops"]).holds("a_cursor_that_loops");
+}
+
+#[test]
+fn retry_after_that_is_not_a_number() {
+    let n = Arc::new(AtomicUsize::new(0));
+    let app = Router::new().fallback(any(move || {
+        let n = n.fetch_add(1, Ordering::Relaxed);
+        async move {
+            let wait = ["NaN", "inf", "-inf", "-1", "1e999", "nan(0x1)", "18446744073709551616"][n % 7];
+            (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, wait)], "slow down").into_response()
+        }
+    }));
+    row(&serve(app), 1, &["status 429"]).holds("retry_after_that_is_not_a_number");
+}
+
+/// Pages of about 1 MB that never end, each with a new cursor: the memory ceiling.
+#[test]
+fn fat_pages_that_never_end() {
+    let item = |i: usize| {
+        json!({"id": format!("txn_{i:08}"), "accountId": "acc_1", "amount": -1.5, "currency": "EUR",
+               "description": "x".repeat(200), "transactionDate": "2026-01-01", "category": "groceries",
+               "status": "posted", "createdAt": "2026-01-01T00:00:00Z"})
+    };
+    let data: Vec<serde_json::Value> = (0..3_500).map(item).collect();
+    let data = Arc::new(serde_json::to_string(&data).unwrap());
+    let n = Arc::new(AtomicUsize::new(0));
+    let pages = Router::new().route(
+        "/v1/accounts/{id}/transactions",
+        any(move || {
+            let (data, n) = (data.clone(), n.fetch_add(1, Ordering::Relaxed));
+            async move {
+                let body = format!(r#"{{"data":{data},"has_more":true,"next_cursor":"cursor_{n}"}}"#);
+                ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+            }
+        }),
+    );
+    row(&serve(one_account("acc_1", pages)), 1, &["stopped the walk"]).holds("fat_pages_that_never_end");
+}
+
+/// Terminal escapes, HTML and XML-illegal characters from the target and from the driver.
+#[test]
+fn escapes_html_and_illegal_characters() {
+    const EVIL: &str =
+        "\u{1b}[2K\r\u{1b}]0;pwned\u{7}PASS </details><img src=x onerror=alert(1)> \u{fffe}\u{0}\u{202e}";
     let app = Router::new()
         .route(
             "/v1/connections",
             any(|| async {
-                (
-                    StatusCode::CREATED,
-                    axum::Json(json!({"connectionId": "conn_1", "status": "CREATED", "widgetToken": "sess_1"})),
-                )
+                let body = json!({"connectionId": format!("conn_{EVIL}"), "status": EVIL, "widgetToken": "sess_1"});
+                (StatusCode::CREATED, axum::Json(body))
             }),
         )
-        .route(
-            "/v1/connections/{id}/accounts",
-            any(|| async { axum::Json(json!([{"id": "acc_1", "connectionId": "conn_1", "type": "checking"}])) }),
-        )
-        .route(
-            "/v1/accounts/{id}/transactions",
-            any(|| async { axum::Json(json!({"data": [{"id": "txn_1"}], "has_more": true, "next_cursor": "txn_1"})) }),
-        )
-        .fallback(any(|| async { StatusCode::NOT_FOUND.into_response() }));
-    assert_fails_cleanly(app, "the walk loops");
+        .fallback(any(|| async { (StatusCode::INTERNAL_SERVER_ERROR, EVIL).into_response() }));
+    let url = serve(app);
+    // Exit 3: the driver cannot; its stderr becomes the reason of ignored cases.
+    let driver =
+        r"printf '\033[2K\033]0;title\007</details><img src=x onerror=alert(1)>\357\277\276 | cell' >&2; exit 3";
+    Row { args: run_args(Some(&url), driver), code: 1, expect: vec!["\\u{1b}"], forbid: vec![], pids: None }
+        .holds("escapes_html_and_illegal_characters");
+}
+
+/// A target that echoes the key it got in long bodies (the snippet of a message would be cut
+/// inside it), JSON-escaped, percent-encoded, and in part.
+#[test]
+fn a_target_that_echoes_the_key() {
+    let app = Router::new().fallback(any(|headers: HeaderMap| async move {
+        let auth = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let key = auth.trim_start_matches("Bearer ");
+        let percent: String = key.bytes().map(|b| format!("%{b:02X}")).collect();
+        let part = key.get(3..15).unwrap_or(key);
+        let body = format!(
+            "{{\"error\":\"{}{auth}\",\"escaped\":{},\"encoded\":\"{percent}\",\"part\":\"{part}\"}}",
+            "x".repeat(130),
+            serde_json::to_string(&auth).unwrap()
+        );
+        Response::builder().status(400).header(header::CONTENT_TYPE, "application/json").body(body).unwrap()
+    }));
+    row(&serve(app), 1, &["status 400"]).holds("a_target_that_echoes_the_key");
+}
+
+/// A driver that ignores SIGTERM, with a child: the timeout ends both.
+#[test]
+fn a_driver_that_ignores_sigterm() {
+    let app = Router::new().fallback(any(|| async { StatusCode::NOT_FOUND }));
+    let (script, pids) = driver("sigterm", "trap '' TERM; sleep 300 & echo $! >> PIDS; echo $$ >> PIDS; wait; wait");
+    let url = serve(app);
+    let mut args = run_args(Some(&url), &script);
+    let at = args.len() - 1;
+    args[at] = "1".into(); // --driver-timeout
+                           // A driver that times out is the setup's problem (exit 2), never the target's failure.
+    Row { args, code: 2, expect: vec!["timed out after"], forbid: vec![], pids: Some(pids) }
+        .holds("a_driver_that_ignores_sigterm");
+}
+
+/// A driver that exits at once but leaves a child holding its stderr: judged by its exit, not
+/// reported as timed out; the child ends with the run. Against the sandbox: every case passes.
+#[test]
+fn a_driver_that_leaves_a_child_on_stderr() {
+    let (script, pids) = driver("stderr", "./examples/sandbox-driver.sh; rc=$?; sleep 300 & echo $! >> PIDS; exit $rc");
+    Row { args: run_args(None, &script), code: 0, expect: vec![], forbid: vec!["timed out"], pids: Some(pids) }
+        .holds("a_driver_that_leaves_a_child_on_stderr");
+}
+
+/// A full run against the embedded sandbox, within the memory budget.
+#[test]
+fn the_sandbox_within_the_memory_budget() {
+    let args = run_args(None, "./examples/sandbox-driver.sh");
+    Row { args, code: 0, expect: vec![], forbid: vec![], pids: None }.holds("the_sandbox_within_the_memory_budget");
+}
+
+/// A flood of contradictory connection events for one connection: the chain check decides.
+#[test]
+fn a_contradictory_flood_of_events() {
+    let event = |i: usize, ty: &str, prev: Option<&str>| {
+        json!({"id": format!("evt_{i:04}"), "type": ty, "created_at": "2026-01-01T00:00:00.000Z",
+               "data": {"eventId": format!("evt_{i:04}"), "type": ty, "occurredAt": "2026-01-01T00:00:00.000Z",
+                        "clientId": "cli_1", "connectionId": "conn_1", "previousStatus": prev, "error": null}})
+    };
+    // A walk that wanders between three states (which an order-searching check gets lost in),
+    // and one event from a state that nothing enters: no order links them all.
+    let states = ["credentials_submitted", "verifying", "connected"];
+    let mut lines = vec![event(0, "connection.created", None).to_string()];
+    let (mut at, mut rng) = ("created", 12_345u64);
+    for i in 1..64 {
+        rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let next = states[(rng >> 33) as usize % 3];
+        lines.push(event(i, &format!("connection.{next}"), Some(at)).to_string());
+        at = next;
+    }
+    lines.push(event(64, "connection.disconnected", Some("error")).to_string());
+    assert!(lines.len() > 60);
+    let capture = temp_path("flood.jsonl");
+    std::fs::write(&capture, lines.join("\n")).unwrap();
+    let args = vec!["check-events".into(), capture.display().to_string()];
+    Row { args, code: 1, expect: vec!["no order"], forbid: vec![], pids: None }
+        .holds("a_contradictory_flood_of_events");
+}
+
+/// A delivery over the receiver's size limit is named in the message of the case that waited.
+#[test]
+fn a_webhook_delivery_too_large() {
+    let urls = temp_path("webhook-url");
+    let script = format!(
+        "case $BANKCONF_ACTION in register_webhook) echo \"$BANKCONF_WEBHOOK_URL\" > {urls}; \
+         BANKCONF_WEBHOOK_URL=http://127.0.0.1:9/nowhere ./examples/sandbox-driver.sh;; \
+         *) head -c 2000000 /dev/zero | tr '\\0' x | curl -s -o /dev/null -X POST --data-binary @- \"$(cat {urls})\"; \
+         ./examples/sandbox-driver.sh;; esac",
+        urls = urls.display()
+    );
+    Row { args: run_args(None, &script), code: 1, expect: vec!["the receiver refused"], forbid: vec![], pids: None }
+        .holds("a_webhook_delivery_too_large");
+}
+
+/// An account id that URLs remove (`..`): refused with a message, never sent elsewhere.
+#[test]
+fn an_account_id_of_dot_dot() {
+    let pages = Router::new()
+        .route("/v1/accounts/transactions", any(|| async { axum::Json(json!({"data": [], "has_more": false})) }));
+    row(&serve(one_account("..", pages)), 1, &["dot segment"]).holds("an_account_id_of_dot_dot");
+}
+
+/// A body that is not UTF-8 is named as such.
+#[test]
+fn a_body_that_is_not_utf8() {
+    let pages = Router::new().route(
+        "/v1/accounts/{id}/transactions",
+        any(|| async {
+            let body = b"{\"data\":[{\"id\":\"txn_\xff\xfe\"}],\"has_more\":false}".to_vec();
+            ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+        }),
+    );
+    row(&serve(one_account("acc_1", pages)), 1, &["not valid UTF-8"]).holds("a_body_that_is_not_utf8");
 }

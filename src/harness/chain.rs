@@ -6,133 +6,167 @@
 use super::delivery::{unique, Delivery};
 use crate::spec::ConnectionState;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashSet};
-
-/// One link: from `previous` (None: not said, as in the short form) into `state`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-struct Link {
-    previous: Option<ConnectionState>,
-    state: ConnectionState,
-}
-
-/// Search budget; a consistent chain is found long before it.
-const BUDGET: usize = 200_000;
-/// Most links ordered; the search's depth grows with them.
-const MAX_LINKS: usize = 1_000;
 
 /// Checks that the connection events among `deliveries` form one chain from
 /// `connection.created`. Returns the final state of the chain.
+///
+/// The question is order-free, so it is one of degrees: each event is an edge (previousStatus →
+/// announced state) of a multigraph on the eight states, and an order links them all exactly
+/// when the graph has an Eulerian trail from `created` (the first `connection.created` starts
+/// it; its own previousStatus is not judged). A short-form `connection.connected` has no
+/// previousStatus and no id, so its deliveries cannot be told from retries: they make one edge
+/// into its state that may be taken any number of times (at least once), from any other state.
+/// Linear in the events, so it decides for any flood.
 pub fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
     let events = unique(deliveries);
-    let mut created = 0;
-    let mut links: BTreeMap<Link, usize> = BTreeMap::new();
+    let mut created = false;
+    let mut graph = Graph::default();
     for d in &events {
         let Some(state) = d.event_type().and_then(ConnectionState::from_event_type) else { continue };
-        if state == ConnectionState::Created && created == 0 {
-            created += 1;
+        if state == ConnectionState::Created && !created {
+            created = true;
             continue;
         }
-        let previous = if d.is_short_form() {
-            None
-        } else {
-            match d.body.pointer("/data/previousStatus") {
-                Some(Value::String(p)) => Some(ConnectionState::from_lower(p).ok_or_else(|| {
-                    format!("{}: previousStatus {p:?} is not a lower-case state name of §3.1", d.label())
-                })?),
-                other => {
-                    return Err(format!(
-                        "{}: previousStatus must be a lower-case state name, got {}",
-                        d.label(),
-                        other.map_or("nothing".to_string(), Value::to_string)
-                    ))
-                }
+        if d.is_short_form() {
+            graph.short[index(state)] = true;
+            continue;
+        }
+        let previous = match d.body.pointer("/data/previousStatus") {
+            Some(Value::String(p)) => ConnectionState::from_lower(p)
+                .ok_or_else(|| format!("{}: previousStatus {p:?} is not a lower-case state name of §3.1", d.label()))?,
+            other => {
+                return Err(format!(
+                    "{}: previousStatus must be a lower-case state name, got {}",
+                    d.label(),
+                    other.map_or("nothing".to_string(), Value::to_string)
+                ))
             }
         };
-        if previous.is_none() {
-            // The short form has no id, so its deliveries cannot be told apart from retries:
-            // all of them make one link, which may also be taken again (see `search`).
-            links.insert(Link { previous, state }, 1);
-        } else {
-            *links.entry(Link { previous, state }).or_default() += 1;
-        }
+        graph.edge(index(previous), index(state));
     }
-    if created == 0 {
+    if !created {
         return Err("no connection.created event: the chain has no start".to_string());
     }
-    if links.values().sum::<usize>() > MAX_LINKS {
-        // Too many to order within bounds (the search recurses per link): undecided, so the
-        // state of the last arrived connection event is taken, and nothing is failed.
-        let last = events.iter().rev().find_map(|d| d.event_type().and_then(ConnectionState::from_event_type));
-        return Ok(last.unwrap_or(ConnectionState::Created));
-    }
-    let kinds: Vec<Link> = links.keys().copied().collect();
-    let mut counts: Vec<usize> = links.values().copied().collect();
-    let mut dead_ends = HashSet::new();
-    let mut budget = BUDGET;
-    match search(ConnectionState::Created, &kinds, &mut counts, &mut dead_ends, &mut budget) {
-        // Same-looking short forms collapse into one link, so the chain may also end with
-        // that link taken again: it does when the last connection event to arrive is one.
-        Some(end) => match last_short_form(deliveries) {
-            Some(state) if kinds.iter().any(|k| k.previous.is_none() && k.state == state) => Ok(state),
-            _ => Ok(end),
-        },
-        None if budget == 0 => Ok(ConnectionState::Created), // undecided: never fail on a guess
-        None => Err(format!(
-            "no order of these events links each previousStatus to the state announced before it, from connection.created: {}",
-            super::delivery::labels(deliveries)
-        )),
-    }
-}
-
-/// The state a short-form delivery announces, when it is the last connection event to arrive.
-fn last_short_form(deliveries: &[Delivery]) -> Option<ConnectionState> {
+    // Where the chain ends is not always forced (a short form may be taken again): prefer the
+    // state of the connection event that arrived last.
     let last = deliveries
         .iter()
         .filter(|d| d.event_type().and_then(ConnectionState::from_event_type).is_some())
-        .max_by_key(|d| d.seq)?;
-    last.is_short_form().then(|| last.event_type().and_then(ConnectionState::from_event_type)).flatten()
+        .max_by_key(|d| d.seq)
+        .and_then(|d| d.event_type().and_then(ConnectionState::from_event_type));
+    last.into_iter().chain(ConnectionState::ALL).find(|end| graph.trail_ends_at(*end)).ok_or_else(|| {
+        format!(
+            "no order of these events links each previousStatus to the state announced before it, from connection.created: {}",
+            super::delivery::labels(deliveries)
+        )
+    })
 }
 
-/// Depth-first search for an order using every remaining link, from `at`.
-fn search(
-    at: ConnectionState,
-    kinds: &[Link],
-    counts: &mut Vec<usize>,
-    dead_ends: &mut HashSet<(ConnectionState, Vec<usize>)>,
-    budget: &mut usize,
-) -> Option<ConnectionState> {
-    if counts.iter().all(|c| *c == 0) {
-        return Some(at);
-    }
-    if *budget == 0 || dead_ends.contains(&(at, counts.clone())) {
-        return None;
-    }
-    *budget -= 1;
-    for i in 0..kinds.len() {
-        let link = kinds[i];
-        match link.previous {
-            Some(p) if p != at => continue,
-            Some(_) if counts[i] == 0 => continue,
-            // A short-form link, once used, may be taken again into its state from any other
-            // state (it counts for every same-looking delivery). Never from the state itself,
-            // so every reuse is followed by a counted link: the search cannot cycle.
-            None if counts[i] == 0 && at == link.state => continue,
-            _ => {}
-        }
-        let counted = counts[i] > 0;
-        if counted {
-            counts[i] -= 1;
-        }
-        let found = search(link.state, kinds, counts, dead_ends, budget);
-        if counted {
-            counts[i] += 1;
-        }
-        if found.is_some() {
-            return found;
+fn index(state: ConnectionState) -> usize {
+    ConnectionState::ALL.iter().position(|s| *s == state).unwrap_or(0)
+}
+
+const STATES: usize = ConnectionState::ALL.len();
+
+/// The events as a multigraph on the states: counted edges, and the states that short forms
+/// enter (edges usable any number of times, at least once, from any other state).
+#[derive(Default)]
+struct Graph {
+    /// Out-degree minus in-degree of each state, over counted edges.
+    balance: [i64; STATES],
+    /// States that some counted edge touches.
+    touched: [bool; STATES],
+    /// Pairs of states joined by a counted edge.
+    joined: Vec<(usize, usize)>,
+    short: [bool; STATES],
+}
+
+impl Graph {
+    fn edge(&mut self, from: usize, to: usize) {
+        self.balance[from] += 1;
+        self.balance[to] -= 1;
+        self.touched[from] = true;
+        self.touched[to] = true;
+        if !self.joined.contains(&(from, to)) {
+            self.joined.push((from, to));
         }
     }
-    dead_ends.insert((at, counts.clone()));
-    None
+
+    /// Whether some use of the short-form edges gives a trail from `created` through every
+    /// edge that ends at `end`: degrees balance (Euler) and every edge is reachable.
+    fn trail_ends_at(&self, end: ConnectionState) -> bool {
+        let start = index(ConnectionState::Created);
+        // What each state must still send (> 0) or receive (< 0) over short-form edges.
+        let mut need = [0i64; STATES];
+        for (v, n) in need.iter_mut().enumerate() {
+            *n = i64::from(v == start) - i64::from(v == index(end)) - self.balance[v];
+        }
+        let shorts: Vec<usize> = (0..STATES).filter(|v| self.short[*v]).collect();
+        // Only a short-form state can receive over short-form edges.
+        if (0..STATES).any(|v| !self.short[v] && need[v] < 0) {
+            return false;
+        }
+        let mut groups = Groups::new();
+        let mut used = self.touched;
+        for (a, b) in &self.joined {
+            groups.join(*a, *b);
+        }
+        match shorts.as_slice() {
+            [] if need.iter().any(|n| *n != 0) => return false,
+            [] => {}
+            // One short-form state: it cannot send (never into itself), and must be entered.
+            [s] => {
+                if need[*s] >= 0 {
+                    return false;
+                }
+                for v in (0..STATES).filter(|v| need[*v] > 0) {
+                    groups.join(v, *s);
+                    used[v] = true;
+                }
+                used[*s] = true;
+            }
+            // Several: they enter each other as often as needed, and take what others send.
+            [first, rest @ ..] => {
+                for s in rest {
+                    groups.join(*first, *s);
+                }
+                for v in (0..STATES).filter(|v| need[*v] > 0 || self.short[*v]) {
+                    groups.join(v, *first);
+                    used[v] = true;
+                }
+            }
+        }
+        let any_edge = used.iter().any(|u| *u);
+        if !any_edge {
+            return end == ConnectionState::Created;
+        }
+        used[start] && (0..STATES).filter(|v| used[*v]).all(|v| groups.root(v) == groups.root(start))
+    }
+}
+
+/// Union-find over the states.
+struct Groups([usize; STATES]);
+
+impl Groups {
+    fn new() -> Self {
+        let mut parent = [0; STATES];
+        for (i, p) in parent.iter_mut().enumerate() {
+            *p = i;
+        }
+        Self(parent)
+    }
+
+    fn root(&self, mut v: usize) -> usize {
+        while self.0[v] != v {
+            v = self.0[v];
+        }
+        v
+    }
+
+    fn join(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.root(a), self.root(b));
+        self.0[ra] = rb;
+    }
 }
 
 #[cfg(test)]
@@ -223,5 +257,42 @@ mod tests {
         events.push(event("evt_7", "connection.verifying", json!("credentials_submitted")));
         events.push(event("evt_8", "connection.connected", json!("verifying")));
         assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
+    }
+
+    /// `n` rounds of disconnect and reconnect, each event with its own id.
+    fn flood(n: usize) -> Vec<Delivery> {
+        let mut events = happy();
+        let round = [
+            ("connection.disconnected", "connected"),
+            ("connection.credentials_submitted", "disconnected"),
+            ("connection.verifying", "credentials_submitted"),
+            ("connection.connected", "verifying"),
+        ];
+        for i in 0..n {
+            for (j, (ty, prev)) in round.iter().enumerate() {
+                events.push(event(&format!("evt_f{i}_{j}"), ty, json!(prev)));
+            }
+        }
+        for (seq, d) in events.iter_mut().enumerate() {
+            d.seq = seq as u64;
+        }
+        events
+    }
+
+    #[test]
+    fn a_flood_of_thousands_of_events_is_decided() {
+        let mut events = flood(2_500);
+        events.reverse();
+        assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
+    }
+
+    #[test]
+    fn a_contradictory_flood_fails() {
+        let mut events = flood(30);
+        // One reconnect too many from verifying: 60+ connection events that no order links.
+        for i in 0..40 {
+            events.push(event(&format!("evt_x{i}"), "connection.error", json!("verifying")));
+        }
+        assert!(resolve(&events).unwrap_err().contains("no order"));
     }
 }

@@ -171,7 +171,7 @@ pub fn check_events(config: CheckEventsConfig) -> i32 {
     let deliveries = match parse(&text) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("bankconf check-events: {file}: {e}");
+            eprintln!("bankconf check-events: {file}: {}", super::sanitize::visible(&e.to_string()));
             return EXIT_NOT_RUN;
         }
     };

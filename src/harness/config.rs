@@ -120,7 +120,7 @@ impl RunConfig {
     /// The target settings a rerun command repeats, secrets as `$BANKCONF_*` variables; empty
     /// for the embedded sandbox (but for its mutant or variant).
     pub fn rerun_settings(&self) -> String {
-        use crate::harness::report::shell_word;
+        use crate::harness::sanitize::shell_word;
         let mut words = Vec::new();
         if let Some(url) = &self.base_url {
             words.push(format!("--base-url {}", shell_word(url)));

@@ -1,9 +1,11 @@
 //! The driver protocol: how the harness moves a target's connections through states, since
 //! the spec does not say how (§3.2, §4.5). See README "Driver protocol".
 
+use super::redact;
 use crate::sandbox::{ActionArgs, Control, ControlError};
 use crate::spec::Action;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
@@ -107,6 +109,8 @@ async fn run_command(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
+        // Its own process group, so that a timeout or the end of the run ends its children too.
+        .process_group(0)
         .kill_on_drop(true);
     let vars = [
         ("BANKCONF_CONNECTION_ID", &args.connection_id),
@@ -122,30 +126,50 @@ async fn run_command(
         };
     }
     let mut child = cmd.spawn().map_err(|e| DriveError::Failed(format!("driver could not start: {e}")))?;
-    let mut stderr = child.stderr.take();
-    let work = async {
-        let mut buf = Vec::new();
-        if let Some(s) = stderr.as_mut() {
-            // Read to the end but keep only a bounded tail.
+    let group = child.id().and_then(|id| i32::try_from(id).ok());
+    // Remembered until it is seen to be empty, so that even a cancelled call's group is ended.
+    if let Some(g) = group {
+        LEFT_RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push(g);
+    }
+    // Stderr is read aside, keeping a bounded tail: a background child of the driver may hold
+    // it open long after the driver has exited, so its end is never waited for.
+    let kept = Arc::new(Mutex::new(Vec::new()));
+    let reader = child.stderr.take().map(|mut s| {
+        let kept = kept.clone();
+        tokio::spawn(async move {
             let mut chunk = [0u8; 4096];
-            loop {
-                match s.read(&mut chunk).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        buf.extend_from_slice(&chunk[..n]);
-                        if buf.len() > 4 * MAX_STDERR {
-                            buf.drain(..buf.len() - MAX_STDERR);
-                        }
-                    }
+            while let Ok(n @ 1..) = s.read(&mut chunk).await {
+                let mut buf = kept.lock().unwrap_or_else(|e| e.into_inner());
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() > 4 * MAX_STDERR {
+                    let excess = buf.len() - MAX_STDERR;
+                    buf.drain(..excess);
                 }
             }
+        })
+    });
+    let status = match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            if let Some(group) = group {
+                terminate(&[group]).await;
+                forget_if_empty(group);
+            }
+            if let Some(r) = reader {
+                r.abort();
+            }
+            return Err(DriveError::Failed(format!("driver {} timed out after {:.0?}", action.as_str(), timeout)));
         }
-        let status = child.wait().await;
-        (status, buf)
     };
-    let (status, stderr) = tokio::time::timeout(timeout, work)
-        .await
-        .map_err(|_| DriveError::Failed(format!("driver {} timed out after {:.0?}", action.as_str(), timeout)))?;
+    if let Some(mut r) = reader {
+        // What the driver wrote before it exited is in the pipe by now.
+        let _ = tokio::time::timeout(STDERR_AFTER_EXIT, &mut r).await;
+        r.abort();
+    }
+    if let Some(group) = group {
+        forget_if_empty(group);
+    }
+    let stderr = std::mem::take(&mut *kept.lock().unwrap_or_else(|e| e.into_inner()));
     let stderr = tail(&String::from_utf8_lossy(&stderr));
     let status = status.map_err(|e| DriveError::Failed(format!("driver did not finish: {e}")))?;
     match status.code() {
@@ -161,13 +185,58 @@ async fn run_command(
     }
 }
 
-/// `: <last line(s) of stderr>` or nothing.
+/// `: <last line(s) of stderr>` or nothing; redacted before it is cut.
 fn tail(stderr: &str) -> String {
     let trimmed = stderr.trim();
     if trimmed.is_empty() {
         return String::new();
     }
-    let start = trimmed.len().saturating_sub(MAX_STDERR);
-    let start = (start..=trimmed.len()).find(|i| trimmed.is_char_boundary(*i)).unwrap_or(trimmed.len());
-    format!(": {}", &trimmed[start..])
+    format!(": {}", redact::cut_start(trimmed, MAX_STDERR))
+}
+
+/// How long stderr is still read once the driver has exited.
+const STDERR_AFTER_EXIT: Duration = Duration::from_millis(200);
+/// How long a driver's process group has to end after SIGTERM before it gets SIGKILL.
+const GRACE: Duration = Duration::from_millis(300);
+
+/// Process groups of driver calls that may still have processes, ended by [`stop_all`].
+static LEFT_RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Stops remembering `group` once no process of it is left.
+fn forget_if_empty(group: i32) {
+    if !alive(group) {
+        LEFT_RUNNING.lock().unwrap_or_else(|e| e.into_inner()).retain(|g| *g != group);
+    }
+}
+
+/// Whether the process group `group` still has a member.
+fn alive(group: i32) -> bool {
+    // SAFETY: kill(2) with signal 0 only checks that the group exists.
+    unsafe { libc::kill(-group, 0) == 0 }
+}
+
+/// Ends the process groups: SIGTERM, then SIGKILL to whatever is left after [`GRACE`] (a
+/// driver may ignore SIGTERM).
+async fn terminate(groups: &[i32]) {
+    for group in groups {
+        // SAFETY: signals only the process group this harness created for a driver call.
+        unsafe { libc::kill(-group, libc::SIGTERM) };
+    }
+    let deadline = tokio::time::Instant::now() + GRACE;
+    while groups.iter().any(|g| alive(*g)) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for group in groups.iter().filter(|g| alive(**g)) {
+        // SAFETY: as above.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+    }
+}
+
+/// Ends every process a driver call left running; called when a run ends.
+pub async fn stop_all() {
+    let groups = std::mem::take(&mut *LEFT_RUNNING.lock().unwrap_or_else(|e| e.into_inner()));
+    let groups: Vec<i32> = groups.into_iter().filter(|g| alive(*g)).collect();
+    if !groups.is_empty() {
+        terminate(&groups).await;
+    }
 }

@@ -1,15 +1,18 @@
 //! The harness's HTTP client for the target's `/v1` API: every request bounded in time and in
 //! body size, every exchange described as `METHOD /path?query` for failure messages.
 
+use super::budget;
 use super::outcome::Stop;
+use super::redact;
 use reqwest::{Method, Url};
 use serde_json::Value;
 use std::cell::RefCell;
 use std::time::Duration;
 
 tokio::task_local! {
-    /// The requests the running case has sent, for its reproduction.
-    static SENT: RefCell<Vec<Sent>>;
+    /// The latest requests the running case has sent, and their bytes, for its reproduction
+    /// (bounded: a case may send thousands, with cursors a target chose).
+    static SENT: RefCell<(std::collections::VecDeque<Sent>, usize)>;
 }
 
 /// A request as sent, without its secrets: enough to replay it with `curl`.
@@ -36,27 +39,32 @@ impl Sent {
     }
 }
 
-/// Most requests a case's log keeps (the latest); a failure names one of its last requests.
-const MAX_LOGGED: usize = 2048;
+/// Most bytes of URLs a case's log keeps (the latest requests; a target controls cursors, so
+/// URLs can be long): a failure names one of its last requests.
+const MAX_LOGGED_BYTES: usize = 1024 * 1024;
 
 /// Records `sent` as the last request of the running case (a property records the request of
 /// its shrunk failing input, sent from its own thread).
 pub fn record(sent: Sent) {
+    let weight = |s: &Sent| s.url.len() + s.request.len();
     let _ = SENT.try_with(|log| {
-        let mut log = log.borrow_mut();
-        if log.len() >= MAX_LOGGED {
-            log.drain(..MAX_LOGGED / 2);
+        let (log, bytes) = &mut *log.borrow_mut();
+        *bytes += weight(&sent);
+        log.push_back(sent);
+        while *bytes > MAX_LOGGED_BYTES && log.len() > 1 {
+            if let Some(old) = log.pop_front() {
+                *bytes -= weight(&old);
+            }
         }
-        log.push(sent);
     });
 }
 
 /// Runs `case` while recording the requests it sends; returns its output and the latest ones.
 pub async fn recording<F: std::future::Future>(case: F) -> (F::Output, Vec<Sent>) {
-    SENT.scope(RefCell::new(Vec::new()), async {
+    SENT.scope(RefCell::default(), async {
         let out = case.await;
-        let log = SENT.with(|sent| std::mem::take(&mut *sent.borrow_mut()));
-        (out, log)
+        let log = SENT.with(|sent| std::mem::take(&mut sent.borrow_mut().0));
+        (out, log.into())
     })
     .await
 }
@@ -89,7 +97,10 @@ pub struct Exchange {
     pub request: String,
     pub status: u16,
     pub content_type: Option<String>,
+    /// The body as text; bytes that are not UTF-8 read as U+FFFD (see `invalid_utf8`).
     pub body: String,
+    /// Byte offset of the first byte of the body that is not UTF-8, if any.
+    pub invalid_utf8: Option<usize>,
 }
 
 impl Exchange {
@@ -101,17 +112,12 @@ impl Exchange {
         self.status >= 500
     }
 
-    /// The start of the body, for messages, without control characters (a hostile body must
-    /// not drive the terminal).
+    /// The start of the body, for messages: without control characters (a hostile body must
+    /// not drive the terminal), redacted before it is cut (no piece of a key survives the cut).
     pub fn snippet(&self) -> String {
         const MAX: usize = 160;
         let cleaned: String = self.body.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-        let body = cleaned.trim();
-        if body.chars().count() <= MAX {
-            body.to_string()
-        } else {
-            format!("{}…", body.chars().take(MAX).collect::<String>())
-        }
+        redact::cut(cleaned.trim(), MAX)
     }
 
     /// `status 500: {"error":…}`, for messages.
@@ -127,6 +133,16 @@ impl Exchange {
     pub fn success_json(&self) -> Result<Value, Stop> {
         if !self.is_success() {
             return Err(Stop::fail(format!("{}: expected 2xx, got {}", self.request, self.summary())));
+        }
+        if let Some(at) = self.invalid_utf8 {
+            return Err(Stop::fail(format!(
+                "{}: expected a JSON body, which is UTF-8, but byte {at} of the body is not valid UTF-8: {}",
+                self.request,
+                self.summary()
+            )));
+        }
+        if let Some(why) = budget::too_dense(self.body.as_bytes()) {
+            return Err(Stop::fail(format!("{}: not read: {why}", self.request)));
         }
         serde_json::from_str(&self.body)
             .map_err(|e| Stop::fail(format!("{}: expected a JSON body, got {} ({e})", self.request, self.summary())))
@@ -191,6 +207,19 @@ impl Api {
         url
     }
 
+    /// [`Api::url`], refusing a segment that URL normalisation would remove (`.` and `..`,
+    /// also percent-encoded): the request would silently go elsewhere.
+    fn checked_url(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Url, Stop> {
+        let dots = |s: &str| matches!(s.to_ascii_lowercase().replace("%2e", ".").as_str(), "." | "..");
+        if let Some(bad) = segments.iter().find(|s| dots(s)) {
+            return Err(Stop::fail(format!(
+                "cannot request /{}: the id {bad:?} is a dot segment, which URLs remove, so no request can name it",
+                segments.join("/")
+            )));
+        }
+        Ok(self.url(segments, query))
+    }
+
     /// Whether anything answers HTTP at the base URL (the answer itself is not read).
     pub async fn reachable(&self) -> Result<(), String> {
         let url = self.url(&["v1", "connections"], &[]);
@@ -218,7 +247,7 @@ impl Api {
             Auth::Missing => None,
             Auth::Header(h) => Some(h.clone()),
         };
-        let url = self.url(segments, query);
+        let url = self.checked_url(segments, query)?;
         record(Sent { method: method.to_string(), url: url.to_string(), auth, request: describe(&method, &url) });
         self.exchange(&self.client, method, url, authorization, "application/json").await
     }
@@ -226,7 +255,7 @@ impl Api {
     /// `GET` of a static asset (the widget script, §1) as a browser loads it: no key, any
     /// content type accepted, redirects followed.
     pub async fn fetch_asset(&self, segments: &[&str]) -> Result<Exchange, Stop> {
-        let url = self.url(segments, &[]);
+        let url = self.checked_url(segments, &[])?;
         record(Sent {
             method: "GET".into(),
             url: url.to_string(),
@@ -262,14 +291,10 @@ impl Api {
                 .await
                 .map_err(|e| Stop::fail(format!("{request}: no answer: {}", transport_error(&e))))?;
             let status = response.status().as_u16();
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<f64>().ok());
+            let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(retry_wait);
             if attempt < TRIES && (status == 429 || (status == 503 && retry_after.is_some())) {
-                let wait = retry_after.unwrap_or(0.2 * f64::from(1 << attempt)).clamp(0.05, 2.0);
-                tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+                tokio::time::sleep(retry_after.unwrap_or(Duration::from_millis(200 << attempt)).min(MAX_RETRY_WAIT))
+                    .await;
                 continue;
             }
             let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
@@ -288,17 +313,34 @@ impl Api {
                     }
                 }
             }
-            return Ok(Exchange { request, status, content_type, body: String::from_utf8_lossy(&body).into_owned() });
+            let invalid_utf8 = std::str::from_utf8(&body).err().map(|e| e.valid_up_to());
+            let body = String::from_utf8_lossy(&body).into_owned();
+            return Ok(Exchange { request, status, content_type, body, invalid_utf8 });
         }
         unreachable!("the last attempt always returns")
     }
 }
 
-/// `METHOD /path?query`, relative to the host (the base URL is in the report header).
+/// Longest wait a `Retry-After` buys.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(2);
+
+/// The wait a `Retry-After` value asks for, in seconds (the HTTP-date form is not honoured):
+/// anything that is not a finite number (`NaN`, `inf`) is ignored, and the wait is kept
+/// between 50 ms and [`MAX_RETRY_WAIT`].
+fn retry_wait(value: &str) -> Option<Duration> {
+    let seconds = value.trim().parse::<f64>().ok().filter(|s| s.is_finite())?;
+    let seconds = seconds.clamp(0.05, MAX_RETRY_WAIT.as_secs_f64());
+    Duration::try_from_secs_f64(seconds).ok()
+}
+
+/// `METHOD /path?query`, relative to the host (the base URL is in the report header). Path and
+/// query are cut at a few hundred characters each: a target chooses cursors and ids.
 pub fn describe(method: &Method, url: &Url) -> String {
+    const MAX: usize = 300;
+    let path = redact::cut(url.path(), MAX);
     match url.query() {
-        Some(q) => format!("{method} {}?{q}", url.path()),
-        None => format!("{method} {}", url.path()),
+        Some(q) => format!("{method} {path}?{}", redact::cut(q, MAX)),
+        None => format!("{method} {path}"),
     }
 }
 
@@ -312,4 +354,18 @@ fn transport_error(e: &reqwest::Error) -> String {
         cause = inner;
     }
     cause.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_read_defensively() {
+        for hostile in ["NaN", "inf", "-inf", "1e400", "abc", ""] {
+            assert!(retry_wait(hostile).is_none_or(|w| w <= MAX_RETRY_WAIT), "{hostile}");
+        }
+        assert_eq!(retry_wait("-5"), Some(Duration::from_millis(50)));
+        assert_eq!(retry_wait("99999999999"), Some(MAX_RETRY_WAIT));
+    }
 }

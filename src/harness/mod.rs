@@ -2,7 +2,8 @@
 //! `python3 scripts/import-cycles.py`):
 //!
 //! 1. vocabulary: [`catalogue`] (the cases of `cases/*.toml`), [`outcome`] (typed outcomes,
-//!    problems, schema validation), [`config`] (the run's flags);
+//!    problems, schema validation), [`config`] (the run's flags), [`sanitize`] (target text
+//!    made safe for each medium), [`budget`] (the run's memory budget);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], and the
 //!    explored [`graph`] of transitions;
 //! 3. access to the server under test: [`http`], [`pagination`], [`receiver`], [`driver`],
@@ -15,6 +16,7 @@
 //! 7. [`report`]: terminal, JSON, JUnit and Markdown, from outcomes alone;
 //! 8. [`check_events`]: `bankconf check-events`, from the rules, outcomes, catalogue and reports.
 
+pub mod budget;
 pub mod catalogue;
 pub mod chain;
 pub mod check_events;
@@ -34,6 +36,7 @@ pub mod receiver;
 pub mod redact;
 pub mod report;
 pub mod runner;
+pub mod sanitize;
 pub mod session;
 pub mod steps;
 pub mod tour;

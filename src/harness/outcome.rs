@@ -200,12 +200,7 @@ pub fn ensure(condition: bool, message: impl FnOnce() -> String) -> Result<(), S
 
 /// Fails unless `instance` validates against `schema`; `what` names where it came from.
 pub fn validate(schema: Schema, instance: &Value, what: &str) -> Result<(), Stop> {
-    schemas::validate(schema, instance).map_err(|violations| {
-        let first: Vec<String> = violations.iter().take(3).map(ToString::to_string).collect();
-        let more = violations.len().saturating_sub(3);
-        let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
-        Stop::fail(format!("{what}: does not validate against {}: {}{more}", schema.file_name(), first.join("; ")))
-    })
+    schemas::check(schema, instance, what).map_err(Stop::fail)
 }
 
 /// Collects every problem instead of stopping at the first, then fails with them all.

@@ -1,27 +1,66 @@
 //! Page fetches and bounded cursor walks over `GET /v1/accounts/{id}/transactions` (§4.3).
 //! A walk never trusts the target to end it: it stops at a page bound and on a repeated cursor.
 
-use super::http::{Api, Exchange};
+use super::budget;
+use super::http::Api;
 use super::outcome::Stop;
+use super::redact;
+use crate::schemas::{self, Schema};
 use serde_json::Value;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Most pages one walk follows.
 pub const MAX_PAGES: usize = 2_000;
+/// Most body bytes one walk reads.
+pub const MAX_WALK_BYTES: usize = 64 * 1024 * 1024;
 
-/// One page, with the fields a walk needs read out (the schema judges the rest).
+/// Bytes of ids and fields that the run's live walks hold (see [`budget::MAX_HELD`]).
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// One transaction as a walk keeps it: the fields that checks read, not the whole object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Item {
+    /// The `id` (see [`item_id`]).
+    pub id: String,
+    /// `accountId` as JSON text (`"acc_1"`, `5`), when present and not null.
+    pub account_id: Option<String>,
+    /// `status` as JSON text (`"posted"`), cut to 64 characters, when present and not null.
+    pub status: Option<String>,
+}
+
+impl Item {
+    fn of(item: &Value) -> Self {
+        let account_id = item.get("accountId").filter(|v| !v.is_null()).map(Value::to_string);
+        let status = item.get("status").filter(|v| !v.is_null()).map(|v| v.to_string().chars().take(64).collect());
+        Self { id: item_id(item), account_id, status }
+    }
+
+    fn weight(&self) -> usize {
+        64 + self.id.len()
+            + self.account_id.as_ref().map_or(0, String::len)
+            + self.status.as_ref().map_or(0, String::len)
+    }
+}
+
+/// One page, with the fields a walk needs read out and the page judged against its schema as
+/// it was read: the body itself is not kept (a walk may see thousands of pages).
 #[derive(Clone, Debug)]
 pub struct Page {
-    pub exchange: Exchange,
-    pub body: Value,
-    pub items: Vec<Value>,
+    /// `GET /v1/accounts/acc_1/transactions?limit=3`.
+    pub request: String,
+    pub items: Vec<Item>,
     pub has_more: bool,
     pub next_cursor: Option<String>,
+    /// Why the body does not validate against `transactions-page.json`, if it does not.
+    pub schema: Result<(), String>,
+    /// Bytes of the body.
+    pub size: usize,
 }
 
 impl Page {
     pub fn ids(&self) -> Vec<String> {
-        self.items.iter().map(item_id).collect()
+        self.items.iter().map(|i| i.id.clone()).collect()
     }
 }
 
@@ -56,7 +95,7 @@ pub async fn fetch_page(
     let exchange = api.get(&["v1", "accounts", account_id, "transactions"], &query(limit, starting_after)).await?;
     let body = exchange.success_json()?;
     let items = match body.get("data") {
-        Some(Value::Array(items)) => items.clone(),
+        Some(Value::Array(items)) => items.iter().map(Item::of).collect(),
         _ => {
             return Err(Stop::fail(format!(
                 "{}: expected an object with a data array, got {}",
@@ -79,13 +118,16 @@ pub async fn fetch_page(
         Some(Value::String(s)) => Some(s.clone()),
         _ => None,
     };
-    Ok(Page { exchange, body, items, has_more, next_cursor })
+    let schema = schemas::check(Schema::TransactionsPage, &body, &exchange.request);
+    Ok(Page { size: exchange.body.len(), request: exchange.request, items, has_more, next_cursor, schema })
 }
 
 /// A walk from one starting point to the page whose `has_more` is false.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Walk {
     pub pages: Vec<Page>,
+    /// What this walk adds to [`HELD`].
+    held: usize,
 }
 
 impl Walk {
@@ -93,35 +135,76 @@ impl Walk {
         self.pages.iter().flat_map(Page::ids).collect()
     }
 
-    pub fn items(&self) -> impl Iterator<Item = &Value> {
+    pub fn items(&self) -> impl Iterator<Item = &Item> {
         self.pages.iter().flat_map(|p| p.items.iter())
+    }
+
+    /// Keeps `page`, within the run's budget of held bytes.
+    fn keep(&mut self, page: Page) -> Result<(), Stop> {
+        let weight = page.request.len() + page.items.iter().map(Item::weight).sum::<usize>();
+        self.held += weight;
+        let held = HELD.fetch_add(weight, Ordering::Relaxed) + weight;
+        let request = page.request.clone();
+        self.pages.push(page);
+        if held > budget::MAX_HELD {
+            return Err(Stop::fail(format!(
+                "{request}: stopped the walk: the run's walks hold more than {} MiB of transactions",
+                budget::MAX_HELD >> 20
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Walk {
+    fn drop(&mut self) {
+        HELD.fetch_sub(self.held, Ordering::Relaxed);
     }
 }
 
 /// Follows `next_cursor` while `has_more` is true (§4.3 rules 1 and 2), bounded by
-/// [`MAX_PAGES`] and by never following the same cursor twice.
+/// [`MAX_PAGES`], by [`MAX_WALK_BYTES`], by the run's memory budget, and by never following the
+/// same cursor twice.
 pub async fn walk(api: &Api, account_id: &str, limit: Option<u64>, starting_after: Option<&str>) -> Result<Walk, Stop> {
     let mut walk = Walk::default();
     let mut followed = HashSet::new();
+    let mut read = 0;
     let mut cursor = starting_after.map(str::to_string);
     loop {
         let page = fetch_page(api, account_id, limit, cursor.as_deref()).await?;
         let more = page.has_more;
         let next = page.next_cursor.clone();
-        let request = page.exchange.request.clone();
-        walk.pages.push(page);
+        let request = page.request.clone();
+        read += page.size;
+        walk.keep(page)?;
         if !more {
             return Ok(walk);
         }
         let next = next.ok_or_else(|| {
             Stop::fail(format!("{request}: has_more is true but there is no next_cursor to follow (§4.3 rule 1)"))
         })?;
-        if !followed.insert(next.clone()) {
-            return Err(Stop::fail(format!("{request}: next_cursor {next:?} was already followed: the walk loops")));
+        // Cursors are kept as a hash: a target chooses their length.
+        if !followed.insert(hash(&next)) {
+            return Err(Stop::fail(format!(
+                "{request}: next_cursor {:?} was already followed: the walk loops",
+                redact::cut(&next, 100)
+            )));
         }
         if walk.pages.len() >= MAX_PAGES {
             return Err(Stop::fail(format!("{request}: still has_more after {MAX_PAGES} pages; stopped the walk")));
         }
+        if read >= MAX_WALK_BYTES {
+            return Err(Stop::fail(format!(
+                "{request}: still has_more after {} pages and {} MiB; stopped the walk",
+                walk.pages.len(),
+                MAX_WALK_BYTES >> 20
+            )));
+        }
         cursor = Some(next);
     }
+}
+
+fn hash(text: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(text)
 }

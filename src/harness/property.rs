@@ -25,6 +25,9 @@ where
     let handle = tokio::runtime::Handle::current();
     let seed = ctx.case_seed(case_id);
     let (run_seed, cases) = (ctx.seed, ctx.config.cases.max(1));
+    // Dropped with this future (a case stopped at its time limit): the runner thread then ends
+    // at once instead of running on into the runtime's shutdown.
+    let (_alive, stopped) = tokio::sync::watch::channel(());
     let result = tokio::task::spawn_blocking(move || {
         let config = Config {
             cases,
@@ -43,7 +46,17 @@ where
         // The last request of the last failing input (the shrunk one): the failure's curl.
         let failing_request = std::cell::RefCell::new(None);
         let result = runner.run(&strategy, |input| {
-            let (verdict, log) = handle.block_on(http::recording(test(input)));
+            if stopped.has_changed().is_err() {
+                return Err(TestCaseError::fail("the case was stopped"));
+            }
+            let mut stopped = stopped.clone();
+            let test = http::recording(test(input));
+            let (verdict, log) = handle.block_on(async move {
+                tokio::select! {
+                    outcome = test => outcome,
+                    _ = stopped.changed() => (Err(Stop::fail("the case was stopped")), Vec::new()),
+                }
+            });
             if let Err(Stop::Fail(f)) = &verdict {
                 *failing_request.borrow_mut() = http::evidence(&f.message, &log).cloned();
             }

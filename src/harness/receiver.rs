@@ -2,8 +2,10 @@
 //! delivery, and lets cases wait (bounded) for the deliveries they expect. Delivery order,
 //! duplicates and retries are not specified (§6.3), so nothing here depends on them.
 
+use super::budget;
 use super::delivery::Delivery;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::routing::post;
@@ -14,15 +16,20 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
-/// Most deliveries kept, and most bytes of them; past that, a flooding target's deliveries are
-/// dropped (and the cases waiting for them fail for want of them, never for want of memory).
+/// Most deliveries kept, and most memory they take (see [`budget::weight`]); past that, a
+/// flooding target's deliveries are refused (and the cases waiting for them fail for want of
+/// them, saying so, never for want of memory).
 const MAX_DELIVERIES: usize = 100_000;
-const MAX_BYTES: usize = 64 * 1024 * 1024;
+const MAX_BYTES: usize = budget::MAX_HELD;
+/// Largest delivery body accepted.
+const MAX_DELIVERY: usize = 1024 * 1024;
 
 #[derive(Default)]
 struct Store {
     deliveries: Mutex<Vec<Delivery>>,
     bytes: std::sync::atomic::AtomicUsize,
+    /// Deliveries refused for their size, or for the receiver's budget.
+    refused: std::sync::atomic::AtomicUsize,
 }
 
 /// A running receiver.
@@ -46,7 +53,7 @@ impl Receiver {
         let app = Router::new()
             .route("/", post(receive))
             .route("/{*path}", post(receive))
-            .layer(DefaultBodyLimit::max(1024 * 1024))
+            .layer(DefaultBodyLimit::max(MAX_DELIVERY))
             .with_state((store.clone(), Arc::new(tx)));
         let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
@@ -126,6 +133,27 @@ impl Receiver {
         self.wait_for(connection_id, timeout, |ds| ds.iter().any(|d| d.event_type() == Some(event_type))).await
     }
 
+    /// `; N deliveries were refused …` when the receiver refused any for their size, for the
+    /// message of a case that waited in vain; empty otherwise.
+    /// How many deliveries the receiver refused (too large): they prove the path works.
+    pub fn refused(&self) -> u64 {
+        self.store.refused.load(std::sync::atomic::Ordering::Relaxed) as u64
+    }
+
+    pub fn refusals(&self) -> String {
+        match self.store.refused.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => String::new(),
+            n => format!(
+                "; the receiver refused {n} webhook {} for {} size (over {} KiB, or too dense to parse, or past \
+                 the receiver's {} MiB budget)",
+                if n == 1 { "delivery" } else { "deliveries" },
+                if n == 1 { "its" } else { "their" },
+                MAX_DELIVERY >> 10,
+                MAX_BYTES >> 20
+            ),
+        }
+    }
+
     pub fn stop(&mut self) {
         if let Some(s) = self.shutdown.take() {
             let _ = s.send(());
@@ -139,18 +167,34 @@ impl Drop for Receiver {
     }
 }
 
-async fn receive(State((store, tx)): State<(Arc<Store>, Arc<watch::Sender<u64>>)>, body: Bytes) -> StatusCode {
+async fn receive(
+    State((store, tx)): State<(Arc<Store>, Arc<watch::Sender<u64>>)>,
+    body: Result<Bytes, BytesRejection>,
+) -> StatusCode {
     use std::sync::atomic::Ordering;
-    if store.bytes.fetch_add(body.len(), Ordering::Relaxed) + body.len() > MAX_BYTES {
-        return StatusCode::NO_CONTENT;
+    let refuse = |status| {
+        store.refused.fetch_add(1, Ordering::Relaxed);
+        tx.send_modify(|n| *n += 1);
+        status
+    };
+    let Ok(body) = body else { return refuse(StatusCode::PAYLOAD_TOO_LARGE) };
+    if budget::too_dense(&body).is_some() {
+        return refuse(StatusCode::PAYLOAD_TOO_LARGE);
+    }
+    let weight = budget::weight(&body);
+    if store.bytes.fetch_add(weight, Ordering::Relaxed) + weight > MAX_BYTES {
+        store.bytes.fetch_sub(weight, Ordering::Relaxed);
+        return refuse(StatusCode::INSUFFICIENT_STORAGE);
     }
     let parsed = serde_json::from_slice(&body).unwrap_or(Value::Null);
     {
         let mut all = store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
-        if all.len() < MAX_DELIVERIES {
-            let seq = all.len() as u64;
-            all.push(Delivery { seq, body: parsed });
+        if all.len() >= MAX_DELIVERIES {
+            drop(all);
+            return refuse(StatusCode::INSUFFICIENT_STORAGE);
         }
+        let seq = all.len() as u64;
+        all.push(Delivery { seq, body: parsed });
     }
     tx.send_modify(|n| *n += 1);
     StatusCode::NO_CONTENT

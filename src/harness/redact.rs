@@ -1,34 +1,156 @@
-//! Keeps secrets out of everything the harness prints: API keys and widget tokens (§5.2, §5.3).
+//! Keeps secrets out of everything the harness prints: API keys and widget tokens (§5.2, §5.3),
+//! in every form a target may echo them (JSON-escaped, percent-encoded), and every piece of them
+//! (a partial echo, or what a cut leaves: text is redacted before and after it is cut, [`cut`]).
 
 use std::sync::RwLock;
+
+/// The secrets known to this process. Process-wide, because text is cut deep inside the HTTP
+/// client and the driver, where no run context is at hand, and must be redacted before that.
+static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Shortest piece of a secret that is redacted on its own.
+const MIN_FRAGMENT: usize = 8;
 
 /// Replaces every known secret, and anything shaped like a widget token, with a placeholder.
 #[derive(Default)]
 pub struct Redactor {
-    secrets: RwLock<Vec<String>>,
+    /// A handle on [`SECRETS`]: made only with `Redactor::default()`.
+    _shared: (),
 }
 
 impl Redactor {
-    /// Remembers a secret; empty strings are ignored.
+    /// Remembers a secret, with its encoded forms; empty strings are ignored.
     pub fn add(&self, secret: &str) {
         if secret.is_empty() {
             return;
         }
-        let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
-        if !secrets.iter().any(|s| s == secret) {
-            secrets.push(secret.to_string());
-            // Longest first, so that a secret containing another is replaced whole.
-            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+        for form in forms(secret) {
+            if !secrets.contains(&form) {
+                secrets.push(form);
+            }
         }
+        // Longest first, so that a secret containing another is replaced whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     }
 
     pub fn redact(&self, text: &str) -> String {
+        let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
         let mut out = text.to_string();
-        for secret in self.secrets.read().unwrap_or_else(|e| e.into_inner()).iter() {
-            out = out.replace(secret.as_str(), "[redacted]");
+        for secret in secrets.iter() {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), "[redacted]");
+            }
         }
-        redact_widget_tokens(&out)
+        redact_widget_tokens(&redact_fragments(&out, &secrets))
     }
+}
+
+/// A secret as a target may echo it: as is, JSON-escaped (with `/` escaped or not), and
+/// percent-encoded (upper or lower hex, `+` or `%20` for a space).
+fn forms(secret: &str) -> Vec<String> {
+    let json = serde_json::to_string(secret).unwrap_or_default();
+    let json = json.trim_matches('"').to_string();
+    let mut percent = String::new();
+    for b in secret.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            percent.push(b as char);
+        } else {
+            percent.push_str(&format!("%{b:02X}"));
+        }
+    }
+    let lower = lower_hex(&percent);
+    let plus = percent.replace("%20", "+");
+    let mut all =
+        vec![secret.to_string(), json.replace('/', "\\/"), json, lower, plus.clone(), lower_hex(&plus), percent];
+    all.dedup();
+    all
+}
+
+/// `%2F` → `%2f`, the rest unchanged.
+fn lower_hex(percent: &str) -> String {
+    let mut out = String::with_capacity(percent.len());
+    let mut hex_left = 0;
+    for c in percent.chars() {
+        if c == '%' {
+            hex_left = 2;
+            out.push(c);
+        } else if hex_left > 0 {
+            hex_left -= 1;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` redacted, then cut to its first `max` characters (`…` marks a cut), then redacted
+/// again: a cut that ends inside a secret leaves a piece of it, which goes too.
+pub fn cut(text: &str, max: usize) -> String {
+    // Only the start can reach the output: a secret that begins in it ends within this window.
+    let window: String = text.chars().take(max + longest()).collect();
+    let text = Redactor::default().redact(&window);
+    if text.chars().count() <= max {
+        return text;
+    }
+    let head: String = text.chars().take(max).collect();
+    format!("{}…", Redactor::default().redact(&head))
+}
+
+/// `text` redacted, then cut to its last `max` characters (`…` marks a cut), then redacted again.
+pub fn cut_start(text: &str, max: usize) -> String {
+    let skip = text.chars().count().saturating_sub(max + longest());
+    let window: String = text.chars().skip(skip).collect();
+    let text = Redactor::default().redact(&window);
+    let count = text.chars().count();
+    if count <= max {
+        return text;
+    }
+    let tail: String = text.chars().skip(count - max).collect();
+    format!("…{}", Redactor::default().redact(&tail))
+}
+
+/// Characters of the longest known secret.
+fn longest() -> usize {
+    SECRETS.read().unwrap_or_else(|e| e.into_inner()).iter().map(|s| s.chars().count()).max().unwrap_or(0)
+}
+
+/// Replaces every piece of a secret of [`MIN_FRAGMENT`] characters or more (a target may echo
+/// part of a key, or a cut may leave part of one). A piece made only of the key's public
+/// prefix (up to its last `_`, §5.2) is left: the harness itself forges keys with it.
+fn redact_fragments(text: &str, secrets: &[String]) -> String {
+    let mut hidden = vec![false; text.len()];
+    for secret in secrets {
+        let public = secret.rfind('_').map_or(0, |at| at + 1);
+        let bytes = secret.as_bytes();
+        if bytes.len() < MIN_FRAGMENT {
+            continue;
+        }
+        for start in 0..=bytes.len() - MIN_FRAGMENT {
+            let Some(window) = secret.get(start..start + MIN_FRAGMENT) else { continue };
+            if start + MIN_FRAGMENT <= public {
+                continue;
+            }
+            for (at, _) in text.match_indices(window) {
+                hidden[at..at + MIN_FRAGMENT].iter_mut().for_each(|h| *h = true);
+            }
+        }
+    }
+    if !hidden.contains(&true) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut in_secret = false;
+    for (at, c) in text.char_indices() {
+        match (hidden[at], in_secret) {
+            (true, false) => out.push_str("[redacted]"),
+            (false, _) => out.push(c),
+            (true, true) => {}
+        }
+        in_secret = hidden[at];
+    }
+    out
 }
 
 /// Widget tokens carry `sess_` (§2.1): whatever follows the prefix is replaced.
@@ -53,6 +175,22 @@ fn redact_widget_tokens(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redacts_encoded_and_cut_secrets() {
+        let secret = "hk_test/+\"9z8y7x6w5v";
+        Redactor::default().add(secret);
+        let json = serde_json::to_string(secret).unwrap();
+        let percent = "hk_test%2F%2B%229z8y7x6w5v";
+        let out = Redactor::default().redact(&format!("{json} {percent} {}", percent.to_lowercase()));
+        assert!(!out.contains("9z8y7x"), "{out}");
+        // Cut inside the secret, or echoed in part: the piece goes too.
+        assert!(!Redactor::default().redact("a hk_test/+\"9z8 b").contains("9z8"));
+        let cut_off = cut(&format!("{}{secret} tail", "x".repeat(100)), 110);
+        assert!(!cut_off.contains("hk_test/+"), "{cut_off}");
+        let cut_off = cut_start(&format!("head {secret}{}", "x".repeat(100)), 110);
+        assert!(!cut_off.contains("9z8y7x6w5v"), "{cut_off}");
+    }
 
     #[test]
     fn redacts_keys_and_tokens() {

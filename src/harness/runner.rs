@@ -11,6 +11,7 @@ use super::outcome::{CaseResult, ErrorSource, IgnoreCause, Outcome};
 use super::preflight;
 use super::report::{self, Origin, Report, EXIT_NOT_RUN};
 use super::session::Session;
+use super::{driver, redact, sanitize};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -55,7 +56,7 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
     if progress {
         println!("{}", report::terminal::header(&ctx.server, Some(ctx.seed), cases.len()));
         for note in &notes {
-            println!("{note}");
+            println!("{}", sanitize::visible(note));
         }
     }
     let gate = ctx.config.gate();
@@ -94,8 +95,10 @@ pub async fn run(config: RunConfig) -> i32 {
         return EXIT_NOT_RUN;
     }
     let report = run_report(config, true).await;
+    // No process a driver started outlives the run.
+    driver::stop_all().await;
     if let Some(e) = &report.setup_error {
-        eprintln!("bankconf: {e}");
+        eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(e)));
     }
     report::finish(&report, &outputs)
 }

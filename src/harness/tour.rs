@@ -5,7 +5,7 @@
 use super::delivery::{labels, Delivery};
 use super::http::Auth;
 use super::outcome::Stop;
-use super::pagination::{self, item_id};
+use super::pagination;
 use super::session::Session;
 use super::steps::Created;
 use crate::spec::{Action, ACCOUNTS_UPDATED, TRANSACTION_DELETED};
@@ -158,10 +158,11 @@ async fn drive_step(ctx: &Session, connection: &Created, action: Action, client:
         .await;
     if !arrived {
         return Err(Stop::fail(format!(
-            "drove {action} on {id}, but no {expected} arrived within {:?}; received {}{}",
+            "drove {action} on {id}, but no {expected} arrived within {:?}; received {}{}{}",
             ctx.config.event_wait(),
             labels(&seen),
-            receiver.batch_hint()
+            receiver.batch_hint(),
+            receiver.refusals()
         )));
     }
     let event = seen.iter().find(|d| d.event_type() == Some(expected) && d.seq >= since).cloned();
@@ -276,7 +277,7 @@ pub(crate) async fn react(
             let walk = pagination::walk(&ctx.api, &account, None, None)
                 .await
                 .map_err(|e| Stop::fail(format!("after transaction.deleted: {e}")))?;
-            let still_listed = walk.items().any(|item| item_id(item) == txn);
+            let still_listed = walk.items().any(|item| item.id == txn);
             if still_listed {
                 return Err(Stop::fail(format!(
                     "after transaction.deleted for {txn}, GET /v1/accounts/{account}/transactions still lists it"

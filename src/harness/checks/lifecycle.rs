@@ -221,8 +221,11 @@ async fn settle(ctx: &Session, id: &str, expected: &str, since: u64, trace: &Tra
     let (_, deliveries) =
         receiver.wait_for(id, ctx.config.event_wait(), |ds| arrived(ds) && chain::resolve(ds).is_ok()).await;
     if !arrived(&deliveries) {
-        let problem =
-            format!("the target accepted the action, but no {expected} arrived within {:?}", ctx.config.event_wait());
+        let problem = format!(
+            "the target accepted the action, but no {expected} arrived within {:?}{}",
+            ctx.config.event_wait(),
+            receiver.refusals()
+        );
         return Err(trace.fail(id, problem, &deliveries));
     }
     // Every new delivery on its own: schema (which also asserts the prefixes of the ids it

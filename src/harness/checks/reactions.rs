@@ -33,7 +33,10 @@ async fn account_balance(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.drive(Action::UpdateAccounts, &created, Some(&account), None).await?;
     let (arrived, seen) = receiver.wait_for_type(&id, ACCOUNTS_UPDATED, ctx.config.event_wait()).await;
     if !arrived {
-        return Err(Stop::ignore(format!("no {ACCOUNTS_UPDATED} arrived (judged by reactions.accounts-updated)")));
+        return Err(Stop::ignore(format!(
+            "no {ACCOUNTS_UPDATED} arrived (judged by reactions.accounts-updated){}",
+            receiver.refusals()
+        )));
     }
     let account = seen
         .iter()

@@ -4,7 +4,7 @@
 use crate::harness::fixtures::{Connected, RunContext};
 use crate::harness::http::{Auth, Exchange};
 use crate::harness::outcome::{Problems, Stop};
-use crate::harness::pagination::item_id;
+
 use reqwest::Method;
 use std::sync::Arc;
 
@@ -112,7 +112,7 @@ async fn isolation_transactions(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     let mut problems = Problems::default();
     for (account, walk) in fixture.walks()? {
-        let mut ids: Vec<String> = walk.items().map(item_id).collect();
+        let mut ids: Vec<String> = walk.ids();
         ids.push(account.to_string());
         let exchange =
             ctx.api.send(Method::GET, &["v1", "accounts", account, "transactions"], &[], Auth::Second).await?;

@@ -12,6 +12,7 @@
 
 use super::verdict::Report;
 use crate::harness::outcome::{CaseResult, Outcome};
+use crate::harness::sanitize::xml;
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
 /// The details of a failure: message, reproduction, replay command.
@@ -21,7 +22,7 @@ fn details(report: &Report, result: &CaseResult, message: &str) -> String {
         body += &format!("\nreproduce: {curl}");
     }
     body += &format!("\nrerun: {}", report.rerun(result));
-    body
+    xml(&body)
 }
 
 fn test_case(report: &Report, result: &CaseResult) -> TestCase {
@@ -33,20 +34,20 @@ fn test_case(report: &Report, result: &CaseResult) -> TestCase {
         Outcome::Failed(f) => {
             let m = &f.message;
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            status.set_message(m.as_str()).set_type(case.level.as_str()).set_description(details(report, result, m));
+            status.set_message(xml(m)).set_type(case.level.as_str()).set_description(details(report, result, m));
             status
         }
         Outcome::Error { source, message } => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
             status
-                .set_message(message.as_str())
+                .set_message(xml(message))
                 .set_type(source.as_str())
                 .set_description(details(report, result, message));
             status
         }
         Outcome::Ignored { reason, .. } => {
             let mut status = TestCaseStatus::skipped();
-            status.set_message(reason.as_str());
+            status.set_message(xml(reason));
             status
         }
     };
@@ -79,7 +80,7 @@ pub fn render(report: &Report) -> String {
             Some(at) => at,
             None => {
                 let mut suite = TestSuite::new(area);
-                suite.add_property(Property::new("target", report.server.as_str()));
+                suite.add_property(Property::new("target", xml(&report.server)));
                 if let Some(seed) = report.seed() {
                     suite.add_property(Property::new("seed", seed.to_string()));
                 }
@@ -97,7 +98,7 @@ pub fn render(report: &Report) -> String {
     }
     if let Some(first) = suites.first_mut() {
         if !report.notes.is_empty() {
-            first.set_system_out(report.notes.join("\n"));
+            first.set_system_out(xml(&report.notes.join("\n")));
         }
     }
     junit.add_test_suites(suites);

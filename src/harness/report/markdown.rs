@@ -7,19 +7,21 @@ use super::verdict::Report;
 use crate::harness::catalogue;
 use crate::harness::graph::TransitionGraph;
 use crate::harness::outcome::{CaseResult, Outcome};
+use crate::harness::sanitize;
 use crate::spec::{within, Action, SECTIONS};
 use std::fmt::Write;
 
-/// A fenced block whose fence is longer than any backtick run inside `text`.
+/// A fenced block whose fence is longer than any backtick run inside `text` (neutralised).
 fn fenced(lang: &str, text: &str) -> String {
+    let text = &sanitize::markdown_code(text);
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     format!("{fence}{lang}\n{}\n{fence}\n", text.trim_end())
 }
 
-/// Text safe inside a table cell: one line, pipes escaped.
+/// Text safe inside a table cell or a list item: one line, no HTML, pipes escaped.
 fn cell(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('|', "\\|").replace(['\n', '\r'], " ")
+    sanitize::markdown_inline(text)
 }
 
 pub fn render(report: &Report) -> String {

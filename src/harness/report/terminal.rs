@@ -3,6 +3,7 @@
 use super::verdict::Report;
 use crate::harness::graph::Transition;
 use crate::harness::outcome::CaseResult;
+use crate::harness::sanitize::visible;
 use std::fmt::Write;
 
 /// `PASS  create.status-created  §2.1 must  3ms`, and the message below a failure.
@@ -17,15 +18,16 @@ pub fn case_line(result: &CaseResult, gating: bool) -> String {
         result.duration.as_millis()
     );
     if let Some(m) = result.outcome.message() {
-        let _ = write!(line, "\n      {m}");
+        let _ = write!(line, "\n      {}", visible(m));
     }
     if let Some(r) = &result.reproduction {
-        let _ = write!(line, "\n      reproduce: {r}");
+        let _ = write!(line, "\n      reproduce: {}", visible(r));
     }
     line
 }
 
 pub fn header(target: &str, seed: Option<u64>, cases: usize) -> String {
+    let target = visible(target);
     match seed {
         Some(seed) => format!("bankconf: {cases} cases against {target} (seed {seed})"),
         None => format!("bankconf: {cases} cases against {target}"),
@@ -54,13 +56,13 @@ pub fn summary(report: &Report) -> String {
         );
     }
     for note in &report.notes {
-        let _ = writeln!(out, "note: {note}");
+        let _ = writeln!(out, "note: {}", visible(note));
     }
     let unjudged = report.unjudged();
     if !unjudged.is_empty() {
         let _ = writeln!(out, "not judged (gating), and how to complete the run:");
         for (how, cases) in &unjudged {
-            let _ = writeln!(out, "  - {how}: {}", cases.join(", "));
+            let _ = writeln!(out, "  - {}: {}", visible(how), cases.join(", "));
         }
     }
     if let Some(g) = &report.transition_graph {
@@ -75,7 +77,7 @@ pub fn summary(report: &Report) -> String {
         );
     }
     if let Some(e) = &report.setup_error {
-        let _ = writeln!(out, "setup error: {e}");
+        let _ = writeln!(out, "setup error: {}", visible(e));
     }
     let c = report.counts(None);
     let _ = write!(

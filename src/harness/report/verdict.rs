@@ -4,6 +4,7 @@
 use crate::harness::catalogue::Level;
 use crate::harness::graph::TransitionGraph;
 use crate::harness::outcome::{CaseResult, Counts, Gate, IgnoreCause, Outcome};
+use crate::harness::sanitize::shell_word;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -146,14 +147,5 @@ impl Report {
             groups.entry(how).or_default().push(&r.case.id);
         }
         groups.into_iter().collect()
-    }
-}
-
-/// `word`, single-quoted for a POSIX shell when it needs it.
-pub fn shell_word(word: &str) -> String {
-    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c)) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
