@@ -62,7 +62,7 @@ enum Command {
         #[arg(long, default_value_t = 4)]
         parallel: usize,
         /// Seconds a case waits for an expected event.
-        #[arg(long, default_value_t = 3.0)]
+        #[arg(long, default_value_t = 8.0)]
         event_timeout: f64,
     },
 }

@@ -230,7 +230,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Self { parallel: 4, event_timeout: 3.0 }
+        Self { parallel: 4, event_timeout: 8.0 }
     }
 }
 

@@ -2,11 +2,13 @@
 //! body size, every exchange described as `METHOD /path?query` for failure messages.
 
 use super::budget;
+use super::endpoint_rules::{self, Violation};
 use super::outcome::Stop;
 use super::redact;
 use reqwest::{Method, Url};
 use serde_json::Value;
 use std::cell::RefCell;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 tokio::task_local! {
@@ -157,6 +159,8 @@ pub struct Api {
     base: Url,
     key: Option<String>,
     second_key: Option<String>,
+    /// Endpoint rules broken in any read, whichever case made it (see [`Api::broken_rules`]).
+    broken: Arc<Mutex<Vec<(Violation, Sent)>>>,
 }
 
 impl Api {
@@ -178,7 +182,7 @@ impl Api {
         let client = builder().redirect(reqwest::redirect::Policy::none()).build()?;
         // Assets are fetched as a browser would: following a few redirects.
         let browser = builder().redirect(reqwest::redirect::Policy::limited(5)).build()?;
-        Ok(Self { client, browser, base, key, second_key })
+        Ok(Self { client, browser, base, key, second_key, broken: Arc::default() })
     }
 
     pub fn base_url(&self) -> &str {
@@ -248,8 +252,39 @@ impl Api {
             Auth::Header(h) => Some(h.clone()),
         };
         let url = self.checked_url(segments, query)?;
-        record(Sent { method: method.to_string(), url: url.to_string(), auth, request: describe(&method, &url) });
-        self.exchange(&self.client, method, url, authorization, "application/json").await
+        let sent = Sent { method: method.to_string(), url: url.to_string(), auth, request: describe(&method, &url) };
+        record(sent.clone());
+        let exchange = self.exchange(&self.client, method, url, authorization, "application/json").await?;
+        self.judge(&sent, segments, query, &exchange);
+        Ok(exchange)
+    }
+
+    /// Every 2xx answer to the client under test passes the rules of its endpoint, whoever read
+    /// it ([`endpoint_rules`]); what breaks one is kept for the runner (a few per rule).
+    fn judge(&self, sent: &Sent, segments: &[&str], query: &[(&str, String)], exchange: &Exchange) {
+        if sent.auth != Auth::Primary || !exchange.is_success() || budget::too_dense(exchange.body.as_bytes()).is_some()
+        {
+            return;
+        }
+        let Ok(body) = serde_json::from_str::<Value>(&exchange.body) else { return };
+        // Only a positive page size bounds a page: other values are bad input, judged elsewhere.
+        let limit =
+            query.iter().find(|(k, _)| *k == "limit").and_then(|(_, v)| v.parse::<u64>().ok()).filter(|l| *l > 0);
+        let found = endpoint_rules::judge(&sent.method, segments, limit, &exchange.request, &body);
+        if found.is_empty() {
+            return;
+        }
+        let mut kept = self.broken.lock().unwrap_or_else(|e| e.into_inner());
+        for violation in found {
+            if kept.iter().filter(|(v, _)| v.case_id == violation.case_id).count() < 3 {
+                kept.push((violation, sent.clone()));
+            }
+        }
+    }
+
+    /// The broken endpoint rules seen in any read so far, each with the request that showed it.
+    pub fn broken_rules(&self) -> Vec<(Violation, Sent)> {
+        self.broken.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// `GET` of a static asset (the widget script, §1) as a browser loads it: no key, any

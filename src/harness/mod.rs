@@ -4,8 +4,8 @@
 //! 1. vocabulary: [`catalogue`] (the cases of `cases/*.toml`), [`outcome`] (typed outcomes,
 //!    problems, schema validation), [`config`] (the run's flags), [`sanitize`] (target text
 //!    made safe for each medium), [`budget`] (the run's memory budget);
-//! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], and the
-//!    explored [`graph`] of transitions;
+//! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
+//!    [`endpoint_rules`] every answer keeps, and the explored [`graph`] of transitions;
 //! 3. access to the server under test: [`http`], [`pagination`], [`receiver`], [`driver`],
 //!    [`redact`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and driver steps)
 //!    and [`preflight`] (the setup checked before any case);
@@ -24,6 +24,7 @@ pub mod checks;
 pub mod config;
 pub mod delivery;
 pub mod driver;
+pub mod endpoint_rules;
 pub mod event_rules;
 pub mod fixtures;
 pub mod graph;

@@ -106,7 +106,7 @@ fn created(session: &Session, exchange: &Exchange) -> Option<Created> {
     let body: Value = serde_json::from_str(&exchange.body).ok()?;
     let widget_token = body.get("widgetToken").and_then(Value::as_str).map(str::to_string);
     if let Some(token) = &widget_token {
-        session.redactor.add(token);
+        session.redactor.add_token(token);
     }
     let connection_id = body.get("connectionId").and_then(Value::as_str)?.to_string();
     Some(Created { connection_id, widget_token, body })

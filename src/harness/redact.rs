@@ -19,6 +19,16 @@ pub struct Redactor {
 }
 
 impl Redactor {
+    /// Remembers a widget token. One with the `sess_` prefix (§2.1) needs no entry: whatever
+    /// follows the prefix is always redacted. Others are kept like a key. (A run makes a token
+    /// per connection; every entry costs each redaction, and each request's description is
+    /// redacted.)
+    pub fn add_token(&self, token: &str) {
+        if !token.starts_with(crate::spec::prefix::WIDGET_TOKEN) {
+            self.add(token);
+        }
+    }
+
     /// Remembers a secret, with its encoded forms; empty strings are ignored.
     pub fn add(&self, secret: &str) {
         if secret.is_empty() {

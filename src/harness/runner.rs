@@ -72,6 +72,7 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
         }
     })
     .await;
+    let results = attribute(results, &ctx);
     let report = Report {
         origin: Origin::Run { seed: ctx.seed, settings },
         server: ctx.server.clone(),
@@ -84,6 +85,20 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
     };
     ctx.shutdown().await;
     report
+}
+
+/// A case that passed although a read made for another case or fixture broke one of its
+/// endpoint rules ([`http::Api::broken_rules`]) fails with that read: no violation hides.
+pub fn attribute(mut results: Vec<CaseResult>, ctx: &RunContext) -> Vec<CaseResult> {
+    let broken = ctx.api.broken_rules();
+    for r in results.iter_mut().filter(|r| r.outcome == Outcome::Passed) {
+        if let Some((violation, sent)) = broken.iter().find(|(v, _)| v.case_id == r.case.id) {
+            let message = format!("{} (seen in a read made for another case or fixture)", violation.message);
+            r.outcome = Outcome::Failed(ctx.redactor.redact(&message).into());
+            r.reproduction = Some(ctx.redactor.redact(&sent.curl()));
+        }
+    }
+    results
 }
 
 /// `bankconf run`: runs the selected cases, prints and writes the reports, returns the exit code.

@@ -31,7 +31,7 @@ impl Session {
         let body = exchange.success_json()?;
         let widget_token = body.get("widgetToken").and_then(Value::as_str).map(str::to_string);
         match body.get("widgetToken") {
-            Some(Value::String(t)) => self.redactor.add(t),
+            Some(Value::String(t)) => self.redactor.add_token(t),
             // Not a string, but still a secret wherever it is quoted.
             Some(other) if !other.is_null() => self.redactor.add(&other.to_string()),
             _ => {}

@@ -180,6 +180,10 @@ departures! {
             "re-entering `verifying` from `mfa_required` is not announced";
         AccountsAfterDisconnected = "accounts-after-disconnected", "§3.2", ["lifecycle.transition-graph"],
             "accounts are still served once the connection is `disconnected`";
+        ForeignTransactionAfterUpdate = "foreign-transaction-after-update", "§2.3", ["transactions.account-id"],
+            "the transaction `update_accounts` adds names another account of the connection as `accountId`";
+        BalanceStringAfterUpdate = "balance-string-after-update", "§2.2", ["accounts.response-schema"],
+            "an account's `balance` becomes a string once `update_accounts` changed it";
         SharedClientId = "shared-client-id", "§6.2", ["events.distinct-client-ids"],
             "every client's events carry one and the same `clientId`";
         SecondClientNoCreated = "second-client-no-created", "§3.2", ["events.created-announced", "events.previous-status-chain"],

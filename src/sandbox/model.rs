@@ -73,6 +73,8 @@ pub(crate) struct Account {
     pub number_last4: String,
     pub created_at: DateTime<Utc>,
     pub last_synced_at: DateTime<Utc>,
+    /// How many `update_accounts` changed it (for the mutants that break only updated data).
+    pub updates: u32,
     pub institution: Institution,
     pub credit_limit_cents: Option<i64>,
     /// Secondary currency balances (multi-currency credit cards only).

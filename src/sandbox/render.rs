@@ -74,6 +74,9 @@ pub(crate) fn account(f: Flavor, a: &Account) -> Value {
         Some(Mutant::AccountMissingCurrency) => {
             obj.remove("currency");
         }
+        Some(Mutant::BalanceStringAfterUpdate) if a.updates > 0 => {
+            obj.insert("balance".into(), json!(format!("{:.2}", a.balance_cents as f64 / 100.0)));
+        }
         Some(Mutant::BalanceAsString) => {
             obj.insert("balance".into(), json!(format!("{:.2}", a.balance_cents as f64 / 100.0)));
         }

@@ -129,6 +129,7 @@ pub(crate) fn accounts(conn: &mut Connection, now: DateTime<Utc>, f: Flavor) -> 
             number_last4: last4(rng),
             created_at: now,
             last_synced_at: now,
+            updates: 0,
             institution: inst.clone(),
             credit_limit_cents: None,
             currency_balances: Vec::new(),

@@ -425,6 +425,13 @@ impl Store {
         account.balance_cents += txn.amount_cents;
         account.available_cents += txn.amount_cents;
         account.last_synced_at = now;
+        account.updates += 1;
+        if self.flavor.is(Mutant::ForeignTransactionAfterUpdate) {
+            // The new transaction names another account of the connection as its owner.
+            if let Some(other) = conn.account_ids.iter().find(|id| *id != account_id) {
+                txn.account_id = other.clone();
+            }
+        }
         let id = txn.id.clone();
         account.insert_transaction(txn);
         id
