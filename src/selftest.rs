@@ -72,8 +72,8 @@ impl Trial {
     }
 
     /// What `tests/mutants.rs` pins per subject: the sorted failing case ids (for a noisy
-    /// mutant, see [`Mutant::noisy`], only the cases it names) and, when the lifecycle property
-    /// caught it, the action sequence it shrank to.
+    /// mutant, see [`Mutant::noisy`], only the cases it names). The sequence the lifecycle
+    /// property shrank to is not pinned: shrinking is time-boxed, so it depends on the machine.
     pub fn pinned(&self) -> Value {
         let mut failed = self.failed_ids();
         if let Subject::Mutant(m) = self.subject {
@@ -81,15 +81,7 @@ impl Trial {
                 failed.retain(|id| m.caught_by().contains(id));
             }
         }
-        let shrunk = match self.subject {
-            Subject::Mutant(m) if m.noisy() => None,
-            _ => self
-                .failed
-                .iter()
-                .find(|(id, _)| id == "lifecycle.random-sequences")
-                .and_then(|(_, f)| f.shrunk_input.clone()),
-        };
-        json!({ "failed": failed, "lifecycle_shrunk_to": shrunk })
+        json!({ "failed": failed })
     }
 
     /// One line for the terminal.
