@@ -141,6 +141,7 @@ pub struct Api {
     base: Url,
     key: Option<String>,
     second_key: Option<String>,
+    throttle: std::sync::Arc<super::throttle::Throttle>,
 }
 
 impl Api {
@@ -162,11 +163,22 @@ impl Api {
         let client = builder().redirect(reqwest::redirect::Policy::none()).build()?;
         // Assets are fetched as a browser would: following a few redirects.
         let browser = builder().redirect(reqwest::redirect::Policy::limited(5)).build()?;
-        Ok(Self { client, browser, base, key, second_key })
+        Ok(Self { client, browser, base, key, second_key, throttle: Default::default() })
+    }
+
+    /// Paces this client's requests (and its clones') with `throttle`.
+    pub fn with_throttle(mut self, throttle: std::sync::Arc<super::throttle::Throttle>) -> Self {
+        self.throttle = throttle;
+        self
     }
 
     pub fn base_url(&self) -> &str {
         self.base.as_str().trim_end_matches('/')
+    }
+
+    /// The run's pacing (for the report's count of 429s).
+    pub fn throttle(&self) -> &super::throttle::Throttle {
+        &self.throttle
     }
 
     pub fn has_second_key(&self) -> bool {
@@ -237,8 +249,8 @@ impl Api {
     }
 
     /// Sends one request and reads its answer, bounded in size. Rate limiting is not a
-    /// violation (§8 leaves rate limits open): a 429, or a 503 with `Retry-After`, is retried a
-    /// few times, waiting as asked (at most 2 s a time).
+    /// violation (§8 leaves rate limits open): a 429, or a 503 with `Retry-After`, is retried as
+    /// [`super::throttle`] decides.
     async fn exchange(
         &self,
         client: &reqwest::Client,
@@ -247,9 +259,10 @@ impl Api {
         authorization: Option<String>,
         accept: &str,
     ) -> Result<Exchange, Stop> {
-        const TRIES: u32 = 4;
         let request = describe(&method, &url);
-        for attempt in 1..=TRIES {
+        let mut spent = Duration::ZERO;
+        loop {
+            self.throttle.acquire().await;
             let mut builder = client.request(method.clone(), url.clone()).header("Accept", accept);
             if method == Method::POST {
                 builder = builder.header("Content-Type", "application/json");
@@ -267,10 +280,11 @@ impl Api {
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<f64>().ok());
-            if attempt < TRIES && (status == 429 || (status == 503 && retry_after.is_some())) {
-                let wait = retry_after.unwrap_or(0.2 * f64::from(1 << attempt)).clamp(0.05, 2.0);
-                tokio::time::sleep(Duration::from_secs_f64(wait)).await;
-                continue;
+            if status == 429 || (status == 503 && retry_after.is_some()) {
+                if let Some(pause) = self.throttle.refused(status, retry_after, &mut spent) {
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
             }
             let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
             let mut body = Vec::new();
@@ -290,7 +304,6 @@ impl Api {
             }
             return Ok(Exchange { request, status, content_type, body: String::from_utf8_lossy(&body).into_owned() });
         }
-        unreachable!("the last attempt always returns")
     }
 }
 

@@ -4,7 +4,7 @@
 //! 1. vocabulary: [`catalogue`] (the cases of `cases/*.toml`), [`outcome`] (typed outcomes,
 //!    problems, schema validation), [`config`] (the run's flags);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`];
-//! 3. access to the server under test: [`http`], [`pagination`], [`receiver`], [`driver`],
+//! 3. access to the server under test: [`http`] (paced by [`throttle`]), [`pagination`], [`receiver`] (waits bounded by [`patience`]), [`driver`],
 //!    [`redact`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and driver steps)
 //!    and [`preflight`] (the setup checked before any case);
 //! 4. fixtures shared by cases: [`tour`], [`fixtures`] (the [`fixtures::RunContext`] a check
@@ -26,6 +26,7 @@ pub mod fixtures;
 pub mod http;
 pub mod outcome;
 pub mod pagination;
+pub mod patience;
 pub mod preflight;
 pub mod property;
 pub mod receiver;
@@ -34,4 +35,5 @@ pub mod report;
 pub mod runner;
 pub mod session;
 pub mod steps;
+pub mod throttle;
 pub mod tour;

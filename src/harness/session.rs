@@ -55,6 +55,7 @@ impl Session {
         let sandbox_config = SandboxConfig {
             mutant: config.sandbox_mutant,
             variant: config.sandbox_variant,
+            conditions: config.sandbox_conditions.conditions(),
             ..SandboxConfig::default()
         };
         let (sandbox, base_url, key, second_key, service) = match &config.base_url {
@@ -76,7 +77,9 @@ impl Session {
         for k in key.iter().chain(second_key.iter()) {
             redactor.add(k);
         }
-        let api = Api::new(&base_url, key, second_key, config.request_wait()).map_err(|e| e.to_string())?;
+        let api = Api::new(&base_url, key, second_key, config.request_wait())
+            .map_err(|e| e.to_string())?
+            .with_throttle(std::sync::Arc::new(super::throttle::Throttle::new(config.rate_limit)));
         if sandbox.is_none() {
             api.reachable().await.map_err(|e| format!("target unreachable: {e}"))?;
         }

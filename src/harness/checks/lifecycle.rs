@@ -140,11 +140,14 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<(), Stop> {
 async fn settle(ctx: &Session, id: &str, expected: &str, since: u64, trace: &Trace) -> Result<ConnectionState, Stop> {
     let receiver = ctx.receiver()?;
     let arrived = |ds: &[Delivery]| ds.iter().any(|d| d.event_type() == Some(expected) && d.seq >= since);
+    let started = std::time::Instant::now();
     let (_, deliveries) =
         receiver.wait_for(id, ctx.config.event_wait(), |ds| arrived(ds) && chain::resolve(ds).is_ok()).await;
     if !arrived(&deliveries) {
-        let problem =
-            format!("the target accepted the action, but no {expected} arrived within {:?}", ctx.config.event_wait());
+        let problem = format!(
+            "the target accepted the action, but no {expected} arrived ({})",
+            receiver.patience.describe(started.elapsed())
+        );
         return Err(trace.fail(id, problem, &deliveries));
     }
     // Every new delivery on its own: schema (which also asserts the prefixes of the ids it
