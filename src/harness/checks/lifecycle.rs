@@ -39,7 +39,7 @@ pub const MAX_STEPS: usize = 6;
 /// `connect`. Half the sequences start with `connect`, and `connect` and the data actions are
 /// drawn more often than the others: the data actions only mean something on a CONNECTED
 /// connection.
-pub fn sequences() -> impl Strategy<Value = Vec<Action>> {
+pub fn sequences() -> impl Strategy<Value = Vec<Action>, Tree: Send> {
     use Action::*;
     let first = prop_oneof![Just(Connect), prop::sample::select(Action::ALL.to_vec())];
     let weighted = vec![
