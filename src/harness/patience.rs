@@ -96,7 +96,7 @@ impl Patience {
             state.ran_out.iter().filter(|(id, seen)| count_now(id) > *seen).map(|(id, _)| id.as_str()).collect();
         (!late.is_empty()).then(|| {
             format!(
-                "note: {} wait(s) ran out before deliveries that came later (late, not missing; the spec fixes no \
+                "{} wait(s) ran out before deliveries that came later (late, not missing; the spec fixes no \
                  delivery time, §6.3): consider a larger --event-timeout",
                 late.len()
             )

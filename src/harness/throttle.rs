@@ -67,7 +67,7 @@ impl Throttle {
     pub fn note(&self) -> Option<String> {
         let n = self.refused.load(Ordering::Relaxed);
         (n > 0).then(|| {
-            format!("note: the target answered 429 (too many requests) {n} time(s); each was retried as asked (§8 leaves rate limits open)")
+            format!("the target answered 429 (too many requests) {n} time(s); each was retried as asked (§8 leaves rate limits open)")
         })
     }
 }
