@@ -2,7 +2,8 @@
 //! (§6.3, §8): a late event is not a violation, a missing one is. So a wait ends the moment its
 //! event arrives, and otherwise lasts:
 //!
-//! - at least `--event-timeout` (the floor);
+//! - at least `--event-timeout` (the floor; [`FIRST_WAIT_FACTOR`] times it for the preflight's
+//!   first delivery);
 //! - at least twice the longest delivery latency observed in this run, plus a second (the
 //!   latency is learned from the waits that succeeded: from the triggering request or driver
 //!   call to the arrival);
@@ -18,6 +19,9 @@ use std::time::{Duration, Instant};
 
 /// The cap of one wait, whatever the observed latency or the queue.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
+/// The preflight awaits the run's first delivery this many times `--event-timeout`: nothing is
+/// learned yet about the target's latency.
+pub const FIRST_WAIT_FACTOR: u32 = 3;
 
 #[derive(Default)]
 struct State {
@@ -101,5 +105,42 @@ impl Patience {
                 late.len()
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FLOOR: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn a_wait_lasts_the_floor_until_latency_is_learned() {
+        let p = Patience::default();
+        let now = Instant::now();
+        assert_eq!(p.deadline(now, FLOOR), now + FLOOR);
+        p.succeeded(Duration::from_secs(10));
+        assert_eq!(p.deadline(now, FLOOR), now + Duration::from_secs(21));
+        assert!(p.describe(Duration::from_secs(21)).contains("10.0s over 1 deliveries"));
+    }
+
+    #[test]
+    fn a_busy_queue_extends_a_wait_up_to_the_cap() {
+        let p = Patience::default();
+        let started = Instant::now() - Duration::from_secs(30);
+        p.arrival();
+        let deadline = p.deadline(started, FLOOR);
+        assert!(deadline > Instant::now() + Duration::from_secs(4), "extended past the floor");
+        let long_ago = Instant::now() - MAX_WAIT;
+        assert_eq!(p.deadline(long_ago, FLOOR), long_ago + MAX_WAIT);
+    }
+
+    #[test]
+    fn deliveries_after_a_wait_ran_out_are_late() {
+        let p = Patience::default();
+        p.ran_out("conn_a", 1);
+        p.ran_out("conn_b", 2);
+        assert_eq!(p.late_note(|_| 2).as_deref().map(|n| n.starts_with("1 wait(s)")), Some(true));
+        assert_eq!(p.late_note(|id| if id == "conn_a" { 1 } else { 2 }), None);
     }
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
 /// How long shrinking may take, so that a failing property reports within a bounded time.
-const MAX_SHRINK_TIME: Duration = Duration::from_secs(20);
+const MAX_SHRINK_TIME: Duration = Duration::from_secs(60);
 /// Most shrinking attempts.
 const MAX_SHRINK_ITERS: u32 = 64;
 
@@ -87,7 +87,13 @@ fn draw<S: Strategy>(strategy: &S, seed: u64, cases: u32) -> Result<Vec<S::Tree>
         TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
     );
     (0..cases)
-        .map(|_| strategy.new_tree(&mut runner).map_err(|e| Stop::fail(format!("property aborted: {e}"))))
+        .map(|_| {
+            // A fresh generator per input, as proptest's own runner makes one: the same seed
+            // draws the same inputs as `TestRunner::run` would.
+            let next = runner.new_rng();
+            *runner.rng() = next;
+            strategy.new_tree(&mut runner).map_err(|e| Stop::fail(format!("property aborted: {e}")))
+        })
         .collect()
 }
 

@@ -47,9 +47,12 @@ impl Session {
     /// when there is a driver, and registers the receiver. Errors mean the run cannot start.
     pub async fn setup(config: RunConfig) -> Result<Self, String> {
         let redactor = Redactor::default();
-        if config.base_url.is_some() && (config.sandbox_mutant.is_some() || config.sandbox_variant.is_some()) {
+        let sandbox_only = config.sandbox_mutant.is_some()
+            || config.sandbox_variant.is_some()
+            || !config.sandbox_conditions.conditions().is_local();
+        if config.base_url.is_some() && sandbox_only {
             return Err(
-                "--sandbox-mutant and --sandbox-variant apply to the embedded sandbox, not to --base-url".into()
+                "--sandbox-mutant, --sandbox-variant and the --sandbox-* conditions apply to the embedded sandbox, not to --base-url".into()
             );
         }
         let sandbox_config = SandboxConfig {

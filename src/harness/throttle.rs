@@ -26,8 +26,11 @@ pub struct Throttle {
 impl Throttle {
     /// `rate` requests per second at most (zero or less, or not finite: unlimited).
     pub fn new(rate: f64) -> Self {
-        let spacing =
-            if rate.is_finite() && rate > 0.0 { Duration::from_secs_f64(1.0 / rate.min(10_000.0)) } else { Duration::ZERO };
+        let spacing = if rate.is_finite() && rate > 0.0 {
+            Duration::from_secs_f64(1.0 / rate.min(10_000.0))
+        } else {
+            Duration::ZERO
+        };
         Self { spacing, ..Self::default() }
     }
 
@@ -69,5 +72,35 @@ impl Throttle {
         (n > 0).then(|| {
             format!("the target answered 429 (too many requests) {n} time(s); each was retried as asked (§8 leaves rate limits open)")
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_counted_and_retried_within_the_budget() {
+        let t = Throttle::new(0.0);
+        let mut spent = Duration::ZERO;
+        let mut retries = 0;
+        while t.refused(429, Some(1.0), &mut spent).is_some() {
+            retries += 1;
+        }
+        assert_eq!(retries, 60, "a steady 1 s Retry-After is outlasted for a minute");
+        assert!(t.note().is_some_and(|n| n.contains("61 time(s)")));
+        assert_eq!(t.refused(503, Some(100.0), &mut Duration::ZERO), Some(MAX_PAUSE));
+        assert_eq!(t.refused(503, Some(f64::NAN), &mut Duration::ZERO), Some(Duration::from_millis(500)));
+    }
+
+    #[tokio::test]
+    async fn a_rate_spaces_requests() {
+        let t = Throttle::new(100.0);
+        let started = Instant::now();
+        for _ in 0..5 {
+            t.acquire().await;
+        }
+        assert!(started.elapsed() >= Duration::from_millis(40));
+        assert_eq!(Throttle::new(f64::INFINITY).spacing, Duration::ZERO);
     }
 }

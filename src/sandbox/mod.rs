@@ -30,8 +30,8 @@ pub mod transitions;
 mod webhooks;
 pub mod widget;
 
-use faults::Flavor;
 pub use conditions::Conditions;
+use faults::Flavor;
 pub use faults::{Mutant, Variant};
 pub use model::{DEFAULT_LIMIT, MAX_LIMIT};
 use shared::Shared;
