@@ -89,8 +89,8 @@ mod tests {
         }
         assert_eq!(retries, 60, "a steady 1 s Retry-After is outlasted for a minute");
         assert!(t.note().is_some_and(|n| n.contains("61 time(s)")));
-        assert_eq!(t.refused(503, Some(100.0), &mut Duration::ZERO), Some(MAX_PAUSE));
-        assert_eq!(t.refused(503, Some(f64::NAN), &mut Duration::ZERO), Some(Duration::from_millis(500)));
+        assert_eq!(t.refused(503, Some(100.0), &mut Duration::default()), Some(MAX_PAUSE));
+        assert_eq!(t.refused(503, Some(f64::NAN), &mut Duration::default()), Some(Duration::from_millis(500)));
     }
 
     #[tokio::test]
