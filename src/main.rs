@@ -3,7 +3,7 @@
 use bankconf::harness::check_events::{self, CheckEventsConfig};
 use bankconf::harness::config::{parse_mutant, parse_variant, RunConfig};
 use bankconf::harness::{catalogue, runner};
-use bankconf::sandbox::{Mutant, Sandbox, SandboxConfig, Variant};
+use bankconf::sandbox::{Conditions, Mutant, Sandbox, SandboxConfig, Variant};
 use bankconf::selftest;
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -48,6 +48,18 @@ enum Command {
         /// Serve a conforming variant that reads the spec's freedoms differently (see --list-variants).
         #[arg(long, value_parser = parse_variant)]
         variant: Option<Variant>,
+        /// Milliseconds added to every API answer.
+        #[arg(long, default_value_t = 0)]
+        latency_ms: u64,
+        /// Every webhook delivery goes out this many milliseconds late (deliveries in parallel).
+        #[arg(long, default_value_t = 0)]
+        delivery_delay_ms: u64,
+        /// Webhook deliveries go out one at a time, each taking this many milliseconds.
+        #[arg(long, default_value_t = 0, conflicts_with = "delivery_delay_ms")]
+        delivery_serial_ms: u64,
+        /// Requests per second per API key; more are answered 429 with `Retry-After: 1` (0: none).
+        #[arg(long, default_value_t = 0)]
+        rate_limit: u32,
         /// Print every mutant with the cases that must catch it, and exit.
         #[arg(long)]
         list_mutants: bool,
@@ -117,8 +129,20 @@ fn main() -> ExitCode {
                 .map(|v| format!("{:<32} {:<5} {}\n", v.name(), v.section(), v.description()))
                 .collect::<String>(),
         ),
-        Command::Serve { listen, api_keys, service, mutant, variant, .. } => {
-            runtime.block_on(serve(SandboxConfig { listen, api_keys, service, mutant, variant }))
+        Command::Serve {
+            listen,
+            api_keys,
+            service,
+            mutant,
+            variant,
+            latency_ms,
+            delivery_delay_ms,
+            delivery_serial_ms,
+            rate_limit,
+            ..
+        } => {
+            let conditions = Conditions { latency_ms, delivery_delay_ms, delivery_serial_ms, rate_limit };
+            runtime.block_on(serve(SandboxConfig { listen, api_keys, service, mutant, variant, conditions }))
         }
         Command::SelfTest { parallel, event_timeout } => {
             let options = selftest::Options { parallel, event_timeout };
@@ -145,6 +169,7 @@ async fn serve(config: SandboxConfig) -> i32 {
         (_, Some(v)) => Some(format!("variant {v}: {}", v.description())),
         _ => None,
     };
+    let conditions = (!config.conditions.is_local()).then(|| config.conditions.describe());
     let sandbox = match Sandbox::start(config).await {
         Ok(s) => s,
         Err(e) => {
@@ -157,6 +182,9 @@ async fn serve(config: SandboxConfig) -> i32 {
     let mut banner = format!("bankconf sandbox listening on {}\n", sandbox.base_url);
     if let Some(m) = config_note {
         banner += &format!("{m}\n");
+    }
+    if let Some(c) = conditions {
+        banner += &format!("conditions: {c}\n");
     }
     banner += &format!("widget: {}/widget/{}-connect.js\n", sandbox.base_url, sandbox.service);
     for client in &sandbox.clients {

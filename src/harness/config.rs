@@ -3,7 +3,7 @@
 
 use super::catalogue::{Level, Selection};
 use super::outcome::Gate;
-use crate::sandbox::{Mutant, Variant};
+use crate::sandbox::{Conditions, Mutant, Variant};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -63,6 +63,15 @@ pub struct RunConfig {
     /// Advanced: the embedded sandbox is this conforming variant (`bankconf serve --list-variants`).
     #[arg(long, hide = true, value_parser = parse_variant)]
     pub sandbox_variant: Option<Variant>,
+    /// Advanced: the embedded sandbox's conditions (`bankconf serve --latency-ms` and so on).
+    #[command(flatten)]
+    pub sandbox_conditions: SandboxConditions,
+    /// Requests per second sent to the target (a token bucket; 0: unlimited).
+    #[arg(long, env = "BANKCONF_RATE_LIMIT", default_value_t = 0.0)]
+    pub rate_limit: f64,
+    /// Property inputs played at a time (each on its own connection or walk).
+    #[arg(long, env = "BANKCONF_CONCURRENCY", default_value_t = 8)]
+    pub concurrency: usize,
     /// Select cases by section (`§4.3` or `4.3`; repeatable).
     #[arg(long = "section")]
     pub sections: Vec<String>,
@@ -97,6 +106,9 @@ impl RunConfig {
             driver_timeout: 30.0,
             sandbox_mutant: None,
             sandbox_variant: None,
+            sandbox_conditions: SandboxConditions::default(),
+            rate_limit: 0.0,
+            concurrency: 8,
             sections: Vec::new(),
             levels: Vec::new(),
             ids: Vec::new(),
@@ -146,6 +158,10 @@ impl RunConfig {
         if let Some(v) = self.sandbox_variant {
             words.push(format!("--sandbox-variant {v}"));
         }
+        words.extend(self.sandbox_conditions.flags());
+        if self.rate_limit > 0.0 {
+            words.push(format!("--rate-limit {}", self.rate_limit));
+        }
         words.join(" ")
     }
 
@@ -193,4 +209,42 @@ pub struct OutputPaths {
     /// Write a Markdown summary (for a CI job summary) to this file.
     #[arg(long, env = "BANKCONF_REPORT_MD")]
     pub report_md: Option<PathBuf>,
+}
+
+/// The hidden `bankconf run --sandbox-*` flags: the embedded sandbox's [`Conditions`].
+#[derive(Args, Clone, Copy, Debug, Default)]
+pub struct SandboxConditions {
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub sandbox_latency_ms: u64,
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub sandbox_delivery_delay_ms: u64,
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub sandbox_delivery_serial_ms: u64,
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub sandbox_rate_limit: u32,
+}
+
+impl SandboxConditions {
+    pub fn conditions(&self) -> Conditions {
+        Conditions {
+            latency_ms: self.sandbox_latency_ms,
+            delivery_delay_ms: self.sandbox_delivery_delay_ms,
+            delivery_serial_ms: self.sandbox_delivery_serial_ms,
+            rate_limit: self.sandbox_rate_limit,
+        }
+    }
+
+    /// The flags that set them, for rerun commands.
+    fn flags(&self) -> Vec<String> {
+        [
+            ("--sandbox-latency-ms", self.sandbox_latency_ms),
+            ("--sandbox-delivery-delay-ms", self.sandbox_delivery_delay_ms),
+            ("--sandbox-delivery-serial-ms", self.sandbox_delivery_serial_ms),
+            ("--sandbox-rate-limit", u64::from(self.sandbox_rate_limit)),
+        ]
+        .into_iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(flag, v)| format!("{flag} {v}"))
+        .collect()
+    }
 }

@@ -161,6 +161,7 @@ pub struct Api {
     second_key: Option<String>,
     /// Endpoint rules broken in any read, whichever case made it (see [`Api::broken_rules`]).
     broken: Arc<Mutex<Vec<(Violation, Sent)>>>,
+    throttle: Arc<super::throttle::Throttle>,
 }
 
 impl Api {
@@ -182,11 +183,22 @@ impl Api {
         let client = builder().redirect(reqwest::redirect::Policy::none()).build()?;
         // Assets are fetched as a browser would: following a few redirects.
         let browser = builder().redirect(reqwest::redirect::Policy::limited(5)).build()?;
-        Ok(Self { client, browser, base, key, second_key, broken: Arc::default() })
+        Ok(Self { client, browser, base, key, second_key, broken: Arc::default(), throttle: Default::default() })
+    }
+
+    /// Paces this client's requests (and its clones') with `throttle`.
+    pub fn with_throttle(mut self, throttle: Arc<super::throttle::Throttle>) -> Self {
+        self.throttle = throttle;
+        self
     }
 
     pub fn base_url(&self) -> &str {
         self.base.as_str().trim_end_matches('/')
+    }
+
+    /// The run's pacing (for the report's count of 429s).
+    pub fn throttle(&self) -> &super::throttle::Throttle {
+        &self.throttle
     }
 
     pub fn has_second_key(&self) -> bool {
@@ -301,8 +313,8 @@ impl Api {
     }
 
     /// Sends one request and reads its answer, bounded in size. Rate limiting is not a
-    /// violation (§8 leaves rate limits open): a 429, or a 503 with `Retry-After`, is retried a
-    /// few times, waiting as asked (at most 2 s a time).
+    /// violation (§8 leaves rate limits open): a 429, or a 503 with `Retry-After`, is retried as
+    /// [`super::throttle`] decides.
     async fn exchange(
         &self,
         client: &reqwest::Client,
@@ -311,9 +323,10 @@ impl Api {
         authorization: Option<String>,
         accept: &str,
     ) -> Result<Exchange, Stop> {
-        const TRIES: u32 = 4;
         let request = describe(&method, &url);
-        for attempt in 1..=TRIES {
+        let mut spent = Duration::ZERO;
+        loop {
+            self.throttle.acquire().await;
             let mut builder = client.request(method.clone(), url.clone()).header("Accept", accept);
             if method == Method::POST {
                 builder = builder.header("Content-Type", "application/json");
@@ -327,10 +340,11 @@ impl Api {
                 .map_err(|e| Stop::fail(format!("{request}: no answer: {}", transport_error(&e))))?;
             let status = response.status().as_u16();
             let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(retry_wait);
-            if attempt < TRIES && (status == 429 || (status == 503 && retry_after.is_some())) {
-                tokio::time::sleep(retry_after.unwrap_or(Duration::from_millis(200 << attempt)).min(MAX_RETRY_WAIT))
-                    .await;
-                continue;
+            if status == 429 || (status == 503 && retry_after.is_some()) {
+                if let Some(pause) = self.throttle.refused(status, retry_after.map(|d| d.as_secs_f64()), &mut spent) {
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
             }
             let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
             let mut body = Vec::new();
@@ -352,7 +366,6 @@ impl Api {
             let body = String::from_utf8_lossy(&body).into_owned();
             return Ok(Exchange { request, status, content_type, body, invalid_utf8 });
         }
-        unreachable!("the last attempt always returns")
     }
 }
 

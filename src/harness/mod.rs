@@ -6,7 +6,8 @@
 //!    made safe for each medium), [`budget`] (the run's memory budget);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
 //!    [`endpoint_rules`] every answer keeps, and the explored [`graph`] of transitions;
-//! 3. access to the server under test: [`http`], [`pagination`], [`receiver`], [`driver`],
+//! 3. access to the server under test: [`http`] (paced by [`throttle`]), [`pagination`],
+//!    [`receiver`] (waits bounded by [`patience`]), [`driver`],
 //!    [`redact`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and driver steps)
 //!    and [`preflight`] (the setup checked before any case);
 //! 4. fixtures shared by cases: [`tour`], [`fixtures`] (the [`fixtures::RunContext`] a check
@@ -31,6 +32,7 @@ pub mod graph;
 pub mod http;
 pub mod outcome;
 pub mod pagination;
+pub mod patience;
 pub mod preflight;
 pub mod property;
 pub mod receiver;
@@ -40,4 +42,5 @@ pub mod runner;
 pub mod sanitize;
 pub mod session;
 pub mod steps;
+pub mod throttle;
 pub mod tour;

@@ -118,7 +118,10 @@ async fn probe_webhooks(session: &Session, created: &Created) -> Option<String> 
     let receiver = session.receiver.as_ref()?;
     let wait = session.config.event_wait();
     let started = std::time::Instant::now();
-    let (arrived, _) = receiver.wait_for(&created.connection_id, wait, |ds| !ds.is_empty()).await;
+    // The run's first delivery may be late (a queue): it is awaited longer than the others,
+    // and it teaches the later waits the target's latency (see `patience`).
+    let first_wait = wait * super::patience::FIRST_WAIT_FACTOR;
+    let (arrived, _) = receiver.wait_for(&created.connection_id, first_wait, |ds| !ds.is_empty()).await;
     // A delivery the receiver refused (too large) reached it all the same.
     let reached = || receiver.arrived_so_far() + receiver.refused() > 0;
     if !arrived && !reached() {
@@ -141,7 +144,7 @@ fn silent_diagnosis(session: &Session) -> String {
          target was given {url} (listening on {}). A target in a container or on another host needs \
          --webhook-public-url with an address it can reach, and --webhook-listen 0.0.0.0:PORT; the event \
          cases are not judged on zero deliveries",
-        session.config.event_wait(),
+        session.config.event_wait() * (super::patience::FIRST_WAIT_FACTOR + 1),
         session.config.webhook_listen
     )
 }

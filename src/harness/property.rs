@@ -1,101 +1,150 @@
-//! Property-based cases: proptest drives a synchronous runner, each generated input is checked
-//! by an async check on the run's runtime. Failures shrink and report the minimal input and the
-//! seed that replays them (`bankconf run --seed S <case-id>`).
+//! Property-based cases: inputs drawn from a seeded proptest [`TestRunner`] are played
+//! concurrently (at most `--concurrency` at a time, each on its own connection or walk, as
+//! tokio tasks that end with the case); the first failing input, in drawing order, is then
+//! shrunk here, one attempt at a time and bounded in time and attempts, and reported with the
+//! seed that replays it (`bankconf run --seed S <case-id>`).
 
-use super::http;
+use super::http::{self, Sent};
 use super::outcome::{ErrorSource, Failure, Stop};
 use super::session::Session;
-use proptest::strategy::Strategy;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::fmt::Debug;
 use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
 
 /// How long shrinking may take, so that a failing property reports within a bounded time.
-const MAX_SHRINK_MILLIS: u32 = 20_000;
+const MAX_SHRINK_TIME: Duration = Duration::from_secs(60);
+/// Most shrinking attempts.
+const MAX_SHRINK_ITERS: u32 = 64;
 
-/// Runs `test` over inputs drawn from `strategy`, `--cases` times, seeded from the run's seed and
-/// the case id; on failure, shrinks and reports the smallest failing input.
+/// One played input: its verdict and the last request it sent (a failure's evidence).
+type Played = (Result<(), Stop>, Option<Sent>);
+
+/// Runs `test` over `--cases` inputs drawn from `strategy`, seeded from the run's seed and the
+/// case id; on failure, shrinks and reports the smallest failing input found.
 pub async fn for_all<S, F, Fut>(ctx: &Session, case_id: &'static str, strategy: S, test: F) -> Result<(), Stop>
 where
-    S: Strategy + Send + 'static,
-    S::Value: Debug,
-    F: Fn(S::Value) -> Fut + Send + 'static,
+    S: Strategy,
+    S::Tree: Send + 'static,
+    S::Value: Debug + Send + 'static,
+    F: Fn(S::Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), Stop>> + Send + 'static,
+{
+    let (run_seed, cases) = (ctx.seed, ctx.config.cases.max(1));
+    let mut trees = draw(&strategy, ctx.case_seed(case_id), cases)?;
+    let test = Arc::new(test);
+    let mut failing: Option<(usize, String, Option<Sent>)> = None;
+    // Dropping the set (the case overran its limit) aborts every input still playing.
+    let mut playing = JoinSet::new();
+    let mut next = 0;
+    let concurrency = ctx.config.concurrency.max(1);
+    loop {
+        while next < trees.len() && playing.len() < concurrency {
+            let (test, input, i) = (test.clone(), trees[next].current(), next);
+            playing.spawn(async move { (i, play(&*test, input).await) });
+            next += 1;
+        }
+        let Some(joined) = playing.join_next().await else { break };
+        let (i, (verdict, sent)) =
+            joined.map_err(|e| Stop::Error(ErrorSource::Harness, format!("a property input stopped: {e}")))?;
+        match verdict {
+            // An input the target cannot be judged on (Stop::Ignore) is discarded, not failed.
+            Ok(()) | Err(Stop::Ignore(..)) => {}
+            Err(Stop::Fail(f)) => {
+                if failing.as_ref().is_none_or(|(first, ..)| i < *first) {
+                    failing = Some((i, f.message, sent));
+                }
+            }
+            // The first error (the driver failed) stops the property as an error, not a failure.
+            Err(e) => return Err(e),
+        }
+    }
+    let Some((i, message, sent)) = failing else { return Ok(()) };
+    let tree = trees.swap_remove(i);
+    let (message, input, sent) = shrink(tree, &*test, message, sent).await?;
+    if let Some(sent) = sent {
+        http::record(sent);
+    }
+    Err(Stop::Fail(Failure {
+        message: format!(
+            "{message} [shrunk input: {input}; seed {run_seed}: replay with `bankconf run --seed {run_seed} {case_id}`]"
+        ),
+        shrunk_input: Some(input),
+    }))
+}
+
+/// `cases` value trees from a runner seeded with `seed`.
+fn draw<S: Strategy>(strategy: &S, seed: u64, cases: u32) -> Result<Vec<S::Tree>, Stop> {
+    let mut seed_bytes = [0u8; 32];
+    for chunk in seed_bytes.chunks_mut(8) {
+        chunk.copy_from_slice(&seed.to_le_bytes());
+    }
+    let mut runner = TestRunner::new_with_rng(
+        Config { failure_persistence: None, ..Config::default() },
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
+    );
+    (0..cases)
+        .map(|_| {
+            // A fresh generator per input, as proptest's own runner makes one: the same seed
+            // draws the same inputs as `TestRunner::run` would.
+            let next = runner.new_rng();
+            *runner.rng() = next;
+            strategy.new_tree(&mut runner).map_err(|e| Stop::fail(format!("property aborted: {e}")))
+        })
+        .collect()
+}
+
+/// Plays one input, recording its requests.
+async fn play<V, Fut>(test: &(impl Fn(V) -> Fut + ?Sized), input: V) -> Played
+where
     Fut: Future<Output = Result<(), Stop>>,
 {
-    let handle = tokio::runtime::Handle::current();
-    let seed = ctx.case_seed(case_id);
-    let (run_seed, cases) = (ctx.seed, ctx.config.cases.max(1));
-    // Dropped with this future (a case stopped at its time limit): the runner thread then ends
-    // at once instead of running on into the runtime's shutdown.
-    let (_alive, stopped) = tokio::sync::watch::channel(());
-    let result = tokio::task::spawn_blocking(move || {
-        let config = Config {
-            cases,
-            failure_persistence: None,
-            max_shrink_iters: 64,
-            max_shrink_time: MAX_SHRINK_MILLIS,
-            ..Config::default()
-        };
-        let mut seed_bytes = [0u8; 32];
-        for chunk in seed_bytes.chunks_mut(8) {
-            chunk.copy_from_slice(&seed.to_le_bytes());
-        }
-        let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
-        // The first error (the driver failed) stops the property as an error, not a failure.
-        let error = std::cell::RefCell::new(None);
-        // The last request of the last failing input (the shrunk one): the failure's curl.
-        let failing_request = std::cell::RefCell::new(None);
-        let result = runner.run(&strategy, |input| {
-            if stopped.has_changed().is_err() {
-                return Err(TestCaseError::fail("the case was stopped"));
-            }
-            let mut stopped = stopped.clone();
-            let test = http::recording(test(input));
-            let (verdict, log) = handle.block_on(async move {
-                tokio::select! {
-                    outcome = test => outcome,
-                    _ = stopped.changed() => (Err(Stop::fail("the case was stopped")), Vec::new()),
-                }
-            });
-            if let Err(Stop::Fail(f)) = &verdict {
-                *failing_request.borrow_mut() = http::evidence(&f.message, &log).cloned();
-            }
-            // An input the target cannot be judged on (Stop::Ignore) is discarded, not failed.
-            verdict.map_err(|stop| match stop {
-                Stop::Fail(f) => TestCaseError::fail(f.message),
-                Stop::Ignore(_, m) => TestCaseError::reject(m),
-                e @ Stop::Error(..) => {
-                    let message = e.to_string();
-                    error.borrow_mut().get_or_insert(e);
-                    TestCaseError::fail(message)
-                }
-            })
-        });
-        if let Some(e) = error.into_inner() {
-            return (Err(e), None);
-        }
-        let failing_request = failing_request.into_inner();
-        // Rendered here: the shrunk input need not be Send.
-        let verdict = match result {
-            Ok(()) => Ok(()),
-            Err(TestError::Fail(reason, input)) => Err(Stop::Fail(Failure {
-                message: format!(
-                    "{reason} [shrunk input: {input:?}; seed {run_seed}: replay with `bankconf run --seed {run_seed} {case_id}`]"
-                ),
-                shrunk_input: Some(format!("{input:?}")),
-            })),
-            Err(TestError::Abort(reason)) => Err(Stop::fail(format!("property aborted: {reason} (seed {run_seed})"))),
-        };
-        (verdict, failing_request)
-    })
-    .await;
-    match result {
-        Ok((verdict, failing_request)) => {
-            if let Some(sent) = failing_request {
-                http::record(sent);
-            }
-            verdict
-        }
-        Err(e) => Err(Stop::Error(ErrorSource::Harness, format!("property runner stopped: {e}"))),
+    let (verdict, log) = http::recording(test(input)).await;
+    let sent = match &verdict {
+        Err(Stop::Fail(f)) => http::evidence(&f.message, &log).cloned(),
+        _ => None,
+    };
+    (verdict, sent)
+}
+
+/// Shrinks a failing input as proptest would (simplify while it fails, complicate while it
+/// passes), one attempt at a time, within [`MAX_SHRINK_TIME`] and [`MAX_SHRINK_ITERS`]. Returns
+/// the last failure's message, its input and its evidence.
+async fn shrink<T, Fut>(
+    mut tree: T,
+    test: &(impl Fn(T::Value) -> Fut + ?Sized),
+    message: String,
+    sent: Option<Sent>,
+) -> Result<(String, String, Option<Sent>), Stop>
+where
+    T: ValueTree,
+    T::Value: Debug,
+    Fut: Future<Output = Result<(), Stop>>,
+{
+    let mut best = (message, format!("{:?}", tree.current()), sent);
+    let deadline = Instant::now() + MAX_SHRINK_TIME;
+    if !tree.simplify() {
+        return Ok(best);
     }
+    for _ in 0..MAX_SHRINK_ITERS {
+        let input = tree.current();
+        let shown = format!("{input:?}");
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok((verdict, sent)) = tokio::time::timeout(left, play(test, input)).await else { break };
+        let more = match verdict {
+            Err(Stop::Fail(f)) => {
+                best = (f.message, shown, sent);
+                tree.simplify()
+            }
+            Err(e @ Stop::Error(..)) => return Err(e),
+            Ok(()) | Err(Stop::Ignore(..)) => tree.complicate(),
+        };
+        if !more {
+            break;
+        }
+    }
+    Ok(best)
 }

@@ -4,6 +4,7 @@
 
 use super::budget;
 use super::delivery::Delivery;
+use super::patience::Patience;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
@@ -37,6 +38,8 @@ pub struct Receiver {
     url: String,
     store: Arc<Store>,
     arrivals: watch::Receiver<u64>,
+    /// How long waits last (see [`Patience`]).
+    pub patience: Patience,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -67,7 +70,7 @@ impl Receiver {
             let host = if addr.ip().is_unspecified() { SocketAddr::from(([127, 0, 0, 1], addr.port())) } else { addr };
             format!("http://{host}/webhooks")
         });
-        Ok(Self { url, store, arrivals, shutdown: Some(shutdown) })
+        Ok(Self { url, store, arrivals, patience: Patience::default(), shutdown: Some(shutdown) })
     }
 
     /// The address to register with the target.
@@ -99,26 +102,34 @@ impl Receiver {
         all.iter().filter(|d| d.connection_id() == Some(connection_id)).cloned().collect()
     }
 
-    /// Waits until `done` holds for the deliveries concerning `connection_id`, at most `timeout`.
-    /// Returns whether it held, and the deliveries seen.
+    /// Waits until `done` holds for the deliveries concerning `connection_id`, at least
+    /// `timeout` (`--event-timeout`) and longer as [`Patience`] decides. Returns whether it held,
+    /// and the deliveries seen.
     pub async fn wait_for(
         &self,
         connection_id: &str,
         timeout: Duration,
         done: impl Fn(&[Delivery]) -> bool,
     ) -> (bool, Vec<Delivery>) {
-        let deadline = Instant::now() + timeout;
+        let started = Instant::now();
         let mut arrivals = self.arrivals.clone();
         loop {
             arrivals.mark_unchanged();
             let seen = self.for_connection(connection_id);
             if done(&seen) {
+                self.patience.succeeded(started.elapsed());
                 return (true, seen);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || tokio::time::timeout(left, arrivals.changed()).await.is_err() {
-                let seen = self.for_connection(connection_id);
-                return (done(&seen), seen);
+            let left = self.patience.deadline(started, timeout).saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.patience.ran_out(connection_id, seen.len());
+                return (false, seen);
+            }
+            match tokio::time::timeout(left, arrivals.changed()).await {
+                Ok(Ok(())) => self.patience.arrival(),
+                // The deadline may have moved meanwhile: the loop computes it again.
+                Err(_) => {}
+                Ok(Err(_)) => return (false, seen),
             }
         }
     }

@@ -73,6 +73,12 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
     })
     .await;
     let results = attribute(results, &ctx);
+    // Notes only the end of the run can give: late deliveries, 429s.
+    let mut notes = notes;
+    if let Ok(r) = ctx.receiver() {
+        notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
+    }
+    notes.extend(ctx.api.throttle().note());
     let report = Report {
         origin: Origin::Run { seed: ctx.seed, settings },
         server: ctx.server.clone(),
@@ -125,8 +131,10 @@ pub async fn run_case(ctx: Arc<RunContext>, case: &'static Case) -> CaseResult {
     let outcome = if let Some(reason) = ctx.missing(case) {
         Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason }
     } else if let Some(check) = checks::code_of(&case.id) {
-        // Generous: a case waits for events several times, and walks many pages.
-        let limit = Duration::from_secs(60) + ctx.config.event_wait() * 6 + ctx.config.request_wait() * 2;
+        // Generous: a case waits for events several times (each wait at most
+        // `patience::MAX_WAIT`), and walks many pages.
+        let waits = super::patience::MAX_WAIT.max(ctx.config.event_wait());
+        let limit = Duration::from_secs(60) + waits * 6 + ctx.config.request_wait() * 2;
         let mut task = tokio::spawn(http::recording(check(ctx.clone())));
         match tokio::time::timeout(limit, &mut task).await {
             Ok(Ok((result, sent))) => {

@@ -47,14 +47,18 @@ impl Session {
     /// when there is a driver, and registers the receiver. Errors mean the run cannot start.
     pub async fn setup(config: RunConfig) -> Result<Self, String> {
         let redactor = Redactor::default();
-        if config.base_url.is_some() && (config.sandbox_mutant.is_some() || config.sandbox_variant.is_some()) {
+        let sandbox_only = config.sandbox_mutant.is_some()
+            || config.sandbox_variant.is_some()
+            || !config.sandbox_conditions.conditions().is_local();
+        if config.base_url.is_some() && sandbox_only {
             return Err(
-                "--sandbox-mutant and --sandbox-variant apply to the embedded sandbox, not to --base-url".into()
+                "--sandbox-mutant, --sandbox-variant and the --sandbox-* conditions apply to the embedded sandbox, not to --base-url".into()
             );
         }
         let sandbox_config = SandboxConfig {
             mutant: config.sandbox_mutant,
             variant: config.sandbox_variant,
+            conditions: config.sandbox_conditions.conditions(),
             ..SandboxConfig::default()
         };
         let (sandbox, base_url, key, second_key, service) = match &config.base_url {
@@ -76,7 +80,9 @@ impl Session {
         for k in key.iter().chain(second_key.iter()) {
             redactor.add(k);
         }
-        let api = Api::new(&base_url, key, second_key, config.request_wait()).map_err(|e| e.to_string())?;
+        let api = Api::new(&base_url, key, second_key, config.request_wait())
+            .map_err(|e| e.to_string())?
+            .with_throttle(std::sync::Arc::new(super::throttle::Throttle::new(config.rate_limit)));
         if sandbox.is_none() {
             api.reachable().await.map_err(|e| format!("target unreachable: {e}"))?;
         }

@@ -151,6 +151,7 @@ async fn drive_step(ctx: &Session, connection: &Created, action: Action, client:
     let since = receiver.arrived_so_far();
     ctx.drive(action, connection, account.as_deref(), transaction.as_deref()).await?;
     let expected = announcing_event(action);
+    let started = std::time::Instant::now();
     let (arrived, seen) = receiver
         .wait_for(id, ctx.config.event_wait(), |ds| {
             ds.iter().any(|d| d.event_type() == Some(expected) && d.seq >= since)
@@ -158,8 +159,8 @@ async fn drive_step(ctx: &Session, connection: &Created, action: Action, client:
         .await;
     if !arrived {
         return Err(Stop::fail(format!(
-            "drove {action} on {id}, but no {expected} arrived within {:?}; received {}{}{}",
-            ctx.config.event_wait(),
+            "drove {action} on {id}, but no {expected} arrived ({}); received {}{}{}",
+            receiver.patience.describe(started.elapsed()),
             labels(&seen),
             receiver.batch_hint(),
             receiver.refusals()

@@ -18,6 +18,7 @@
 //! lower-case alphanumerics>` (a service-specific prefix, an underscore, more characters: §5.2).
 
 pub mod api;
+pub mod conditions;
 pub mod control;
 pub mod faults;
 mod model;
@@ -29,6 +30,7 @@ pub mod transitions;
 mod webhooks;
 pub mod widget;
 
+pub use conditions::Conditions;
 use faults::Flavor;
 pub use faults::{Mutant, Variant};
 pub use model::{DEFAULT_LIMIT, MAX_LIMIT};
@@ -61,6 +63,8 @@ pub struct SandboxConfig {
     pub mutant: Option<Mutant>,
     /// A conforming reading of the spec's freedoms other than the sandbox's own.
     pub variant: Option<Variant>,
+    /// Latency, late deliveries and a rate limit, as real deployments have them.
+    pub conditions: Conditions,
 }
 
 impl Default for SandboxConfig {
@@ -71,6 +75,7 @@ impl Default for SandboxConfig {
             service: "bankconf".to_string(),
             mutant: None,
             variant: None,
+            conditions: Conditions::default(),
         }
     }
 }
@@ -161,11 +166,14 @@ impl Sandbox {
 
         let listener = TcpListener::bind(config.listen).await?;
         let local_addr = listener.local_addr()?;
-        let (outbox, delivery) = webhooks::start(flavor);
+        let (outbox, delivery) = webhooks::start(flavor, config.conditions);
         let store = Store::new(by_key, first_client, outbox, flavor);
         let shared = Arc::new(Shared { store: Mutex::new(store), service: config.service.clone(), flavor });
         let router = Router::new()
-            .merge(api::routes(shared.clone()))
+            .merge(api::routes(shared.clone()).layer(axum::middleware::from_fn_with_state(
+                conditions::Gate::new(config.conditions),
+                conditions::api_gate,
+            )))
             .merge(control::routes())
             .fallback(api::fallback)
             .method_not_allowed_fallback(api::method_not_allowed)

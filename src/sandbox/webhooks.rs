@@ -8,8 +8,10 @@
 //!   proxies from the environment are not used;
 //! - each address has its own worker that delivers one event at a time in emission order, so a
 //!   slow or dead address delays only itself; API requests never wait for deliveries (events
-//!   go through an unbounded queue to a background task).
+//!   go through an unbounded queue to a background task);
+//! - [`Conditions`] can make every delivery late, or each one slow in that one-at-a-time queue.
 
+use super::conditions::Conditions;
 use super::faults::{Flavor, Variant};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -58,13 +60,13 @@ impl Outbox {
 }
 
 /// Starts the dispatcher task; returns the outbox feeding it.
-pub(crate) fn start(flavor: Flavor) -> (Outbox, JoinHandle<()>) {
+pub(crate) fn start(flavor: Flavor, conditions: Conditions) -> (Outbox, JoinHandle<()>) {
     let (tx, rx) = unbounded_channel();
-    let task = tokio::spawn(dispatch(rx, flavor));
+    let task = tokio::spawn(dispatch(rx, flavor, conditions));
     (Outbox { tx, urls: HashSet::new() }, task)
 }
 
-async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor) {
+async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor, conditions: Conditions) {
     let client = reqwest::Client::builder()
         .timeout(TIMEOUT)
         .no_proxy()
@@ -76,7 +78,7 @@ async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor) {
         match msg {
             Msg::Register(url) => {
                 let (tx, rx) = unbounded_channel();
-                tokio::spawn(worker(client.clone(), url, rx, flavor));
+                tokio::spawn(worker(client.clone(), url, rx, flavor, conditions));
                 workers.push(tx);
             }
             Msg::Deliver(event) => {
@@ -88,8 +90,28 @@ async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor) {
     }
 }
 
-async fn worker(client: reqwest::Client, url: String, mut rx: UnboundedReceiver<Arc<Value>>, flavor: Flavor) {
+async fn worker(
+    client: reqwest::Client,
+    url: String,
+    mut rx: UnboundedReceiver<Arc<Value>>,
+    flavor: Flavor,
+    conditions: Conditions,
+) {
     while let Some(event) = rx.recv().await {
+        if conditions.delivery_delay_ms > 0 {
+            // Late, in parallel: each event its delay after its emission.
+            let (client, url) = (client.clone(), url.clone());
+            let delay = Duration::from_millis(conditions.delivery_delay_ms);
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                deliver(&client, &url, &event).await;
+            });
+            continue;
+        }
+        if conditions.delivery_serial_ms > 0 {
+            // One queue: the next event waits for this one's slow delivery.
+            tokio::time::sleep(Duration::from_millis(conditions.delivery_serial_ms)).await;
+        }
         if flavor.has(Variant::LateEvents) {
             // Each event 300 ms after its emission (not one after the other).
             let (client, url) = (client.clone(), url.clone());

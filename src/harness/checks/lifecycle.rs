@@ -107,7 +107,7 @@ pub const MAX_STEPS: usize = 6;
 /// `connect`. Half the sequences start with `connect`, and `connect` and the data actions are
 /// drawn more often than the others: the data actions only mean something on a CONNECTED
 /// connection.
-pub fn sequences() -> impl Strategy<Value = Vec<Action>> {
+pub fn sequences() -> impl Strategy<Value = Vec<Action>, Tree: Send> {
     use Action::*;
     let first = prop_oneof![Just(Connect), prop::sample::select(Action::ALL.to_vec())];
     let weighted = vec![
@@ -218,12 +218,13 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
 async fn settle(ctx: &Session, id: &str, expected: &str, since: u64, trace: &Trace) -> Result<ConnectionState, Stop> {
     let receiver = ctx.receiver()?;
     let arrived = |ds: &[Delivery]| ds.iter().any(|d| d.event_type() == Some(expected) && d.seq >= since);
+    let started = std::time::Instant::now();
     let (_, deliveries) =
         receiver.wait_for(id, ctx.config.event_wait(), |ds| arrived(ds) && chain::resolve(ds).is_ok()).await;
     if !arrived(&deliveries) {
         let problem = format!(
-            "the target accepted the action, but no {expected} arrived within {:?}{}",
-            ctx.config.event_wait(),
+            "the target accepted the action, but no {expected} arrived ({}){}",
+            receiver.patience.describe(started.elapsed()),
             receiver.refusals()
         );
         return Err(trace.fail(id, problem, &deliveries));

@@ -155,7 +155,7 @@ impl Reference {
         (id, ids)
     }
 
-    fn strategy(&self) -> impl Strategy<Value = Input> {
+    fn strategy(&self) -> impl Strategy<Value = Input, Tree: Send> {
         let longest = self.accounts.iter().map(|(_, ids)| ids.len()).max().unwrap_or(0);
         let max_limit = (longest as u64 + 2).clamp(3, 60);
         (0..self.accounts.len(), 1..=max_limit, 0..1000usize).prop_map(|(account, limit, position)| Input {

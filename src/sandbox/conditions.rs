@@ -1,0 +1,95 @@
+//! Conditions of a real deployment the sandbox can imitate (none of them a violation: the spec
+//! fixes no timing, delivery policy or rate limit, §6.3, §8): added API latency, late webhook
+//! deliveries (in parallel, or one at a time through one queue), and a per-key rate limit.
+//! `bankconf serve --latency-ms/--delivery-delay-ms/--delivery-serial-ms/--rate-limit`, and the
+//! hidden `bankconf run --sandbox-*` flags of the same names for the embedded sandbox.
+
+use axum::extract::{Request, State};
+use axum::http::header::{AUTHORIZATION, RETRY_AFTER};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The conditions; all zero (the default) is a local, unlimited sandbox.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Conditions {
+    /// Milliseconds added to every API answer.
+    pub latency_ms: u64,
+    /// Every webhook delivery goes out this many milliseconds after its event, in parallel.
+    pub delivery_delay_ms: u64,
+    /// Deliveries go out one at a time through one queue, each taking this many milliseconds.
+    pub delivery_serial_ms: u64,
+    /// Requests per second per API key (each second counted on its own); more are answered 429
+    /// with `Retry-After: 1`. Zero: no limit.
+    pub rate_limit: u32,
+}
+
+impl Conditions {
+    pub fn is_local(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// How the sandbox describes itself in its banner, e.g. `latency 100ms, rate limit 10/s`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.latency_ms > 0 {
+            parts.push(format!("API latency {}ms", self.latency_ms));
+        }
+        if self.delivery_delay_ms > 0 {
+            parts.push(format!("deliveries {}ms late", self.delivery_delay_ms));
+        }
+        if self.delivery_serial_ms > 0 {
+            parts.push(format!("deliveries one at a time, {}ms each", self.delivery_serial_ms));
+        }
+        if self.rate_limit > 0 {
+            parts.push(format!("rate limit {}/s per key", self.rate_limit));
+        }
+        parts.join(", ")
+    }
+}
+
+/// The state of the API middleware: the conditions and, per key, the current second's count.
+#[derive(Clone)]
+pub(crate) struct Gate {
+    conditions: Conditions,
+    windows: Arc<Mutex<HashMap<String, (Instant, u32)>>>,
+}
+
+impl Gate {
+    pub fn new(conditions: Conditions) -> Self {
+        Self { conditions, windows: Arc::default() }
+    }
+
+    /// Whether a request with this `Authorization` value is over the limit (counted if not).
+    fn over_limit(&self, authorization: &str) -> bool {
+        let limit = self.conditions.rate_limit;
+        if limit == 0 {
+            return false;
+        }
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let window = windows.entry(authorization.to_string()).or_insert((now, 0));
+        if now.duration_since(window.0) >= Duration::from_secs(1) {
+            *window = (now, 0);
+        }
+        window.1 += 1;
+        window.1 > limit
+    }
+}
+
+/// Applied to the API routes: the rate limit first (a refused request costs no latency), then
+/// the latency.
+pub(crate) async fn api_gate(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    let key = request.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    if gate.over_limit(&key) {
+        let body = axum::Json(super::render::error("rate_limited", "too many requests; retry after 1 s"));
+        return (StatusCode::TOO_MANY_REQUESTS, [(RETRY_AFTER, "1")], body).into_response();
+    }
+    if gate.conditions.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(gate.conditions.latency_ms)).await;
+    }
+    next.run(request).await
+}
