@@ -1,6 +1,7 @@
 //! The state of one conformance run: the target, its client, the driver, the webhook receiver,
 //! and the shared fixtures that several cases read (built once, on first use).
 
+use super::browser::{Probe, RunBrowser};
 use super::catalogue::{Case, Need};
 use super::config::RunConfig;
 use super::driver::{DriveArgs, DriveError, Driver, DriverAction};
@@ -72,6 +73,10 @@ pub struct RunContext {
     fixture: OnceCell<Result<Arc<Connected>, Stop>>,
     tour: OnceCell<Arc<Tour>>,
     sandbox: Mutex<Option<Sandbox>>,
+    /// The headless browser of the widget cases (§1), started on first use.
+    pub browser: RunBrowser,
+    /// What the browser saw running the widget script, probed once per run.
+    pub widget_probe: OnceCell<Result<Probe, Stop>>,
 }
 
 impl RunContext {
@@ -145,11 +150,14 @@ impl RunContext {
             fixture: OnceCell::new(),
             tour: OnceCell::new(),
             sandbox: Mutex::new(sandbox),
+            browser: RunBrowser::default(),
+            widget_probe: OnceCell::new(),
         }))
     }
 
     /// Stops what the run started.
     pub async fn shutdown(&self) {
+        self.browser.close().await;
         if let Some(sandbox) = self.sandbox.lock().await.take() {
             sandbox.stop().await;
         }

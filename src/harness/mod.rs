@@ -6,6 +6,7 @@
 //!   and reasons about a target;
 //! - [`runner`] runs cases, [`report`] writes what they found.
 
+pub mod browser;
 pub mod capture;
 pub mod catalogue;
 pub mod chain;
