@@ -99,6 +99,11 @@ pub async fn global_open(ctx: Arc<RunContext>) -> Result<(), Stop> {
     if probe.global.is_some() {
         return Ok(());
     }
+    if probe.load_failed || !probe.errors.is_empty() {
+        return Err(Stop::fail(format!(
+            "{url}: no global with an `open` function: the script did not run through (see widget.script-runs)"
+        )));
+    }
     if probe.added.is_empty() {
         return Err(Stop::fail(format!("{url}: after the script ran (and 2 s more), no new global exists")));
     }
@@ -130,10 +135,16 @@ pub async fn open_accepts_token(ctx: Arc<RunContext>) -> Result<(), Stop> {
     })
 }
 
-/// Page text made safe for terminals and reports: control characters escaped, length capped.
+/// Page text for messages, as [`Exchange::snippet`] cleans a body: no control characters (a
+/// hostile script must not drive the terminal), length capped.
 fn printable(text: &str) -> String {
-    let capped: String = text.chars().take(500).collect();
-    capped.escape_debug().to_string()
+    const MAX: usize = 300;
+    let cleaned: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    if cleaned.chars().count() <= MAX {
+        cleaned
+    } else {
+        format!("{}…", cleaned.chars().take(MAX).collect::<String>())
+    }
 }
 
 /// §5.2: the key stays on the client's backend and never reaches a frontend, and the widget
