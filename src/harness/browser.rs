@@ -105,9 +105,8 @@ async fn launch(path: &Path) -> Result<Session, String> {
         builder = builder.no_sandbox();
     }
     let config = builder.build().map_err(|e| format!("browser {}: {e}", path.display()))?;
-    let (browser, mut handler) = Browser::launch(config)
-        .await
-        .map_err(|e| format!("browser {} did not start: {e}", path.display()))?;
+    let (browser, mut handler) =
+        Browser::launch(config).await.map_err(|e| format!("browser {} did not start: {e}", path.display()))?;
     let handler = tokio::spawn(async move {
         use futures::StreamExt;
         while handler.next().await.is_some() {}
