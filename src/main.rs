@@ -2,7 +2,7 @@
 
 use bankconf::harness::check_events::{self, CheckEventsConfig};
 use bankconf::harness::config::{parse_mutant, parse_variant, RunConfig};
-use bankconf::harness::{catalogue, runner};
+use bankconf::harness::{catalogue, report, runner};
 use bankconf::sandbox::{Conditions, Mutant, Sandbox, SandboxConfig, Variant};
 use bankconf::selftest;
 use clap::{Parser, Subcommand};
@@ -68,7 +68,8 @@ enum Command {
         list_variants: bool,
     },
     /// Run the catalogue against every mutant (each must be caught) and every variant (each
-    /// must pass) of the embedded sandbox; exits 1 unless the score is complete.
+    /// must pass) of the embedded sandbox; exits 1 unless the score is complete, 3 when some
+    /// mutants could not be tried (no browser).
     SelfTest {
         /// Runs at a time.
         #[arg(long, default_value_t = 4)]
@@ -148,10 +149,11 @@ fn main() -> ExitCode {
             let options = selftest::Options { parallel, event_timeout };
             let result = runtime.block_on(selftest::self_test(&options, |t| println!("{}", t.line())));
             println!("{}", result.score());
-            if result.complete() {
-                0
-            } else {
-                1
+            // Untried subjects (no browser) leave the score incomplete, not failed.
+            match (result.complete(), result.untried.is_empty()) {
+                (false, _) => report::EXIT_FAILED,
+                (true, false) => report::EXIT_INCOMPLETE,
+                (true, true) => report::EXIT_PASSED,
             }
         }
     };

@@ -3,10 +3,11 @@
 //! and every variant (each must pass) of the embedded sandbox ([`crate::sandbox::faults`]).
 //! `cargo test --test mutants` runs the same function.
 
-use crate::harness::catalogue::{self, Level};
+use crate::harness::browser;
+use crate::harness::catalogue::{self, Level, Need};
 use crate::harness::config::RunConfig;
 use crate::harness::outcome::{Failure, Outcome};
-use crate::harness::report::{EXIT_FAILED, EXIT_PASSED};
+use crate::harness::report::{EXIT_FAILED, EXIT_INCOMPLETE, EXIT_PASSED};
 use crate::harness::runner;
 use crate::sandbox::{Mutant, Variant};
 use serde_json::{json, Value};
@@ -28,6 +29,25 @@ impl Subject {
             Self::Variant(v) => v.name(),
         }
     }
+
+    /// Whether a case that must catch this mutant runs only in a browser: without one the
+    /// mutant cannot be caught, so it is left untried rather than counted missed.
+    pub fn needs_browser(self) -> bool {
+        match self {
+            Self::Mutant(m) => m.caught_by().iter().any(|id| browser_case(id)),
+            Self::Variant(_) => false,
+        }
+    }
+}
+
+/// Whether case `id` runs only in a browser.
+fn browser_case(id: &str) -> bool {
+    catalogue::find(id).is_some_and(|c| c.needs.contains(&Need::Browser))
+}
+
+/// Why subjects that need a browser cannot be tried on this machine, if they cannot.
+pub fn browser_missing() -> Option<&'static str> {
+    browser::find(None).is_none().then_some(browser::INSTALL_HINT)
 }
 
 /// The run of the catalogue against one mutant or variant.
@@ -72,10 +92,16 @@ impl Trial {
     }
 
     /// What `tests/mutants.rs` pins per subject: the sorted failing case ids (for a noisy
-    /// mutant, see [`Mutant::noisy`], only the cases it names). The sequence the lifecycle
+    /// mutant, see [`Mutant::noisy`], only the cases it names; browser cases only for the
+    /// mutants a browser catches). The sequence the lifecycle
     /// property shrank to is not pinned: shrinking is time-boxed, so it depends on the machine.
     pub fn pinned(&self) -> Value {
         let mut failed = self.failed_ids();
+        // Browser cases run only where a browser is found: pinned only for the subjects that
+        // need one (ignored elsewhere), so that every pin holds with and without Chromium.
+        if !self.subject.needs_browser() {
+            failed.retain(|id| !browser_case(id));
+        }
         if let Subject::Mutant(m) = self.subject {
             if m.noisy() {
                 failed.retain(|id| m.caught_by().contains(id));
@@ -118,6 +144,8 @@ impl Trial {
 pub struct SelfTest {
     pub mutants: Vec<Trial>,
     pub variants: Vec<Trial>,
+    /// Subjects not tried, and why (no browser on this machine).
+    pub untried: Vec<(Subject, &'static str)>,
     pub duration: Duration,
 }
 
@@ -134,16 +162,21 @@ impl SelfTest {
         self.mutants_caught() == self.mutants.len() && self.variants_passed() == self.variants.len()
     }
 
-    /// `mutants 62/62 caught, variants 14/14 passed in 21.3s`.
+    /// `mutants 62/62 caught, variants 14/14 passed in 21.3s`, and what was not tried.
     pub fn score(&self) -> String {
-        format!(
+        let mut score = format!(
             "mutants {}/{} caught, variants {}/{} passed in {:.1}s",
             self.mutants_caught(),
             self.mutants.len(),
             self.variants_passed(),
             self.variants.len(),
             self.duration.as_secs_f64()
-        )
+        );
+        if let Some((_, why)) = self.untried.first() {
+            let names: Vec<&str> = self.untried.iter().map(|(s, _)| s.name()).collect();
+            score.push_str(&format!("; not tried: {} ({why})", names.join(", ")));
+        }
+        score
     }
 }
 
@@ -208,7 +241,13 @@ pub async fn trial_with(config: RunConfig, subject: Subject) -> Trial {
         })
         .collect();
     failed.sort();
-    Trial { subject, exit_code: report.exit_code(), failed, error: report.setup_error.clone() }
+    let mut exit_code = report.exit_code();
+    // Without a browser its cases are ignored and the run is INCOMPLETE; that says nothing
+    // about the subject, whose other cases all were judged.
+    if exit_code == EXIT_INCOMPLETE && report.unjudged().iter().flat_map(|(_, ids)| ids).all(|id| browser_case(id)) {
+        exit_code = EXIT_PASSED;
+    }
+    Trial { subject, exit_code, failed, error: report.setup_error.clone() }
 }
 
 /// Options of [`self_test`].
@@ -230,11 +269,12 @@ impl Default for Options {
 /// it finishes. Results in catalogue order.
 pub async fn self_test(options: &Options, on_trial: impl Fn(&Trial)) -> SelfTest {
     let started = Instant::now();
-    let subjects: Vec<Subject> = Mutant::ALL
+    let (subjects, untried): (Vec<Subject>, Vec<Subject>) = Mutant::ALL
         .iter()
         .map(|m| Subject::Mutant(*m))
         .chain(Variant::ALL.iter().map(|v| Subject::Variant(*v)))
-        .collect();
+        .partition(|s| !(s.needs_browser() && browser_missing().is_some()));
+    let untried = untried.into_iter().map(|s| (s, browser_missing().unwrap_or_default())).collect();
     let permits = Arc::new(Semaphore::new(options.parallel.max(1)));
     let mut set = tokio::task::JoinSet::new();
     for (i, subject) in subjects.iter().copied().enumerate() {
@@ -267,5 +307,5 @@ pub async fn self_test(options: &Options, on_trial: impl Fn(&Trial)) -> SelfTest
         })
         .collect();
     let (mutants, variants) = trials.into_iter().partition(|t| matches!(t.subject, Subject::Mutant(_)));
-    SelfTest { mutants, variants, duration: started.elapsed() }
+    SelfTest { mutants, variants, untried, duration: started.elapsed() }
 }

@@ -56,6 +56,8 @@ fn main() -> ExitCode {
                 }
             })
             .with_kind(kind)
+            // No browser on this machine: the mutants only a browser catches are ignored.
+            .with_ignored_flag(subject.needs_browser() && selftest::browser_missing().is_some())
         })
         .collect();
     // A catch must not depend on the seed: the mutants whose fault only some inputs show are

@@ -58,6 +58,8 @@ pub enum Need {
     SecondKey,
     /// The service name of the widget path.
     Service,
+    /// A headless Chromium to run the widget script in (found on PATH or given).
+    Browser,
 }
 
 /// One case of the catalogue.

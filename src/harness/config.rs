@@ -36,6 +36,10 @@ pub struct RunConfig {
     /// An already CONNECTED connection, for read-only runs without a driver.
     #[arg(long, env = "BANKCONF_CONNECTION_ID")]
     pub connection_id: Option<String>,
+    /// Chromium or Chrome that runs the widget script (§1); default: `chromium`,
+    /// `chromium-headless-shell` or `google-chrome` on PATH. None: the browser cases are ignored.
+    #[arg(long, env = "BANKCONF_BROWSER")]
+    pub browser: Option<std::path::PathBuf>,
     /// Report files: `--report-json`, `--junit`, `--report-md`.
     #[command(flatten)]
     pub outputs: OutputPaths,
@@ -104,6 +108,7 @@ impl RunConfig {
             event_timeout: 5.0,
             request_timeout: 10.0,
             driver_timeout: 30.0,
+            browser: None,
             sandbox_mutant: None,
             sandbox_variant: None,
             sandbox_conditions: SandboxConditions::default(),

@@ -3,6 +3,7 @@
 //! receives the [`RunContext`]: the [`Session`] (through `Deref`, so `ctx.api` reads as the
 //! session's) plus these fixtures.
 
+use super::browser::Probe;
 use super::graph::TransitionGraph;
 use super::outcome::Stop;
 use super::pagination::{self, Walk};
@@ -48,6 +49,8 @@ pub struct RunContext {
     tour: OnceCell<Arc<Tour>>,
     /// The transition graph `lifecycle.transition-graph` explored, for the reports.
     graph: std::sync::OnceLock<TransitionGraph>,
+    /// What the browser saw running the widget script, probed once per run.
+    pub widget_probe: OnceCell<Result<Probe, Stop>>,
 }
 
 impl Deref for RunContext {
@@ -59,7 +62,13 @@ impl Deref for RunContext {
 
 impl RunContext {
     pub fn new(session: Session) -> Arc<Self> {
-        Arc::new(Self { session, connected: OnceCell::new(), tour: OnceCell::new(), graph: Default::default() })
+        Arc::new(Self {
+            session,
+            connected: OnceCell::new(),
+            tour: OnceCell::new(),
+            graph: Default::default(),
+            widget_probe: OnceCell::new(),
+        })
     }
 
     pub fn record_graph(&self, graph: TransitionGraph) {

@@ -6,7 +6,8 @@
 //!    made safe for each medium), [`budget`] (the run's memory budget);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
 //!    [`endpoint_rules`] every answer keeps, and the explored [`graph`] of transitions;
-//! 3. access to the server under test: [`http`] (paced by [`throttle`]), [`pagination`],
+//! 3. access to the server under test: [`http`] (paced by [`throttle`]), [`browser`] (the
+//!    headless Chromium of the widget cases), [`pagination`],
 //!    [`receiver`] (waits bounded by [`patience`]), [`driver`],
 //!    [`redact`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and driver steps)
 //!    and [`preflight`] (the setup checked before any case);
@@ -17,6 +18,7 @@
 //! 7. [`report`]: terminal, JSON, JUnit and Markdown, from outcomes alone;
 //! 8. [`check_events`]: `bankconf check-events`, from the rules, outcomes, catalogue and reports.
 
+pub mod browser;
 pub mod budget;
 pub mod catalogue;
 pub mod chain;

@@ -3,6 +3,7 @@
 //! case needs, and the run's seeds. The steps built on it are in [`super::steps`], the shared
 //! fixtures in [`super::fixtures`].
 
+use super::browser::RunBrowser;
 use super::catalogue::{Case, Need};
 use super::config::RunConfig;
 use super::driver::{DriveArgs, DriveError, Driver, DriverAction};
@@ -39,6 +40,8 @@ pub struct Session {
     pub redactor: Redactor,
     /// Seed of the property-based cases.
     pub seed: u64,
+    /// The headless browser of the widget cases (§1), started on first use.
+    pub browser: RunBrowser,
     sandbox: Mutex<Option<Sandbox>>,
 }
 
@@ -125,12 +128,14 @@ impl Session {
             service,
             redactor,
             seed,
+            browser: RunBrowser::default(),
             sandbox: Mutex::new(sandbox),
         })
     }
 
     /// Stops what the run started.
     pub async fn shutdown(&self) {
+        self.browser.close().await;
         if let Some(sandbox) = self.sandbox.lock().await.take() {
             sandbox.stop().await;
         }
@@ -149,6 +154,9 @@ impl Session {
             }
             Need::SecondKey if !self.api.has_second_key() => {
                 Some("needs a second client's key (--second-api-key / BANKCONF_SECOND_API_KEY)".to_string())
+            }
+            Need::Browser if super::browser::find(self.config.browser.as_deref()).is_none() => {
+                Some(super::browser::INSTALL_HINT.to_string())
             }
             Need::Service if self.service.is_none() => {
                 Some("needs the service name (--service / BANKCONF_SERVICE)".to_string())

@@ -251,7 +251,7 @@ async fn widget_script(State(shared): State<Arc<Shared>>, Path(file): Path<Strin
         return ApiError::not_found(format!("no widget file {file}")).into_response();
     }
     let media = if shared.flavor.is(Mutant::WidgetTextPlain) { "text/plain" } else { "application/javascript" };
-    let mut script = widget::script(&shared.service);
+    let mut script = widget::script(&shared.service, shared.flavor);
     if shared.flavor.is(Mutant::WidgetEmbedsKey) {
         let key = shared.lock().any_key().unwrap_or_default();
         script = format!("var BANKCONF_API_KEY = \"{key}\";\n{script}");

@@ -215,6 +215,14 @@ departures! {
             "the widget script is served as text/plain";
         WidgetEmbedsKey = "widget-embeds-key", "§5", ["widget.no-api-key"],
             "the widget script carries a client's API key";
+        WidgetSyntaxError = "widget-syntax-error", "§1", ["widget.script-runs", "widget.global-open"],
+            "the widget script has a syntax error";
+        WidgetNoGlobal = "widget-no-global", "§1", ["widget.global-open"],
+            "the widget script runs but defines no global";
+        WidgetOpenThrows = "widget-open-throws", "§1", ["widget.open-accepts-token"],
+            "the widget's open always throws";
+        WidgetLateOpen = "widget-late-open", "§1", ["widget.global-open"],
+            "the widget script defines its global only a minute after it runs";
         // §7, §8 robustness
         BadLimit500 = "bad-limit-500", "§8", ["robustness.bad-limit"],
             "a bad limit answers 500";
@@ -258,6 +266,12 @@ departures! {
             "connection.created carries previousStatus \"\" instead of null";
         NoPreviousOnCreated = "no-previous-on-created", "§6.2", [],
             "connection.created has no previousStatus field at all (there is no previous state)";
+        WidgetOtherGlobal = "widget-other-global", "§1", [],
+            "the widget's global is named `ConnectWidget`";
+        WidgetPositional = "widget-positional", "§1", [],
+            "the widget's open takes (token, connectionId, onSuccess), and throws given one object";
+        WidgetPromise = "widget-promise", "§1", [],
+            "the widget's open returns a promise";
     }
 }
 

@@ -10,6 +10,7 @@
 //! shape open) and returns `{close()}`. It does not change the connection's state: drive the
 //! lifecycle with the control routes.
 
+use super::faults::{Flavor, Mutant, Variant};
 use crate::spec::prefix;
 
 /// The file name under `/widget/` for a service.
@@ -35,8 +36,38 @@ pub fn global_name(service: &str) -> String {
     name
 }
 
-/// The script text.
-pub(crate) fn script(service: &str) -> String {
+/// The script text, with the widget mutant or variant of `flavor` applied.
+pub(crate) fn script(service: &str, flavor: Flavor) -> String {
+    /// The line that builds the global's object, as the template has it.
+    const API: &str = r#"var api = { open: open, version: "1" };"#;
+    let script = conforming(service);
+    let global = format!("root[\"{}\"] = api;", global_name(service));
+    if flavor.is(Mutant::WidgetSyntaxError) {
+        format!("{script}\n}});(\n")
+    } else if flavor.is(Mutant::WidgetNoGlobal) {
+        script.replace(&global, "")
+    } else if flavor.is(Mutant::WidgetOpenThrows) {
+        script.replace(API, r#"var api = { open: function () { throw new Error("the widget is unavailable"); } };"#)
+    } else if flavor.is(Mutant::WidgetLateOpen) {
+        script.replace(&global, &format!("setTimeout(function () {{ {global} }}, 60000);"))
+    } else if flavor.has(Variant::WidgetOtherGlobal) {
+        script.replace(&global, r#"root["ConnectWidget"] = api;"#)
+    } else if flavor.has(Variant::WidgetPositional) {
+        script.replace(
+            API,
+            r#"var api = { open: function (token, connectionId, onSuccess) {
+    return open({ token: token, connectionId: connectionId, onSuccess: onSuccess });
+  } };"#,
+        )
+    } else if flavor.has(Variant::WidgetPromise) {
+        script.replace(API, r#"var api = { open: function (options) { return Promise.resolve(open(options)); } };"#)
+    } else {
+        script
+    }
+}
+
+/// The conforming script text.
+fn conforming(service: &str) -> String {
     const TEMPLATE: &str = r#"/* @SERVICE@ sandbox connect widget. */
 (function (root) {
   "use strict";

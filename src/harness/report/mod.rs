@@ -9,7 +9,7 @@ pub mod markdown;
 pub mod terminal;
 pub mod verdict;
 
-pub use verdict::{Origin, Report, EXIT_FAILED, EXIT_NOT_RUN, EXIT_PASSED};
+pub use verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
 
 use super::config::OutputPaths;
 

@@ -1,0 +1,225 @@
+//! A headless Chromium that runs the widget script (§1 step 2), driven over the DevTools
+//! protocol. The browser is found, never fetched; one process serves every run of this
+//! process that is alive at once (the self-test's runs share it), started on first use and
+//! killed when the last run lets go of it.
+
+use super::outcome::{ErrorSource, Stop};
+use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use chromiumoxide::{Browser, BrowserConfig};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex as StdMutex, Weak};
+use std::time::Duration;
+use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
+
+/// What to tell a user who has no browser.
+pub const INSTALL_HINT: &str = "no browser found: install Debian's `chromium` (or `chromium-headless-shell`), or give --browser / BANKCONF_BROWSER";
+
+/// Names looked up on PATH, in order.
+const NAMES: [&str; 3] = ["chromium", "chromium-headless-shell", "google-chrome"];
+
+/// At least 20 s: a cold Chromium on a loaded machine is slow to print its DevTools address.
+const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Cap on one probe of the script (navigation, load, grace for the global, the call of `open`).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// One running browser; dropping it kills the process (chromiumoxide sets `kill_on_drop`).
+pub struct Session {
+    browser: Browser,
+    handler: JoinHandle<()>,
+    profile: PathBuf,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.handler.abort();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// The browser process shared by the runs alive in this process.
+static SHARED: StdMutex<Weak<Session>> = StdMutex::new(Weak::new());
+/// Serialises launches, so concurrent runs start one browser, not several.
+static LAUNCHING: Mutex<()> = Mutex::const_new(());
+
+/// The browser of one run: found and started on first use, let go of at the end of the run.
+#[derive(Default)]
+pub struct RunBrowser {
+    session: Mutex<Option<Result<Arc<Session>, Stop>>>,
+}
+
+impl RunBrowser {
+    /// The browser, starting it if needed; an error names why there is none (ignore the
+    /// browser cases) or why it did not start (an error of the harness's setup, not the
+    /// target's fault).
+    pub async fn get(&self, given: Option<&Path>) -> Result<Arc<Session>, Stop> {
+        let mut slot = self.session.lock().await;
+        if slot.is_none() {
+            *slot = Some(match find(given) {
+                None => Err(Stop::ignore(INSTALL_HINT)),
+                Some(path) => shared(&path).await.map_err(harness_error),
+            });
+        }
+        slot.clone().expect("set above")
+    }
+
+    /// Lets go of the browser; the last run to do so kills it.
+    pub async fn close(&self) {
+        self.session.lock().await.take();
+    }
+}
+
+/// `--browser` / `BANKCONF_BROWSER`, else the first of [`NAMES`] on PATH.
+pub fn find(given: Option<&Path>) -> Option<PathBuf> {
+    if let Some(path) = given {
+        return Some(path.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    NAMES.iter().find_map(|name| std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file()))
+}
+
+async fn shared(path: &Path) -> Result<Arc<Session>, String> {
+    let _launching = LAUNCHING.lock().await;
+    if let Some(session) = SHARED.lock().unwrap_or_else(|e| e.into_inner()).upgrade() {
+        return Ok(session);
+    }
+    let session = Arc::new(launch(path).await?);
+    *SHARED.lock().unwrap_or_else(|e| e.into_inner()) = Arc::downgrade(&session);
+    Ok(session)
+}
+
+async fn launch(path: &Path) -> Result<Session, String> {
+    static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // Its own profile: the default one is locked by any other Chromium of this user.
+    let profile = std::env::temp_dir().join(format!("bankconf-chromium-{}-{n}", std::process::id()));
+    let mut builder = BrowserConfig::builder()
+        .chrome_executable(path)
+        .user_data_dir(&profile)
+        .launch_timeout(LAUNCH_TIMEOUT)
+        .request_timeout(PROBE_TIMEOUT)
+        .arg("--disable-dev-shm-usage");
+    if running_as_root() {
+        // Chromium refuses to start as root with its sandbox on.
+        builder = builder.no_sandbox();
+    }
+    let config = builder.build().map_err(|e| format!("browser {}: {e}", path.display()))?;
+    let (browser, mut handler) =
+        Browser::launch(config).await.map_err(|e| format!("browser {} did not start: {e}", path.display()))?;
+    let handler = tokio::spawn(async move {
+        use futures::StreamExt;
+        while handler.next().await.is_some() {}
+    });
+    Ok(Session { browser, handler, profile })
+}
+
+fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+}
+
+/// What the page saw when it ran the widget script.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Probe {
+    /// The script element's `error` event fired (it could not be fetched).
+    pub load_failed: bool,
+    /// Uncaught errors while the script ran, as their text.
+    pub errors: Vec<String>,
+    /// Globals the script added.
+    pub added: Vec<String>,
+    /// The first added global whose `open` is a function.
+    pub global: Option<String>,
+    /// `typeof open` for each added global, as `name: type`.
+    pub open_types: Vec<String>,
+    /// The outcome of calling `open`: `None` if not called; `Some(Ok(form))` the form that
+    /// did not throw; `Some(Err(text))` what both forms threw.
+    pub call: Option<Call>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Call {
+    pub accepted: Option<String>,
+    pub thrown: Vec<String>,
+}
+
+/// The probe, run in a page of the script's own origin (so that errors carry their text)
+/// with `__ARGS__` replaced by `[src, token, connectionId]`. The API key never reaches it.
+const PROBE_JS: &str = r#"(async () => {
+  const [src, token, connectionId] = __ARGS__;
+  const text = (e) => { try { return String(e && e.message !== undefined ? e.message : e).slice(0, 300); } catch (_) { return "unprintable"; } };
+  const before = new Set(Object.getOwnPropertyNames(window));
+  const errors = [];
+  window.addEventListener("error", (e) => errors.push(text(e.error !== undefined && e.error !== null ? e.error : e.message)));
+  window.addEventListener("unhandledrejection", (e) => e.preventDefault());
+  const loadFailed = await new Promise((done) => {
+    const s = document.createElement("script");
+    s.src = src;
+    s.onload = () => done(false);
+    s.onerror = () => done(true);
+    (document.head || document.documentElement).appendChild(s);
+  });
+  const added = () => Object.getOwnPropertyNames(window).filter((n) => !before.has(n));
+  const openOf = (n) => { try { const v = window[n]; return v !== null && (typeof v === "object" || typeof v === "function") ? v.open : undefined; } catch (_) { return undefined; } };
+  let global = null;
+  for (let i = 0; i < 20 && !loadFailed && errors.length === 0; i++) {
+    global = added().find((n) => typeof openOf(n) === "function") || null;
+    if (global) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  let call = null;
+  if (global && token !== null) {
+    const api = window[global];
+    const onSuccess = () => {};
+    const thrown = [];
+    let accepted = null;
+    const attempt = (form, args) => {
+      try { const r = api.open.apply(api, args); if (r && typeof r.then === "function") r.then(null, () => {}); accepted = form; }
+      catch (e) { thrown.push(form + ": " + text(e)); }
+    };
+    attempt("object", [{ token, connectionId, onSuccess }]);
+    if (accepted === null) attempt("positional", [token, connectionId, onSuccess]);
+    call = { accepted, thrown };
+  }
+  const names = added();
+  return { loadFailed, errors: errors.slice(0, 5), added: names.slice(0, 20), global,
+    openTypes: names.slice(0, 20).map((n) => n + ": " + typeof openOf(n)), call };
+})()"#;
+
+impl Session {
+    /// Loads `src` in a fresh page and, if a global with `open` appears and `credentials`
+    /// (widget token, connection id) are given, calls `open` with them.
+    pub async fn probe(&self, src: &str, credentials: Option<(&str, &str)>) -> Result<Probe, Stop> {
+        tokio::time::timeout(PROBE_TIMEOUT, self.probe_unbounded(src, credentials)).await.map_err(|_| {
+            // A script that never returns control, or a machine too loaded: not provably
+            // the target's fault, so an error rather than a failure.
+            harness_error(format!("the browser did not finish running {src} within {PROBE_TIMEOUT:?}"))
+        })?
+    }
+
+    async fn probe_unbounded(&self, src: &str, credentials: Option<(&str, &str)>) -> Result<Probe, Stop> {
+        let browser_error = |e: chromiumoxide::error::CdpError| harness_error(format!("the browser: {e}"));
+        // The script's own URL as the page: same origin, so error events carry their text.
+        let page = self.browser.new_page(src).await.map_err(browser_error)?;
+        let (token, connection) = credentials.unzip();
+        let args = serde_json::json!([src, token, connection]).to_string();
+        let params = EvaluateParams::builder()
+            .expression(PROBE_JS.replace("__ARGS__", &args))
+            .await_promise(true)
+            .return_by_value(true)
+            .build()
+            .map_err(|e| harness_error(format!("the browser: {e}")))?;
+        let result = page.evaluate_expression(params).await;
+        let _ = page.close().await;
+        let value = result.map_err(browser_error)?;
+        value.into_value().map_err(|e| harness_error(format!("the browser's probe answered oddly: {e}")))
+    }
+}
+
+/// The browser failed us (did not start, lost its connection): the run's setup, not the target.
+fn harness_error(message: String) -> Stop {
+    Stop::Error(ErrorSource::Harness, message)
+}
