@@ -9,9 +9,12 @@
 //!   harness testing itself) it is reported ignored, with its reason.
 //! - `BANKCONF_REPORT_JSON`, `BANKCONF_JUNIT` and `BANKCONF_REPORT_MD` are written as by
 //!   `bankconf run`.
+//! - With `BANKCONF_EXPECT`, an expected outcome is reported ignored with its reason, and a
+//!   gating case whose line no longer holds or has expired fails its test.
 
 use bankconf::harness::catalogue;
 use bankconf::harness::config::RunConfig;
+use bankconf::harness::expect::{Expectations, Standing};
 use bankconf::harness::outcome::{CaseResult, Outcome};
 use bankconf::harness::report::{self, Origin, Report};
 use bankconf::harness::runner;
@@ -33,6 +36,13 @@ fn main() -> ExitCode {
     let runtime = Arc::new(tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime"));
     let (gate, settings, outputs, against_target) =
         (config.gate(), config.rerun_settings(), config.outputs.clone(), config.base_url.is_some());
+    let expectations = match config.expect.as_deref().map(Expectations::load).transpose() {
+        Ok(e) => e.map(Arc::new),
+        Err(e) => {
+            eprintln!("bankconf: {e}");
+            return ExitCode::from(2);
+        }
+    };
     // Listing needs no target.
     let (ctx, notes) = if args.list {
         (None, Vec::new())
@@ -57,13 +67,39 @@ fn main() -> ExitCode {
         .filter(|case| !case.offline)
         .map(|case| {
             let (ctx, runtime, results) = (ctx.clone(), runtime.clone(), results.clone());
+            let expectations = expectations.clone();
             let gating = gate.gates(case.level);
             Trial::ignorable_test(case.id.clone(), move || {
                 let Some(ctx) = ctx else { return Ok(Completion::Completed) };
                 let result = runtime.block_on(runner::run_case(ctx, case));
                 let outcome = result.outcome.clone();
-                results.lock().unwrap_or_else(|e| e.into_inner()).push(result);
                 let what = format!("{} ({}, {})", case.id, case.section, case.level);
+                if let Some(e) = &expectations {
+                    let line = e.get(&case.id).cloned();
+                    match (e.standing(&result), line) {
+                        (Some(Standing::Held), Some(line)) => {
+                            results.lock().unwrap_or_else(|e| e.into_inner()).push(result);
+                            return Ok(Completion::ignored_with(format!(
+                                "expected {}: {}",
+                                line.outcome.as_str(),
+                                line.reason
+                            )));
+                        }
+                        (Some(standing), Some(line)) if gating => {
+                            results.lock().unwrap_or_else(|e| e.into_inner()).push(result);
+                            return Err(Failed::from(format!(
+                                "{what}: expected {} ({}) in {}, now {}: {}",
+                                line.outcome.as_str(),
+                                line.reason,
+                                e.file,
+                                outcome.label(),
+                                standing.as_str()
+                            )));
+                        }
+                        _ => {}
+                    }
+                }
+                results.lock().unwrap_or_else(|e| e.into_inner()).push(result);
                 match outcome {
                     Outcome::Passed => Ok(Completion::Completed),
                     Outcome::Ignored { reason, .. } if gating && against_target => {
@@ -98,6 +134,7 @@ fn main() -> ExitCode {
             notes,
             setup_error: None,
             transition_graph: ctx.graph().cloned(),
+            expectations: expectations.map(|e| (*e).clone()),
         };
         if let Err(e) = report::write(&outputs, &report) {
             eprintln!("bankconf: {e}");

@@ -185,6 +185,7 @@ fn synthetic() -> Report {
         notes: vec!["a note".into()],
         setup_error: None,
         transition_graph: None,
+        expectations: None,
     }
 }
 

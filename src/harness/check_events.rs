@@ -191,6 +191,7 @@ pub fn check_events(config: CheckEventsConfig) -> i32 {
         notes,
         setup_error: None,
         transition_graph: None,
+        expectations: None,
     };
     report::finish(&report, &config.outputs)
 }

@@ -40,6 +40,10 @@ pub struct RunConfig {
     /// `chromium-headless-shell` or `google-chrome` on PATH. None: the browser cases are ignored.
     #[arg(long, env = "BANKCONF_BROWSER")]
     pub browser: Option<std::path::PathBuf>,
+    /// The expectations file of a release gate (TOML, README "Expectations"): the outcomes it
+    /// expects do not decide the exit code; deviations from it fail the run.
+    #[arg(long, env = "BANKCONF_EXPECT")]
+    pub expect: Option<PathBuf>,
     /// Report files: `--report-json`, `--junit`, `--report-md`.
     #[command(flatten)]
     pub outputs: OutputPaths,
@@ -109,6 +113,7 @@ impl RunConfig {
             request_timeout: 10.0,
             driver_timeout: 30.0,
             browser: None,
+            expect: None,
             sandbox_mutant: None,
             sandbox_variant: None,
             sandbox_conditions: SandboxConditions::default(),
@@ -214,6 +219,10 @@ pub struct OutputPaths {
     /// Write a Markdown summary (for a CI job summary) to this file.
     #[arg(long, env = "BANKCONF_REPORT_MD")]
     pub report_md: Option<PathBuf>,
+    /// Write an expectations file (see `--expect`) from this run: one line per gating case
+    /// that did not pass, to review and commit.
+    #[arg(long, env = "BANKCONF_WRITE_EXPECTATIONS")]
+    pub write_expectations: Option<PathBuf>,
 }
 
 /// The hidden `bankconf run --sandbox-*` flags: the embedded sandbox's [`Conditions`].

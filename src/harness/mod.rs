@@ -5,7 +5,8 @@
 //!    problems, schema validation), [`config`] (the run's flags), [`sanitize`] (target text
 //!    made safe for each medium), [`budget`] (the run's memory budget);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
-//!    [`endpoint_rules`] every answer keeps, and the explored [`graph`] of transitions;
+//!    [`endpoint_rules`] every answer keeps, the explored [`graph`] of transitions, and the
+//!    [`expect`] file of a release gate;
 //! 3. access to the server under test: [`http`] (paced by [`throttle`]), [`browser`] (the
 //!    headless Chromium of the widget cases), [`pagination`],
 //!    [`receiver`] (waits bounded by [`patience`]), [`driver`],
@@ -29,6 +30,7 @@ pub mod delivery;
 pub mod driver;
 pub mod endpoint_rules;
 pub mod event_rules;
+pub mod expect;
 pub mod fixtures;
 pub mod graph;
 pub mod http;

@@ -5,6 +5,7 @@
 use super::catalogue::{self, Case};
 use super::checks;
 use super::config::RunConfig;
+use super::expect::{Expectations, Standing};
 use super::fixtures::RunContext;
 use super::http;
 use super::outcome::{CaseResult, ErrorSource, IgnoreCause, Outcome};
@@ -37,20 +38,25 @@ pub async fn start(config: RunConfig) -> Result<(Arc<RunContext>, Vec<String>), 
 pub async fn run_report(config: RunConfig, progress: bool) -> Report {
     let started = Instant::now();
     let (settings, gate) = (config.rerun_settings(), config.gate());
+    let not_run = |setup_error: String| Report {
+        origin: Origin::Run { seed: 0, settings: settings.clone() },
+        server: String::new(),
+        gate: gate.clone(),
+        results: Vec::new(),
+        duration: started.elapsed(),
+        notes: Vec::new(),
+        setup_error: Some(setup_error),
+        transition_graph: None,
+        expectations: None,
+    };
+    // A broken expectations file is found before anything runs.
+    let expectations = match config.expect.as_deref().map(Expectations::load).transpose() {
+        Ok(e) => e,
+        Err(e) => return not_run(e),
+    };
     let (ctx, notes) = match start(config).await {
         Ok(started) => started,
-        Err(e) => {
-            return Report {
-                origin: Origin::Run { seed: 0, settings },
-                server: String::new(),
-                gate,
-                results: Vec::new(),
-                duration: started.elapsed(),
-                notes: Vec::new(),
-                setup_error: Some(e),
-                transition_graph: None,
-            }
-        }
+        Err(e) => return not_run(e),
     };
     let cases = selected(&ctx);
     if progress {
@@ -67,7 +73,8 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
         if progress {
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
             let prefix = if tty { report::terminal::progress(n, total) } else { String::new() };
-            println!("{prefix}{}", report::terminal::case_line(r, gate.gates(r.case.level)));
+            let expected = expectations.as_ref().is_some_and(|e| e.standing(r) == Some(Standing::Held));
+            println!("{prefix}{}", report::terminal::case_line(r, gate.gates(r.case.level) && !expected));
             let _ = std::io::stdout().flush();
         }
     })
@@ -88,6 +95,7 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
         notes,
         setup_error: None,
         transition_graph: ctx.graph().cloned(),
+        expectations,
     };
     ctx.shutdown().await;
     report

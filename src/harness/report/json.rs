@@ -2,6 +2,7 @@
 //! tests validate generated reports against it.
 
 use super::verdict::Report;
+use crate::harness::expect::Standing;
 use crate::harness::graph::Transition;
 use crate::harness::outcome::{Counts, Outcome};
 use serde_json::{json, Map, Value};
@@ -39,6 +40,12 @@ pub fn render(report: &Report) -> Value {
                 "reproduction": if failed { r.reproduction.clone() } else { None },
                 "rerun": report.rerun(r),
                 "gating": report.gates(r),
+                "expected": report.expectations.as_ref().and_then(|e| e.get(&r.case.id)).map(|line| json!({
+                    "outcome": line.outcome.as_str(),
+                    "reason": line.reason,
+                    "expires": line.expires.map(|d| d.to_string()),
+                    "standing": report.standing(r).map(Standing::as_str),
+                })),
                 "duration_ms": millis(r.duration),
             })
         })
@@ -69,6 +76,11 @@ pub fn render(report: &Report) -> Value {
             }).collect::<Vec<_>>(),
         })),
         "unjudged": report.unjudged().iter().map(|(how, cases)| json!({"how": how, "cases": cases})).collect::<Vec<_>>(),
+        "expectations": report.expectations.as_ref().map(|e| json!({
+            "file": e.file,
+            "deviations": report.deviations().iter().map(|(r, how)| json!({"case": r.case.id, "how": how})).collect::<Vec<_>>(),
+            "not_run": e.not_run(&report.results),
+        })),
         "notes": report.notes,
         "cases": cases,
         "summary": summary,

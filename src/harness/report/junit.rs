@@ -28,28 +28,44 @@ fn details(report: &Report, result: &CaseResult, message: &str) -> String {
 fn test_case(report: &Report, result: &CaseResult) -> TestCase {
     let case = result.case;
     let gating = report.gates(result);
-    let status = match &result.outcome {
-        Outcome::Passed => TestCaseStatus::success(),
-        Outcome::Failed(_) if !gating => TestCaseStatus::success(),
-        Outcome::Failed(f) => {
-            let m = &f.message;
+    let deviation = report.deviations().into_iter().find(|(r, _)| r.case.id == case.id).map(|(_, how)| how);
+    let expected = report.expected().into_iter().find(|(r, _)| r.case.id == case.id).map(|(_, why)| why);
+    let status = match (&result.outcome, deviation, expected) {
+        // A deviation from the --expect file fails the run: a JUnit failure, whatever the outcome.
+        (_, Some(how), _) => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            status.set_message(xml(m)).set_type(case.level.as_str()).set_description(details(report, result, m));
+            status.set_message(xml(&how)).set_type("expectation").set_description(details(report, result, &how));
             status
         }
-        Outcome::Error { source, message } => {
-            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-            status
-                .set_message(xml(message))
-                .set_type(source.as_str())
-                .set_description(details(report, result, message));
-            status
-        }
-        Outcome::Ignored { reason, .. } => {
+        // As pytest's xfail: an expected outcome is skipped, with the file's reason.
+        (outcome, None, Some(why)) => {
             let mut status = TestCaseStatus::skipped();
-            status.set_message(xml(reason));
+            status.set_message(xml(&format!("expected {}: {why}", outcome.label())));
             status
         }
+        (outcome, None, None) => match outcome {
+            Outcome::Passed => TestCaseStatus::success(),
+            Outcome::Failed(_) if !gating => TestCaseStatus::success(),
+            Outcome::Failed(f) => {
+                let m = &f.message;
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                status.set_message(xml(m)).set_type(case.level.as_str()).set_description(details(report, result, m));
+                status
+            }
+            Outcome::Error { source, message } => {
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+                status
+                    .set_message(xml(message))
+                    .set_type(source.as_str())
+                    .set_description(details(report, result, message));
+                status
+            }
+            Outcome::Ignored { reason, .. } => {
+                let mut status = TestCaseStatus::skipped();
+                status.set_message(xml(reason));
+                status
+            }
+        },
     };
     let mut tc = TestCase::new(case.id.as_str(), status);
     tc.set_classname(case.area).set_time(result.duration);
@@ -58,7 +74,7 @@ fn test_case(report: &Report, result: &CaseResult) -> TestCase {
     tc.add_property(Property::new("gating", gating.to_string()));
     tc.add_property(Property::new("outcome", result.outcome.label()));
     tc.add_property(Property::new("title", case.title.as_str()));
-    if let (Outcome::Failed(f), false) = (&result.outcome, gating) {
+    if let (Outcome::Failed(f), false, None) = (&result.outcome, gating, expected) {
         let m = &f.message;
         tc.set_system_out(format!(
             "NOTE: failed at level {}, which does not gate this run\n{}",

@@ -5,6 +5,7 @@
 
 use super::verdict::Report;
 use crate::harness::catalogue;
+use crate::harness::expect::Standing;
 use crate::harness::graph::TransitionGraph;
 use crate::harness::outcome::{CaseResult, Outcome};
 use crate::harness::sanitize;
@@ -60,6 +61,26 @@ pub fn render(report: &Report) -> String {
         out.push('\n');
     }
 
+    if let Some(e) = &report.expectations {
+        let deviations = report.deviations();
+        if !deviations.is_empty() {
+            let _ = writeln!(out, "### Deviations from `{}` (each fails the run)\n", cell(&e.file));
+            for (r, how) in &deviations {
+                let _ = writeln!(out, "- `{}`: {}", r.case.id, cell(how));
+            }
+            out.push('\n');
+        }
+        let expected = report.expected();
+        if !expected.is_empty() {
+            let _ = writeln!(out, "### Expected in `{}` (not deciding the exit code)\n", cell(&e.file));
+            out += "| case | outcome | reason |\n|---|---|---|\n";
+            for (r, reason) in &expected {
+                let _ = writeln!(out, "| `{}` | {} | {} |", r.case.id, r.outcome.label(), cell(reason));
+            }
+            out.push('\n');
+        }
+    }
+
     out += "### Counts by level\n\n| level | passed | failed | errors | ignored | gates |\n|---|---:|---:|---:|---:|---|\n";
     for (level, c, gates) in report.by_level() {
         let gates = if gates { "yes" } else { "no" };
@@ -72,7 +93,11 @@ pub fn render(report: &Report) -> String {
         out += "None.\n\n";
     }
     for r in failures {
-        let gating = if report.gates(r) { "gating" } else { "not gating" };
+        let gating = match (report.gates(r), report.standing(r)) {
+            (false, Some(Standing::Held)) => "expected",
+            (true, _) => "gating",
+            (false, _) => "not gating",
+        };
         let _ = writeln!(
             out,
             "#### `{}` ({}, {}, {gating})\n\n{}\n",

@@ -12,6 +12,7 @@ pub mod verdict;
 pub use verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
 
 use super::config::OutputPaths;
+use super::sanitize;
 
 /// Writes every report asked for; an error names the file that could not be written.
 pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), String> {
@@ -20,7 +21,9 @@ pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), String> {
         (&paths.junit, junit::render(report)),
         (&paths.report_md, markdown::render(report)),
     ];
-    for (path, text) in files {
+    // A run that could not start judged nothing: it must not overwrite an expectations file.
+    let expectations = report.setup_error.is_none().then(|| (&paths.write_expectations, expectations(report)));
+    for (path, text) in files.into_iter().chain(expectations) {
         if let Some(path) = path {
             std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
@@ -28,9 +31,22 @@ pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), String> {
     Ok(())
 }
 
+/// The `--write-expectations` file: the gating cases that did not pass in this run.
+fn expectations(report: &Report) -> String {
+    let results: Vec<_> = report.results.iter().filter(|r| report.gate.gates(r.case.level)).collect();
+    let header = format!(
+        "bankconf expectations, written from a run against {} on {}.\n\
+         Review each reason, add `expires = YYYY-MM-DD` where a fix is planned, and pass the file\n\
+         with --expect: these outcomes then no longer decide the exit code; any other does.",
+        sanitize::visible(&report.server),
+        crate::harness::expect::today()
+    );
+    crate::harness::expect::write(&results, report.expectations.as_ref(), &header)
+}
+
 /// Fails early, before anything runs, when a report file cannot be written.
 pub fn check_writable(paths: &OutputPaths) -> Result<(), String> {
-    for path in [&paths.report_json, &paths.junit, &paths.report_md].into_iter().flatten() {
+    for path in [&paths.report_json, &paths.junit, &paths.report_md, &paths.write_expectations].into_iter().flatten() {
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)

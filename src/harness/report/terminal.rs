@@ -65,6 +65,26 @@ pub fn summary(report: &Report) -> String {
             let _ = writeln!(out, "  - {}: {}", visible(how), cases.join(", "));
         }
     }
+    if let Some(e) = &report.expectations {
+        let expected = report.expected();
+        if !expected.is_empty() {
+            let _ = writeln!(out, "expected in {} (not deciding the exit code):", visible(&e.file));
+            for (r, reason) in &expected {
+                let _ = writeln!(out, "  - {} {}: {}", r.case.id, r.outcome.label(), visible(reason));
+            }
+        }
+        let deviations = report.deviations();
+        if !deviations.is_empty() {
+            let _ = writeln!(out, "deviations from {} (each fails the run):", visible(&e.file));
+            for (r, how) in &deviations {
+                let _ = writeln!(out, "  - {}: {}", r.case.id, visible(how));
+            }
+        }
+        let not_run = e.not_run(&report.results);
+        if !not_run.is_empty() {
+            let _ = writeln!(out, "expectations for cases not run (not judged): {}", not_run.join(", "));
+        }
+    }
     if let Some(g) = &report.transition_graph {
         let accepted = g.edges.iter().filter(|(_, _, t)| matches!(t, Transition::Accepted(_))).count();
         let states: Vec<&str> = g.reached.iter().map(|s| s.lower()).collect();

@@ -2,6 +2,7 @@
 //! exit code they lead to.
 
 use crate::harness::catalogue::Level;
+use crate::harness::expect::{Expectations, Standing};
 use crate::harness::graph::TransitionGraph;
 use crate::harness::outcome::{CaseResult, Counts, Gate, IgnoreCause, Outcome};
 use crate::harness::sanitize::shell_word;
@@ -43,6 +44,8 @@ pub struct Report {
     pub setup_error: Option<String>,
     /// The transition graph the target revealed, when `lifecycle.transition-graph` ran.
     pub transition_graph: Option<TransitionGraph>,
+    /// The `--expect` file the run was judged with.
+    pub expectations: Option<Expectations>,
 }
 
 impl Report {
@@ -90,18 +93,64 @@ impl Report {
         Level::ALL.into_iter().map(|level| (level, self.counts(Some(level)), self.gate.gates(level)))
     }
 
-    /// Whether a failure of this result decides the exit code.
+    /// Whether a failure of this result decides the exit code: its level gates, and its
+    /// outcome is not the one the `--expect` file expects.
     pub fn gates(&self, result: &CaseResult) -> bool {
-        self.gate.gates(result.case.level)
+        self.gate.gates(result.case.level) && self.standing(result) != Some(Standing::Held)
     }
 
-    /// 1 when a gating case failed (the target's problem); else 2 when the run could not start,
+    /// How `result` stands against the `--expect` file, if the file has a line for it.
+    pub fn standing(&self, result: &CaseResult) -> Option<Standing> {
+        self.expectations.as_ref()?.standing(result)
+    }
+
+    /// The gating cases whose outcome the `--expect` file expects, each with the reason.
+    pub fn expected(&self) -> Vec<(&CaseResult, &str)> {
+        let Some(e) = &self.expectations else { return Vec::new() };
+        self.results
+            .iter()
+            .filter(|r| self.gate.gates(r.case.level) && self.standing(r) == Some(Standing::Held))
+            .filter_map(|r| Some((r, e.get(&r.case.id)?.reason.as_str())))
+            .collect()
+    }
+
+    /// The deviations from the `--expect` file, one line each: expectations that no longer
+    /// hold (stale) or have expired, at a gating level. Each fails the run.
+    pub fn deviations(&self) -> Vec<(&CaseResult, String)> {
+        let Some(e) = &self.expectations else { return Vec::new() };
+        self.results
+            .iter()
+            .filter(|r| self.gate.gates(r.case.level))
+            .filter_map(|r| {
+                let line = e.get(&r.case.id)?;
+                let said = format!("expected {} ({})", line.outcome.as_str(), line.reason);
+                let how = match self.standing(r)? {
+                    Standing::Held => return None,
+                    Standing::NoLongerHolds => format!(
+                        "{said}, now {}: the expectation no longer holds; remove its line from {}",
+                        r.outcome.label(),
+                        e.file
+                    ),
+                    Standing::Expired => format!(
+                        "{said} expired on {}: renew or remove its line in {} (now {})",
+                        line.expires.map(|d| d.to_string()).unwrap_or_default(),
+                        e.file,
+                        r.outcome.label()
+                    ),
+                };
+                Some((r, how))
+            })
+            .collect()
+    }
+
+    /// 1 when a gating case failed or deviated from the `--expect` file (the target's
+    /// problem, or a stale file); else 2 when the run could not start,
     /// nothing ran, or a gating case ended in an error (the setup's); else 3 when a gating case
     /// went unjudged (coverage); else 0.
     pub fn exit_code(&self) -> i32 {
         let counts = self.counts(None);
         let gating = |pred: fn(&Outcome) -> bool| self.results.iter().any(|r| pred(&r.outcome) && self.gates(r));
-        if gating(Outcome::is_failed) {
+        if gating(Outcome::is_failed) || !self.deviations().is_empty() {
             EXIT_FAILED
         } else if self.setup_error.is_some()
             || counts.passed + counts.failed == 0
