@@ -345,6 +345,8 @@ impl Api {
                     tokio::time::sleep(pause).await;
                     continue;
                 }
+            } else {
+                self.throttle.answered();
             }
             let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
             let mut body = Vec::new();

@@ -2,7 +2,9 @@
 //! going too fast is never a violation: `--rate-limit` spaces requests (a token bucket refilled
 //! at that rate, one token deep), and a 429, or a 503 with `Retry-After`, pauses every request
 //! of the run for the time asked and retries, within [`RETRY_BUDGET`] per request: long enough
-//! to outlast a steady limit shared by many concurrent cases.
+//! to outlast a steady limit shared by many concurrent cases. A target that has refused every
+//! request for a whole budget is not waited for again: later refusals are answers, so a run
+//! against a target that only says 429 ends in minutes, not hours.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -21,6 +23,9 @@ pub struct Throttle {
     /// The earliest moment the next request may go: the next token, or the end of a pause.
     next: Mutex<Option<Instant>>,
     refused: AtomicU64,
+    /// When the current run of refusals began (no other answer since); `None`: the last answer
+    /// was not a refusal.
+    streak: Mutex<Option<Instant>>,
 }
 
 impl Throttle {
@@ -53,6 +58,10 @@ impl Throttle {
         if status == 429 {
             self.refused.fetch_add(1, Ordering::Relaxed);
         }
+        let began = *self.streak.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Instant::now);
+        if began.elapsed() > RETRY_BUDGET {
+            return None;
+        }
         let asked = retry_after.filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64);
         let pause = asked.unwrap_or(Duration::from_millis(500)).clamp(Duration::from_millis(50), MAX_PAUSE);
         if *spent + pause > RETRY_BUDGET {
@@ -64,6 +73,11 @@ impl Throttle {
         let until = Instant::now() + pause;
         *next = Some(next.map_or(until, |n| n.max(until)));
         Some(pause)
+    }
+
+    /// Any answer other than a refusal: the target lets requests through again.
+    pub fn answered(&self) {
+        *self.streak.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// For the report: how many 429 answers the run got (each retried), if any.
@@ -91,6 +105,15 @@ mod tests {
         assert!(t.note().is_some_and(|n| n.contains("61 time(s)")));
         assert_eq!(t.refused(503, Some(100.0), &mut Duration::default()), Some(MAX_PAUSE));
         assert_eq!(t.refused(503, Some(f64::NAN), &mut Duration::default()), Some(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn a_target_that_only_refuses_is_given_up_on() {
+        let t = Throttle::new(0.0);
+        *t.streak.lock().unwrap() = Some(Instant::now() - RETRY_BUDGET - Duration::from_secs(1));
+        assert_eq!(t.refused(429, Some(1.0), &mut Duration::default()), None);
+        t.answered();
+        assert!(t.refused(429, Some(1.0), &mut Duration::default()).is_some());
     }
 
     #[tokio::test]
