@@ -56,7 +56,8 @@ pub struct RunConfig {
     /// Generated inputs per property.
     #[arg(long, env = "BANKCONF_CASES", default_value_t = 16)]
     pub cases: u32,
-    /// Seconds a case waits for the webhook events it expects.
+    /// Shortest wait, in seconds, for a webhook event a case expects; a wait grows with the
+    /// delivery latency observed in the run and a busy queue, up to 60 s (see README).
     #[arg(long, env = "BANKCONF_EVENT_TIMEOUT", default_value_t = 5.0)]
     pub event_timeout: f64,
     /// Seconds one HTTP request may take.
