@@ -135,6 +135,8 @@ fn main() -> ExitCode {
             setup_error: None,
             transition_graph: ctx.graph().cloned(),
             expectations: expectations.map(|e| (*e).clone()),
+            latency: ctx.api.recorder().latency.summary(),
+            har: None,
         };
         if let Err(e) = report::write(&outputs, &report) {
             eprintln!("bankconf: {e}");

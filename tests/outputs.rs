@@ -186,6 +186,8 @@ fn synthetic() -> Report {
         setup_error: None,
         transition_graph: None,
         expectations: None,
+        latency: Default::default(),
+        har: None,
     }
 }
 

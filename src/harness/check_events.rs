@@ -192,6 +192,8 @@ pub fn check_events(config: CheckEventsConfig) -> i32 {
         setup_error: None,
         transition_graph: None,
         expectations: None,
+        latency: Default::default(),
+        har: None,
     };
     report::finish(&report, &config.outputs)
 }

@@ -44,6 +44,10 @@ pub struct RunConfig {
     /// expects do not decide the exit code; deviations from it fail the run.
     #[arg(long, env = "BANKCONF_EXPECT")]
     pub expect: Option<PathBuf>,
+    /// Write the whole run as HAR 1.2 to this file: every request and answer, every webhook
+    /// delivery and every driver call, secrets redacted (README "Evidence").
+    #[arg(long, env = "BANKCONF_HAR")]
+    pub har: Option<PathBuf>,
     /// Report files: `--report-json`, `--junit`, `--report-md`.
     #[command(flatten)]
     pub outputs: OutputPaths,
@@ -115,6 +119,7 @@ impl RunConfig {
             driver_timeout: 30.0,
             browser: None,
             expect: None,
+            har: None,
             sandbox_mutant: None,
             sandbox_variant: None,
             sandbox_conditions: SandboxConditions::default(),

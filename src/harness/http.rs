@@ -3,6 +3,7 @@
 
 use super::budget;
 use super::endpoint_rules::{self, Violation};
+use super::har::{self, Exchanged, Recorder};
 use super::outcome::Stop;
 use super::redact;
 use reqwest::{Method, Url};
@@ -62,13 +63,17 @@ pub fn record(sent: Sent) {
 }
 
 /// Runs `case` while recording the requests it sends; returns its output and the latest ones.
-pub async fn recording<F: std::future::Future>(case: F) -> (F::Output, Vec<Sent>) {
-    SENT.scope(RefCell::default(), async {
-        let out = case.await;
-        let log = SENT.with(|sent| std::mem::take(&mut sent.borrow_mut().0));
-        (out, log.into())
-    })
-    .await
+/// The case it works for ([`har::current_case`]) is the caller's, also when it is spawned.
+pub fn recording<F: std::future::Future>(case: F) -> impl std::future::Future<Output = (F::Output, Vec<Sent>)> {
+    let current = har::current_case();
+    har::in_case(
+        current,
+        SENT.scope(RefCell::default(), async {
+            let out = case.await;
+            let log = SENT.with(|sent| std::mem::take(&mut sent.borrow_mut().0));
+            (out, log.into())
+        }),
+    )
 }
 
 /// The request that shows a failure: the latest one its message names, else the latest sent.
@@ -162,6 +167,7 @@ pub struct Api {
     /// Endpoint rules broken in any read, whichever case made it (see [`Api::broken_rules`]).
     broken: Arc<Mutex<Vec<(Violation, Sent)>>>,
     throttle: Arc<super::throttle::Throttle>,
+    recorder: Arc<Recorder>,
 }
 
 impl Api {
@@ -183,13 +189,37 @@ impl Api {
         let client = builder().redirect(reqwest::redirect::Policy::none()).build()?;
         // Assets are fetched as a browser would: following a few redirects.
         let browser = builder().redirect(reqwest::redirect::Policy::limited(5)).build()?;
-        Ok(Self { client, browser, base, key, second_key, broken: Arc::default(), throttle: Default::default() })
+        Ok(Self {
+            client,
+            browser,
+            base,
+            key,
+            second_key,
+            broken: Arc::default(),
+            throttle: Default::default(),
+            recorder: Default::default(),
+        })
     }
 
     /// Paces this client's requests (and its clones') with `throttle`.
     pub fn with_throttle(mut self, throttle: Arc<super::throttle::Throttle>) -> Self {
         self.throttle = throttle;
         self
+    }
+
+    /// Records this client's exchanges (and its clones') with `recorder`.
+    pub fn with_recorder(mut self, recorder: Arc<Recorder>) -> Self {
+        self.recorder = recorder;
+        self
+    }
+
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    /// The recorder, to share with the webhook receiver.
+    pub fn recorder_handle(&self) -> Arc<Recorder> {
+        self.recorder.clone()
     }
 
     pub fn base_url(&self) -> &str {
@@ -327,6 +357,7 @@ impl Api {
         let mut spent = Duration::ZERO;
         loop {
             self.throttle.acquire().await;
+            let (started, clock) = (std::time::SystemTime::now(), std::time::Instant::now());
             let mut builder = client.request(method.clone(), url.clone()).header("Accept", accept);
             if method == Method::POST {
                 builder = builder.header("Content-Type", "application/json");
@@ -342,6 +373,19 @@ impl Api {
             let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(retry_wait);
             if status == 429 || (status == 503 && retry_after.is_some()) {
                 if let Some(pause) = self.throttle.refused(status, retry_after.map(|d| d.as_secs_f64()), &mut spent) {
+                    // Refused for going too fast: in the HAR too (its body unread).
+                    self.recorder.exchange(Exchanged {
+                        method: method.as_str(),
+                        url: url.as_str(),
+                        authorized: authorization.is_some(),
+                        accept,
+                        status,
+                        content_type: None,
+                        body: "",
+                        started,
+                        took: clock.elapsed(),
+                        request: &request,
+                    });
                     tokio::time::sleep(pause).await;
                     continue;
                 }
@@ -366,6 +410,18 @@ impl Api {
             }
             let invalid_utf8 = std::str::from_utf8(&body).err().map(|e| e.valid_up_to());
             let body = String::from_utf8_lossy(&body).into_owned();
+            self.recorder.exchange(Exchanged {
+                method: method.as_str(),
+                url: url.as_str(),
+                authorized: authorization.is_some(),
+                accept,
+                status,
+                content_type: content_type.as_deref(),
+                body: &body,
+                started,
+                took: clock.elapsed(),
+                request: &request,
+            });
             return Ok(Exchange { request, status, content_type, body, invalid_utf8 });
         }
     }

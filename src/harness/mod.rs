@@ -7,7 +7,8 @@
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
 //!    [`endpoint_rules`] every answer keeps, the explored [`graph`] of transitions, and the
 //!    [`expect`] file of a release gate;
-//! 3. access to the server under test: [`http`] (paced by [`throttle`]), [`browser`] (the
+//! 3. access to the server under test: [`http`] (paced by [`throttle`]; what it sends and
+//!    receives recorded by [`har`], with the run's [`latency`]), [`browser`] (the
 //!    headless Chromium of the widget cases), [`pagination`],
 //!    [`receiver`] (waits bounded by [`patience`]), [`driver`],
 //!    [`redact`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and driver steps)
@@ -33,7 +34,9 @@ pub mod event_rules;
 pub mod expect;
 pub mod fixtures;
 pub mod graph;
+pub mod har;
 pub mod http;
+pub mod latency;
 pub mod outcome;
 pub mod pagination;
 pub mod patience;

@@ -4,6 +4,7 @@
 //! shrunk here, one attempt at a time and bounded in time and attempts, and reported with the
 //! seed that replays it (`bankconf run --seed S <case-id>`).
 
+use super::har;
 use super::http::{self, Sent};
 use super::outcome::{ErrorSource, Failure, Stop};
 use super::session::Session;
@@ -44,7 +45,8 @@ where
     loop {
         while next < trees.len() && playing.len() < concurrency {
             let (test, input, i) = (test.clone(), trees[next].current(), next);
-            playing.spawn(async move { (i, play(&*test, input).await) });
+            // Each input's requests are the case's, in the HAR too.
+            playing.spawn(har::in_case(har::current_case(), async move { (i, play(&*test, input).await) }));
             next += 1;
         }
         let Some(joined) = playing.join_next().await else { break };

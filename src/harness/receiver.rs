@@ -4,6 +4,7 @@
 
 use super::budget;
 use super::delivery::Delivery;
+use super::har::Recorder;
 use super::patience::Patience;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -25,8 +26,11 @@ const MAX_BYTES: usize = budget::MAX_HELD;
 /// Largest delivery body accepted.
 const MAX_DELIVERY: usize = 1024 * 1024;
 
-#[derive(Default)]
 struct Store {
+    /// The run's evidence: each delivery, and how late it came.
+    recorder: Arc<Recorder>,
+    /// The URL the target delivers to, for the HAR.
+    url: Mutex<String>,
     deliveries: Mutex<Vec<Delivery>>,
     bytes: std::sync::atomic::AtomicUsize,
     /// Deliveries refused for their size, or for the receiver's budget.
@@ -40,18 +44,52 @@ pub struct Receiver {
     arrivals: watch::Receiver<u64>,
     /// How long waits last (see [`Patience`]).
     pub patience: Patience,
+    /// The waits under way: what each waits for and since when, for the progress line.
+    waits: Arc<Mutex<Vec<Wait>>>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+struct Wait {
+    what: String,
+    started: Instant,
+    /// The longest it may last ([`Patience`]'s cap).
+    bound: Duration,
+}
+
+/// Removes its wait from the list however the wait ends (a case may be cancelled mid-wait).
+struct Waiting {
+    waits: Arc<Mutex<Vec<Wait>>>,
+    started: Instant,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let mut waits = self.waits.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = waits.iter().position(|w| w.started == self.started) {
+            waits.remove(i);
+        }
+    }
 }
 
 impl Receiver {
     /// Starts listening on `listen`. The URL given to the target is `public_url` when set (a
     /// target in a container or on another host), else this address (loopback for `0.0.0.0`).
-    pub async fn start(listen: SocketAddr, public_url: Option<String>) -> anyhow::Result<Self> {
+    pub async fn start(
+        listen: SocketAddr,
+        public_url: Option<String>,
+        recorder: Arc<Recorder>,
+    ) -> anyhow::Result<Self> {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| anyhow::anyhow!("webhook receiver cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr()?;
-        let store = Arc::new(Store::default());
+        let store = Arc::new(Store {
+            recorder,
+            url: Mutex::default(),
+            deliveries: Mutex::default(),
+            bytes: Default::default(),
+            refused: Default::default(),
+        });
         let (tx, arrivals) = watch::channel(0u64);
         let app = Router::new()
             .route("/", post(receive))
@@ -70,7 +108,15 @@ impl Receiver {
             let host = if addr.ip().is_unspecified() { SocketAddr::from(([127, 0, 0, 1], addr.port())) } else { addr };
             format!("http://{host}/webhooks")
         });
-        Ok(Self { url, store, arrivals, patience: Patience::default(), shutdown: Some(shutdown) })
+        *store.url.lock().unwrap_or_else(|e| e.into_inner()) = url.clone();
+        Ok(Self {
+            url,
+            store,
+            arrivals,
+            patience: Patience::default(),
+            waits: Arc::default(),
+            shutdown: Some(shutdown),
+        })
     }
 
     /// The address to register with the target.
@@ -111,7 +157,36 @@ impl Receiver {
         timeout: Duration,
         done: impl Fn(&[Delivery]) -> bool,
     ) -> (bool, Vec<Delivery>) {
+        self.wait_labelled(&format!("deliveries for {connection_id}"), connection_id, timeout, done).await
+    }
+
+    /// The waits that have lasted over `after`: `waiting for connection.connected for conn_1
+    /// (4s, at most 60s)` for the longest, and how many more; for a terminal's progress line.
+    pub fn waiting(&self, after: Duration) -> Option<String> {
+        let waits = self.waits.lock().unwrap_or_else(|e| e.into_inner());
+        let longest = waits.iter().filter(|w| w.started.elapsed() > after).min_by_key(|w| w.started)?;
+        let more = waits.iter().filter(|w| w.started.elapsed() > after).count() - 1;
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        Some(format!(
+            "waiting for {} ({}s, at most {}s){more}",
+            longest.what,
+            longest.started.elapsed().as_secs(),
+            longest.bound.as_secs()
+        ))
+    }
+
+    async fn wait_labelled(
+        &self,
+        what: &str,
+        connection_id: &str,
+        timeout: Duration,
+        done: impl Fn(&[Delivery]) -> bool,
+    ) -> (bool, Vec<Delivery>) {
         let started = Instant::now();
+        let what = super::redact::cut(what, 120);
+        let bound = super::patience::MAX_WAIT.max(timeout);
+        self.waits.lock().unwrap_or_else(|e| e.into_inner()).push(Wait { what, started, bound });
+        let _waiting = Waiting { waits: self.waits.clone(), started };
         let mut arrivals = self.arrivals.clone();
         loop {
             arrivals.mark_unchanged();
@@ -141,7 +216,9 @@ impl Receiver {
         event_type: &str,
         timeout: Duration,
     ) -> (bool, Vec<Delivery>) {
-        self.wait_for(connection_id, timeout, |ds| ds.iter().any(|d| d.event_type() == Some(event_type))).await
+        let what = format!("{event_type} for {connection_id}");
+        self.wait_labelled(&what, connection_id, timeout, |ds| ds.iter().any(|d| d.event_type() == Some(event_type)))
+            .await
     }
 
     /// `; N deliveries were refused …` when the receiver refused any for their size, for the
@@ -183,7 +260,9 @@ async fn receive(
     body: Result<Bytes, BytesRejection>,
 ) -> StatusCode {
     use std::sync::atomic::Ordering;
-    let refuse = |status| {
+    let url = store.url.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let refuse = |status: StatusCode| {
+        store.recorder.delivery(&url, b"", status.as_u16(), None);
         store.refused.fetch_add(1, Ordering::Relaxed);
         tx.send_modify(|n| *n += 1);
         status
@@ -205,8 +284,28 @@ async fn receive(
             return refuse(StatusCode::INSUFFICIENT_STORAGE);
         }
         let seq = all.len() as u64;
-        all.push(Delivery { seq, body: parsed });
+        let delivery = Delivery { seq, body: parsed };
+        store.recorder.delivery(&url, &body, StatusCode::NO_CONTENT.as_u16(), delivery.connection_id());
+        all.push(delivery);
     }
     tx.send_modify(|n| *n += 1);
     StatusCode::NO_CONTENT
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_long_wait_says_what_it_waits_for() {
+        let receiver = Receiver::start(([127, 0, 0, 1], 0).into(), None, Arc::default()).await.unwrap();
+        assert_eq!(receiver.waiting(Duration::ZERO), None);
+        let waiting = receiver.wait_for_type("conn_1", "connection.connected", Duration::from_millis(300));
+        let (_, status) = tokio::join!(waiting, async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            receiver.waiting(Duration::from_millis(50))
+        });
+        assert_eq!(status.as_deref(), Some("waiting for connection.connected for conn_1 (0s, at most 60s)"));
+        assert_eq!(receiver.waiting(Duration::ZERO), None, "an ended wait is gone");
+    }
 }

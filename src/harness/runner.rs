@@ -7,12 +7,14 @@ use super::checks;
 use super::config::RunConfig;
 use super::expect::{Expectations, Standing};
 use super::fixtures::RunContext;
+use super::har::{self, Link};
 use super::http;
 use super::outcome::{CaseResult, ErrorSource, IgnoreCause, Outcome};
 use super::preflight;
 use super::report::{self, Origin, Report, EXIT_NOT_RUN};
 use super::session::Session;
 use super::{driver, redact, sanitize};
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -48,6 +50,8 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
         setup_error: Some(setup_error),
         transition_graph: None,
         expectations: None,
+        latency: Default::default(),
+        har: None,
     };
     // A broken expectations file is found before anything runs.
     let expectations = match config.expect.as_deref().map(Expectations::load).transpose() {
@@ -69,16 +73,34 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
     // A progress prefix for people at a terminal; CI logs (not a TTY) get the plain lines.
     let tty = std::io::stdout().is_terminal();
     let (total, done) = (cases.len(), AtomicUsize::new(0));
+    // At a terminal, a wait of over 2 s shows what it waits for on a line of its own, redrawn
+    // each second and cleared by the next case line (never in CI logs).
+    let ticker = (progress && tty).then(|| {
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if let Some(status) = ctx.receiver().ok().and_then(|r| r.waiting(Duration::from_secs(2))) {
+                    print!("\r\x1b[2K{}", sanitize::visible(&status));
+                    let _ = std::io::stdout().flush();
+                }
+            }
+        })
+    });
     let results = run_all(ctx.clone(), cases, |r| {
         if progress {
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-            let prefix = if tty { report::terminal::progress(n, total) } else { String::new() };
+            let prefix = if tty { format!("\r\x1b[2K{}", report::terminal::progress(n, total)) } else { String::new() };
             let expected = expectations.as_ref().is_some_and(|e| e.standing(r) == Some(Standing::Held));
             println!("{prefix}{}", report::terminal::case_line(r, gate.gates(r.case.level) && !expected));
             let _ = std::io::stdout().flush();
         }
     })
     .await;
+    if let Some(ticker) = ticker {
+        ticker.abort();
+        print!("\r\x1b[2K");
+    }
     let results = attribute(results, &ctx);
     // Notes only the end of the run can give: late deliveries, 429s.
     let mut notes = notes;
@@ -86,6 +108,7 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
         notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
     }
     notes.extend(ctx.api.throttle().note());
+    let har = write_har(&ctx, &results, &mut notes);
     let report = Report {
         origin: Origin::Run { seed: ctx.seed, settings },
         server: ctx.server.clone(),
@@ -96,9 +119,34 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
         setup_error: None,
         transition_graph: ctx.graph().cloned(),
         expectations,
+        latency: ctx.api.recorder().latency.summary(),
+        har,
     };
     ctx.shutdown().await;
     report
+}
+
+/// Writes the `--har` file, if asked; returns it with where each failure's evidence is in it.
+/// (Its path was checked writable before the run; a failure to write it now is a note.)
+fn write_har(
+    ctx: &RunContext,
+    results: &[CaseResult],
+    notes: &mut Vec<String>,
+) -> Option<(String, BTreeMap<String, Link>)> {
+    let path = ctx.config.har.as_ref()?;
+    let recorder = ctx.api.recorder();
+    if let Err(e) = recorder.write(path, &ctx.redactor) {
+        notes.push(format!("the HAR was not written: {e}"));
+        return None;
+    }
+    let links = results
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Outcome::Failed(f) => Some((r.case.id.clone(), recorder.link(&r.case.id, &f.message)?)),
+            _ => None,
+        })
+        .collect();
+    Some((path.display().to_string(), links))
 }
 
 /// A case that passed although a read made for another case or fixture broke one of its
@@ -119,7 +167,8 @@ pub fn attribute(mut results: Vec<CaseResult>, ctx: &RunContext) -> Vec<CaseResu
 /// Report files are checked writable before anything runs, and written on every exit.
 pub async fn run(config: RunConfig) -> i32 {
     let outputs = config.outputs.clone();
-    if let Err(e) = report::check_writable(&outputs) {
+    let har = config.har.as_deref().map_or(Ok(()), report::writable);
+    if let Err(e) = report::check_writable(&outputs).and(har) {
         eprintln!("bankconf: {e}");
         return EXIT_NOT_RUN;
     }
@@ -143,7 +192,11 @@ pub async fn run_case(ctx: Arc<RunContext>, case: &'static Case) -> CaseResult {
         // `patience::MAX_WAIT`), and walks many pages.
         let waits = super::patience::MAX_WAIT.max(ctx.config.event_wait());
         let limit = Duration::from_secs(60) + waits * 6 + ctx.config.request_wait() * 2;
-        let mut task = tokio::spawn(http::recording(check(ctx.clone())));
+        let in_case = har::in_case(Some(case.id.as_str()), {
+            let ctx = ctx.clone();
+            async move { http::recording(check(ctx)).await }
+        });
+        let mut task = tokio::spawn(in_case);
         match tokio::time::timeout(limit, &mut task).await {
             Ok(Ok((result, sent))) => {
                 log = sent;

@@ -7,6 +7,7 @@ use super::browser::RunBrowser;
 use super::catalogue::{Case, Need};
 use super::config::RunConfig;
 use super::driver::{DriveArgs, DriveError, Driver, DriverAction};
+use super::har::Recorder;
 use super::http::Api;
 use super::outcome::{ErrorSource, Stop};
 use super::receiver::Receiver;
@@ -85,7 +86,8 @@ impl Session {
         }
         let api = Api::new(&base_url, key, second_key, config.request_wait())
             .map_err(|e| e.to_string())?
-            .with_throttle(std::sync::Arc::new(super::throttle::Throttle::new(config.rate_limit)));
+            .with_throttle(std::sync::Arc::new(super::throttle::Throttle::new(config.rate_limit)))
+            .with_recorder(std::sync::Arc::new(Recorder::new(config.har.is_some())));
         if sandbox.is_none() {
             api.reachable().await.map_err(|e| format!("target unreachable: {e}"))?;
         }
@@ -101,11 +103,13 @@ impl Session {
         let (receiver, webhooks) = match &driver {
             None => (None, Webhooks::Unavailable("no driver (--driver) to register a webhook address".into())),
             Some(driver) => {
-                let receiver = Receiver::start(config.webhook_listen, config.webhook_public_url.clone())
+                let recorder = api.recorder_handle();
+                let receiver = Receiver::start(config.webhook_listen, config.webhook_public_url.clone(), recorder)
                     .await
                     .map_err(|e| e.to_string())?;
                 let args = DriveArgs { webhook_url: Some(receiver.url().to_string()), ..Default::default() };
-                let webhooks = match driver.run(DriverAction::RegisterWebhook, &args).await {
+                let call = driver.run(DriverAction::RegisterWebhook, &args);
+                let webhooks = match api.recorder().driven(DriverAction::RegisterWebhook, &args, call).await {
                     Ok(()) => Webhooks::Registered,
                     Err(DriveError::Unsupported(m) | DriveError::Refused(m)) => Webhooks::Unavailable(m),
                     Err(DriveError::Failed(m)) => Webhooks::Failed(m),

@@ -179,7 +179,8 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
         // Deliveries from here on are the step's: the target may announce before the driver returns.
         let since = receiver.arrived_so_far();
         let from = state;
-        match driver.run(DriverAction::Act(action), &args).await {
+        let call = driver.run(DriverAction::Act(action), &args);
+        match ctx.api.recorder().driven(DriverAction::Act(action), &args, call).await {
             Ok(()) => trace.steps.push(format!("{action}")),
             // Refused from this state, or not supported: not a failure; the sequence goes on.
             Err(DriveError::Refused(_)) => {

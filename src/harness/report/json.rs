@@ -4,6 +4,7 @@
 use super::verdict::Report;
 use crate::harness::expect::Standing;
 use crate::harness::graph::Transition;
+use crate::harness::latency::Stats;
 use crate::harness::outcome::{Counts, Outcome};
 use serde_json::{json, Map, Value};
 
@@ -12,6 +13,10 @@ pub const FORMAT_VERSION: u32 = 1;
 
 fn counts(c: Counts) -> Value {
     json!({"passed": c.passed, "failed": c.failed, "errors": c.errors, "ignored": c.ignored})
+}
+
+fn stats(s: Stats) -> Value {
+    json!({"count": s.count, "median_ms": s.median_ms, "p95_ms": s.p95_ms, "max_ms": s.max_ms})
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -47,6 +52,9 @@ pub fn render(report: &Report) -> Value {
                     "standing": report.standing(r).map(Standing::as_str),
                 })),
                 "duration_ms": millis(r.duration),
+                "har": report.har.as_ref().and_then(|(file, links)| {
+                    links.get(&r.case.id).map(|l| json!({"file": file, "entry": l.entry, "entries": l.entries}))
+                }),
             })
         })
         .collect();
@@ -81,6 +89,11 @@ pub fn render(report: &Report) -> Value {
             "deviations": report.deviations().iter().map(|(r, how)| json!({"case": r.case.id, "how": how})).collect::<Vec<_>>(),
             "not_run": e.not_run(&report.results),
         })),
+        "latency": {
+            "api": report.latency.api.map(stats),
+            "webhooks": report.latency.webhooks.map(stats),
+        },
+        "har": report.har.as_ref().map(|(file, _)| file),
         "notes": report.notes,
         "cases": cases,
         "summary": summary,

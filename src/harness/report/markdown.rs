@@ -48,7 +48,10 @@ pub fn render(report: &Report) -> String {
     for note in &report.notes {
         let _ = writeln!(out, "- {}", cell(note));
     }
-    if !report.notes.is_empty() {
+    for line in report.latency_lines() {
+        let _ = writeln!(out, "- {}", cell(&line));
+    }
+    if !report.notes.is_empty() || !report.latency_lines().is_empty() {
         out.push('\n');
     }
     let unjudged = report.unjudged();

@@ -47,13 +47,19 @@ fn expectations(report: &Report) -> String {
 /// Fails early, before anything runs, when a report file cannot be written.
 pub fn check_writable(paths: &OutputPaths) -> Result<(), String> {
     for path in [&paths.report_json, &paths.junit, &paths.report_md, &paths.write_expectations].into_iter().flatten() {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        writable(path)?;
     }
     Ok(())
+}
+
+/// Whether `path` can be written (created if missing, never truncated).
+pub fn writable(path: &std::path::Path) -> Result<(), String> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(drop)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Prints the summary, writes the report files, and returns the exit code (2 when a file

@@ -58,6 +58,12 @@ pub fn summary(report: &Report) -> String {
     for note in &report.notes {
         let _ = writeln!(out, "note: {}", visible(note));
     }
+    for line in report.latency_lines() {
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some((file, _)) = &report.har {
+        let _ = writeln!(out, "HAR written to {}", visible(file));
+    }
     let unjudged = report.unjudged();
     if !unjudged.is_empty() {
         let _ = writeln!(out, "not judged (gating), and how to complete the run:");

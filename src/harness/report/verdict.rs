@@ -4,6 +4,8 @@
 use crate::harness::catalogue::Level;
 use crate::harness::expect::{Expectations, Standing};
 use crate::harness::graph::TransitionGraph;
+use crate::harness::har::Link;
+use crate::harness::latency;
 use crate::harness::outcome::{CaseResult, Counts, Gate, IgnoreCause, Outcome};
 use crate::harness::sanitize::shell_word;
 use std::collections::BTreeMap;
@@ -46,9 +48,28 @@ pub struct Report {
     pub transition_graph: Option<TransitionGraph>,
     /// The `--expect` file the run was judged with.
     pub expectations: Option<Expectations>,
+    /// How fast the target answered and how late its webhooks came (not judged).
+    pub latency: latency::Summary,
+    /// The `--har` file, and where each failed case's evidence is in it.
+    pub har: Option<(String, BTreeMap<String, Link>)>,
 }
 
 impl Report {
+    /// `API answers: 412 samples, median …; webhook deliveries: …`, one line per kind seen.
+    pub fn latency_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(s) = self.latency.api {
+            lines.push(format!("latency of API answers: {}", s.line()));
+        }
+        if let Some(s) = self.latency.webhooks {
+            lines.push(format!(
+                "latency of webhook deliveries (from the triggering request or driver call): {}",
+                s.line()
+            ));
+        }
+        lines
+    }
+
     /// The seed of a conformance run (none for a capture check).
     pub fn seed(&self) -> Option<u64> {
         match self.origin {

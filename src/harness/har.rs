@@ -1,0 +1,321 @@
+//! The run's evidence: what went over the wire, for "what exactly did it send?". With `--har
+//! FILE` every request to the target and its answer, every webhook delivery the receiver got
+//! and every driver call become HAR 1.2 entries (readable by browser devtools and HAR viewers),
+//! each naming the case that caused it (`_case`). Latencies ([`Latency`]) are kept always.
+//!
+//! Bounded: a body is kept up to [`MAX_BODY`] bytes (cut, with a `comment` saying so), and the
+//! whole log up to [`MAX_LOG`] bytes (later entries are counted, not kept). Secrets are redacted
+//! when an entry is kept, and the whole file again when written (a widget token is learnt from
+//! the response that carries it).
+
+use super::driver::{DriveArgs, DriveError, DriverAction};
+use super::latency::Latency;
+use super::redact::{self, Redactor};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Most bytes of one body kept in the HAR.
+pub const MAX_BODY: usize = 64 * 1024;
+/// Most bytes of entries kept in memory for the HAR.
+pub const MAX_LOG: usize = 64 * 1024 * 1024;
+
+tokio::task_local! {
+    /// The case the running task works for, for `_case`.
+    static CASE: Option<&'static str>;
+}
+
+/// The case the current task works for, if any (fixtures run inside the case that first needs
+/// them; the preflight and the setup outside any case).
+pub fn current_case() -> Option<&'static str> {
+    CASE.try_with(|c| *c).ok().flatten()
+}
+
+/// Runs `f` as work for `case` (a spawned task does not inherit its parent's case: wrap it).
+pub async fn in_case<F: std::future::Future>(case: Option<&'static str>, f: F) -> F::Output {
+    CASE.scope(case, f).await
+}
+
+/// One request to the target and its answer, as [`Recorder::exchange`] takes it.
+pub struct Exchanged<'a> {
+    pub method: &'a str,
+    pub url: &'a str,
+    /// `Bearer …`, kept as `Bearer [redacted]`.
+    pub authorized: bool,
+    pub accept: &'a str,
+    pub status: u16,
+    pub content_type: Option<&'a str>,
+    pub body: &'a str,
+    pub started: SystemTime,
+    pub took: Duration,
+    /// `GET /v1/…`: how failure messages name it.
+    pub request: &'a str,
+}
+
+#[derive(Default)]
+struct Log {
+    entries: Vec<Value>,
+    bytes: usize,
+    dropped: usize,
+    /// Per case, the ids and request names of its entries, for the report's links.
+    by_case: HashMap<&'static str, Vec<(u64, String)>>,
+    /// Every entry's id and URL, for a failure whose evidence a shared fixture recorded.
+    urls: Vec<(u64, String)>,
+}
+
+/// Where the run's evidence goes: one per run, shared by the HTTP client, the receiver and
+/// the driver calls.
+#[derive(Default)]
+pub struct Recorder {
+    pub latency: Latency,
+    har: Option<Mutex<Log>>,
+    next: AtomicU64,
+}
+
+/// Where a case's evidence is in the HAR: the entry its failure names (else its latest) and how
+/// many it has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    pub entry: u64,
+    pub entries: usize,
+}
+
+impl Recorder {
+    /// A recorder; with `har`, entries are kept for [`Recorder::write`].
+    pub fn new(har: bool) -> Self {
+        Self { har: har.then(Mutex::default), ..Self::default() }
+    }
+
+    fn keep(&self, mut entry: Value, request: String) {
+        let Some(log) = &self.har else { return };
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let case = current_case();
+        entry["_id"] = json!(id);
+        entry["_case"] = json!(case);
+        let size = entry.to_string().len();
+        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+        if log.bytes + size > MAX_LOG {
+            log.dropped += 1;
+            return;
+        }
+        log.bytes += size;
+        let url = entry["request"]["url"].as_str().unwrap_or_default().to_string();
+        log.urls.push((id, url));
+        log.entries.push(entry);
+        if let Some(case) = case {
+            log.by_case.entry(case).or_default().push((id, request));
+        }
+    }
+
+    /// A request the harness sent and the target's answer.
+    pub fn exchange(&self, x: Exchanged) {
+        self.latency.answered(x.took);
+        if self.har.is_none() {
+            return;
+        }
+        let mut headers = vec![json!({"name": "Accept", "value": x.accept})];
+        if x.authorized {
+            headers.push(json!({"name": "Authorization", "value": "Bearer [redacted]"}));
+        }
+        if x.method == "POST" {
+            headers.push(json!({"name": "Content-Type", "value": "application/json"}));
+        }
+        let mut request = json!({
+            "method": x.method,
+            "url": clean(x.url, MAX_BODY),
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": headers,
+            "queryString": query(x.url),
+            "headersSize": -1,
+            "bodySize": 0,
+        });
+        if x.method == "POST" {
+            request["postData"] = json!({"mimeType": "application/json", "text": ""});
+        }
+        let mime = x.content_type.unwrap_or("");
+        let response = json!({
+            "status": x.status,
+            "statusText": "",
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": if mime.is_empty() { json!([]) } else { json!([{"name": "Content-Type", "value": clean(mime, 200)}]) },
+            "content": content(mime, x.body.as_bytes()),
+            "redirectURL": "",
+            "headersSize": -1,
+            "bodySize": x.body.len(),
+        });
+        let millis = x.took.as_secs_f64() * 1000.0;
+        let mut entry = json!({
+            "startedDateTime": date(x.started),
+            "time": millis,
+            "request": request,
+            "response": response,
+            "cache": {},
+            "timings": {"send": 0, "wait": millis, "receive": 0},
+            "comment": x.request,
+            "_kind": "api",
+        });
+        if x.body.len() > MAX_BODY {
+            entry["response"]["content"]["comment"] =
+                json!(format!("cut at {} KiB of {} bytes", MAX_BODY >> 10, x.body.len()));
+        }
+        self.keep(entry, x.request.to_string());
+    }
+
+    /// A webhook delivery the receiver got at `url` (answered `status`).
+    pub fn delivery(&self, url: &str, body: &[u8], status: u16, connection: Option<&str>) {
+        self.latency.arrived(connection, Instant::now());
+        if self.har.is_none() {
+            return;
+        }
+        let text = String::from_utf8_lossy(&body[..body.len().min(MAX_BODY)]).into_owned();
+        let entry = json!({
+            "startedDateTime": date(SystemTime::now()),
+            "time": 0,
+            "request": {
+                "method": "POST",
+                "url": clean(url, 2048),
+                "httpVersion": "HTTP/1.1",
+                "cookies": [],
+                "headers": [{"name": "Content-Type", "value": "application/json"}],
+                "queryString": [],
+                "postData": {"mimeType": "application/json", "text": clean(&text, MAX_BODY)},
+                "headersSize": -1,
+                "bodySize": body.len(),
+            },
+            "response": {
+                "status": status, "statusText": "", "httpVersion": "HTTP/1.1", "cookies": [], "headers": [],
+                "content": {"size": 0, "mimeType": ""}, "redirectURL": "", "headersSize": -1, "bodySize": 0,
+            },
+            "cache": {},
+            "timings": {"send": 0, "wait": 0, "receive": 0},
+            "comment": format!("webhook delivery received (the receiver is the server){}", if body.len() > MAX_BODY { ", body cut" } else { "" }),
+            "_kind": "webhook",
+            "_connection": connection.map(|c| clean(c, 300)),
+        });
+        // A delivery arrives outside any case: it names none (`_case` null).
+        self.keep(entry, String::new());
+    }
+
+    /// Runs a driver call, recording it (action, exit, duration, stderr) as an entry whose URL
+    /// is `driver:<action>`, and its start as the trigger of the connection's next events.
+    pub async fn driven<F>(&self, action: DriverAction, args: &DriveArgs, call: F) -> Result<(), DriveError>
+    where
+        F: std::future::Future<Output = Result<(), DriveError>>,
+    {
+        if let Some(c) = &args.connection_id {
+            self.latency.triggered(c, Instant::now());
+        }
+        let (started, clock) = (SystemTime::now(), Instant::now());
+        let result = call.await;
+        if self.har.is_some() {
+            let millis = clock.elapsed().as_secs_f64() * 1000.0;
+            let (exit, said) = match &result {
+                Ok(()) => ("exit 0".to_string(), String::new()),
+                Err(DriveError::Unsupported(m)) => ("exit 3 (cannot)".to_string(), m.clone()),
+                Err(DriveError::Refused(m)) => ("exit 4 (refused)".to_string(), m.clone()),
+                Err(DriveError::Failed(m)) => ("failed".to_string(), m.clone()),
+            };
+            let mut query = vec![];
+            for (name, value) in [
+                ("connection", &args.connection_id),
+                ("account", &args.account_id),
+                ("transaction", &args.transaction_id),
+            ] {
+                if let Some(v) = value {
+                    query.push(format!("{name}={}", url_escape(v)));
+                }
+            }
+            let url =
+                format!("driver:{}{}{}", action.as_str(), if query.is_empty() { "" } else { "?" }, query.join("&"));
+            let entry = json!({
+                "startedDateTime": date(started),
+                "time": millis,
+                "request": {"method": "DRIVER", "url": clean(&url, 2048), "httpVersion": "", "cookies": [], "headers": [],
+                            "queryString": [], "headersSize": -1, "bodySize": 0},
+                "response": {"status": 0, "statusText": exit, "httpVersion": "", "cookies": [], "headers": [],
+                             "content": {"size": said.len(), "mimeType": "text/plain", "text": clean(&said, MAX_BODY)},
+                             "redirectURL": "", "headersSize": -1, "bodySize": -1},
+                "cache": {},
+                "timings": {"send": 0, "wait": millis, "receive": 0},
+                "comment": format!("driver call {}", action.as_str()),
+                "_kind": "driver",
+            });
+            self.keep(entry, format!("driver {}", action.as_str()));
+        }
+        result
+    }
+
+    /// Where the HAR has `case`'s evidence: the latest of its entries whose request `message`
+    /// names; else the latest entry (any case's: the tour is shared) whose URL holds an id the
+    /// message names (`conn_…`); else the case's latest entry.
+    pub fn link(&self, case: &str, message: &str) -> Option<Link> {
+        let log = self.har.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
+        let own = log.by_case.get(case).map(Vec::as_slice).unwrap_or_default();
+        let named = own.iter().rev().find(|(_, r)| !r.is_empty() && message.contains(r.as_str())).map(|(id, _)| *id);
+        let ids: Vec<&str> = message
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.len() >= 8 && w.contains('_'))
+            .collect();
+        let by_id = || log.urls.iter().rev().find(|(_, url)| ids.iter().any(|id| url.contains(id))).map(|(id, _)| *id);
+        let entry = named.or_else(by_id).or(own.last().map(|(id, _)| *id))?;
+        Some(Link { entry, entries: own.len() })
+    }
+
+    /// Writes the HAR to `path`, every secret `redactor` knows redacted.
+    pub fn write(&self, path: &Path, redactor: &Redactor) -> Result<(), String> {
+        let Some(log) = &self.har else { return Ok(()) };
+        let log = log.lock().unwrap_or_else(|e| e.into_inner());
+        let mut comment = "bankconf run: every request to the target, every webhook delivery (the receiver as server) and every driver call (URL driver:<action>); `_case` names the case that caused an entry".to_string();
+        if log.dropped > 0 {
+            comment +=
+                &format!("; {} later entries were not kept (the log's {} MiB budget)", log.dropped, MAX_LOG >> 20);
+        }
+        // Kept as they finished; a HAR lists them as they started.
+        let mut entries: Vec<&Value> = log.entries.iter().collect();
+        entries.sort_by(|a, b| a["startedDateTime"].as_str().cmp(&b["startedDateTime"].as_str()));
+        let har = json!({"log": {
+            "version": "1.2",
+            "creator": {"name": "bankconf", "version": env!("CARGO_PKG_VERSION")},
+            "entries": entries,
+            "comment": comment,
+        }});
+        let text = redactor.redact(&serde_json::to_string(&har).unwrap_or_default());
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}
+
+/// Text a target chose, for the file: secrets redacted, cut at `max` characters, redacted again.
+fn clean(text: &str, max: usize) -> String {
+    redact::cut(text, max)
+}
+
+fn content(mime: &str, body: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(&body[..body.len().min(MAX_BODY)]).into_owned();
+    json!({"size": body.len(), "mimeType": clean(mime, 200), "text": clean(&text, MAX_BODY)})
+}
+
+fn query(url: &str) -> Value {
+    let Ok(url) = reqwest::Url::parse(url) else { return json!([]) };
+    url.query_pairs().take(100).map(|(k, v)| json!({"name": clean(&k, 2048), "value": clean(&v, 2048)})).collect()
+}
+
+fn date(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn url_escape(v: &str) -> String {
+    v.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
