@@ -220,6 +220,16 @@ fn valid_cases() -> Vec<Valid> {
         ok("§2.2 creditLimit as number", Account, with(minimal_account("credit_card"), "/creditLimit", json!(5000))),
         ok("§2.2 positions null on checking", Account, with(minimal_account("checking"), "/positions", Value::Null)),
         ok(
+            "§2.2 empty positions on checking (a defensible reading)",
+            Account,
+            with(minimal_account("checking"), "/positions", json!([])),
+        ),
+        ok(
+            "§2.2 empty currencyBalances on savings (a defensible reading)",
+            Account,
+            with(minimal_account("savings"), "/currencyBalances", json!([])),
+        ),
+        ok(
             "§2.2 creditLimit/currencyBalances null on savings",
             Account,
             with(with(minimal_account("savings"), "/creditLimit", Value::Null), "/currencyBalances", Value::Null),
@@ -431,16 +441,16 @@ fn invalid_cases() -> Vec<Invalid> {
         bad(
             "currencyBalances on savings",
             Account,
-            with(minimal_account("savings"), "/currencyBalances", json!([])),
+            with(minimal_account("savings"), "/currencyBalances", json!([{"currency": "USD", "balance": 1}])),
             "/currencyBalances",
-            "null",
+            "items",
         ),
         bad(
             "currencyBalances on brokerage",
             Account,
-            with(minimal_account("brokerage"), "/currencyBalances", json!([])),
+            with(minimal_account("brokerage"), "/currencyBalances", json!([{"currency": "USD", "balance": 1}])),
             "/currencyBalances",
-            "null",
+            "items",
         ),
         bad(
             "currencyBalances not array",
@@ -449,13 +459,13 @@ fn invalid_cases() -> Vec<Invalid> {
             "/currencyBalances",
             "array",
         ),
-        bad("positions on checking", Account, with(acc(), "/positions", json!([])), "/positions", "null"),
+        bad("positions on checking", Account, with(acc(), "/positions", json!([{}])), "/positions", "items"),
         bad(
             "positions on credit_card",
             Account,
             with(minimal_account("credit_card"), "/positions", json!([{}])),
             "/positions",
-            "null",
+            "items",
         ),
         bad(
             "positions not array",

@@ -41,6 +41,19 @@ impl Delivery {
         }
     }
 
+    /// The delivery without its event id (`id`, `data.eventId`): equal for a retry, whatever id
+    /// it was sent under.
+    fn content_key(&self) -> String {
+        let mut body = self.body.clone();
+        if let Some(o) = body.as_object_mut() {
+            o.remove("id");
+            if let Some(data) = o.get_mut("data").and_then(Value::as_object_mut) {
+                data.remove("eventId");
+            }
+        }
+        body.to_string()
+    }
+
     /// `connection.verifying(prev=created)`, for messages.
     pub fn label(&self) -> String {
         let ty = self.event_type().unwrap_or("<no type>");
@@ -52,12 +65,13 @@ impl Delivery {
     }
 }
 
-/// Deliveries counted once per event: a duplicate (a retry, allowed by §6.3) has the same event
-/// id *and* the same content. The same id with other content is another event, kept here and
-/// judged by `events.unique-ids` (§6.1: the id identifies the event).
+/// Deliveries counted once per event: a duplicate (a retry, allowed by §6.3) has the same
+/// content, under the same event id or, a retry re-stamped with a new id (§6.1 does not say a
+/// retry keeps its id), under another. The same id with other content is another event, kept
+/// here and judged by `events.unique-ids` (§6.1: the id identifies the event).
 pub fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
     let mut seen = std::collections::HashSet::new();
-    deliveries.iter().filter(|d| seen.insert((d.dedup_key(), d.body.to_string()))).cloned().collect()
+    deliveries.iter().filter(|d| seen.insert(d.content_key())).cloned().collect()
 }
 
 /// `[connection.created, connection.verifying(prev=…)]`, for messages.

@@ -208,6 +208,8 @@ departures! {
             "any client can read any account";
         IsolationTransactions = "isolation-transactions", "§5", ["isolation.transactions"],
             "any client can read any account's transactions";
+        FirstClientReadsAll = "first-client-reads-all", "§5", ["isolation.accounts", "isolation.account", "isolation.transactions"],
+            "the first client can read every client's connections, accounts and transactions (the other direction stays closed)";
         // §1 widget
         WidgetMissing = "widget-missing", "§1", ["widget.served"],
             "the widget script answers 404";
@@ -260,6 +262,10 @@ departures! {
             "the events of one change are delivered in reverse order";
         DuplicateEvents = "duplicate-events", "§6.3", [],
             "every event is delivered twice";
+        RetryNewId = "retry-new-id", "§6.3", [],
+            "every event is delivered twice, the copy under a new event id (a retry that re-stamps)";
+        EmptyArraysElsewhere = "empty-arrays-elsewhere", "§2.2", [],
+            "accounts of every other type carry empty positions and currencyBalances arrays";
         ShortConnected = "short-connected", "§6.2", [],
             "connection.connected is delivered in the short flat form";
         EmptyPreviousOnCreated = "empty-previous-on-created", "§6.2", [],

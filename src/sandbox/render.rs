@@ -104,6 +104,11 @@ pub(crate) fn account(f: Flavor, a: &Account) -> Value {
         obj.remove("lastSyncedAt");
         obj.remove("institution");
     }
+    if f.has(Variant::EmptyArraysElsewhere) {
+        // §2.2 says which types have them; an empty array elsewhere is a defensible reading.
+        obj.insert("positions".into(), json!([]));
+        obj.insert("currencyBalances".into(), json!([]));
+    }
     if let Some(limit) = a.credit_limit_cents {
         obj.insert("creditLimit".into(), json!({ "amount": amount(limit), "currency": a.currency }));
     }

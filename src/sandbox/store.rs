@@ -199,8 +199,13 @@ impl Store {
         body
     }
 
+    /// [`Mutant::FirstClientReadsAll`]: the first client's reads are not confined to its own.
+    fn first_reads_all(&self, client_id: &str) -> bool {
+        self.flavor.is(Mutant::FirstClientReadsAll) && self.first_client.as_deref() == Some(client_id)
+    }
+
     fn own_connection(&self, client_id: &str, conn_id: &str) -> Result<&Connection, ReadError> {
-        let any_client = self.flavor.is(Mutant::IsolationAccounts);
+        let any_client = self.flavor.is(Mutant::IsolationAccounts) || self.first_reads_all(client_id);
         match self.connections.get(conn_id) {
             Some(c) if c.client_id == client_id || any_client => Ok(c),
             _ => Err(ReadError::NotFound),
@@ -210,6 +215,7 @@ impl Store {
     /// An account of this client. Readable whatever the connection's later status: only the
     /// connection-accounts endpoint is tied to CONNECTED (§4.2). `any_client`: a mutant's hole.
     pub fn own_account(&self, client_id: &str, account_id: &str, any_client: bool) -> Result<&Account, ReadError> {
+        let any_client = any_client || self.first_reads_all(client_id);
         match self.accounts.get(account_id) {
             Some(a) if a.client_id == client_id || any_client => Ok(a),
             _ => Err(ReadError::NotFound),

@@ -121,6 +121,18 @@ async fn worker(
             });
             continue;
         }
+        if flavor.has(Variant::RetryNewId) {
+            // §6.3 allows retries; whether a retry keeps its id is not shown (§6.1).
+            let mut copy = (*event).clone();
+            if let Some(id) = copy.get("id").and_then(Value::as_str).map(|id| format!("{id}r")) {
+                if copy.pointer("/data/eventId").is_some() {
+                    copy["data"]["eventId"] = Value::String(id.clone());
+                }
+                copy["id"] = Value::String(id);
+            }
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move { deliver(&client, &url, &copy).await });
+        }
         if flavor.has(Variant::DuplicateEvents) {
             // The copy goes out alongside, so duplicates do not slow the queue down.
             let (client, url, event) = (client.clone(), url.clone(), event.clone());

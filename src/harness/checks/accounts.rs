@@ -81,7 +81,9 @@ async fn id_prefix(ctx: Arc<RunContext>) -> Result<(), Stop> {
     problems.finish()
 }
 
-/// Which account types may carry a conditional field (§2.2). A key with `null` counts as absent.
+/// Which account types may carry a conditional field (§2.2). A key with `null` counts as
+/// absent, and so does an empty array: "only for" read as "has entries only for" is defensible
+/// (schemas/README.md, variant `empty-arrays-elsewhere`).
 pub const CONDITIONAL_FIELDS: [(&str, &[&str]); 3] = [
     ("creditLimit", &["credit_card"]),
     ("currencyBalances", &["credit_card"]),
@@ -94,7 +96,8 @@ async fn conditional_fields(ctx: Arc<RunContext>) -> Result<(), Stop> {
     for account in &fixture.accounts {
         let ty = str_field(account, "type").unwrap_or("?");
         for (field, allowed) in CONDITIONAL_FIELDS {
-            let present = account.get(field).is_some_and(|v| !v.is_null());
+            let empty = |v: &serde_json::Value| v.is_null() || v.as_array().is_some_and(Vec::is_empty);
+            let present = account.get(field).is_some_and(|v| !empty(v));
             if present && !allowed.contains(&ty) {
                 problems.add(format!(
                     "{}: account {} of type {ty:?} carries {field}, which §2.2 allows only on {}",

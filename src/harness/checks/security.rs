@@ -74,15 +74,54 @@ async fn unknown_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 /// A 2xx answer to another client leaks data when it names any of `ids`.
 fn leaks(exchange: &Exchange, ids: &[String]) -> Option<String> {
+    leaks_to(exchange, ids, "the second client's key")
+}
+
+fn leaks_to(exchange: &Exchange, ids: &[String], whose: &str) -> Option<String> {
     if !exchange.is_success() {
         return None;
     }
     ids.iter().find(|id| exchange.body.contains(id.as_str())).map(|id| {
-        format!(
-            "{} with the second client's key: expected a refusal, got status {} naming {id}",
-            exchange.request, exchange.status
-        )
+        format!("{} with {whose}: expected a refusal, got status {} naming {id}", exchange.request, exchange.status)
     })
+}
+
+/// The other direction: the second client's CONNECTED connection from the tour (§5: each
+/// client sees only its own data) and its accounts, read with its own key. `None` when the tour
+/// did not connect one (no webhooks, or the target refused): then only one direction is checked.
+async fn second_client_data(ctx: &RunContext) -> Result<Option<(String, Vec<String>)>, Stop> {
+    let Ok(tour) = ctx.tour().await else { return Ok(None) };
+    let Some(created) = tour.legs.iter().filter(|l| l.client == Auth::Second).find_map(|l| l.created.as_ref().ok())
+    else {
+        return Ok(None);
+    };
+    let id = created.connection_id.clone();
+    let own = ctx.api.send(Method::GET, &["v1", "connections", &id, "accounts"], &[], Auth::Second).await?;
+    let accounts = match own.success_json() {
+        Ok(serde_json::Value::Array(items)) => {
+            items.iter().filter_map(|a| a.get("id")?.as_str().map(str::to_string)).collect()
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some((id, accounts)))
+}
+
+/// Reads the second client's data with the first client's key: each read must be refused or
+/// name none of it. `read` gives the paths to try.
+async fn first_reads_second(
+    ctx: &RunContext,
+    problems: &mut Problems,
+    read: impl Fn(&str, &[String]) -> Vec<(Vec<String>, Vec<String>)>,
+) -> Result<(), Stop> {
+    let Some((connection, accounts)) = second_client_data(ctx).await? else { return Ok(()) };
+    for (path, ids) in read(&connection, &accounts) {
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        let exchange = ctx.api.send(Method::GET, &path, &[], Auth::Primary).await?;
+        if let Some(m) = leaks_to(&exchange, &ids, "the first client's key, of the second client's data") {
+            problems.add(m);
+        }
+    }
+    Ok(())
 }
 
 async fn isolation_accounts(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -93,7 +132,16 @@ async fn isolation_accounts(ctx: Arc<RunContext>) -> Result<(), Stop> {
         .await?;
     let mut ids = fixture.account_ids();
     ids.push(fixture.connection_id.clone());
-    leaks(&exchange, &ids).map_or(Ok(()), |m| Err(Stop::fail(m)))
+    let mut problems = Problems::default();
+    if let Some(m) = leaks(&exchange, &ids) {
+        problems.add(m);
+    }
+    first_reads_second(&ctx, &mut problems, |connection, accounts| {
+        let path = ["v1", "connections", connection, "accounts"].map(str::to_string).to_vec();
+        vec![(path, [accounts, &[connection.to_string()][..]].concat())]
+    })
+    .await?;
+    problems.finish()
 }
 
 async fn isolation_account(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -105,6 +153,10 @@ async fn isolation_account(ctx: Arc<RunContext>) -> Result<(), Stop> {
             problems.add(m);
         }
     }
+    first_reads_second(&ctx, &mut problems, |_, accounts| {
+        accounts.iter().map(|a| (["v1", "accounts", a].map(str::to_string).to_vec(), vec![a.clone()])).collect()
+    })
+    .await?;
     problems.finish()
 }
 
@@ -120,5 +172,10 @@ async fn isolation_transactions(ctx: Arc<RunContext>) -> Result<(), Stop> {
             problems.add(m);
         }
     }
+    first_reads_second(&ctx, &mut problems, |_, accounts| {
+        let path = |a: &String| ["v1", "accounts", a, "transactions"].map(str::to_string).to_vec();
+        accounts.iter().map(|a| (path(a), vec![a.clone()])).collect()
+    })
+    .await?;
     problems.finish()
 }
