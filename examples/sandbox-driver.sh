@@ -2,8 +2,10 @@
 # Driver for the bankconf harness's driver protocol, targeting the embedded sandbox's control
 # routes (see src/sandbox/control.rs). Run once per action, e.g. `sh -c examples/sandbox-driver.sh`.
 #
-# Environment: BANKCONF_ACTION (register_webhook, connect, fail_auth, require_mfa, error,
-# disconnect, update_accounts, delete_transaction), BANKCONF_BASE_URL, BANKCONF_CONNECTION_ID,
+# Environment: BANKCONF_ACTION (register_webhook, unregister_webhook, connect, fail_auth,
+# require_mfa, error, disconnect, update_accounts, delete_transaction), BANKCONF_BASE_URL,
+# BANKCONF_API_KEY and BANKCONF_SECOND_API_KEY (unused: the control routes need none),
+# BANKCONF_CONNECTION_ID,
 # BANKCONF_WIDGET_TOKEN (unused: the sandbox needs no widget session), BANKCONF_ACCOUNT_ID,
 # BANKCONF_TRANSACTION_ID, BANKCONF_WEBHOOK_URL.
 #
@@ -22,7 +24,7 @@ json_string() {
 
 action=${BANKCONF_ACTION:-}
 case "$action" in
-    register_webhook | connect | fail_auth | require_mfa | error | disconnect | update_accounts | delete_transaction) ;;
+    register_webhook | unregister_webhook | connect | fail_auth | require_mfa | error | disconnect | update_accounts | delete_transaction) ;;
     *)
         echo "sandbox-driver: unknown action '$action'" >&2
         exit 3
@@ -33,10 +35,12 @@ esac
 command -v curl >/dev/null 2>&1 || fail "curl is not installed"
 base=${BANKCONF_BASE_URL%/}
 
-if [ "$action" = register_webhook ]; then
+method=POST
+if [ "$action" = register_webhook ] || [ "$action" = unregister_webhook ]; then
     [ -n "${BANKCONF_WEBHOOK_URL:-}" ] || fail "BANKCONF_WEBHOOK_URL is not set"
     url="$base/sandbox/webhooks"
     body="{\"url\":$(json_string "$BANKCONF_WEBHOOK_URL")}"
+    [ "$action" = unregister_webhook ] && method=DELETE
 else
     [ -n "${BANKCONF_CONNECTION_ID:-}" ] || fail "BANKCONF_CONNECTION_ID is not set"
     url="$base/sandbox/connections/$BANKCONF_CONNECTION_ID/$action"
@@ -53,7 +57,7 @@ fi
 
 out=$(mktemp "${TMPDIR:-/tmp}/sandbox-driver.XXXXXX") || fail "cannot create a temporary file"
 trap 'rm -f "$out"' EXIT
-status=$(curl -sS --max-time 10 -o "$out" -w '%{http_code}' -X POST \
+status=$(curl -sS --max-time 10 -o "$out" -w '%{http_code}' -X "$method" \
     -H 'Content-Type: application/json' --data "$body" "$url") || fail "request to $url failed"
 
 case "$status" in

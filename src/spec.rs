@@ -1,4 +1,4 @@
-//! The vocabulary of the specification (`../shared/spec/service-spec.md`), shared by the
+//! The vocabulary of the service's interface specification (cited by section, `§3.1`), shared by the
 //! sandbox and the harness so that both spell states, events and prefixes the same way.
 
 use std::fmt;

@@ -9,6 +9,8 @@
 //!   harness testing itself) it is reported ignored, with its reason.
 //! - `BANKCONF_REPORT_JSON`, `BANKCONF_JUNIT` and `BANKCONF_REPORT_MD` are written as by
 //!   `bankconf run`.
+//! - A gating case that passed its trial but whose endpoint rule a later read broke (see
+//!   `runner::attribute`) is named after the trials, and the test binary fails.
 //! - With `BANKCONF_EXPECT`, an expected outcome is reported ignored with its reason, and a
 //!   gating case whose line no longer holds or has expired fails its test.
 
@@ -121,10 +123,20 @@ fn main() -> ExitCode {
         })
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
+    let mut hidden = false;
     if let Some(ctx) = ctx {
         let mut results = std::mem::take(&mut *results.lock().unwrap_or_else(|e| e.into_inner()));
         // In catalogue order, as `bankconf run` writes them.
         results.sort_by_key(|r| catalogue::all().iter().position(|c| c.id == r.case.id));
+        // A read made for one case may break another case's endpoint rule after that case
+        // passed: as in `bankconf run`, the rule's case fails, here after the trials.
+        let passed: Vec<String> =
+            results.iter().filter(|r| r.outcome == Outcome::Passed).map(|r| r.case.id.clone()).collect();
+        let results = runner::attribute(results, &ctx);
+        for r in results.iter().filter(|r| passed.contains(&r.case.id) && r.outcome.is_failed()) {
+            eprintln!("bankconf: {} FAILED after its trial: {}", r.case.id, r.outcome.message().unwrap_or_default());
+            hidden |= gate.gates(r.case.level);
+        }
         let report = Report {
             origin: Origin::Run { seed: ctx.seed, settings },
             server: ctx.server.clone(),
@@ -142,6 +154,9 @@ fn main() -> ExitCode {
             eprintln!("bankconf: {e}");
         }
         runtime.block_on(ctx.shutdown());
+    }
+    if hidden {
+        return ExitCode::FAILURE;
     }
     conclusion.exit_code()
 }

@@ -21,6 +21,9 @@ const MAX_STDERR: usize = 2048;
 pub enum DriverAction {
     /// Register the receiver's URL as a webhook delivery address (called once per run).
     RegisterWebhook,
+    /// Remove it again, at the end of the run: nothing should be delivered to a receiver that is
+    /// gone (exit 3 is fine: the target cannot).
+    UnregisterWebhook,
     Act(Action),
 }
 
@@ -28,6 +31,7 @@ impl DriverAction {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::RegisterWebhook => "register_webhook",
+            Self::UnregisterWebhook => "unregister_webhook",
             Self::Act(a) => a.as_str(),
         }
     }
@@ -59,16 +63,25 @@ pub enum DriveError {
 pub enum Driver {
     /// The embedded sandbox, driven through its control handle.
     InProcess(Control),
-    /// A command run with `sh -c` once per action.
-    Command { command: String, base_url: String, timeout: Duration },
+    /// A command run with `sh -c` once per action; it gets the keys of the clients it acts
+    /// for, whichever way they were given to the harness.
+    Command { command: String, base_url: String, timeout: Duration, keys: Keys },
+}
+
+/// The API keys a command driver gets: `BANKCONF_API_KEY`, and `BANKCONF_SECOND_API_KEY`
+/// when a second client is configured.
+#[derive(Clone, Default)]
+pub struct Keys {
+    pub api_key: Option<String>,
+    pub second_api_key: Option<String>,
 }
 
 impl Driver {
     pub async fn run(&self, action: DriverAction, args: &DriveArgs) -> Result<(), DriveError> {
         match self {
             Self::InProcess(control) => run_in_process(control, action, args).await,
-            Self::Command { command, base_url, timeout } => {
-                run_command(command, base_url, *timeout, action, args).await
+            Self::Command { command, base_url, timeout, keys } => {
+                run_command(command, base_url, *timeout, keys, action, args).await
             }
         }
     }
@@ -79,6 +92,11 @@ async fn run_in_process(control: &Control, action: DriverAction, args: &DriveArg
         DriverAction::RegisterWebhook => {
             let url = args.webhook_url.as_deref().ok_or_else(|| DriveError::Failed("no webhook URL".into()))?;
             control.register_webhook(url).await;
+            Ok(())
+        }
+        DriverAction::UnregisterWebhook => {
+            let url = args.webhook_url.as_deref().ok_or_else(|| DriveError::Failed("no webhook URL".into()))?;
+            control.unregister_webhook(url).await;
             Ok(())
         }
         DriverAction::Act(a) => {
@@ -98,6 +116,7 @@ async fn run_command(
     command: &str,
     base_url: &str,
     timeout: Duration,
+    keys: &Keys,
     action: DriverAction,
     args: &DriveArgs,
 ) -> Result<(), DriveError> {
@@ -118,6 +137,8 @@ async fn run_command(
         ("BANKCONF_ACCOUNT_ID", &args.account_id),
         ("BANKCONF_TRANSACTION_ID", &args.transaction_id),
         ("BANKCONF_WEBHOOK_URL", &args.webhook_url),
+        ("BANKCONF_API_KEY", &keys.api_key),
+        ("BANKCONF_SECOND_API_KEY", &keys.second_api_key),
     ];
     for (name, value) in vars {
         match value {

@@ -108,6 +108,7 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
         notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
     }
     notes.extend(ctx.api.throttle().note());
+    notes.extend(ctx.unregister_webhook().await);
     let har = write_har(&ctx, &results, &mut notes);
     let report = Report {
         origin: Origin::Run { seed: ctx.seed, settings },

@@ -6,7 +6,7 @@
 use super::browser::RunBrowser;
 use super::catalogue::{Case, Need};
 use super::config::RunConfig;
-use super::driver::{DriveArgs, DriveError, Driver, DriverAction};
+use super::driver::{DriveArgs, DriveError, Driver, DriverAction, Keys};
 use super::har::Recorder;
 use super::http::Api;
 use super::outcome::{ErrorSource, Stop};
@@ -44,6 +44,8 @@ pub struct Session {
     /// The headless browser of the widget cases (§1), started on first use.
     pub browser: RunBrowser,
     sandbox: Mutex<Option<Sandbox>>,
+    /// Whether the receiver was unregistered (see [`Session::unregister_webhook`]).
+    unregistered: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -84,7 +86,7 @@ impl Session {
         for k in key.iter().chain(second_key.iter()) {
             redactor.add(k);
         }
-        let api = Api::new(&base_url, key, second_key, config.request_wait())
+        let api = Api::new(&base_url, key.clone(), second_key.clone(), config.request_wait())
             .map_err(|e| e.to_string())?
             .with_throttle(std::sync::Arc::new(super::throttle::Throttle::new(config.rate_limit)))
             .with_recorder(std::sync::Arc::new(Recorder::new(config.har.is_some())));
@@ -96,6 +98,7 @@ impl Session {
                 command: command.clone(),
                 base_url: api.base_url().to_string(),
                 timeout: config.driver_wait(),
+                keys: Keys { api_key: key.clone(), second_api_key: second_key.clone() },
             }),
             (None, Some(sandbox)) => Some(Driver::InProcess(sandbox.control.clone())),
             (None, None) => None,
@@ -134,11 +137,33 @@ impl Session {
             seed,
             browser: RunBrowser::default(),
             sandbox: Mutex::new(sandbox),
+            unregistered: Default::default(),
         })
+    }
+
+    /// Asks the driver to unregister the receiver, once (later calls do nothing): a finished
+    /// run's receiver is gone, and the target should stop delivering and retrying there. A
+    /// driver that cannot (exit 3) is fine; another failure is a note for the report.
+    pub async fn unregister_webhook(&self) -> Option<String> {
+        if !matches!(self.webhooks, Webhooks::Registered | Webhooks::Silent(_))
+            || self.unregistered.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return None;
+        }
+        let (driver, receiver) = (self.driver.as_ref()?, self.receiver.as_ref()?);
+        let args = DriveArgs { webhook_url: Some(receiver.url().to_string()), ..Default::default() };
+        let call = driver.run(DriverAction::UnregisterWebhook, &args);
+        match self.api.recorder().driven(DriverAction::UnregisterWebhook, &args, call).await {
+            Ok(()) | Err(DriveError::Unsupported(_)) => None,
+            Err(DriveError::Refused(m) | DriveError::Failed(m)) => {
+                Some(format!("the driver could not unregister the webhook receiver: {}", self.redactor.redact(&m)))
+            }
+        }
     }
 
     /// Stops what the run started.
     pub async fn shutdown(&self) {
+        self.unregister_webhook().await;
         self.browser.close().await;
         if let Some(sandbox) = self.sandbox.lock().await.take() {
             sandbox.stop().await;

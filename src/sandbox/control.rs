@@ -10,6 +10,9 @@
 //!   `{"connectionId", "action", "status", "eventIds", "accountId", "transactionId"}`;
 //!   409 `not_possible` from the current state (see [`super::lifecycle`]); 404 `not_found` for an
 //!   unknown connection, account or transaction; 400 `unknown_action` / `invalid_body`.
+//! - `DELETE /sandbox/webhooks` with `{"url": "..."}`: 200 `{"url", "unregistered": bool}`;
+//!   nothing more is delivered there, retries included. `GET /sandbox/webhooks`: the
+//!   registered addresses, `{"urls": [...]}`.
 //! - `GET /sandbox/events`: every event emitted so far, in order (a debugging aid).
 
 use super::api::ApiError;
@@ -27,9 +30,20 @@ use std::sync::Arc;
 
 pub(crate) fn routes() -> Router<Arc<Shared>> {
     Router::new()
-        .route("/sandbox/webhooks", post(register_webhook))
+        .route("/sandbox/webhooks", post(register_webhook).delete(unregister_webhook).get(webhooks))
         .route("/sandbox/connections/{connection_id}/{action}", post(apply))
         .route("/sandbox/events", get(events))
+}
+
+async fn unregister_webhook(State(shared): State<Arc<Shared>>, body: Bytes) -> Result<Response, ApiError> {
+    let map = json_body(&body)?.ok_or_else(|| invalid_body("expected {\"url\": \"...\"}"))?;
+    let url = optional_string(&map, "url")?.ok_or_else(|| invalid_body("url is required"))?;
+    let unregistered = shared.unregister_webhook(&url);
+    Ok(Json(json!({ "url": url, "unregistered": unregistered })).into_response())
+}
+
+async fn webhooks(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    Json(json!({ "urls": shared.webhooks() }))
 }
 
 fn invalid_body(message: impl Into<String>) -> ApiError {

@@ -101,6 +101,11 @@ impl Control {
         self.shared.register_webhook(url);
     }
 
+    /// Removes a webhook delivery address (like `DELETE /sandbox/webhooks`).
+    pub async fn unregister_webhook(&self, url: &str) {
+        self.shared.unregister_webhook(url);
+    }
+
     /// Applies an action (like `POST /sandbox/connections/{id}/{action}`); see
     /// [`lifecycle`] for what is possible from which state.
     pub async fn apply(&self, connection_id: &str, action: Action, target: ActionArgs) -> Result<(), ControlError> {

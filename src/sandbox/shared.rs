@@ -23,6 +23,14 @@ impl Shared {
         self.lock().outbox_mut().register(url)
     }
 
+    pub(crate) fn unregister_webhook(&self, url: &str) -> bool {
+        self.lock().outbox_mut().unregister(url)
+    }
+
+    pub(crate) fn webhooks(&self) -> Vec<String> {
+        self.lock().outbox_mut().urls()
+    }
+
     pub(crate) fn apply(
         &self,
         connection_id: &str,

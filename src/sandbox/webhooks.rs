@@ -26,6 +26,7 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 
 enum Msg {
     Register(String),
+    Unregister(String),
     Deliver(Arc<Value>),
 }
 
@@ -42,6 +43,16 @@ impl Outbox {
             return false;
         }
         let _ = self.tx.send(Msg::Register(url.to_string()));
+        true
+    }
+
+    /// Removes a delivery address: nothing more is sent there, retries included (a finished
+    /// run's receiver is gone); `false` if it was not registered.
+    pub fn unregister(&mut self, url: &str) -> bool {
+        if !self.urls.remove(url) {
+            return false;
+        }
+        let _ = self.tx.send(Msg::Unregister(url.to_string()));
         true
     }
 
@@ -73,16 +84,23 @@ async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor, conditions: Co
         .user_agent(concat!("bankconf-sandbox/", env!("CARGO_PKG_VERSION")))
         .build()
         .expect("reqwest client");
-    let mut workers: Vec<UnboundedSender<Arc<Value>>> = Vec::new();
+    let mut workers: Vec<(String, UnboundedSender<Arc<Value>>, JoinHandle<()>)> = Vec::new();
     while let Some(msg) = rx.recv().await {
         match msg {
             Msg::Register(url) => {
                 let (tx, rx) = unbounded_channel();
-                tokio::spawn(worker(client.clone(), url, rx, flavor, conditions));
-                workers.push(tx);
+                let task = tokio::spawn(worker(client.clone(), url.clone(), rx, flavor, conditions));
+                workers.push((url, tx, task));
+            }
+            Msg::Unregister(url) => {
+                // The worker stops at once: no queued event, no retry goes out to the address.
+                for (_, _, task) in workers.iter().filter(|(u, _, _)| *u == url) {
+                    task.abort();
+                }
+                workers.retain(|(u, _, _)| *u != url);
             }
             Msg::Deliver(event) => {
-                for w in &workers {
+                for (_, w, _) in &workers {
                     let _ = w.send(event.clone());
                 }
             }

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The run step of action.yml: each INPUT_* (set by the action from its inputs) becomes the
+# BANKCONF_* variable of the `bankconf run` flag it mirrors (keys never reach a command line),
+# the reports go to INPUT_REPORTS_DIR, and the Markdown summary to the job page. Exits with
+# bankconf's exit code (0 passed, 1 failed, 2 setup error, 3 incomplete: README "Exit codes").
+# Runnable locally: BANKCONF_BIN names the binary (default: bankconf on PATH).
+set -uo pipefail
+
+inputs=(BASE_URL API_KEY SECOND_API_KEY SERVICE DRIVER GATE EXPECT WEBHOOK_LISTEN WEBHOOK_PUBLIC_URL
+        EVENT_TIMEOUT RATE_LIMIT BROWSER)
+for name in "${inputs[@]}"; do
+    input="INPUT_$name"
+    if [ -n "${!input:-}" ]; then
+        export "BANKCONF_$name=${!input}"
+    fi
+done
+
+dir=${INPUT_REPORTS_DIR:-bankconf-reports}
+mkdir -p "$dir"
+read -r -a extra <<< "${INPUT_EXTRA_ARGS:-}"
+
+"${BANKCONF_BIN:-bankconf}" run \
+    --report-json "$dir/bankconf-report.json" \
+    --junit "$dir/bankconf-junit.xml" \
+    --report-md "$dir/bankconf-report.md" \
+    --har "$dir/bankconf.har" \
+    "${extra[@]}"
+code=$?
+
+if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$dir/bankconf-report.md" ]; then
+    cat "$dir/bankconf-report.md" >> "$GITHUB_STEP_SUMMARY"
+fi
+exit "$code"
