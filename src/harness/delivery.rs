@@ -41,17 +41,22 @@ impl Delivery {
         }
     }
 
-    /// The delivery without its event id (`id`, `data.eventId`): equal for a retry, whatever id
-    /// it was sent under.
-    fn content_key(&self) -> String {
+    /// The delivery without what a re-stamped retry changes (`id`, `created_at`,
+    /// `data.eventId`), when it says when the event occurred (`data.occurredAt`): equal for a
+    /// retry, whatever id it was sent under. Without `occurredAt`, two events of equal content
+    /// may be a real revisit of a state, so there is no such key.
+    fn content_key(&self) -> Option<String> {
+        let occurred = self.body.pointer("/data/occurredAt").and_then(Value::as_str).filter(|s| !s.is_empty());
+        occurred?;
         let mut body = self.body.clone();
         if let Some(o) = body.as_object_mut() {
             o.remove("id");
+            o.remove("created_at");
             if let Some(data) = o.get_mut("data").and_then(Value::as_object_mut) {
                 data.remove("eventId");
             }
         }
-        body.to_string()
+        Some(body.to_string())
     }
 
     /// `connection.verifying(prev=created)`, for messages.
@@ -66,16 +71,42 @@ impl Delivery {
 }
 
 /// Deliveries counted once per event: a duplicate (a retry, allowed by §6.3) has the same
-/// content, under the same event id or, a retry re-stamped with a new id (§6.1 does not say a
-/// retry keeps its id), under another. The same id with other content is another event, kept
-/// here and judged by `events.unique-ids` (§6.1: the id identifies the event).
+/// event id and content, or (a retry re-stamped with a new id: §6.1 does not say a retry keeps
+/// its id) the same content and the same `data.occurredAt`, the millisecond the event occurred
+/// (§6.2). The same id with other content is another event, kept here and judged by
+/// `events.unique-ids` (§6.1: the id identifies the event).
 pub fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
     let mut seen = std::collections::HashSet::new();
-    deliveries.iter().filter(|d| seen.insert(d.content_key())).cloned().collect()
+    deliveries
+        .iter()
+        .filter(|d| seen.insert(d.content_key().unwrap_or_else(|| format!("{}{}", d.dedup_key(), d.body))))
+        .cloned()
+        .collect()
 }
 
 /// `[connection.created, connection.verifying(prev=…)]`, for messages.
 pub fn labels(deliveries: &[Delivery]) -> String {
     let labels: Vec<String> = unique(deliveries).iter().map(Delivery::label).collect();
     format!("[{}]", labels.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn delivery(id: &str, occurred: &str) -> Delivery {
+        let data =
+            json!({"eventId": id, "type": "connection.connected", "connectionId": "conn_1", "occurredAt": occurred});
+        Delivery { seq: 0, body: json!({"id": id, "type": "connection.connected", "created_at": id, "data": data}) }
+    }
+
+    #[test]
+    fn a_retry_counts_once_under_its_id_or_a_new_one() {
+        let first = delivery("evt_1", "2026-01-01T00:00:00.001Z");
+        let restamped = delivery("evt_2", "2026-01-01T00:00:00.001Z");
+        let revisit = delivery("evt_3", "2026-01-01T00:00:00.002Z");
+        assert_eq!(unique(&[first.clone(), first.clone(), restamped]).len(), 1);
+        assert_eq!(unique(&[first, revisit]).len(), 2, "another moment is another event");
+    }
 }
