@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 
 mod common;
 
-use common::{bankconf, temp_path, text, Server, BIN};
+use common::{bankconf, external, temp_path, text, Server, BIN};
 const KEY: &str = "bankconf_test_clitestprimarykey0001";
 const SECOND_KEY: &str = "bankconf_test_clitestsecondkey0002";
 
@@ -27,20 +27,8 @@ fn catalogue_len() -> usize {
 fn an_external_run_with_the_example_driver_passes_every_case() {
     let server = serve(&[]);
     let report = temp_path("external.json");
-    let output = run(&[
-        "--base-url",
-        &server.url,
-        "--api-key",
-        KEY,
-        "--second-api-key",
-        SECOND_KEY,
-        "--service",
-        "bankconf",
-        "--driver",
-        "./examples/sandbox-driver.sh",
-        "--report-json",
-        report.to_str().unwrap(),
-    ]);
+    let output =
+        run(&[&external(&server.url, KEY, SECOND_KEY)[..], &["--report-json", report.to_str().unwrap()]].concat());
     let out = text(&output);
     assert_eq!(output.status.code(), Some(0), "{out}");
     assert!(!out.contains(KEY) && !out.contains(SECOND_KEY), "a key was printed:\n{out}");

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{bankconf, temp_path, text, Server};
+use common::{bankconf, external, temp_path, text, Server};
 
 const KEY: &str = "bankconf_test_harprimarykey000001";
 const SECOND_KEY: &str = "bankconf_test_harsecondkey000002";
@@ -21,25 +21,9 @@ fn get(url: &str) -> Value {
 fn a_har_of_the_whole_run() {
     let server = Server::start(&[KEY, SECOND_KEY], &["--mutant", "no-error-event"]);
     let (har, report) = (temp_path("run.har"), temp_path("har-report.json"));
-    let output = bankconf(&[
-        "run",
-        "--base-url",
-        &server.url,
-        "--api-key",
-        KEY,
-        "--second-api-key",
-        SECOND_KEY,
-        "--service",
-        "bankconf",
-        "--driver",
-        "./examples/sandbox-driver.sh",
-        "--event-timeout",
-        "2",
-        "--har",
-        har.to_str().unwrap(),
-        "--report-json",
-        report.to_str().unwrap(),
-    ]);
+    let settings = external(&server.url, KEY, SECOND_KEY);
+    let files = ["--har", har.to_str().unwrap(), "--report-json", report.to_str().unwrap()];
+    let output = bankconf(&[&["run", "--event-timeout", "2"], &settings[..], &files].concat());
     let out = text(&output);
     assert_eq!(output.status.code(), Some(1), "the mutant is caught: {out}");
     assert!(!out.contains("waiting for"), "progress lines only at a terminal: {out}");

@@ -370,22 +370,25 @@ impl Api {
                 .await
                 .map_err(|e| Stop::fail(format!("{request}: no answer: {}", transport_error(&e))))?;
             let status = response.status().as_u16();
+            let record = |content_type: Option<&str>, body: &str| {
+                self.recorder.exchange(Exchanged {
+                    method: method.as_str(),
+                    url: url.as_str(),
+                    authorized: authorization.is_some(),
+                    accept,
+                    status,
+                    content_type,
+                    body,
+                    started,
+                    took: clock.elapsed(),
+                    request: &request,
+                })
+            };
             let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(retry_wait);
             if status == 429 || (status == 503 && retry_after.is_some()) {
                 if let Some(pause) = self.throttle.refused(status, retry_after.map(|d| d.as_secs_f64()), &mut spent) {
                     // Refused for going too fast: in the HAR too (its body unread).
-                    self.recorder.exchange(Exchanged {
-                        method: method.as_str(),
-                        url: url.as_str(),
-                        authorized: authorization.is_some(),
-                        accept,
-                        status,
-                        content_type: None,
-                        body: "",
-                        started,
-                        took: clock.elapsed(),
-                        request: &request,
-                    });
+                    record(None, "");
                     tokio::time::sleep(pause).await;
                     continue;
                 }
@@ -410,18 +413,7 @@ impl Api {
             }
             let invalid_utf8 = std::str::from_utf8(&body).err().map(|e| e.valid_up_to());
             let body = String::from_utf8_lossy(&body).into_owned();
-            self.recorder.exchange(Exchanged {
-                method: method.as_str(),
-                url: url.as_str(),
-                authorized: authorization.is_some(),
-                accept,
-                status,
-                content_type: content_type.as_deref(),
-                body: &body,
-                started,
-                took: clock.elapsed(),
-                request: &request,
-            });
+            record(content_type.as_deref(), &body);
             return Ok(Exchange { request, status, content_type, body, invalid_utf8 });
         }
     }

@@ -7,6 +7,23 @@ use std::process::{Child, Command, Output, Stdio};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_bankconf");
 
+/// The target settings of a whole external run against `bankconf serve` at `url`: both keys,
+/// the service name and the example shell driver.
+pub fn external<'a>(url: &'a str, key: &'a str, second_key: &'a str) -> Vec<&'a str> {
+    vec![
+        "--base-url",
+        url,
+        "--api-key",
+        key,
+        "--second-api-key",
+        second_key,
+        "--service",
+        "bankconf",
+        "--driver",
+        "./examples/sandbox-driver.sh",
+    ]
+}
+
 /// Runs `bankconf ARGS` with an empty environment (but PATH), so that a developer's own
 /// `BANKCONF_*` variables never leak into a test.
 pub fn bankconf(args: &[&str]) -> Output {
