@@ -20,8 +20,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Most bytes of one body kept in the HAR.
 pub const MAX_BODY: usize = 64 * 1024;
-/// Most bytes of entries kept in memory for the HAR.
-pub const MAX_LOG: usize = 64 * 1024 * 1024;
+/// Most bytes of entries kept in memory for the HAR: with its serialisation and redacted copy
+/// at the end (about three times this), a run stays within the memory budget
+/// ([`super::budget`]). A full sandbox run writes under 4 MB.
+pub const MAX_LOG: usize = 32 * 1024 * 1024;
 
 tokio::task_local! {
     /// The case the running task works for, for `_case`.

@@ -4,6 +4,7 @@ use crate::harness::browser::{self, Probe};
 use crate::harness::fixtures::RunContext;
 use crate::harness::http::Exchange;
 use crate::harness::outcome::{ensure, Stop};
+use crate::harness::redact;
 use std::sync::Arc;
 
 crate::cases! {
@@ -145,15 +146,10 @@ async fn open_accepts_token(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 /// Page text for messages, as [`Exchange::snippet`] cleans a body: no control characters (a
-/// hostile script must not drive the terminal), length capped.
+/// hostile script must not drive the terminal), secrets redacted before and after the cut.
 fn printable(text: &str) -> String {
-    const MAX: usize = 300;
     let cleaned: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    if cleaned.chars().count() <= MAX {
-        cleaned
-    } else {
-        format!("{}…", cleaned.chars().take(MAX).collect::<String>())
-    }
+    redact::cut(&cleaned, 300)
 }
 
 /// §5.2: the key stays on the client's backend and never reaches a frontend, and the widget
