@@ -2,7 +2,7 @@
 
 use bankconf::harness::check_events::{self, CheckEventsConfig};
 use bankconf::harness::config::{parse_mutant, parse_variant, RunConfig};
-use bankconf::harness::{catalogue, report, runner};
+use bankconf::harness::{catalogue, command, report};
 use bankconf::sandbox::{Conditions, Mutant, Sandbox, SandboxConfig, Variant};
 use bankconf::selftest;
 use clap::{Parser, Subcommand};
@@ -106,7 +106,7 @@ fn main() -> ExitCode {
                 .collect();
             emit(&lines)
         }
-        Command::Run { config, list: false } => runtime.block_on(runner::run(*config)),
+        Command::Run { config, list: false } => runtime.block_on(command::run(*config)),
         Command::CheckEvents(config) => check_events::check_events(*config),
         Command::Openapi => emit(&format!("{}\n", bankconf::openapi::to_pretty_string(&bankconf::openapi::document()))),
         Command::Serve { list_mutants: true, .. } => emit(

@@ -210,11 +210,14 @@ pub const SEED: u64 = 4;
 
 /// [`config`] with another seed: a catch must not depend on the seed.
 pub fn config_with_seed(subject: Subject, event_timeout: f64, seed: u64) -> RunConfig {
-    let (sandbox_mutant, sandbox_variant) = match subject {
-        Subject::Mutant(m) => (Some(m), None),
-        Subject::Variant(v) => (None, Some(v)),
+    // A mutant trial runs the cases the mutant names (what the self-test proves is that they
+    // catch it); a variant gets the whole catalogue (no case may fail it).
+    let (sandbox_mutant, sandbox_variant, ids) = match subject {
+        Subject::Mutant(m) => (Some(m), None, m.caught_by().iter().map(|id| id.to_string()).collect()),
+        Subject::Variant(v) => (None, Some(v), Vec::new()),
     };
     RunConfig {
+        ids,
         gate: GATE.to_vec(),
         seed: Some(seed),
         event_timeout,
@@ -231,7 +234,7 @@ pub async fn trial(subject: Subject, event_timeout: f64) -> Trial {
 
 /// Runs the catalogue once with `config` against `subject`.
 pub async fn trial_with(config: RunConfig, subject: Subject) -> Trial {
-    let report = runner::run_report(config, false).await;
+    let report = runner::run_report(config, None).await;
     let mut failed: Vec<(String, Failure)> = report
         .results
         .iter()

@@ -13,7 +13,7 @@ fn config(conditions: SandboxConditions) -> RunConfig {
 
 /// Runs every case under `conditions`; fails naming every case that did not pass.
 async fn all_pass(name: &str, conditions: SandboxConditions) -> Result<(), String> {
-    let report = runner::run_report(config(conditions), false).await;
+    let report = runner::run_report(config(conditions), None).await;
     if let Some(e) = report.setup_error {
         return Err(format!("{name}: the run did not start: {e}"));
     }

@@ -5,6 +5,7 @@
 
 use super::browser::Probe;
 use super::graph::TransitionGraph;
+use super::http::{Api, Auth};
 use super::outcome::Stop;
 use super::pagination::{self, Walk};
 use super::session::Session;
@@ -32,6 +33,18 @@ pub struct Connected {
 }
 
 impl Connected {
+    /// The connection with its accounts, and a walk of each account's transactions with the
+    /// target's default limit, read with `api`'s key.
+    async fn walked(api: &Api, connection_id: String, accounts: Vec<Value>) -> Self {
+        let mut walks = Vec::new();
+        for account in &accounts {
+            if let Some(id) = account.get("id").and_then(Value::as_str) {
+                walks.push((id.to_string(), pagination::walk(api, id, None, None).await));
+            }
+        }
+        Self { connection_id, accounts, walks }
+    }
+
     pub fn account_ids(&self) -> Vec<String> {
         self.accounts.iter().filter_map(|a| a.get("id").and_then(Value::as_str)).map(str::to_string).collect()
     }
@@ -46,6 +59,8 @@ impl Connected {
 pub struct RunContext {
     pub session: Session,
     connected: OnceCell<Result<Arc<Connected>, Stop>>,
+    /// The second client's own CONNECTED connection, when its key is given.
+    second: OnceCell<Result<Option<Arc<Connected>>, Stop>>,
     tour: OnceCell<Arc<Tour>>,
     /// The transition graph `lifecycle.transition-graph` explored, for the reports.
     graph: std::sync::OnceLock<TransitionGraph>,
@@ -65,6 +80,7 @@ impl RunContext {
         Arc::new(Self {
             session,
             connected: OnceCell::new(),
+            second: OnceCell::new(),
             tour: OnceCell::new(),
             graph: Default::default(),
             widget_probe: OnceCell::new(),
@@ -91,16 +107,41 @@ impl RunContext {
                     None => return Err(Stop::ignore("needs a CONNECTED connection: give --driver or --connection-id")),
                 };
                 let accounts = self.session.accounts_when_ready(&connection_id).await?;
-                let mut walks = Vec::new();
-                for account in &accounts {
-                    if let Some(id) = account.get("id").and_then(Value::as_str) {
-                        walks.push((id.to_string(), pagination::walk(&self.session.api, id, None, None).await));
-                    }
-                }
-                Ok(Arc::new(Connected { connection_id, accounts, walks }))
+                Ok(Arc::new(Connected::walked(&self.session.api, connection_id, accounts).await))
             })
             .await
             .clone()
+    }
+
+    /// The second client's CONNECTED connection, its accounts and their walks, read with its
+    /// own key: every response check judges its answers too. `None` without a second key, or
+    /// when the target will not connect it (the first client's reads are judged regardless).
+    pub async fn connected_second(&self) -> Result<Option<Arc<Connected>>, Stop> {
+        self.second
+            .get_or_init(|| async {
+                if !self.session.api.has_second_key() || self.session.driver.is_none() {
+                    return Ok(None);
+                }
+                let (created, accounts) = match self.session.connect_new_as(Auth::Second).await {
+                    Ok(connected) => connected,
+                    Err(Stop::Ignore(..)) => return Ok(None),
+                    Err(e) => return Err(e),
+                };
+                let api = self.session.api.reading_as(Auth::Second);
+                Ok(Some(Arc::new(Connected::walked(&api, created.connection_id, accounts).await)))
+            })
+            .await
+            .clone()
+    }
+
+    /// The reads every response-checked case builds on: the accounts and every page of every
+    /// account of a CONNECTED connection of each client.
+    pub async fn reference_reads(&self) -> Result<(), Stop> {
+        self.connected().await?.walks()?;
+        if let Some(second) = self.connected_second().await? {
+            second.walks()?;
+        }
+        Ok(())
     }
 
     /// The shared tour of driven lifecycles that the event and reaction cases judge.

@@ -11,6 +11,7 @@
 use super::driver::{DriveArgs, DriveError, DriverAction};
 use super::latency::Latency;
 use super::redact::{self, Redactor};
+use super::verdict::Link;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -75,14 +76,6 @@ pub struct Recorder {
     pub latency: Latency,
     har: Option<Mutex<Log>>,
     next: AtomicU64,
-}
-
-/// Where a case's evidence is in the HAR: the entry its failure names (else its latest) and how
-/// many it has.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Link {
-    pub entry: u64,
-    pub entries: usize,
 }
 
 impl Recorder {

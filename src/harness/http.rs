@@ -2,21 +2,13 @@
 //! body size, every exchange described as `METHOD /path?query` for failure messages.
 
 use super::budget;
-use super::endpoint_rules::{self, Violation};
 use super::har::{self, Exchanged, Recorder};
 use super::outcome::Stop;
 use super::redact;
 use reqwest::{Method, Url};
 use serde_json::Value;
-use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-tokio::task_local! {
-    /// The latest requests the running case has sent, and their bytes, for its reproduction
-    /// (bounded: a case may send thousands, with cursors a target chose).
-    static SENT: RefCell<(std::collections::VecDeque<Sent>, usize)>;
-}
 
 /// A request as sent, without its secrets: enough to replay it with `curl`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,50 +27,107 @@ impl Sent {
             Auth::Primary => " -H \"Authorization: Bearer $BANKCONF_API_KEY\"".to_string(),
             Auth::Second => " -H \"Authorization: Bearer $BANKCONF_SECOND_API_KEY\"".to_string(),
             Auth::Missing => String::new(),
-            Auth::Header(h) => format!(" -H 'Authorization: {}'", h.replace('\'', "'\\''")),
+            Auth::Header(h) => format!(" -H {}", shlex::try_quote(&format!("Authorization: {h}")).unwrap_or_default()),
         };
         let body = if self.method == "POST" { " -H 'Content-Type: application/json'" } else { "" };
         format!("curl -sS -i -X {}{auth}{body} '{}'", self.method, self.url.replace('\'', "%27"))
     }
 }
 
-/// Most bytes of URLs a case's log keeps (the latest requests; a target controls cursors, so
-/// URLs can be long): a failure names one of its last requests.
-const MAX_LOGGED_BYTES: usize = 1024 * 1024;
+/// One exchange with the target's API, as the client recorded it: what the response checks
+/// judge after the run's flows (`checks`), and where a failure finds its evidence.
+#[derive(Debug)]
+pub struct Answer {
+    /// Order of recording, run-wide.
+    pub seq: u64,
+    /// The case whose work sent it (`None`: setup or preflight).
+    pub case: Option<&'static str>,
+    pub sent: Sent,
+    /// The path below the base URL, segment by segment (`["v1", "accounts", "acc_1"]`).
+    pub segments: Vec<String>,
+    pub query: Vec<(String, String)>,
+    /// 0 when no answer came (transport trouble).
+    pub status: u16,
+    /// The body of a 2xx answer, kept within the log's budget; `None` otherwise.
+    pub body: Option<String>,
+}
 
-/// Records `sent` as the last request of the running case (a property records the request of
-/// its shrunk failing input, sent from its own thread).
-pub fn record(sent: Sent) {
-    let weight = |s: &Sent| s.url.len() + s.request.len();
-    let _ = SENT.try_with(|log| {
-        let (log, bytes) = &mut *log.borrow_mut();
-        *bytes += weight(&sent);
-        log.push_back(sent);
-        while *bytes > MAX_LOGGED_BYTES && log.len() > 1 {
-            if let Some(old) = log.pop_front() {
-                *bytes -= weight(&old);
-            }
+impl Answer {
+    /// The `limit` asked for, when it is a positive page size (other values are bad input).
+    pub fn limit(&self) -> Option<u64> {
+        self.query.iter().find(|(k, _)| k == "limit").and_then(|(_, v)| v.parse::<u64>().ok()).filter(|l| *l > 0)
+    }
+
+    /// Whose key it carried, for messages: empty for the client under test.
+    pub fn whose(&self) -> &'static str {
+        match self.sent.auth {
+            Auth::Primary => "",
+            Auth::Second => " (read with the second client's key)",
+            Auth::Missing => " (sent without a key)",
+            Auth::Header(_) => " (sent with a malformed or unknown key)",
         }
-    });
+    }
 }
 
-/// Runs `case` while recording the requests it sends; returns its output and the latest ones.
-/// The case it works for ([`har::current_case`]) is the caller's, also when it is spawned.
-pub fn recording<F: std::future::Future>(case: F) -> impl std::future::Future<Output = (F::Output, Vec<Sent>)> {
-    let current = har::current_case();
-    har::in_case(
-        current,
-        SENT.scope(RefCell::default(), async {
-            let out = case.await;
-            let log = SENT.with(|sent| std::mem::take(&mut sent.borrow_mut().0));
-            (out, log.into())
-        }),
-    )
+/// Every exchange of the run, in order (bounded: bodies are kept up to [`MAX_KEPT`] bytes, and
+/// what is not kept is counted, so that the report can say what went unjudged).
+#[derive(Default)]
+pub struct AnswerLog {
+    inner: Mutex<LogInner>,
 }
 
-/// The request that shows a failure: the latest one its message names, else the latest sent.
-pub fn evidence<'a>(message: &str, log: &'a [Sent]) -> Option<&'a Sent> {
-    log.iter().rev().find(|s| message.contains(&s.request)).or(log.last())
+#[derive(Default)]
+struct LogInner {
+    answers: Vec<Arc<Answer>>,
+    bytes: usize,
+    unkept: usize,
+}
+
+/// Most bytes of bodies and URLs the answer log keeps (a full sandbox run keeps about 3 MB).
+const MAX_KEPT: usize = 48 * 1024 * 1024;
+
+impl AnswerLog {
+    fn push(&self, mut answer: Answer) {
+        let mut log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let weight = answer.sent.url.len() + answer.sent.request.len();
+        let body = answer.body.as_ref().map_or(0, String::len);
+        if log.bytes + weight > MAX_KEPT {
+            log.unkept += 1;
+            return;
+        }
+        if log.bytes + weight + body > MAX_KEPT {
+            answer.body = None;
+            log.unkept += 1;
+        }
+        log.bytes += weight + answer.body.as_ref().map_or(0, String::len);
+        answer.seq = log.answers.len() as u64;
+        log.answers.push(Arc::new(answer));
+    }
+
+    /// Every exchange recorded so far, in order.
+    pub fn all(&self) -> Vec<Arc<Answer>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).answers.clone()
+    }
+
+    /// How many answers were not kept whole (the log's budget): their rules went unjudged.
+    pub fn unkept(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).unkept
+    }
+
+    /// The exchange that shows a failure of `case`: the latest one its message names (the
+    /// case's own first, then any: fixtures are shared), else the case's latest.
+    pub fn evidence(&self, case: &str, message: &str) -> Option<Arc<Answer>> {
+        let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let named = |a: &&Arc<Answer>| message.contains(&a.sent.request);
+        let own = |a: &&Arc<Answer>| a.case == Some(case);
+        log.answers
+            .iter()
+            .rev()
+            .find(|a| own(a) && named(a))
+            .or_else(|| log.answers.iter().rev().find(named))
+            .or_else(|| log.answers.iter().rev().find(own))
+            .cloned()
+    }
 }
 
 /// Largest response body read; a target that sends more is cut off (and fails the case).
@@ -164,10 +213,13 @@ pub struct Api {
     base: Url,
     key: Option<String>,
     second_key: Option<String>,
-    /// Endpoint rules broken in any read, whichever case made it (see [`Api::broken_rules`]).
-    broken: Arc<Mutex<Vec<(Violation, Sent)>>>,
+    /// Every exchange, for the response checks and for evidence.
+    answers: Arc<AnswerLog>,
     throttle: Arc<super::throttle::Throttle>,
     recorder: Arc<Recorder>,
+    /// The key [`Api::get`] sends: the client under test's, or the second client's for the
+    /// reads that judge its answers too.
+    reader: Auth,
 }
 
 impl Api {
@@ -195,7 +247,8 @@ impl Api {
             base,
             key,
             second_key,
-            broken: Arc::default(),
+            answers: Arc::default(),
+            reader: Auth::Primary,
             throttle: Default::default(),
             recorder: Default::default(),
         })
@@ -275,9 +328,14 @@ impl Api {
         }
     }
 
-    /// `GET` with the primary key.
+    /// `GET` with this client's key (the primary key, unless [`Api::reading_as`] chose another).
     pub async fn get(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Exchange, Stop> {
-        self.send(Method::GET, segments, query, Auth::Primary).await
+        self.send(Method::GET, segments, query, self.reader.clone()).await
+    }
+
+    /// This client, its [`Api::get`] reading with `auth` (walks and reads of the second client).
+    pub fn reading_as(&self, auth: Auth) -> Self {
+        Self { reader: auth, ..self.clone() }
     }
 
     pub async fn send(
@@ -295,51 +353,43 @@ impl Api {
         };
         let url = self.checked_url(segments, query)?;
         let sent = Sent { method: method.to_string(), url: url.to_string(), auth, request: describe(&method, &url) };
-        record(sent.clone());
-        let exchange = self.exchange(&self.client, method, url, authorization, "application/json").await?;
-        self.judge(&sent, segments, query, &exchange);
-        Ok(exchange)
+        let result = self.exchange(&self.client, method, url, authorization, "application/json").await;
+        let (status, body) = match &result {
+            Ok(x) => (x.status, x.is_success().then(|| x.body.clone())),
+            Err(_) => (0, None),
+        };
+        self.answers.push(Answer {
+            seq: 0,
+            case: har::current_case(),
+            sent,
+            segments: segments.iter().map(|s| s.to_string()).collect(),
+            query: query.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            status,
+            body,
+        });
+        result
     }
 
-    /// Every 2xx answer to the client under test passes the rules of its endpoint, whoever read
-    /// it ([`endpoint_rules`]); what breaks one is kept for the runner (a few per rule).
-    fn judge(&self, sent: &Sent, segments: &[&str], query: &[(&str, String)], exchange: &Exchange) {
-        if sent.auth != Auth::Primary || !exchange.is_success() || budget::too_dense(exchange.body.as_bytes()).is_some()
-        {
-            return;
-        }
-        let Ok(body) = serde_json::from_str::<Value>(&exchange.body) else { return };
-        // Only a positive page size bounds a page: other values are bad input, judged elsewhere.
-        let limit =
-            query.iter().find(|(k, _)| *k == "limit").and_then(|(_, v)| v.parse::<u64>().ok()).filter(|l| *l > 0);
-        let found = endpoint_rules::judge(&sent.method, segments, limit, &exchange.request, &body);
-        if found.is_empty() {
-            return;
-        }
-        let mut kept = self.broken.lock().unwrap_or_else(|e| e.into_inner());
-        for violation in found {
-            if kept.iter().filter(|(v, _)| v.case_id == violation.case_id).count() < 3 {
-                kept.push((violation, sent.clone()));
-            }
-        }
-    }
-
-    /// The broken endpoint rules seen in any read so far, each with the request that showed it.
-    pub fn broken_rules(&self) -> Vec<(Violation, Sent)> {
-        self.broken.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    /// The run's exchanges so far (this client's and its clones').
+    pub fn answers(&self) -> &AnswerLog {
+        &self.answers
     }
 
     /// `GET` of a static asset (the widget script, §1) as a browser loads it: no key, any
     /// content type accepted, redirects followed.
     pub async fn fetch_asset(&self, segments: &[&str]) -> Result<Exchange, Stop> {
         let url = self.checked_url(segments, &[])?;
-        record(Sent {
+        let sent = Sent {
             method: "GET".into(),
             url: url.to_string(),
             auth: Auth::Missing,
             request: describe(&Method::GET, &url),
-        });
-        self.exchange(&self.browser, Method::GET, url, None, "*/*").await
+        };
+        let result = self.exchange(&self.browser, Method::GET, url, None, "*/*").await;
+        let status = result.as_ref().map_or(0, |x| x.status);
+        let (segments, query) = (segments.iter().map(|s| s.to_string()).collect(), Vec::new());
+        self.answers.push(Answer { seq: 0, case: har::current_case(), sent, segments, query, status, body: None });
+        result
     }
 
     /// Sends one request and reads its answer, bounded in size. Rate limiting is not a

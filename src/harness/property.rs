@@ -5,7 +5,6 @@
 //! seed that replays it (`bankconf run --seed S <case-id>`).
 
 use super::har;
-use super::http::{self, Sent};
 use super::outcome::{ErrorSource, Failure, Stop};
 use super::session::Session;
 use proptest::strategy::{Strategy, ValueTree};
@@ -21,9 +20,6 @@ const MAX_SHRINK_TIME: Duration = Duration::from_secs(60);
 /// Most shrinking attempts.
 const MAX_SHRINK_ITERS: u32 = 64;
 
-/// One played input: its verdict and the last request it sent (a failure's evidence).
-type Played = (Result<(), Stop>, Option<Sent>);
-
 /// Runs `test` over `--cases` inputs drawn from `strategy`, seeded from the run's seed and the
 /// case id; on failure, shrinks and reports the smallest failing input found.
 pub async fn for_all<S, F, Fut>(ctx: &Session, case_id: &'static str, strategy: S, test: F) -> Result<(), Stop>
@@ -37,7 +33,7 @@ where
     let (run_seed, cases) = (ctx.seed, ctx.config.cases.max(1));
     let mut trees = draw(&strategy, ctx.case_seed(case_id), cases)?;
     let test = Arc::new(test);
-    let mut failing: Option<(usize, String, Option<Sent>)> = None;
+    let mut failing: Option<(usize, String)> = None;
     // Dropping the set (the case overran its limit) aborts every input still playing.
     let mut playing = JoinSet::new();
     let mut next = 0;
@@ -50,26 +46,24 @@ where
             next += 1;
         }
         let Some(joined) = playing.join_next().await else { break };
-        let (i, (verdict, sent)) =
+        let (i, verdict) =
             joined.map_err(|e| Stop::Error(ErrorSource::Harness, format!("a property input stopped: {e}")))?;
         match verdict {
             // An input the target cannot be judged on (Stop::Ignore) is discarded, not failed.
             Ok(()) | Err(Stop::Ignore(..)) => {}
             Err(Stop::Fail(f)) => {
                 if failing.as_ref().is_none_or(|(first, ..)| i < *first) {
-                    failing = Some((i, f.message, sent));
+                    failing = Some((i, f.message));
                 }
             }
             // The first error (the driver failed) stops the property as an error, not a failure.
             Err(e) => return Err(e),
         }
     }
-    let Some((i, message, sent)) = failing else { return Ok(()) };
+    let Some((i, message)) = failing else { return Ok(()) };
     let tree = trees.swap_remove(i);
-    let (message, input, sent) = shrink(tree, &*test, message, sent).await?;
-    if let Some(sent) = sent {
-        http::record(sent);
-    }
+    // The message names the request that shows the failure: the runner finds it in the log.
+    let (message, input) = shrink(tree, &*test, message).await?;
     Err(Stop::Fail(Failure {
         message: format!(
             "{message} [shrunk input: {input}; seed {run_seed}: replay with `bankconf run --seed {run_seed} {case_id}`]"
@@ -99,34 +93,28 @@ fn draw<S: Strategy>(strategy: &S, seed: u64, cases: u32) -> Result<Vec<S::Tree>
         .collect()
 }
 
-/// Plays one input, recording its requests.
-async fn play<V, Fut>(test: &(impl Fn(V) -> Fut + ?Sized), input: V) -> Played
+/// Plays one input.
+async fn play<V, Fut>(test: &(impl Fn(V) -> Fut + ?Sized), input: V) -> Result<(), Stop>
 where
     Fut: Future<Output = Result<(), Stop>>,
 {
-    let (verdict, log) = http::recording(test(input)).await;
-    let sent = match &verdict {
-        Err(Stop::Fail(f)) => http::evidence(&f.message, &log).cloned(),
-        _ => None,
-    };
-    (verdict, sent)
+    test(input).await
 }
 
 /// Shrinks a failing input as proptest would (simplify while it fails, complicate while it
 /// passes), one attempt at a time, within [`MAX_SHRINK_TIME`] and [`MAX_SHRINK_ITERS`]. Returns
-/// the last failure's message, its input and its evidence.
+/// the last failure's message and its input.
 async fn shrink<T, Fut>(
     mut tree: T,
     test: &(impl Fn(T::Value) -> Fut + ?Sized),
     message: String,
-    sent: Option<Sent>,
-) -> Result<(String, String, Option<Sent>), Stop>
+) -> Result<(String, String), Stop>
 where
     T: ValueTree,
     T::Value: Debug,
     Fut: Future<Output = Result<(), Stop>>,
 {
-    let mut best = (message, format!("{:?}", tree.current()), sent);
+    let mut best = (message, format!("{:?}", tree.current()));
     let deadline = Instant::now() + MAX_SHRINK_TIME;
     if !tree.simplify() {
         return Ok(best);
@@ -135,10 +123,10 @@ where
         let input = tree.current();
         let shown = format!("{input:?}");
         let left = deadline.saturating_duration_since(Instant::now());
-        let Ok((verdict, sent)) = tokio::time::timeout(left, play(test, input)).await else { break };
+        let Ok(verdict) = tokio::time::timeout(left, play(test, input)).await else { break };
         let more = match verdict {
             Err(Stop::Fail(f)) => {
-                best = (f.message, shown, sent);
+                best = (f.message, shown);
                 tree.simplify()
             }
             Err(e @ Stop::Error(..)) => return Err(e),

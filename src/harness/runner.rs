@@ -4,19 +4,17 @@
 
 use super::catalogue::{self, Case};
 use super::checks;
+use super::checks::Judged;
 use super::config::RunConfig;
 use super::expect::{Expectations, Standing};
 use super::fixtures::RunContext;
-use super::har::{self, Link};
-use super::http;
-use super::outcome::{CaseResult, ErrorSource, IgnoreCause, Outcome};
+use super::har;
+use super::outcome::{CaseResult, ErrorSource, IgnoreCause, Outcome, Problems};
 use super::preflight;
-use super::report::{self, Origin, Report, EXIT_NOT_RUN};
 use super::session::Session;
-use super::{driver, redact, sanitize};
+use super::verdict::Link;
+use super::verdict::{Origin, Report};
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,9 +33,22 @@ pub async fn start(config: RunConfig) -> Result<(Arc<RunContext>, Vec<String>), 
     }
 }
 
-/// Runs the selected cases and returns the report; with `progress`, prints the header and each
-/// case as it finishes. A run that cannot start is a report with its `setup_error` (exit 2).
-pub async fn run_report(config: RunConfig, progress: bool) -> Report {
+/// What a run tells as it goes (the terminal's progress lines; `report::progress`). Reports
+/// depend on the runner, never the reverse: the runner only calls this.
+pub trait Progress: Send + Sync {
+    /// The run started: `cases` cases against `server`, with the preflight's notes.
+    fn started(&self, server: &str, seed: u64, cases: usize, notes: &[String]);
+    /// A case's result is final; `gating` says whether its failure decides the exit code.
+    fn finished(&self, result: &CaseResult, gating: bool);
+    /// Every second: what the run waits for, when it has waited over 2 s.
+    fn waiting(&self, status: &str);
+    /// The last case is done.
+    fn done(&self);
+}
+
+/// Runs the selected cases and returns the report, telling `progress` as it goes. A run that
+/// cannot start is a report with its `setup_error` (exit 2).
+pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) -> Report {
     let started = Instant::now();
     let (settings, gate) = (config.rerun_settings(), config.gate());
     let not_run = |setup_error: String| Report {
@@ -63,51 +74,46 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
         Err(e) => return not_run(e),
     };
     let cases = selected(&ctx);
-    if progress {
-        println!("{}", report::terminal::header(&ctx.server, Some(ctx.seed), cases.len()));
-        for note in &notes {
-            println!("{}", sanitize::visible(note));
-        }
+    if let Some(p) = &progress {
+        p.started(&ctx.server, ctx.seed, cases.len(), &notes);
     }
     let gate = ctx.config.gate();
-    // A progress prefix for people at a terminal; CI logs (not a TTY) get the plain lines.
-    let tty = std::io::stdout().is_terminal();
-    let (total, done) = (cases.len(), AtomicUsize::new(0));
-    // At a terminal, a wait of over 2 s shows what it waits for on a line of its own, redrawn
-    // each second and cleared by the next case line (never in CI logs).
-    let ticker = (progress && tty).then(|| {
+    let ticker = progress.clone().map(|p| {
         let ctx = ctx.clone();
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 if let Some(status) = ctx.receiver().ok().and_then(|r| r.waiting(Duration::from_secs(2))) {
-                    print!("\r\x1b[2K{}", sanitize::visible(&status));
-                    let _ = std::io::stdout().flush();
+                    p.waiting(&status);
                 }
             }
         })
     });
-    let results = run_all(ctx.clone(), cases, |r| {
-        if progress {
-            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-            let prefix = if tty { format!("\r\x1b[2K{}", report::terminal::progress(n, total)) } else { String::new() };
+    let results = run_all(ctx.clone(), cases, |r: &CaseResult| {
+        if let Some(p) = &progress {
             let expected = expectations.as_ref().is_some_and(|e| e.standing(r) == Some(Standing::Held));
-            println!("{prefix}{}", report::terminal::case_line(r, gate.gates(r.case.level) && !expected));
-            let _ = std::io::stdout().flush();
+            p.finished(r, gate.gates(r.case.level) && !expected);
         }
     })
     .await;
     if let Some(ticker) = ticker {
         ticker.abort();
-        print!("\r\x1b[2K");
     }
-    let results = attribute(results, &ctx);
+    if let Some(p) = &progress {
+        p.done();
+    }
     // Notes only the end of the run can give: late deliveries, 429s.
     let mut notes = notes;
     if let Ok(r) = ctx.receiver() {
         notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
     }
     notes.extend(ctx.api.throttle().note());
+    let unkept = ctx.api.answers().unkept();
+    if unkept > 0 {
+        notes.push(format!(
+            "{unkept} answers were too large to keep within the memory budget: their response rules went unjudged"
+        ));
+    }
     notes.extend(ctx.unregister_webhook().await);
     let har = write_har(&ctx, &results, &mut notes);
     let report = Report {
@@ -150,84 +156,79 @@ fn write_har(
     Some((path.display().to_string(), links))
 }
 
-/// A case that passed although a read made for another case or fixture broke one of its
-/// endpoint rules ([`http::Api::broken_rules`]) fails with that read: no violation hides.
-pub fn attribute(mut results: Vec<CaseResult>, ctx: &RunContext) -> Vec<CaseResult> {
-    let broken = ctx.api.broken_rules();
-    for r in results.iter_mut().filter(|r| r.outcome == Outcome::Passed) {
-        if let Some((violation, sent)) = broken.iter().find(|(v, _)| v.case_id == r.case.id) {
-            let message = format!("{} (seen in a read made for another case or fixture)", violation.message);
-            r.outcome = Outcome::Failed(ctx.redactor.redact(&message).into());
-            r.reproduction = Some(ctx.redactor.redact(&sent.curl()));
+/// Runs one case's flow check: checks prerequisites and bounds it in time. The outcome is the
+/// flow's alone; [`conclude`] adds what the response checks found.
+async fn run_flow(ctx: Arc<RunContext>, case: &'static Case) -> Outcome {
+    if let Some(reason) = ctx.missing(case) {
+        return Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason };
+    }
+    let Some(code) = checks::code_of(&case.id) else {
+        return Outcome::Error { source: ErrorSource::Harness, message: format!("no code for case {}", case.id) };
+    };
+    // Generous: a case waits for events several times (each wait at most
+    // `patience::MAX_WAIT`), and walks many pages.
+    let waits = super::patience::MAX_WAIT.max(ctx.config.event_wait());
+    let limit = Duration::from_secs(60) + waits * 6 + ctx.config.request_wait() * 2;
+    let mut task = tokio::spawn(har::in_case(Some(case.id.as_str()), (code.flow)(ctx.clone())));
+    match tokio::time::timeout(limit, &mut task).await {
+        Ok(Ok(result)) => Outcome::from(result),
+        Ok(Err(join)) => {
+            Outcome::Error { source: ErrorSource::Harness, message: format!("the check stopped unexpectedly: {join}") }
         }
-    }
-    results
-}
-
-/// `bankconf run`: runs the selected cases, prints and writes the reports, returns the exit code.
-/// Report files are checked writable before anything runs, and written on every exit.
-pub async fn run(config: RunConfig) -> i32 {
-    let outputs = config.outputs.clone();
-    let har = config.har.as_deref().map_or(Ok(()), report::writable);
-    if let Err(e) = report::check_writable(&outputs).and(har) {
-        eprintln!("bankconf: {e}");
-        return EXIT_NOT_RUN;
-    }
-    let report = run_report(config, true).await;
-    // No process a driver started outlives the run.
-    driver::stop_all().await;
-    if let Some(e) = &report.setup_error {
-        eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(e)));
-    }
-    report::finish(&report, &outputs)
-}
-
-/// Runs one case: checks prerequisites, bounds it in time, and redacts its message.
-pub async fn run_case(ctx: Arc<RunContext>, case: &'static Case) -> CaseResult {
-    let started = Instant::now();
-    let mut log = Vec::new();
-    let outcome = if let Some(reason) = ctx.missing(case) {
-        Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason }
-    } else if let Some(check) = checks::code_of(&case.id) {
-        // Generous: a case waits for events several times (each wait at most
-        // `patience::MAX_WAIT`), and walks many pages.
-        let waits = super::patience::MAX_WAIT.max(ctx.config.event_wait());
-        let limit = Duration::from_secs(60) + waits * 6 + ctx.config.request_wait() * 2;
-        let in_case = har::in_case(Some(case.id.as_str()), {
-            let ctx = ctx.clone();
-            async move { http::recording(check(ctx)).await }
-        });
-        let mut task = tokio::spawn(in_case);
-        match tokio::time::timeout(limit, &mut task).await {
-            Ok(Ok((result, sent))) => {
-                log = sent;
-                Outcome::from(result)
-            }
-            Ok(Err(join)) => Outcome::Error {
-                source: ErrorSource::Harness,
-                message: format!("the check stopped unexpectedly: {join}"),
-            },
-            // Slowness is not a violation the spec states (§8 fixes no time): not judged.
-            Err(_) => {
-                task.abort();
-                Outcome::Ignored {
-                    cause: IgnoreCause::TimedOut,
-                    reason: format!(
-                        "not judged: the case did not finish within {limit:?} (a slow target; see --event-timeout and --cases)"
-                    ),
-                }
+        // Slowness is not a violation the spec states (§8 fixes no time): not judged.
+        Err(_) => {
+            task.abort();
+            Outcome::Ignored {
+                cause: IgnoreCause::TimedOut,
+                reason: format!(
+                    "not judged: the case did not finish within {limit:?} (a slow target; see --event-timeout and --cases)"
+                ),
             }
         }
-    } else {
-        Outcome::Error { source: ErrorSource::Harness, message: format!("no code for case {}", case.id) }
+    }
+}
+
+/// A case's result: its flow's outcome and what its response checks found over the run's
+/// answers (`None`: it has none). A violation an answer shows fails the case whatever its flow
+/// concluded; a response-checked case whose rules judged no answer is not judged.
+fn conclude(
+    ctx: &RunContext,
+    case: &'static Case,
+    flow: Outcome,
+    judged: Option<Judged>,
+    duration: Duration,
+) -> CaseResult {
+    let log = ctx.api.answers();
+    let (outcome, evidence) = match (flow, judged) {
+        (flow, Some(judged)) if !judged.problems.is_empty() => {
+            let mut problems = Problems::default();
+            if let Outcome::Failed(f) = &flow {
+                problems.add(f.message.clone());
+            }
+            let evidence = match &flow {
+                Outcome::Failed(f) => log.evidence(&case.id, &f.message),
+                _ => Some(judged.problems[0].1.clone()),
+            };
+            for (problem, _) in judged.problems {
+                problems.add(problem);
+            }
+            let outcome = Outcome::from(problems.finish());
+            (outcome, evidence)
+        }
+        (Outcome::Passed, Some(judged)) if judged.answers == 0 => {
+            let reason = "no 2xx answer of its endpoint was read, so its rules went unjudged".to_string();
+            (Outcome::Ignored { cause: IgnoreCause::Unsupported, reason }, None)
+        }
+        (Outcome::Failed(f), _) => {
+            let evidence = log.evidence(&case.id, &f.message);
+            (Outcome::Failed(f), evidence)
+        }
+        (flow, _) => (flow, None),
     };
     // The curl replays the request the failure names (else the case's last one).
-    let reproduction = match &outcome {
-        Outcome::Failed(f) => http::evidence(&f.message, &log).map(|sent| ctx.redactor.redact(&sent.curl())),
-        _ => None,
-    };
+    let reproduction = evidence.map(|answer| ctx.redactor.redact(&answer.sent.curl()));
     let outcome = outcome.map_text(|m| ctx.redactor.redact(m));
-    CaseResult { case, outcome, duration: started.elapsed(), reproduction }
+    CaseResult { case, outcome, duration, reproduction }
 }
 
 /// The cases the configuration selects, in catalogue order.
@@ -236,24 +237,44 @@ pub fn selected(ctx: &RunContext) -> Vec<&'static Case> {
     catalogue::all().iter().filter(|c| selection.matches(c)).collect()
 }
 
-/// Runs `cases` concurrently (they share only read-only fixtures); results in catalogue order.
+/// Runs the flows of `cases` concurrently (they share only read-only fixtures), then the
+/// response checks once over every answer the run read; results in catalogue order.
+/// `on_result` sees each result when it is final: a case without response checks as its flow
+/// ends, the others after the last flow.
 pub async fn run_all(
     ctx: Arc<RunContext>,
     cases: Vec<&'static Case>,
     on_result: impl Fn(&CaseResult),
 ) -> Vec<CaseResult> {
+    let responds = |case: &Case| checks::code_of(&case.id).is_some_and(|r| !r.responses.is_empty());
     let mut set = tokio::task::JoinSet::new();
-    for (i, case) in cases.iter().enumerate() {
+    for (i, case) in cases.iter().copied().enumerate() {
         let ctx = ctx.clone();
-        let case: &'static Case = case;
-        set.spawn(async move { (i, run_case(ctx, case).await) });
+        set.spawn(async move {
+            let started = Instant::now();
+            (i, run_flow(ctx, case).await, started.elapsed())
+        });
     }
     let mut results: Vec<Option<CaseResult>> = vec![None; cases.len()];
+    let mut flows: Vec<Option<(Outcome, Duration)>> = vec![None; cases.len()];
     while let Some(joined) = set.join_next().await {
-        if let Ok((i, result)) = joined {
+        let Ok((i, outcome, took)) = joined else { continue };
+        if responds(cases[i]) {
+            flows[i] = Some((outcome, took));
+        } else {
+            let result = conclude(&ctx, cases[i], outcome, None, took);
             on_result(&result);
             results[i] = Some(result);
         }
+    }
+    let answered: Vec<&str> = cases.iter().filter(|c| responds(c)).map(|c| c.id.as_str()).collect();
+    let mut judged = checks::judge_responses(&answered, &ctx.api.answers().all());
+    for (i, flow) in flows.into_iter().enumerate() {
+        let Some((outcome, took)) = flow else { continue };
+        let result =
+            conclude(&ctx, cases[i], outcome, Some(judged.remove(cases[i].id.as_str()).unwrap_or_default()), took);
+        on_result(&result);
+        results[i] = Some(result);
     }
     results
         .into_iter()

@@ -73,22 +73,32 @@ impl Session {
 
     /// Creates a connection and drives it to CONNECTED; returns once its accounts are readable.
     pub async fn connect_new(&self) -> Result<Created, Stop> {
-        let created = self.create_connection().await?;
+        self.connect_new_as(Auth::Primary).await.map(|(created, _)| created)
+    }
+
+    /// [`Session::connect_new`] for the client whose key is `auth`; returns its accounts too.
+    pub async fn connect_new_as(&self, auth: Auth) -> Result<(Created, Vec<Value>), Stop> {
+        let created = self.create_connection_as(auth.clone()).await?;
         self.drive(Action::Connect, &created, None, None).await?;
         if let Ok(receiver) = self.receiver() {
             receiver.wait_for_type(&created.connection_id, "connection.connected", self.config.event_wait()).await;
         }
-        self.accounts_when_ready(&created.connection_id).await?;
-        Ok(created)
+        let accounts = self.accounts_ready_with(&self.api.reading_as(auth), &created.connection_id).await?;
+        Ok((created, accounts))
     }
 
     /// Reads the accounts of a connection, retrying (bounded) while they are refused: a
     /// target may finish connecting after the driver returns.
     pub async fn accounts_when_ready(&self, connection_id: &str) -> Result<Vec<Value>, Stop> {
+        self.accounts_ready_with(&self.api, connection_id).await
+    }
+
+    /// [`Session::accounts_when_ready`], read with `api`'s key.
+    pub async fn accounts_ready_with(&self, api: &super::http::Api, connection_id: &str) -> Result<Vec<Value>, Stop> {
         let deadline = Instant::now() + self.config.event_wait();
         let mut pause = Duration::from_millis(10);
         loop {
-            let exchange = self.api.get(&["v1", "connections", connection_id, "accounts"], &[]).await?;
+            let exchange = api.get(&["v1", "connections", connection_id, "accounts"], &[]).await?;
             if exchange.is_success() || Instant::now() >= deadline {
                 let body = exchange.success_json()?;
                 return match body {

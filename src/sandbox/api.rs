@@ -182,7 +182,14 @@ async fn list_accounts(
     ClientId(client): ClientId,
     Path(connection_id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    shared.lock().connection_accounts(&client, &connection_id).map(Json).map_err(|e| read_error(shared.flavor, e))
+    let store = shared.lock();
+    let mut accounts = store.connection_accounts(&client, &connection_id).map_err(|e| read_error(shared.flavor, e))?;
+    if shared.flavor.is(Mutant::SecondClientAccountConnection) && store.first_client() != Some(client) {
+        for account in accounts.as_array_mut().into_iter().flatten() {
+            account["connectionId"] = serde_json::json!(format!("{connection_id}X"));
+        }
+    }
+    Ok(Json(accounts))
 }
 
 /// §4.4: the account object of §2.2, with its current balance.
@@ -242,7 +249,13 @@ async fn list_transactions(
     store.own_account(&client, &account_id, f.is(Mutant::IsolationTransactions)).map_err(|e| read_error(f, e))?;
     let limit = parse_limit(f, query.get("limit").map(String::as_str))?;
     let cursor = query.get("starting_after").map(String::as_str);
-    store.transactions_page(&client, &account_id, limit, cursor).map(Json).map_err(|e| read_error(f, e))
+    let mut page = store.transactions_page(&client, &account_id, limit, cursor).map_err(|e| read_error(f, e))?;
+    if f.is(Mutant::SecondClientTransactionAccount) && store.first_client() != Some(client) {
+        for item in page.get_mut("data").and_then(|d| d.as_array_mut()).into_iter().flatten() {
+            item["accountId"] = serde_json::json!(format!("{account_id}X"));
+        }
+    }
+    Ok(Json(page))
 }
 
 /// §1: the widget script, no authentication. Other files under `/widget/` are 404.

@@ -103,6 +103,10 @@ departures! {
         AccountBalanceStale = "account-balance-stale", "§4.4", ["reactions.account-balance"],
             "GET /v1/accounts/{id} keeps serving the balance of before accounts.updated";
         // §2.3, §4.3 transactions
+        SecondClientTransactionAccount = "second-client-transaction-account", "§2.3", ["transactions.account-id"],
+            "only the second client's transactions name another account in accountId";
+        SecondClientAccountConnection = "second-client-account-connection", "§2.2", ["accounts.connection-id"],
+            "only the second client's accounts name another connection in connectionId";
         TransactionPrefix = "transaction-prefix", "§2.3", ["transactions.id-prefix", "transactions.page-schema"],
             "transaction ids start with `tx_` instead of `txn_`";
         TransactionAccountIdWrong = "transaction-account-id-wrong", "§2.3", ["transactions.account-id"],

@@ -1,24 +1,32 @@
 //! §4.2 Get connection accounts, §2.2 the account fields, §4.4 Get one account.
 
+use super::Reply;
 use crate::harness::fixtures::RunContext;
-use crate::harness::outcome::{str_field, validate, Problems, Stop};
-use crate::schemas::Schema;
+use crate::harness::outcome::{str_field, Problems, Stop};
+use crate::schemas::{self, Schema};
 use crate::spec::prefix;
 use serde_json::Value;
 use std::sync::Arc;
 
 crate::cases! {
-    "accounts.refused-before-connected" => refused_before_connected,
-    "accounts.response-schema" => response_schema,
-    "accounts.connection-id" => connection_id,
-    "accounts.id-prefix" => id_prefix,
-    "accounts.conditional-fields" => conditional_fields,
-    "accounts.masked-numbers" => masked_numbers,
-    "account.readable" => account_readable,
+    REFUSED_BEFORE_CONNECTED = "accounts.refused-before-connected" => refused_before_connected;
+    RESPONSE_SCHEMA = "accounts.response-schema" => reads_accounts, responds [ConnectionAccounts => schema];
+    CONNECTION_ID = "accounts.connection-id" => reads_accounts, responds [ConnectionAccounts => connection_id];
+    ID_PREFIX = "accounts.id-prefix" => reads_accounts, responds [ConnectionAccounts => id_prefix];
+    CONDITIONAL_FIELDS = "accounts.conditional-fields" => reads_accounts, responds [ConnectionAccounts => conditional_fields];
+    MASKED_NUMBERS = "accounts.masked-numbers" => reads_accounts, responds [ConnectionAccounts => masked_numbers];
+    READABLE = "account.readable" => account_readable;
 }
 
-fn accounts_request(connection_id: &str) -> String {
-    format!("GET /v1/connections/{connection_id}/accounts")
+/// The flow of the response-checked cases: the accounts of a CONNECTED connection of each
+/// client, read (every other accounts answer of the run is judged too).
+async fn reads_accounts(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    ctx.reference_reads().await
+}
+
+/// The accounts of the answer, each with its id for messages.
+fn accounts<'a>(reply: &'a Reply) -> impl Iterator<Item = (&'a Value, &'a str)> {
+    reply.body.as_array().into_iter().flatten().map(|a| (a, str_field(a, "id").unwrap_or("<no id>")))
 }
 
 async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -43,72 +51,59 @@ async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> {
     )))
 }
 
-async fn response_schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let fixture = ctx.connected().await?;
-    validate(Schema::Accounts, &Value::Array(fixture.accounts.clone()), &accounts_request(&fixture.connection_id))
+/// §4.2: every accounts answer validates against accounts.json.
+fn schema(reply: &Reply) -> Vec<String> {
+    schemas::check(Schema::Accounts, reply.body, reply.request).err().into_iter().collect()
 }
 
-async fn connection_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let fixture = ctx.connected().await?;
-    let mut problems = Problems::default();
-    for (i, account) in fixture.accounts.iter().enumerate() {
-        let got = account.get("connectionId");
-        if got.and_then(Value::as_str) != Some(fixture.connection_id.as_str()) {
-            problems.add(format!(
-                "{}: account {i} has connectionId {}, expected {:?}",
-                accounts_request(&fixture.connection_id),
-                got.map_or("nothing".into(), ToString::to_string),
-                fixture.connection_id
-            ));
-        }
-    }
-    problems.finish()
+/// §2.2: each account names the connection asked for.
+fn connection_id(reply: &Reply) -> Vec<String> {
+    accounts(reply)
+        .filter(|(a, _)| str_field(a, "connectionId") != Some(reply.id))
+        .map(|(a, id)| {
+            let got = a.get("connectionId").map_or("nothing".into(), ToString::to_string);
+            format!("{}: account {id} has connectionId {got}, expected {:?}", reply.request, reply.id)
+        })
+        .collect()
 }
 
-async fn id_prefix(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let fixture = ctx.connected().await?;
-    let mut problems = Problems::default();
-    for (i, account) in fixture.accounts.iter().enumerate() {
-        if !str_field(account, "id").is_some_and(|id| id.starts_with(prefix::ACCOUNT)) {
-            problems.add(format!(
-                "{}: account {i} id {} does not start with {}",
-                accounts_request(&fixture.connection_id),
-                account.get("id").map_or("(absent)".into(), ToString::to_string),
-                prefix::ACCOUNT
-            ));
-        }
-    }
-    problems.finish()
+/// §2: account ids carry `acc_`.
+fn id_prefix(reply: &Reply) -> Vec<String> {
+    accounts(reply)
+        .filter(|(a, _)| !str_field(a, "id").is_some_and(|id| id.starts_with(prefix::ACCOUNT)))
+        .map(|(a, _)| {
+            let got = a.get("id").map_or("(absent)".into(), ToString::to_string);
+            format!("{}: account id {got} does not start with {}", reply.request, prefix::ACCOUNT)
+        })
+        .collect()
 }
 
 /// Which account types may carry a conditional field (§2.2). A key with `null` counts as
 /// absent, and so does an empty array: "only for" read as "has entries only for" is defensible
 /// (schemas/README.md, variant `empty-arrays-elsewhere`).
-pub const CONDITIONAL_FIELDS: [(&str, &[&str]); 3] = [
+pub const ALLOWED_ON: [(&str, &[&str]); 3] = [
     ("creditLimit", &["credit_card"]),
     ("currencyBalances", &["credit_card"]),
     ("positions", &["brokerage", "pension"]),
 ];
 
-async fn conditional_fields(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let fixture = ctx.connected().await?;
-    let mut problems = Problems::default();
-    for account in &fixture.accounts {
+fn conditional_fields(reply: &Reply) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (account, id) in accounts(reply) {
         let ty = str_field(account, "type").unwrap_or("?");
-        for (field, allowed) in CONDITIONAL_FIELDS {
-            let empty = |v: &serde_json::Value| v.is_null() || v.as_array().is_some_and(Vec::is_empty);
+        for (field, allowed) in ALLOWED_ON {
+            let empty = |v: &Value| v.is_null() || v.as_array().is_some_and(Vec::is_empty);
             let present = account.get(field).is_some_and(|v| !empty(v));
             if present && !allowed.contains(&ty) {
-                problems.add(format!(
-                    "{}: account {} of type {ty:?} carries {field}, which §2.2 allows only on {}",
-                    accounts_request(&fixture.connection_id),
-                    str_field(account, "id").unwrap_or("?"),
+                problems.push(format!(
+                    "{}: account {id} of type {ty:?} carries {field}, which §2.2 allows only on {}",
+                    reply.request,
                     allowed.join(" and ")
                 ));
             }
         }
     }
-    problems.finish()
+    problems
 }
 
 /// Characters that mask digits in an account number (named in messages).
@@ -122,25 +117,23 @@ pub fn is_masked(number: &str) -> bool {
     visible <= 6 && !head.chars().any(|c| c.is_ascii_digit())
 }
 
-async fn masked_numbers(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let fixture = ctx.connected().await?;
-    let mut problems = Problems::default();
-    for account in &fixture.accounts {
-        let id = str_field(account, "id").unwrap_or("?");
+/// §2.2 (security): the account number is masked.
+fn masked_numbers(reply: &Reply) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (account, id) in accounts(reply) {
         match str_field(account, "accountNumber") {
             Some(n) if is_masked(n) => {}
             // The number itself is not printed: an unmasked one is sensitive.
-            Some(n) => problems.add(format!(
+            Some(n) => problems.push(format!(
                 "{}: account {id} has an accountNumber that is not masked ({} digits visible, {})",
-                accounts_request(&fixture.connection_id),
+                reply.request,
                 n.chars().filter(char::is_ascii_digit).count(),
                 if n.contains(MASKS) { "masked in part" } else { "no masking character" }
             )),
-            None => problems
-                .add(format!("{}: account {id} has no accountNumber string", accounts_request(&fixture.connection_id))),
+            None => problems.push(format!("{}: account {id} has no accountNumber string", reply.request)),
         }
     }
-    problems.finish()
+    problems
 }
 
 async fn account_readable(ctx: Arc<RunContext>) -> Result<(), Stop> {

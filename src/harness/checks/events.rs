@@ -11,18 +11,18 @@ use crate::spec::Action;
 use std::sync::Arc;
 
 crate::cases! {
-    "events.schema" => schema,
-    "events.envelope-agrees" => envelope_agrees,
-    "events.unique-ids" => unique_ids,
-    "events.created-announced" => created_announced,
-    "events.previous-status-chain" => previous_status_chain,
-    "events.connected-announced" => connected_announced,
-    "events.failed-auth-announced" => failed_auth_announced,
-    "events.mfa-required-announced" => mfa_required_announced,
-    "events.error-announced" => error_announced,
-    "events.disconnected-announced" => disconnected_announced,
-    "events.single-client-id" => single_client_id,
-    "events.distinct-client-ids" => distinct_client_ids,
+    SCHEMA = "events.schema" => schema;
+    ENVELOPE_AGREES = "events.envelope-agrees" => envelope_agrees;
+    UNIQUE_IDS = "events.unique-ids" => unique_ids;
+    CREATED_ANNOUNCED = "events.created-announced" => created_announced;
+    PREVIOUS_STATUS_CHAIN = "events.previous-status-chain" => previous_status_chain;
+    CONNECTED_ANNOUNCED = "events.connected-announced" => connected_announced;
+    FAILED_AUTH_ANNOUNCED = "events.failed-auth-announced" => failed_auth_announced;
+    MFA_REQUIRED_ANNOUNCED = "events.mfa-required-announced" => mfa_required_announced;
+    ERROR_ANNOUNCED = "events.error-announced" => error_announced;
+    DISCONNECTED_ANNOUNCED = "events.disconnected-announced" => disconnected_announced;
+    SINGLE_CLIENT_ID = "events.single-client-id" => single_client_id;
+    DISTINCT_CLIENT_IDS = "events.distinct-client-ids" => distinct_client_ids;
 }
 
 /// Every unique delivery of every tour connection, and the connections.

@@ -21,8 +21,8 @@ use serde_json::Value;
 use std::sync::Arc;
 
 crate::cases! {
-    "lifecycle.transition-graph" => transition_graph,
-    "lifecycle.random-sequences" => random_sequences,
+    TRANSITION_GRAPH = "lifecycle.transition-graph" => transition_graph;
+    RANDOM_SEQUENCES = "lifecycle.random-sequences" => random_sequences;
 }
 
 /// Most sequences played at once while exploring.
@@ -45,7 +45,7 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
             for action in Action::ALL {
                 let sequence: Vec<Action> = path.iter().copied().chain([action]).collect();
                 let (ctx, permits) = (ctx.clone(), permits.clone());
-                set.spawn(crate::harness::http::recording(async move {
+                set.spawn(crate::harness::har::in_case(crate::harness::har::current_case(), async move {
                     let _permit = permits.acquire_owned().await;
                     let played = play(&ctx, &sequence).await;
                     (sequence, played)
@@ -54,13 +54,10 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
         }
         let mut next = Vec::new();
         while let Some(joined) = set.join_next().await {
-            let ((sequence, played), log) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
+            let (sequence, played) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
             let played = match played {
                 Ok(played) => played,
                 Err(Stop::Fail(f)) => {
-                    if let Some(sent) = crate::harness::http::evidence(&f.message, &log) {
-                        crate::harness::http::record(sent.clone());
-                    }
                     return Err(Stop::fail(format!("{} [explored sequence: {sequence:?}]", f.message)));
                 }
                 Err(Stop::Ignore(..)) => continue,
@@ -93,7 +90,7 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
 async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.receiver()?;
     let run = ctx.clone();
-    property::for_all(&ctx, "lifecycle.random-sequences", sequences(), move |actions| {
+    property::for_all(&ctx, RANDOM_SEQUENCES, sequences(), move |actions| {
         let ctx = run.clone();
         async move { play(&ctx, &actions).await.map(|_| ()) }
     })

@@ -1,31 +1,125 @@
 //! The code of every case. Each `cases/<area>.toml` has exactly one `checks/<area>.rs`, which
-//! declares its own id → function table with [`cases!`](crate::cases); this module only
-//! assembles the tables. A check is an `async fn(Arc<RunContext>) -> Result<(), Stop>`.
+//! declares its own table with [`cases!`](crate::cases); this module only assembles the tables
+//! and judges the run's answers with their response checks.
+//!
+//! A case has up to two kinds of check, both registered next to it:
+//! - a **flow check**, `async fn(Arc<RunContext>) -> Result<(), Stop>`: what the case does
+//!   (create, drive, walk, wait) and what it concludes from it;
+//! - **response checks**, `fn(&Reply) -> Vec<String>`: a rule every 2xx answer of one endpoint
+//!   keeps, whoever read it (either client, any case or fixture). They run once, after every
+//!   flow, over the run's answer log ([`judge_responses`]): a violation cannot hide in a read
+//!   that another case made.
 
 mod accounts;
 mod connections;
-mod events;
+pub(crate) mod events;
 mod lifecycle;
 mod reactions;
 mod robustness;
 mod security;
-mod transactions;
+pub(crate) mod transactions;
 mod widget;
 
+use super::budget;
 use super::fixtures::CheckFn;
+use super::http::Answer;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// Declares the cases a checks file codes: `cases! { "area.what" => function, … }`.
+/// Declares the cases a checks file codes, each with a constant for its id:
+///
+/// ```text
+/// cases! {
+///     PAGE_SCHEMA = "transactions.page-schema" => reads_pages, responds [AccountTransactions => page_schema];
+///     WALK = "transactions.walk-exactly-once" => walk_exactly_once;
+/// }
+/// ```
 #[macro_export]
 macro_rules! cases {
-    ($($id:literal => $check:path,)*) => {
-        /// The cases of this file: id → code.
-        pub(super) const CASES: &[(&str, $crate::harness::fixtures::CheckFn)] =
-            &[$(($id, |ctx| Box::pin($check(ctx))),)*];
+    ($($name:ident = $id:literal => $flow:path $(, responds [$($endpoint:ident => $rule:path),* $(,)?])? ;)*) => {
+        $(
+            #[doc = concat!("The id of the case `", $id, "`.")]
+            #[allow(dead_code)]
+            pub(crate) const $name: &str = $id;
+        )*
+        /// The cases of this file: id, flow check, response checks.
+        pub(super) const CASES: &[$crate::harness::checks::Registration] = &[$(
+            $crate::harness::checks::Registration {
+                id: $id,
+                flow: |ctx| Box::pin($flow(ctx)),
+                responses: &[$($($crate::harness::checks::ResponseCheck {
+                    endpoint: $crate::harness::checks::Endpoint::$endpoint,
+                    rule: $rule,
+                },)*)?],
+            },
+        )*];
     };
 }
 
+/// One case's code.
+pub struct Registration {
+    pub id: &'static str,
+    pub flow: CheckFn,
+    pub responses: &'static [ResponseCheck],
+}
+
+/// A rule over every 2xx answer of `endpoint`: the problems it finds in one answer.
+pub struct ResponseCheck {
+    pub endpoint: Endpoint,
+    pub rule: fn(&Reply) -> Vec<String>,
+}
+
+/// The endpoints of §4 whose answers have rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `POST /v1/connections` (§4.1).
+    CreateConnection,
+    /// `GET /v1/connections/{connectionId}/accounts` (§4.2).
+    ConnectionAccounts,
+    /// `GET /v1/accounts/{accountId}` (§4.4).
+    Account,
+    /// `GET /v1/accounts/{accountId}/transactions` (§4.3).
+    AccountTransactions,
+}
+
+impl Endpoint {
+    /// The endpoint `method` and `segments` address, and the id in its path ("" for none).
+    pub fn of<'a>(method: &str, segments: &'a [String]) -> Option<(Self, &'a str)> {
+        let path: Vec<&str> = segments.iter().map(String::as_str).collect();
+        match (method, path.as_slice()) {
+            ("POST", ["v1", "connections"]) => Some((Self::CreateConnection, "")),
+            ("GET", ["v1", "connections", _, "accounts"]) => Some((Self::ConnectionAccounts, &segments[2])),
+            ("GET", ["v1", "accounts", _]) => Some((Self::Account, &segments[2])),
+            ("GET", ["v1", "accounts", _, "transactions"]) => Some((Self::AccountTransactions, &segments[2])),
+            _ => None,
+        }
+    }
+
+    /// `GET /v1/accounts/{accountId}/transactions`, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::CreateConnection => "POST /v1/connections",
+            Self::ConnectionAccounts => "GET /v1/connections/{connectionId}/accounts",
+            Self::Account => "GET /v1/accounts/{accountId}",
+            Self::AccountTransactions => "GET /v1/accounts/{accountId}/transactions",
+        }
+    }
+}
+
+/// One 2xx answer, as a response check sees it.
+pub struct Reply<'a> {
+    /// `GET /v1/accounts/acc_1/transactions?limit=3`: every problem names it.
+    pub request: &'a str,
+    /// The id in the path: the connection (§4.2) or account (§4.3, §4.4) asked for.
+    pub id: &'a str,
+    /// The `limit` asked for, when it is a positive page size.
+    pub limit: Option<u64>,
+    pub body: &'a Value,
+}
+
 /// Every checks file, named by its area (the catalogue file `cases/<area>.toml`).
-pub const AREAS: [(&str, &[(&str, CheckFn)]); 9] = [
+pub const AREAS: [(&str, &[Registration]); 9] = [
     ("connections", connections::CASES),
     ("accounts", accounts::CASES),
     ("transactions", transactions::CASES),
@@ -38,8 +132,53 @@ pub const AREAS: [(&str, &[(&str, CheckFn)]); 9] = [
 ];
 
 /// The code of the case `id`.
-pub fn code_of(id: &str) -> Option<CheckFn> {
-    AREAS.iter().flat_map(|(_, cases)| cases.iter()).find(|(case, _)| *case == id).map(|(_, f)| *f)
+pub fn code_of(id: &str) -> Option<&'static Registration> {
+    AREAS.iter().flat_map(|(_, cases)| cases.iter()).find(|r| r.id == id)
+}
+
+/// What the response checks of one case found over the run's answers.
+#[derive(Default)]
+pub struct Judged {
+    /// How many answers its rules judged.
+    pub answers: usize,
+    /// Each problem with the answer that showed it.
+    pub problems: Vec<(String, Arc<Answer>)>,
+}
+
+/// Most problems kept per case (the first ones; the count says how many more there were).
+const MAX_PROBLEMS: usize = 20;
+
+/// Runs the response checks of `cases` over `answers` (each 2xx body parsed once).
+pub fn judge_responses(cases: &[&str], answers: &[Arc<Answer>]) -> BTreeMap<&'static str, Judged> {
+    let registrations: Vec<&Registration> =
+        cases.iter().filter_map(|id| code_of(id)).filter(|r| !r.responses.is_empty()).collect();
+    let mut judged: BTreeMap<&'static str, Judged> = registrations.iter().map(|r| (r.id, Judged::default())).collect();
+    for answer in answers {
+        let Some(text) = answer.body.as_deref() else { continue };
+        let Some((endpoint, id)) = Endpoint::of(&answer.sent.method, &answer.segments) else { continue };
+        if !registrations.iter().any(|r| r.responses.iter().any(|c| c.endpoint == endpoint)) {
+            continue;
+        }
+        // A body that is not JSON fails the flow that reads it (`Exchange::success_json`); one
+        // too dense to parse within the memory budget is not judged.
+        if budget::too_dense(text.as_bytes()).is_some() {
+            continue;
+        }
+        let Ok(body) = serde_json::from_str::<Value>(text) else { continue };
+        let reply = Reply { request: &answer.sent.request, id, limit: answer.limit(), body: &body };
+        for registration in &registrations {
+            for check in registration.responses.iter().filter(|c| c.endpoint == endpoint) {
+                let found = judged.entry(registration.id).or_default();
+                found.answers += 1;
+                for problem in (check.rule)(&reply) {
+                    if found.problems.len() < MAX_PROBLEMS {
+                        found.problems.push((format!("{problem}{}", answer.whose()), answer.clone()));
+                    }
+                }
+            }
+        }
+    }
+    judged
 }
 
 #[cfg(test)]
@@ -52,18 +191,30 @@ mod tests {
     fn every_case_has_code_in_the_file_of_its_area_and_every_check_a_case() {
         for case in catalogue::all().iter().filter(|c| !c.offline) {
             let area = AREAS.iter().find(|(a, _)| *a == case.area);
-            let coded = area.is_some_and(|(_, cases)| cases.iter().any(|(id, _)| *id == case.id));
+            let coded = area.is_some_and(|(_, cases)| cases.iter().any(|r| r.id == case.id));
             assert!(coded, "case {} of cases/{}.toml has no code in checks/{}.rs", case.id, case.area, case.area);
         }
         for (area, cases) in AREAS {
-            for (id, _) in cases {
-                let case = catalogue::find(id).unwrap_or_else(|| panic!("check {id} has no entry in cases/"));
+            for r in cases {
+                let case = catalogue::find(r.id).unwrap_or_else(|| panic!("check {} has no entry in cases/", r.id));
                 assert_eq!(
                     case.area, area,
-                    "check {id} is coded in checks/{area}.rs but listed in cases/{}.toml",
-                    case.area
+                    "check {} is coded in checks/{area}.rs but listed in cases/{}.toml",
+                    r.id, case.area
                 );
             }
         }
+    }
+
+    #[test]
+    fn endpoints_are_recognised_by_method_and_path() {
+        let path = |p: &str| p.split('/').map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(Endpoint::of("POST", &path("v1/connections")).map(|e| e.0), Some(Endpoint::CreateConnection));
+        let accounts = path("v1/connections/conn_1/accounts");
+        assert_eq!(Endpoint::of("GET", &accounts), Some((Endpoint::ConnectionAccounts, "conn_1")));
+        let txns = path("v1/accounts/acc_1/transactions");
+        assert_eq!(Endpoint::of("GET", &txns), Some((Endpoint::AccountTransactions, "acc_1")));
+        assert_eq!(Endpoint::of("GET", &path("v1/accounts/acc_1")).map(|e| e.0), Some(Endpoint::Account));
+        assert_eq!(Endpoint::of("DELETE", &path("v1/accounts/acc_1")), None);
     }
 }

@@ -3,14 +3,14 @@
 
 use crate::harness::fixtures::RunContext;
 use crate::harness::outcome::Stop;
-use crate::spec::{Action, ACCOUNTS_UPDATED};
+use crate::spec::{self, Action};
 use serde_json::Value;
 use std::sync::Arc;
 
 crate::cases! {
-    "reactions.accounts-updated" => accounts_updated,
-    "reactions.transaction-deleted" => transaction_deleted,
-    "reactions.account-balance" => account_balance,
+    ACCOUNTS_UPDATED = "reactions.accounts-updated" => accounts_updated;
+    TRANSACTION_DELETED = "reactions.transaction-deleted" => transaction_deleted;
+    ACCOUNT_BALANCE = "reactions.account-balance" => account_balance;
 }
 
 async fn accounts_updated(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -31,16 +31,17 @@ async fn account_balance(ctx: Arc<RunContext>) -> Result<(), Stop> {
         .ok_or_else(|| Stop::ignore("the connection has no account"))?
         .to_string();
     ctx.drive(Action::UpdateAccounts, &created, Some(&account), None).await?;
-    let (arrived, seen) = receiver.wait_for_type(&id, ACCOUNTS_UPDATED, ctx.config.event_wait()).await;
+    let (arrived, seen) = receiver.wait_for_type(&id, spec::ACCOUNTS_UPDATED, ctx.config.event_wait()).await;
     if !arrived {
         return Err(Stop::ignore(format!(
-            "no {ACCOUNTS_UPDATED} arrived (judged by reactions.accounts-updated){}",
+            "no {} arrived (judged by {ACCOUNTS_UPDATED}){}",
+            spec::ACCOUNTS_UPDATED,
             receiver.refusals()
         )));
     }
     let account = seen
         .iter()
-        .filter(|d| d.event_type() == Some(ACCOUNTS_UPDATED))
+        .filter(|d| d.event_type() == Some(spec::ACCOUNTS_UPDATED))
         .find_map(|d| d.body.pointer("/data/accountId").and_then(Value::as_str))
         .unwrap_or(&account)
         .to_string();
@@ -55,7 +56,8 @@ async fn account_balance(ctx: Arc<RunContext>) -> Result<(), Stop> {
     };
     if (got - want).abs() > 1e-9 {
         return Err(Stop::fail(format!(
-            "after {ACCOUNTS_UPDATED} for {account}: {} shows balance {got}, GET /v1/connections/{id}/accounts shows {want}",
+            "after {} for {account}: {} shows balance {got}, GET /v1/connections/{id}/accounts shows {want}",
+            spec::ACCOUNTS_UPDATED,
             one.request
         )));
     }

@@ -7,9 +7,9 @@ use crate::spec::prefix;
 use std::sync::Arc;
 
 crate::cases! {
-    "robustness.bad-limit" => bad_limit,
-    "robustness.unknown-cursor" => unknown_cursor,
-    "robustness.unknown-ids" => unknown_ids,
+    BAD_LIMIT = "robustness.bad-limit" => bad_limit;
+    UNKNOWN_CURSOR = "robustness.unknown-cursor" => unknown_cursor;
+    UNKNOWN_IDS = "robustness.unknown-ids" => unknown_ids;
 }
 
 fn no_server_error(exchange: &Exchange, problems: &mut Problems) {

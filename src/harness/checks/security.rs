@@ -9,12 +9,12 @@ use reqwest::Method;
 use std::sync::Arc;
 
 crate::cases! {
-    "auth.missing-key" => missing_key,
-    "auth.malformed-key" => malformed_key,
-    "auth.unknown-key" => unknown_key,
-    "isolation.accounts" => isolation_accounts,
-    "isolation.account" => isolation_account,
-    "isolation.transactions" => isolation_transactions,
+    MISSING_KEY = "auth.missing-key" => missing_key;
+    MALFORMED_KEY = "auth.malformed-key" => malformed_key;
+    UNKNOWN_KEY = "auth.unknown-key" => unknown_key;
+    ACCOUNTS = "isolation.accounts" => isolation_accounts;
+    ACCOUNT = "isolation.account" => isolation_account;
+    TRANSACTIONS = "isolation.transactions" => isolation_transactions;
 }
 
 /// Every endpoint of §4, with the fixture's ids.

@@ -2,11 +2,13 @@
 //! limits and starting points (proptest). The order of the list is not fixed by the spec
 //! (§4.3 rule 3), so the properties compare walks with each other, never with a sort order.
 
+use super::Reply;
 use crate::harness::fixtures::{Connected, RunContext};
-use crate::harness::http;
-use crate::harness::outcome::{ErrorSource, Problems, Stop};
-use crate::harness::pagination::{self, fetch_page, Item, Walk};
+use crate::harness::har;
+use crate::harness::outcome::{str_field, ErrorSource, Stop};
+use crate::harness::pagination::{self, fetch_page, Walk};
 use crate::harness::property;
+use crate::schemas::{self, Schema};
 use crate::spec::prefix;
 use proptest::prelude::*;
 use serde_json::Value;
@@ -15,74 +17,75 @@ use std::future::Future;
 use std::sync::Arc;
 
 crate::cases! {
-    "transactions.page-schema" => page_schema,
-    "transactions.account-id" => account_id,
-    "transactions.id-prefix" => id_prefix,
-    "transactions.walk-exactly-once" => walk_exactly_once,
-    "transactions.limit-respected" => limit_respected,
-    "transactions.starting-after" => starting_after,
-    "transactions.has-more-honest" => has_more_honest,
-    "transactions.status-posted" => status_posted,
+    PAGE_SCHEMA = "transactions.page-schema" => reads_pages, responds [AccountTransactions => page_schema];
+    ACCOUNT_ID = "transactions.account-id" => reads_pages, responds [AccountTransactions => account_id];
+    ID_PREFIX = "transactions.id-prefix" => reads_pages, responds [AccountTransactions => id_prefix];
+    WALK_EXACTLY_ONCE = "transactions.walk-exactly-once" => walk_exactly_once;
+    LIMIT_RESPECTED = "transactions.limit-respected" => limit_respected, responds [AccountTransactions => page_bound];
+    STARTING_AFTER = "transactions.starting-after" => starting_after;
+    HAS_MORE_HONEST = "transactions.has-more-honest" => has_more_honest;
+    STATUS_POSTED = "transactions.status-posted" => reads_pages, responds [AccountTransactions => status_posted];
 }
 
-async fn page_schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    // Every page read so far, by this case's walks or any other's, was judged against the
-    // schema where it was read (`endpoint_rules`): the reference walks make sure there are some.
-    ctx.connected().await?.walks()?;
-    let mut problems = Problems::default();
-    for (violation, _) in ctx.api.broken_rules().into_iter().filter(|(v, _)| v.case_id == "transactions.page-schema") {
-        problems.add(violation.message);
-    }
-    problems.finish()
+/// The flow of the response-checked cases: every page of every account of a CONNECTED
+/// connection of each client, read (every other page the run reads is judged too).
+async fn reads_pages(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    ctx.reference_reads().await
 }
 
-async fn account_id(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    each_item(&ctx, |account, request, item| {
-        // Which transaction fields are present is not shown (§2.3): judge it when given (null
-        // reads as absent, as in schemas/README.md).
-        let got = item.account_id.as_ref()?;
-        let expected = Value::from(account).to_string();
-        (*got != expected)
-            .then(|| format!("{request}: transaction {} has accountId {got}, expected {account:?}", item.id))
-    })
-    .await
+/// The transactions of a page, each with its id for messages.
+fn items<'a>(reply: &'a Reply) -> impl Iterator<Item = (&'a Value, String)> {
+    let data = reply.body.get("data").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    data.iter()
+        .map(|t| (t, t.get("id").map_or("<no id>".to_string(), |v| v.as_str().map_or(v.to_string(), str::to_string))))
 }
 
-pub async fn id_prefix(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    // A non-string id reads as `<id …>` (see `item_id`), which never has the prefix.
-    each_item(&ctx, |_, request, item| {
-        (!item.id.starts_with(prefix::TRANSACTION))
-            .then(|| format!("{request}: transaction id {} does not start with {}", item.id, prefix::TRANSACTION))
-    })
-    .await
+/// §4.3: every page validates against transactions-page.json.
+fn page_schema(reply: &Reply) -> Vec<String> {
+    schemas::check(Schema::TransactionsPage, reply.body, reply.request).err().into_iter().collect()
 }
 
-/// §2.3 shows only `posted`; other values are not shown, so this case is advisory: a note for the
-/// implementer, never a failure of the gate. An absent or null status is not judged.
-async fn status_posted(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    each_item(&ctx, |_, request, item| {
-        let status = item.status.as_deref()?;
-        (status != "\"posted\"")
-            .then(|| format!("{request}: transaction {} has status {status}, expected \"posted\"", item.id))
-    })
-    .await
-}
-
-/// Applies `judge(account, request, item)` to every transaction of the reference walks and
-/// fails with every problem it names.
-async fn each_item(ctx: &RunContext, judge: impl Fn(&str, &str, &Item) -> Option<String>) -> Result<(), Stop> {
-    let fixture = ctx.connected().await?;
-    let mut problems = Problems::default();
-    for (account, walk) in fixture.walks()? {
-        for page in &walk.pages {
-            for item in &page.items {
-                if let Some(problem) = judge(account, &page.request, item) {
-                    problems.add(problem);
-                }
+/// §2.3: a transaction's `accountId` is the account asked for. Which fields are present is not
+/// shown (§2.3): judged when given (null reads as absent, as in schemas/README.md).
+fn account_id(reply: &Reply) -> Vec<String> {
+    items(reply)
+        .filter_map(|(t, id)| match t.get("accountId") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(a)) if a == reply.id => None,
+            Some(other) => {
+                Some(format!("{}: transaction {id} has accountId {other}, expected {:?}", reply.request, reply.id))
             }
-        }
+        })
+        .collect()
+}
+
+/// §2.3: transaction ids carry `txn_` (a non-string id never has it).
+fn id_prefix(reply: &Reply) -> Vec<String> {
+    items(reply)
+        .filter(|(t, _)| !str_field(t, "id").is_some_and(|id| id.starts_with(prefix::TRANSACTION)))
+        .map(|(_, id)| format!("{}: transaction id {id} does not start with {}", reply.request, prefix::TRANSACTION))
+        .collect()
+}
+
+/// §4.3 `limit`: a page holds at most the number of items asked for.
+fn page_bound(reply: &Reply) -> Vec<String> {
+    let n = items(reply).count() as u64;
+    match reply.limit {
+        Some(limit) if n > limit => vec![format!("{}: {n} items on a page, expected at most {limit}", reply.request)],
+        _ => Vec::new(),
     }
-    problems.finish()
+}
+
+/// §2.3 shows only `posted`; other values are not shown, so this case is advisory: a note for
+/// the implementer, never a failure of the gate. An absent or null status is not judged.
+fn status_posted(reply: &Reply) -> Vec<String> {
+    items(reply)
+        .filter_map(|(t, id)| match t.get("status") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s == "posted" => None,
+            Some(other) => Some(format!("{}: transaction {id} has status {other}, expected \"posted\"", reply.request)),
+        })
+        .collect()
 }
 
 /// One generated input: which account, which page size, which starting point.
@@ -180,8 +183,8 @@ where
     let mut boundaries = tokio::task::JoinSet::new();
     for input in reference.boundaries() {
         let (ctx, reference, test) = (ctx.clone(), reference.clone(), test.clone());
-        // Each in its own task, so each records its own requests: a failure keeps its evidence.
-        boundaries.spawn(http::recording(async move {
+        // Each in its own task, working for the case that runs the property.
+        boundaries.spawn(har::in_case(har::current_case(), async move {
             if reference.limit_refused(&ctx, &input).await? {
                 return Ok(());
             }
@@ -195,14 +198,9 @@ where
     let mut first_failure = None;
     while let Some(joined) = boundaries.join_next().await {
         match joined {
-            Ok((Ok(()), _)) => {}
-            Ok((Err(stop), log)) => {
-                if first_failure.is_none() {
-                    if let Some(sent) = http::evidence(&stop.to_string(), &log) {
-                        http::record(sent.clone());
-                    }
-                    first_failure = Some(stop);
-                }
+            Ok(Ok(())) => {}
+            Ok(Err(stop)) => {
+                first_failure.get_or_insert(stop);
             }
             Err(e) => return Err(Stop::Error(ErrorSource::Harness, format!("a boundary input stopped: {e}"))),
         }
@@ -253,7 +251,7 @@ fn walk_request(account: &str, limit: Option<u64>, after: Option<&str>) -> Strin
 }
 
 async fn walk_exactly_once(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    property(ctx, "transactions.walk-exactly-once", |ctx, reference, input| async move {
+    property(ctx, WALK_EXACTLY_ONCE, |ctx, reference, input| async move {
         let (account, expected) = reference.account(&input);
         let walk = pagination::walk(&ctx.api, account, Some(input.limit), None).await?;
         let got = walk.ids();
@@ -279,25 +277,18 @@ async fn walk_exactly_once(ctx: Arc<RunContext>) -> Result<(), Stop> {
     .await
 }
 
+/// Reads pages at the boundary and random limits; each page's bound is judged by
+/// [`page_bound`], over every page the run read.
 async fn limit_respected(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    property(ctx, "transactions.limit-respected", |ctx, reference, input| async move {
+    property(ctx, LIMIT_RESPECTED, |ctx, reference, input| async move {
         let (account, _) = reference.account(&input);
-        let walk = pagination::walk(&ctx.api, account, Some(input.limit), None).await?;
-        match walk.pages.iter().find(|p| p.items.len() as u64 > input.limit) {
-            Some(p) => Err(Stop::fail(format!(
-                "{}: {} items on a page, expected at most {}",
-                p.request,
-                p.items.len(),
-                input.limit
-            ))),
-            None => Ok(()),
-        }
+        pagination::walk(&ctx.api, account, Some(input.limit), None).await.map(drop)
     })
     .await
 }
 
 async fn starting_after(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    property(ctx, "transactions.starting-after", |ctx, reference, input| async move {
+    property(ctx, STARTING_AFTER, |ctx, reference, input| async move {
         let (account, ids) = reference.account(&input);
         if ids.is_empty() {
             return Ok(());
@@ -317,7 +308,7 @@ async fn starting_after(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 async fn has_more_honest(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    property(ctx, "transactions.has-more-honest", |ctx, reference, input| async move {
+    property(ctx, HAS_MORE_HONEST, |ctx, reference, input| async move {
         let (account, ids) = reference.account(&input);
         let walk: Walk = pagination::walk(&ctx.api, account, Some(input.limit), None).await?;
         // has_more true: another page exists, so the next page has items (§4.3 rule 2).

@@ -8,12 +8,12 @@ use crate::harness::redact;
 use std::sync::Arc;
 
 crate::cases! {
-    "widget.served" => served,
-    "widget.defines-open" => defines_open,
-    "widget.no-api-key" => no_api_key,
-    "widget.script-runs" => script_runs,
-    "widget.global-open" => global_open,
-    "widget.open-accepts-token" => open_accepts_token,
+    SERVED = "widget.served" => served;
+    DEFINES_OPEN = "widget.defines-open" => defines_open;
+    NO_API_KEY = "widget.no-api-key" => no_api_key;
+    SCRIPT_RUNS = "widget.script-runs" => script_runs;
+    GLOBAL_OPEN = "widget.global-open" => global_open;
+    OPEN_ACCEPTS_TOKEN = "widget.open-accepts-token" => open_accepts_token;
 }
 
 /// The JavaScript MIME type essences browsers accept (WHATWG MIME Sniffing, RFC 9239).

@@ -1,14 +1,17 @@
 //! Reports of a run, side by side: the terminal lines and summary, the JSON report
 //! (`schemas/report.json`), JUnit XML and a Markdown summary, one module each. All of them read
-//! one [`Report`] ([`verdict`]), made by `bankconf run` or by `bankconf check-events`. Reports
+//! one [`Report`] ([`super::verdict`]), made by `bankconf run` or by `bankconf check-events`. Reports
 //! depend on outcomes, never on the runner.
 
 pub mod json;
 pub mod junit;
+pub mod libtest;
 pub mod markdown;
+pub mod progress;
 pub mod terminal;
-pub mod verdict;
 
+/// The run every format renders (its data sits below the runner, in [`super::verdict`]).
+use super::verdict;
 pub use verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
 
 use super::config::OutputPaths;

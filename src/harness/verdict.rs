@@ -4,7 +4,6 @@
 use crate::harness::catalogue::Level;
 use crate::harness::expect::{Expectations, Standing};
 use crate::harness::graph::TransitionGraph;
-use crate::harness::har::Link;
 use crate::harness::latency;
 use crate::harness::outcome::{CaseResult, Counts, Gate, IgnoreCause, Outcome};
 use crate::harness::sanitize::shell_word;
@@ -30,6 +29,14 @@ pub enum Origin {
     Run { seed: u64, settings: String },
     /// `bankconf check-events FILE`.
     Capture { file: String },
+}
+
+/// Where a case's evidence is in the HAR: the entry its failure names (else its latest) and how
+/// many it has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    pub entry: u64,
+    pub entries: usize,
 }
 
 /// A finished run.
@@ -218,4 +225,51 @@ impl Report {
         }
         groups.into_iter().collect()
     }
+
+    /// How `result` reads as one test of `cargo test`: the same rules as [`Report::exit_code`],
+    /// case by case. `what` heads each message (`id (§4.3, must)`).
+    pub fn reading(&self, result: &CaseResult) -> Reading {
+        let what = format!("{} ({}, {})", result.case.id, result.case.section, result.case.level);
+        if let Some((_, how)) = self.deviations().into_iter().find(|(r, _)| r.case.id == result.case.id) {
+            return Reading::Fail(format!("{what}: {how}"));
+        }
+        if let Some((_, reason)) = self.expected().into_iter().find(|(r, _)| r.case.id == result.case.id) {
+            return Reading::Ignore(format!("expected {}: {reason}", result.outcome.label()));
+        }
+        let gating = self.gate.gates(result.case.level);
+        let reproduce = result.reproduction.as_deref().map(|c| format!("\n  reproduce: {c}")).unwrap_or_default();
+        match &result.outcome {
+            Outcome::Passed => Reading::Pass,
+            Outcome::Failed(f) if gating => {
+                Reading::Fail(format!("{what}: {}{reproduce}\n  rerun: {}", f.message, self.rerun(result)))
+            }
+            Outcome::Failed(f) => Reading::Note(format!("{what}, not gating: {}", f.message)),
+            Outcome::Error { source, message } if gating => {
+                Reading::Fail(format!("{what}: ERROR ({}, not the target's fault): {message}", source.as_str()))
+            }
+            Outcome::Error { source, message } => Reading::Ignore(format!("error ({}): {message}", source.as_str())),
+            Outcome::Ignored { reason, .. } => Reading::Ignore(reason.clone()),
+        }
+    }
+
+    /// What would complete an INCOMPLETE run, one line per group of unjudged gating cases;
+    /// `None` when every gating case was judged.
+    pub fn coverage_gap(&self) -> Option<String> {
+        let groups = self.unjudged();
+        (!groups.is_empty()).then(|| {
+            let lines: Vec<String> = groups.iter().map(|(how, ids)| format!("  {how}: {}", ids.join(", "))).collect();
+            format!("the run is INCOMPLETE: gating cases went unjudged\n{}", lines.join("\n"))
+        })
+    }
+}
+
+/// How one case's result reads as a test ([`Report::reading`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reading {
+    Pass,
+    /// Passes, with a note (a failure at a level that does not gate).
+    Note(String),
+    /// Not judged, or judged as the `--expect` file expects: reported ignored, with why.
+    Ignore(String),
+    Fail(String),
 }

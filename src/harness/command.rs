@@ -1,0 +1,91 @@
+//! The two front doors of a conformance run: `bankconf run` and `cargo test --test conformance`.
+//! Each runs [`runner::run_report`] once and hands the report to its reporter (the terminal and
+//! report files, or libtest's trials): the top layer, so that reports never import the runner's
+//! callers and the runner never imports a report.
+
+use super::catalogue;
+use super::config::RunConfig;
+use super::report::{self, progress, EXIT_NOT_RUN};
+use super::{driver, redact, runner, sanitize};
+use libtest_mimic::Arguments;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// `bankconf run`: runs the selected cases, prints and writes the reports, returns the exit code.
+/// Report files are checked writable before anything runs, and written on every exit.
+pub async fn run(config: RunConfig) -> i32 {
+    let outputs = config.outputs.clone();
+    let har = config.har.as_deref().map_or(Ok(()), report::writable);
+    if let Err(e) = report::check_writable(&outputs).and(har) {
+        eprintln!("bankconf: {e}");
+        return EXIT_NOT_RUN;
+    }
+    let report = runner::run_report(config, Some(Arc::new(progress::Terminal::new()))).await;
+    // No process a driver started outlives the run.
+    driver::stop_all().await;
+    if let Some(e) = &report.setup_error {
+        eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(e)));
+    }
+    report::finish(&report, &outputs)
+}
+
+/// `cargo test --test conformance`: the run configured by the `BANKCONF_*` variables (the
+/// embedded sandbox without `BANKCONF_BASE_URL`), libtest's filters selecting its cases, one
+/// trial per case result ([`report::libtest`]). Exit 2 when the run cannot start.
+pub fn conformance_test() -> ExitCode {
+    let args = Arguments::from_args();
+    if args.list {
+        return libtest_mimic::run(&args, report::libtest::listed()).exit_code();
+    }
+    let mut config = match RunConfig::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("bankconf: bad BANKCONF_* configuration: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.filter.is_some() || !args.skip.is_empty() {
+        config.ids = selected_by(&args);
+        if config.ids.is_empty() {
+            return libtest_mimic::run(&args, report::libtest::listed()).exit_code();
+        }
+    }
+    let embedded = config.base_url.is_none();
+    let outputs = config.outputs.clone();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("bankconf: no async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = runtime.block_on(async {
+        let report = runner::run_report(config, None).await;
+        driver::stop_all().await;
+        report
+    });
+    if let Some(e) = &report.setup_error {
+        eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(e)));
+        return ExitCode::from(2);
+    }
+    eprintln!("bankconf: {} (seed {})", sanitize::visible(&report.server), report.seed().unwrap_or_default());
+    for note in &report.notes {
+        eprintln!("bankconf: {}", sanitize::visible(note));
+    }
+    if let Err(e) = report::write(&outputs, &report) {
+        eprintln!("bankconf: {e}");
+    }
+    libtest_mimic::run(&args, report::libtest::trials(&report, embedded)).exit_code()
+}
+
+/// The case ids libtest's filter and `--skip` select, as libtest matches test names.
+fn selected_by(args: &Arguments) -> Vec<String> {
+    let hit = |pattern: &str, id: &str| if args.exact { id == pattern } else { id.contains(pattern) };
+    catalogue::all()
+        .iter()
+        .filter(|c| !c.offline)
+        .filter(|c| args.filter.as_deref().is_none_or(|f| hit(f, &c.id)))
+        .filter(|c| !args.skip.iter().any(|s| hit(s, &c.id)))
+        .map(|c| c.id.clone())
+        .collect()
+}
