@@ -213,7 +213,9 @@ pub fn config_with_seed(subject: Subject, event_timeout: f64, seed: u64) -> RunC
     // A mutant trial runs the cases the mutant names (what the self-test proves is that they
     // catch it); a variant gets the whole catalogue (no case may fail it).
     let (sandbox_mutant, sandbox_variant, ids) = match subject {
-        Subject::Mutant(m) => (Some(m), None, m.caught_by().iter().map(|id| id.to_string()).collect()),
+        Subject::Mutant(m) => {
+            (Some(m), None, m.caught_by().iter().chain(m.shown_by()).map(|id| id.to_string()).collect())
+        }
         Subject::Variant(v) => (None, Some(v), Vec::new()),
     };
     RunConfig {

@@ -12,6 +12,7 @@
 //! - several `clientId`s in one capture are fine; each connection's events must carry one.
 
 use super::catalogue::{self, Case, Level};
+use super::checks::events;
 use super::config::OutputPaths;
 use super::delivery::{unique, Delivery};
 use super::event_rules;
@@ -38,14 +39,19 @@ fn catalogue_case(id: &str) -> &'static Case {
     catalogue::find(id).unwrap_or_else(|| panic!("check-events uses case {id}, which is not in cases/"))
 }
 
-/// The case ids `check-events` reports, in order.
+/// The offline cases of `cases/check-events.toml`, coded here (a capture is their only input).
+const CREATED_PRESENT: &str = "capture.created-present";
+const CLIENT_ID_PER_CONNECTION: &str = "capture.client-id-per-connection";
+
+/// The case ids `check-events` reports, in order: the run's delivery rules, then the chain
+/// rules a capture allows.
 pub const CASE_IDS: [&str; 6] = [
-    "events.schema",
-    "events.envelope-agrees",
-    "events.unique-ids",
-    "capture.created-present",
-    "events.previous-status-chain",
-    "capture.client-id-per-connection",
+    events::SCHEMA,
+    events::ENVELOPE_AGREES,
+    events::UNIQUE_IDS,
+    CREATED_PRESENT,
+    events::PREVIOUS_STATUS_CHAIN,
+    CLIENT_ID_PER_CONNECTION,
 ];
 
 /// Reads a capture. Errors mean the check cannot start (exit 2).
@@ -128,11 +134,10 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
     let mut results = Vec::new();
     for id in CASE_IDS {
         let started_at = Instant::now();
+        let rule = events::DELIVERY_RULES.iter().find(|(case, _)| *case == id).map(|(_, rule)| rule);
         let verdict: Result<(), Stop> = match id {
-            "events.schema" => event_rules::schema(deliveries),
-            "events.envelope-agrees" => event_rules::envelope_agrees(deliveries),
-            "events.unique-ids" => event_rules::ids_identify_events(deliveries),
-            "capture.created-present" => match event_rules::missing_created(&all) {
+            _ if rule.is_some() => rule.map_or(Ok(()), |rule| rule(deliveries)),
+            CREATED_PRESENT => match event_rules::missing_created(&all) {
                 missing if missing.is_empty() => Ok(()),
                 missing => Err(Stop::fail(format!(
                     "{} mid-life, so not chain-checked: {}",
@@ -140,11 +145,11 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
                     missing.join("; ")
                 ))),
             },
-            "events.previous-status-chain" if started.is_empty() => {
+            events::PREVIOUS_STATUS_CHAIN if started.is_empty() => {
                 Err(Stop::ignore("no connection in the capture has its connection.created: no chain to check"))
             }
-            "events.previous-status-chain" => event_rules::chains(&started),
-            "capture.client-id-per-connection" => event_rules::one_client_id(&groups),
+            events::PREVIOUS_STATUS_CHAIN => event_rules::chains(&started),
+            CLIENT_ID_PER_CONNECTION => event_rules::one_client_id(&groups),
             other => Err(Stop::fail(format!("no capture rule for {other}"))),
         };
         results.push(CaseResult {

@@ -2,8 +2,8 @@
 //! `BANKCONF_*` environment variable (which is how `cargo test --test conformance` is configured).
 
 use super::catalogue::{Level, Selection};
+use super::embedded::{Conditions, Mutant, Variant};
 use super::outcome::Gate;
-use crate::sandbox::{Conditions, Mutant, Variant};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,8 +1,8 @@
 //! The driver protocol: how the harness moves a target's connections through states, since
 //! the spec does not say how (§3.2, §4.5). See README "Driver protocol".
 
+use super::embedded::{ActionArgs, Control, ControlError};
 use super::redact;
-use crate::sandbox::{ActionArgs, Control, ControlError};
 use crate::spec::Action;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};

@@ -39,7 +39,9 @@ pub fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
                 batch.len()
             ));
         } else if let Err(e) = validate(Schema::WebhookEvent, &d.body, &what(&d)) {
-            problems.add(e.to_string());
+            // The delivery is the evidence: its body, cut (and redacted), in the message.
+            let body = crate::harness::redact::cut(&d.body.to_string(), 240);
+            problems.add(format!("{e}; the delivery's body: {body}"));
         }
     }
     problems.finish()

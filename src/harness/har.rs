@@ -67,6 +67,10 @@ struct Log {
     by_case: HashMap<&'static str, Vec<(u64, String)>>,
     /// Every entry's id and URL, for a failure whose evidence a shared fixture recorded.
     urls: Vec<(u64, String)>,
+    /// Every delivery's entry id and body (as kept), for a failure that names its event.
+    deliveries: Vec<(u64, String)>,
+    /// Each entry's position in the written file's `log.entries`, once written.
+    index: HashMap<u64, usize>,
 }
 
 /// Where the run's evidence goes: one per run, shared by the HTTP client, the receiver and
@@ -99,6 +103,10 @@ impl Recorder {
         log.bytes += size;
         let url = entry["request"]["url"].as_str().unwrap_or_default().to_string();
         log.urls.push((id, url));
+        if entry["_kind"] == "webhook" {
+            let body = entry["request"]["postData"]["text"].as_str().unwrap_or_default().to_string();
+            log.deliveries.push((id, body));
+        }
         log.entries.push(entry);
         if let Some(case) = case {
             log.by_case.entry(case).or_default().push((id, request));
@@ -245,9 +253,10 @@ impl Recorder {
         result
     }
 
-    /// Where the HAR has `case`'s evidence: the latest of its entries whose request `message`
-    /// names; else the latest entry (any case's: the tour is shared) whose URL holds an id the
-    /// message names (`conn_…`); else the case's latest entry.
+    /// Where the written HAR has `case`'s evidence: the latest of its entries whose request
+    /// `message` names; else the delivery of an event the message names (`evt_…`); else the
+    /// latest entry (any case's: the tour is shared) whose URL holds an id the message names
+    /// (`conn_…`); else the case's latest entry.
     pub fn link(&self, case: &str, message: &str) -> Option<Link> {
         let log = self.har.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
         let own = log.by_case.get(case).map(Vec::as_slice).unwrap_or_default();
@@ -256,15 +265,19 @@ impl Recorder {
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .filter(|w| w.len() >= 8 && w.contains('_'))
             .collect();
+        let event = || {
+            let events: Vec<&&str> = ids.iter().filter(|id| id.starts_with(crate::spec::prefix::EVENT)).collect();
+            log.deliveries.iter().find(|(_, body)| events.iter().any(|e| body.contains(**e))).map(|(id, _)| *id)
+        };
         let by_id = || log.urls.iter().rev().find(|(_, url)| ids.iter().any(|id| url.contains(id))).map(|(id, _)| *id);
-        let entry = named.or_else(by_id).or(own.last().map(|(id, _)| *id))?;
-        Some(Link { entry, entries: own.len() })
+        let id = named.or_else(event).or_else(by_id).or(own.last().map(|(id, _)| *id))?;
+        Some(Link { entry: *log.index.get(&id)?, id, entries: own.len() })
     }
 
     /// Writes the HAR to `path`, every secret `redactor` knows redacted.
     pub fn write(&self, path: &Path, redactor: &Redactor) -> Result<(), String> {
         let Some(log) = &self.har else { return Ok(()) };
-        let log = log.lock().unwrap_or_else(|e| e.into_inner());
+        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
         let mut comment = "bankconf run: every request to the target, every webhook delivery (the receiver as server) and every driver call (URL driver:<action>); `_case` names the case that caused an entry".to_string();
         if log.dropped > 0 {
             comment +=
@@ -273,6 +286,7 @@ impl Recorder {
         // Kept as they finished; a HAR lists them as they started.
         let mut entries: Vec<&Value> = log.entries.iter().collect();
         entries.sort_by(|a, b| a["startedDateTime"].as_str().cmp(&b["startedDateTime"].as_str()));
+        let index = entries.iter().enumerate().filter_map(|(i, e)| Some((e["_id"].as_u64()?, i))).collect();
         let har = json!({"log": {
             "version": "1.2",
             "creator": {"name": "bankconf", "version": env!("CARGO_PKG_VERSION")},
@@ -280,6 +294,8 @@ impl Recorder {
             "comment": comment,
         }});
         let text = redactor.redact(&serde_json::to_string(&har).unwrap_or_default());
+        drop(entries);
+        log.index = index;
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 }

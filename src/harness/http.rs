@@ -115,18 +115,13 @@ impl AnswerLog {
     }
 
     /// The exchange that shows a failure of `case`: the latest one its message names (the
-    /// case's own first, then any: fixtures are shared), else the case's latest.
+    /// case's own first, then any: fixtures are shared). A message that names no request (a
+    /// webhook payload's failure) has none: its evidence is the delivery it names.
     pub fn evidence(&self, case: &str, message: &str) -> Option<Arc<Answer>> {
         let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let named = |a: &&Arc<Answer>| message.contains(&a.sent.request);
         let own = |a: &&Arc<Answer>| a.case == Some(case);
-        log.answers
-            .iter()
-            .rev()
-            .find(|a| own(a) && named(a))
-            .or_else(|| log.answers.iter().rev().find(named))
-            .or_else(|| log.answers.iter().rev().find(own))
-            .cloned()
+        log.answers.iter().rev().find(|a| own(a) && named(a)).or_else(|| log.answers.iter().rev().find(named)).cloned()
     }
 }
 

@@ -1,24 +1,29 @@
-//! The conformance run, in layers; a module imports only from the layers below it (checked by
-//! `python3 scripts/import-cycles.py`):
+//! The conformance run, in layers; a module imports only from its own layer and the layers
+//! below (no cycle), and reaches the sandbox only through [`embedded`]. `python3
+//! scripts/layers.py` checks this (its `LAYERS` table is the authority), in CI and in
+//! `tests/layers.rs`:
 //!
+//! 0. base: `spec`, `schemas`, and the sandbox through its one seam, [`embedded`];
 //! 1. vocabulary: [`catalogue`] (the cases of `cases/*.toml`), [`outcome`] (typed outcomes,
 //!    problems, schema validation), [`config`] (the run's flags), [`sanitize`] (target text
-//!    made safe for each medium), [`budget`] (the run's memory budget);
+//!    made safe for each medium), [`budget`] (the run's memory budget), [`redact`] (secrets);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
-//!    [`endpoint_rules`] every answer keeps, the explored [`graph`] of transitions, and the
-//!    [`expect`] file of a release gate;
-//! 3. access to the server under test: [`http`] (paced by [`throttle`]; what it sends and
-//!    receives recorded by [`har`], with the run's [`latency`]), [`browser`] (the
-//!    headless Chromium of the widget cases), [`pagination`],
-//!    [`receiver`] (waits bounded by [`patience`]), [`driver`],
-//!    [`redact`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and driver steps)
-//!    and [`preflight`] (the setup checked before any case);
+//!    explored [`graph`] of transitions, the [`expect`] file of a release gate, [`latency`],
+//!    and [`verdict`] (a finished run: its results, gate and exit code);
+//! 3. access to the server under test: [`http`] (paced by [`throttle`]; every exchange kept
+//!    in its answer log for the response checks, and recorded by [`har`]), [`browser`] (the
+//!    headless Chromium of the widget cases), [`pagination`], [`receiver`] (waits bounded by
+//!    [`patience`]), [`driver`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and
+//!    driver steps) and [`preflight`] (the setup checked before any case);
 //! 4. fixtures shared by cases: [`tour`], [`fixtures`] (the [`fixtures::RunContext`] a check
 //!    gets), [`property`] (the property runner);
-//! 5. [`checks`]: the code of every case, one file per catalogue file;
-//! 6. [`runner`]: cases to outcomes, a run to a report;
-//! 7. [`report`]: terminal, JSON, JUnit and Markdown, from outcomes alone;
-//! 8. [`check_events`]: `bankconf check-events`, from the rules, outcomes, catalogue and reports.
+//! 5. [`checks`]: the code of every case, flow checks and response checks, one file per
+//!    catalogue file;
+//! 6. [`runner`]: cases to outcomes (flows, then the response checks over every answer), a run
+//!    to a [`verdict::Report`];
+//! 7. [`report`]: terminal, JSON, JUnit, Markdown and libtest, from a report alone;
+//! 8. front doors: [`command`] (`bankconf run`, `cargo test --test conformance`) and
+//!    [`check_events`] (`bankconf check-events`, over a capture).
 
 pub mod browser;
 pub mod budget;
@@ -30,6 +35,7 @@ pub mod command;
 pub mod config;
 pub mod delivery;
 pub mod driver;
+pub mod embedded;
 pub mod event_rules;
 pub mod expect;
 pub mod fixtures;

@@ -7,12 +7,12 @@ use super::browser::RunBrowser;
 use super::catalogue::{Case, Need};
 use super::config::RunConfig;
 use super::driver::{DriveArgs, DriveError, Driver, DriverAction, Keys};
+use super::embedded::{Sandbox, SandboxConfig};
 use super::har::Recorder;
 use super::http::Api;
 use super::outcome::{ErrorSource, Stop};
 use super::receiver::Receiver;
 use super::redact::Redactor;
-use crate::sandbox::{Sandbox, SandboxConfig};
 use tokio::sync::Mutex;
 
 /// Whether the receiver's address reached the target.

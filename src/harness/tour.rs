@@ -9,7 +9,7 @@ use super::pagination;
 use super::session::Session;
 use super::steps::Created;
 use crate::spec::{Action, ACCOUNTS_UPDATED, TRANSACTION_DELETED};
-use futures_util::future::join_all;
+use futures::future::join_all;
 use reqwest::Method;
 use serde_json::Value;
 

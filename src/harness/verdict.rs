@@ -35,7 +35,10 @@ pub enum Origin {
 /// many it has.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Link {
-    pub entry: u64,
+    /// Its index in `log.entries` (`jq '.log.entries[N]'`).
+    pub entry: usize,
+    /// Its `_id` (the order it was recorded in).
+    pub id: u64,
     pub entries: usize,
 }
 

@@ -285,6 +285,17 @@ departures! {
     }
 }
 
+impl Mutant {
+    /// Cases whose flows make the reads that show this mutant, beyond the cases that judge it
+    /// ([`Mutant::caught_by`]): the self-test runs both.
+    pub fn shown_by(self) -> &'static [&'static str] {
+        match self {
+            Self::ForeignTransactionAfterUpdate | Self::BalanceStringAfterUpdate => &["reactions.accounts-updated"],
+            _ => &[],
+        }
+    }
+}
+
 /// What the sandbox departs from, if anything: passed to every hook.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Flavor {

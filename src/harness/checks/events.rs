@@ -31,16 +31,33 @@ async fn tour_deliveries(ctx: &RunContext) -> Result<Vec<Delivery>, Stop> {
     Ok(tour.connections()?.into_iter().flat_map(|(_, ds)| ds.iter().cloned()).collect())
 }
 
+/// A rule over a set of deliveries, whatever their order.
+pub(crate) type DeliveryRule = fn(&[Delivery]) -> Result<(), Stop>;
+
+/// The cases that judge every delivery alike, with their rule: in a run over the tour's
+/// deliveries, and in `bankconf check-events` over a capture.
+pub(crate) const DELIVERY_RULES: [(&str, DeliveryRule); 3] = [
+    (SCHEMA, event_rules::schema),
+    (ENVELOPE_AGREES, event_rules::envelope_agrees),
+    (UNIQUE_IDS, event_rules::ids_identify_events),
+];
+
+/// Applies the delivery rule of `case` to the tour's deliveries.
+async fn over_tour(ctx: &RunContext, case: &str) -> Result<(), Stop> {
+    let deliveries = tour_deliveries(ctx).await?;
+    DELIVERY_RULES.iter().filter(|(id, _)| *id == case).try_for_each(|(_, rule)| rule(&deliveries))
+}
+
 async fn unique_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    event_rules::ids_identify_events(&tour_deliveries(&ctx).await?)
+    over_tour(&ctx, UNIQUE_IDS).await
 }
 
 async fn schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    event_rules::schema(&tour_deliveries(&ctx).await?)
+    over_tour(&ctx, SCHEMA).await
 }
 
 async fn envelope_agrees(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    event_rules::envelope_agrees(&tour_deliveries(&ctx).await?)
+    over_tour(&ctx, ENVELOPE_AGREES).await
 }
 
 /// Every tour connection was created by this run (POST /v1/connections), so each must have

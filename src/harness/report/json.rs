@@ -53,7 +53,7 @@ pub fn render(report: &Report) -> Value {
                 })),
                 "duration_ms": millis(r.duration),
                 "har": report.har.as_ref().and_then(|(file, links)| {
-                    links.get(&r.case.id).map(|l| json!({"file": file, "entry": l.entry, "entries": l.entries}))
+                    links.get(&r.case.id).map(|l| json!({"file": file, "entry": l.entry, "id": l.id, "entries": l.entries}))
                 }),
             })
         })

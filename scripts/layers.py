@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Prints the module import graph of src/ and exits 1 if it has a cycle.
+"""Checks the module import graph of src/: exits 1 if a module imports from a layer above its
+own, if the harness reaches the sandbox other than through `harness::embedded`, or if the graph
+has a cycle. The layers are stated in LAYERS below (and in src/harness/mod.rs).
 
-Usage: python3 scripts/import-cycles.py [--graph]
+Usage: python3 scripts/layers.py [--graph] [--src DIR]
 
 A node is a module file (src/harness/checks/accounts.rs is harness::checks::accounts); an edge
 A -> B means A names B through a `crate::`, `super::` or child-relative path (in `use` or inline). A parent's
@@ -13,6 +15,27 @@ import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
+
+# Bottom to top: a module may import from its own layer (without a cycle) and the layers below.
+# A module's submodules share its layer (`harness::report::json` is `harness::report`'s).
+LAYERS = [
+    ("base", ["spec", "schemas", "sandbox", "harness::embedded"]),
+    ("vocabulary", ["harness::catalogue", "harness::outcome", "harness::config", "harness::sanitize",
+                    "harness::budget", "harness::redact"]),
+    ("pure rules", ["harness::delivery", "harness::chain", "harness::event_rules", "harness::graph",
+                    "harness::expect", "harness::latency", "harness::verdict"]),
+    ("access to the target", ["harness::throttle", "harness::http", "harness::har", "harness::browser",
+                              "harness::pagination", "harness::patience", "harness::receiver",
+                              "harness::driver", "harness::session", "harness::steps", "harness::preflight"]),
+    ("fixtures", ["harness::tour", "harness::fixtures", "harness::property"]),
+    ("checks", ["harness::checks"]),
+    ("runner", ["harness::runner"]),
+    ("reports", ["harness::report"]),
+    ("front doors", ["harness::command", "harness::check_events"]),
+    ("top", ["harness", "selftest", "openapi", ""]),
+]
+# The only harness module that may name the sandbox: the embedded target's seam.
+SEAM = ("harness", "embedded")
 
 
 def module_of(path: Path) -> tuple:
@@ -80,7 +103,26 @@ def resolve(path: str, here: tuple, modules: set):
     return best
 
 
+def layer_of(module: tuple):
+    """The index and name of `module`'s layer: the longest listed prefix; None if unlisted."""
+    best = None
+    for i, (name, members) in enumerate(LAYERS):
+        for m in members:
+            t = tuple(m.split("::")) if m else ()
+            if module[: len(t)] == t and (best is None or len(t) > best[2]):
+                best = (i, name, len(t))
+    return best
+
+
+def related(a: tuple, b: tuple) -> bool:
+    """A module and its own descendants are one unit: their imports are its inner structure."""
+    return a[: len(b)] == b or b[: len(a)] == a
+
+
 def main() -> int:
+    global SRC
+    if "--src" in sys.argv:
+        SRC = Path(sys.argv[sys.argv.index("--src") + 1]).resolve()
     files = sorted(SRC.rglob("*.rs"))
     modules = {module_of(f) for f in files}
     graph = {m: set() for m in modules}
@@ -95,11 +137,26 @@ def main() -> int:
             for p in paths_in(chunk) + [f"self::{c}" for c in children]:
                 target = resolve(p.replace("self::", "", 1), me, modules) if p.startswith("self::") else resolve(p, here, modules)
                 # A child naming its ancestors' items through `super` is an edge only to modules.
-                if target != me and target in modules and target != ():
+                if target != me and target in modules and target != () and not related(me, target):
                     graph[me].add(target)
     if "--graph" in sys.argv:
         for m in sorted(graph):
             print("::".join(m) or "crate", "->", ", ".join(sorted("::".join(t) for t in graph[m])))
+    problems = []
+    for m in sorted(graph):
+        if layer_of(m) is None:
+            problems.append(f"{'::'.join(m)} is in no layer: add it to LAYERS in scripts/layers.py")
+    for m in sorted(graph):
+        for t in sorted(graph[m]):
+            lm, lt = layer_of(m), layer_of(t)
+            if lm and lt and lt[0] > lm[0]:
+                problems.append(f"upward import: {'::'.join(m)} ({lm[1]}) -> {'::'.join(t)} ({lt[1]})")
+            if m[:1] == ("harness",) and t[:1] == ("sandbox",) and m[:2] != SEAM:
+                problems.append(f"{'::'.join(m)} -> {'::'.join(t)}: the harness reaches the sandbox only through harness::embedded")
+            if m[:1] == ("sandbox",) and t[:1] == ("harness",):
+                problems.append(f"{'::'.join(m)} -> {'::'.join(t)}: the sandbox never imports the harness")
+    for p in problems:
+        print(p)
     # Tarjan's strongly connected components.
     index, low, on, stack, sccs, counter = {}, {}, set(), [], [], [0]
 
@@ -129,8 +186,8 @@ def main() -> int:
     for v in sorted(graph):
         if v not in index:
             strong(v)
-    if not sccs:
-        print(f"no import cycle among {len(modules)} modules of src/")
+    if not sccs and not problems:
+        print(f"{len(modules)} modules of src/ in {len(LAYERS)} layers: no upward import, no cycle")
         return 0
     for comp in sccs:
         print(f"cycle of {len(comp)} modules: " + ", ".join(sorted("::".join(m) for m in comp)))
