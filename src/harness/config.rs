@@ -178,6 +178,29 @@ impl RunConfig {
         if self.rate_limit > 0.0 {
             words.push(format!("--rate-limit {}", self.rate_limit));
         }
+        // What else changes a case's inputs or its chances: the same values, when not defaults.
+        let defaults = Self::embedded();
+        if self.webhook_listen != defaults.webhook_listen {
+            words.push(format!("--webhook-listen {}", self.webhook_listen));
+        }
+        if let Some(browser) = &self.browser {
+            words.push(format!("--browser {}", shell_word(&browser.display().to_string())));
+        }
+        if self.gate != defaults.gate {
+            let gate: Vec<&str> = self.gate.iter().map(|l| l.as_str()).collect();
+            words.push(format!("--gate {}", gate.join(",")));
+        }
+        let numbers = [
+            ("--cases", f64::from(self.cases), f64::from(defaults.cases)),
+            ("--event-timeout", self.event_timeout, defaults.event_timeout),
+            ("--request-timeout", self.request_timeout, defaults.request_timeout),
+            ("--driver-timeout", self.driver_timeout, defaults.driver_timeout),
+        ];
+        for (flag, value, default) in numbers {
+            if value != default {
+                words.push(format!("{flag} {value}"));
+            }
+        }
         words.join(" ")
     }
 

@@ -72,7 +72,7 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
     let gate = ctx.config.gate();
     // A progress prefix for people at a terminal; CI logs (not a TTY) get the plain lines.
     let tty = std::io::stdout().is_terminal();
-    let (total, done) = (cases.len(), AtomicUsize::new(0));
+    let (total, done, lines) = (cases.len(), AtomicUsize::new(0), report::terminal::Lines::stdout());
     // At a terminal, a wait of over 2 s shows what it waits for on a line of its own, redrawn
     // each second and cleared by the next case line (never in CI logs).
     let ticker = (progress && tty).then(|| {
@@ -92,7 +92,7 @@ pub async fn run_report(config: RunConfig, progress: bool) -> Report {
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
             let prefix = if tty { format!("\r\x1b[2K{}", report::terminal::progress(n, total)) } else { String::new() };
             let expected = expectations.as_ref().is_some_and(|e| e.standing(r) == Some(Standing::Held));
-            println!("{prefix}{}", report::terminal::case_line(r, gate.gates(r.case.level) && !expected));
+            println!("{prefix}{}", lines.case(r, gate.gates(r.case.level), expected));
             let _ = std::io::stdout().flush();
         }
     })
