@@ -66,6 +66,28 @@ fn an_unreachable_target_or_an_empty_selection_exits_2() {
     assert_eq!(output.status.code(), Some(2), "an --api-key is required: {}", text(&output));
 }
 
+/// One rule for selection mistakes: an unknown id, prefix or section is exit 2 with a "did you
+/// mean", in `run` and in `run --list` alike, before anything starts.
+#[test]
+fn selection_mistakes_exit_2_with_a_suggestion_in_run_and_list() {
+    for (args, diagnosis) in [
+        (&["transaction."][..], "no case \"transaction.\"; did you mean \"transactions.\"?"),
+        (&["transactions.walk-exactly-one"][..], "did you mean \"transactions.walk-exactly-once\""),
+        (&["--section", "4.9"][..], "--section 4.9: no section §4.9 in the spec; did you mean §4."),
+        (&["--section", "§9"][..], "no case of `bankconf run` checks §9"),
+    ] {
+        for list in [false, true] {
+            let all = [&["run"][..], if list { &["--list"][..] } else { &[][..] }, args].concat();
+            let output = bankconf(&all);
+            let out = text(&output);
+            assert_eq!(output.status.code(), Some(2), "{all:?}: {out}");
+            assert!(out.contains(diagnosis), "{all:?}: {out}");
+            assert!(output.stdout.is_empty() || !list, "{all:?}: --list prints nothing: {out}");
+            assert!(!out.contains("preflight"), "{all:?}: nothing started: {out}");
+        }
+    }
+}
+
 #[test]
 fn list_prints_the_catalogue() {
     let output = run(&["--list"]);

@@ -27,17 +27,7 @@ const CODE_WIDTH: usize = 80;
 /// then the request it names (`GET …: problem` puts the request last), then any further lines.
 fn problem(message: &str) -> String {
     let mut lines = message.lines();
-    let first = lines.next().unwrap_or_default();
-    const METHODS: [&str; 7] = ["GET ", "POST ", "PUT ", "PATCH ", "DELETE ", "HEAD ", "OPTIONS "];
-    let (request, problem) = match first.split_once(": ") {
-        Some((request, problem))
-            if METHODS.iter().any(|m| request.starts_with(m))
-                && request.split_once(' ').is_some_and(|(_, url)| !url.contains(' ')) =>
-        {
-            (Some(request), problem)
-        }
-        _ => (None, first),
-    };
+    let (request, problem) = super::request_and_problem(lines.next().unwrap_or_default());
     let mut out = String::new();
     let parts: Vec<&str> = problem.split("; ").collect();
     if parts.len() > 1 && parts.len() <= 12 {

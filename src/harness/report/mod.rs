@@ -14,6 +14,22 @@ pub use verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EX
 use super::config::OutputPaths;
 use super::sanitize;
 
+/// A message's first line split into the request it names and the problem: `GET URL: problem`
+/// gives `(Some("GET URL"), "problem")`, anything else `(None, line)`. Reports show the problem
+/// first.
+pub fn request_and_problem(line: &str) -> (Option<&str>, &str) {
+    const METHODS: [&str; 7] = ["GET ", "POST ", "PUT ", "PATCH ", "DELETE ", "HEAD ", "OPTIONS "];
+    match line.split_once(": ") {
+        Some((request, problem))
+            if METHODS.iter().any(|m| request.starts_with(m))
+                && request.split_once(' ').is_some_and(|(_, url)| !url.contains(' ')) =>
+        {
+            (Some(request), problem)
+        }
+        _ => (None, line),
+    }
+}
+
 /// Writes every report asked for; an error names the file that could not be written.
 pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), String> {
     let files = [

@@ -16,7 +16,7 @@ const WIDTH: usize = 100;
 /// Lines of a message shown under a case line; the rest is in the report files.
 const MAX_LINES: usize = 8;
 /// Characters of the one-line reason of the closing summary.
-const REASON: usize = 96;
+const REASON: usize = 110;
 /// Said where a message is cut.
 const CUT: &str = "… (full text in the report)";
 
@@ -116,16 +116,19 @@ pub fn one_line(text: &str, max: usize) -> String {
 
 /// The case lines of a run, printed as cases finish. A message already shown for an earlier
 /// case is not repeated (a setup diagnosis shared by many cases): the line names that case.
-#[derive(Default)]
 pub struct Lines {
     shown: Mutex<HashMap<String, String>>,
-    paint: Option<Paint>,
+    paint: Paint,
 }
 
 impl Lines {
+    pub fn new(paint: Paint) -> Self {
+        Self { shown: Mutex::default(), paint }
+    }
+
     /// Lines coloured as stdout allows.
     pub fn stdout() -> Self {
-        Self { shown: Mutex::default(), paint: Some(Paint::stdout()) }
+        Self::new(Paint::stdout())
     }
 
     /// The line of `result`: `gating` when its failure decides the exit code, `expected` when
@@ -137,7 +140,7 @@ impl Lines {
             let first = shown.entry(m.to_string()).or_insert_with(|| result.case.id.clone());
             (*first != result.case.id).then(|| first.clone())
         });
-        case_line(result, mark, self.paint.unwrap_or(Paint(false)), earlier.as_deref())
+        case_line(result, mark, self.paint, earlier.as_deref())
     }
 }
 
@@ -301,7 +304,10 @@ fn closing(out: &mut String, report: &Report, paint: Paint) {
             let list = wrap(&named.join(", "), WIDTH - 6, MAX_LINES).join("\n      ");
             let _ = writeln!(out, "{} {} cases, one diagnosis: {list}", paint.mark(mark), cases.len());
         }
-        let _ = writeln!(out, "      {}", one_line(&visible(message), REASON));
+        // The problem, not the request it names (the rerun replays that).
+        let (_, problem) = super::request_and_problem(message.lines().next().unwrap_or_default());
+        let more = if message.lines().nth(1).is_some() { "\n…" } else { "" };
+        let _ = writeln!(out, "      {}", one_line(&visible(&format!("{problem}{more}")), REASON));
         let _ = writeln!(out, "      {} {}", paint.dim("rerun:"), visible(&report.rerun_cases(&ids)));
     }
     out.push('\n');
