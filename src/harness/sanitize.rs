@@ -1,6 +1,6 @@
 //! Neutralises target- and driver-controlled text for the medium it lands in: a terminal or CI
 //! log (no escape sequences), Markdown rendered on a CI job page (no HTML, no links), and JUnit
-//! XML (no character XML forbids). Everything a target sends is hostile (README, rule 3).
+//! XML (no character XML forbids). Everything a target sends is hostile (docs/checks.md "Hostile targets").
 
 /// Whether `c` must not reach a terminal or an XML file raw: controls other than newline and
 /// tab (ESC starts terminal escape sequences, CR overwrites a line), the characters XML 1.0
