@@ -299,6 +299,19 @@ fn the_terminal_closes_with_every_failure_and_its_rerun() {
 }
 
 #[test]
+fn a_setup_error_has_no_table_and_is_not_repeated() {
+    use bankconf::harness::report::terminal::{render_summary, Paint};
+    let report = Report {
+        results: Vec::new(),
+        setup_error: Some("preflight: the target refuses --api-key".into()),
+        expectations: None,
+        ..with_failures()
+    };
+    let out = render_summary(&report, Paint(false));
+    assert_eq!(out, "NOT RUN: the run could not start (setup error above)");
+}
+
+#[test]
 fn markdown_puts_the_problem_first_and_wraps_commands() {
     let md = markdown::render(&with_failures());
     let failure = md.split("#### `transactions.page-schema`").nth(1).expect("the failure's heading");

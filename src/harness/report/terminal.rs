@@ -200,7 +200,10 @@ pub fn render_summary(report: &Report, paint: Paint) -> String {
     if report.setup_error.is_none() || !report.results.is_empty() {
         table(&mut out, report);
     }
-    for note in &report.notes {
+    // A note that is also the diagnosis of failed cases (a silent webhook path) is shown once,
+    // in the closing block, with the cases it concerns.
+    let diagnoses: Vec<&str> = report.to_act_on().into_iter().map(|(_, message, _)| message).collect();
+    for note in report.notes.iter().filter(|n| !diagnoses.contains(&n.as_str())) {
         let _ = writeln!(out, "note: {}", visible(note));
     }
     for line in report.latency_lines() {
@@ -257,6 +260,10 @@ pub fn render_summary(report: &Report, paint: Paint) -> String {
         None if decided.is_empty() => ("", String::new()),
         None => (": ", decided),
     };
+    if report.setup_error.is_some() && report.results.is_empty() {
+        let _ = write!(out, "{verdict}{sep}{decided}");
+        return out;
+    }
     let _ = write!(
         out,
         "{verdict}{sep}{decided} ({} passed, {} failed, {} errors, {} ignored in {:.2}s)",
