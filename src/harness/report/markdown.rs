@@ -205,16 +205,21 @@ pub fn render(report: &Report) -> String {
         .filter(|r| matches!(r.outcome, Outcome::Ignored { .. } | Outcome::Error { .. }))
         .collect();
     if !unjudged.is_empty() {
-        out += "### Not judged\n\n| case | section | outcome | reason |\n|---|---|---|---|\n";
+        // One row per reason: a diagnosis many cases share is written once, with their list.
+        let mut rows: Vec<(&str, &str, Vec<&CaseResult>)> = Vec::new();
         for r in unjudged {
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {} | {} |",
-                r.case.id,
-                r.case.section,
-                r.outcome.label(),
-                cell(r.outcome.message().unwrap_or_default())
-            );
+            let (label, reason) = (r.outcome.label(), r.outcome.message().unwrap_or_default());
+            match rows.iter_mut().find(|(l, m, _)| *l == label && *m == reason) {
+                Some((_, _, cases)) => cases.push(r),
+                None => rows.push((label, reason, vec![r])),
+            }
+        }
+        out += "### Not judged\n\n| case | section | outcome | reason |\n|---|---|---|---|\n";
+        for (label, reason, cases) in rows {
+            let ids: Vec<String> = cases.iter().map(|r| format!("`{}`", r.case.id)).collect();
+            let mut sections: Vec<&str> = cases.iter().map(|r| r.case.section.as_str()).collect();
+            sections.dedup();
+            let _ = writeln!(out, "| {} | {} | {label} | {} |", ids.join(", "), sections.join(", "), cell(reason));
         }
         out.push('\n');
     }
