@@ -222,6 +222,13 @@ fn webhooks_that_never_arrive_are_diagnosed_not_judged() {
     assert_eq!(code, Some(2), "errors are the setup's: {out}");
     assert!(out.contains("no webhook delivery reached the receiver"), "{out}");
     assert!(out.contains("--webhook-public-url") && out.contains("--webhook-listen 0.0.0.0:PORT"), "{out}");
+    assert!(
+        out.contains("(listening on 127.0.0.1:") && !out.contains("(listening on 127.0.0.1:0)"),
+        "the bound port: {out}"
+    );
+    // Shown whole once (the run's first note), then named, not repeated, for each case.
+    assert!(out.contains("(the same message as "), "{out}");
+    assert!(out.contains("cases, one diagnosis:"), "one entry with the case list: {out}");
     let report = report.expect("a report");
     let outcomes: Vec<&str> =
         report["cases"].as_array().unwrap().iter().map(|c| c["outcome"].as_str().unwrap()).collect();

@@ -288,7 +288,10 @@ fn the_terminal_closes_with_every_failure_and_its_rerun() {
         ),
         "{closing}"
     );
-    assert!(closing.contains("2 cases, one diagnosis: events.schema (§6.1), events.connected-announced"), "{closing}");
+    assert!(
+        closing.contains("2 cases, one diagnosis:\n      events.schema (§6.1), events.connected-announced"),
+        "{closing}"
+    );
     assert!(closing.contains("(full text in the report)"), "{closing}");
     assert!(out.ends_with("FAILED: 1 gating failure (1 passed, 3 failed, 2 errors, 0 ignored in 0.10s)"), "{out}");
     pinned!("terminal", out);

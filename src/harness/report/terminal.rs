@@ -309,7 +309,7 @@ fn closing(out: &mut String, report: &Report, paint: Paint) {
         } else {
             let named: Vec<String> = cases.iter().map(|r| format!("{} ({})", r.case.id, r.case.section)).collect();
             let list = wrap(&named.join(", "), WIDTH - 6, MAX_LINES).join("\n      ");
-            let _ = writeln!(out, "{} {} cases, one diagnosis: {list}", paint.mark(mark), cases.len());
+            let _ = writeln!(out, "{} {} cases, one diagnosis:\n      {list}", paint.mark(mark), cases.len());
         }
         // The problem, not the request it names (the rerun replays that).
         let (_, problem) = super::request_and_problem(message.lines().next().unwrap_or_default());
