@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A bankconf driver for a server driven through an HTTP admin API (standard library only).
 
-bankconf runs the driver once per action (README "Driver protocol"), with the action and its
+bankconf runs the driver once per action (docs/driver.md), with the action and its
 arguments in BANKCONF_* environment variables. This driver turns each action into one request
 to the server's admin API, which it assumes to be:
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measures the peak resident size (wait4's ru_maxrss) of `bankconf run` (release build) against
 the embedded sandbox and against a loopback target whose transaction pages, about 1 MB each,
-never end. The budget these must stay within is in README "Hostile targets".
+never end. The budget these must stay within is in docs/checks.md "Hostile targets".
 Usage: scripts/peak-rss.py  (builds the release binary first)"""
 import http.server, json, os, subprocess, sys, threading
 

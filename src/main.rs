@@ -99,6 +99,11 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Run { config, list: true } => {
             let selection = config.selection();
+            // The same rule as `run`: a selection that names no case is a mistake (exit 2).
+            if let Err(e) = catalogue::check_selection(&selection) {
+                eprintln!("bankconf: {e}");
+                return ExitCode::from(report::EXIT_NOT_RUN as u8);
+            }
             let lines: String = catalogue::all()
                 .iter()
                 .filter(|c| selection.matches(c))

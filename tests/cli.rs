@@ -66,6 +66,28 @@ fn an_unreachable_target_or_an_empty_selection_exits_2() {
     assert_eq!(output.status.code(), Some(2), "an --api-key is required: {}", text(&output));
 }
 
+/// One rule for selection mistakes: an unknown id, prefix or section is exit 2 with a "did you
+/// mean", in `run` and in `run --list` alike, before anything starts.
+#[test]
+fn selection_mistakes_exit_2_with_a_suggestion_in_run_and_list() {
+    for (args, diagnosis) in [
+        (&["transaction."][..], "no case \"transaction.\"; did you mean \"transactions.\"?"),
+        (&["transactions.walk-exactly-one"][..], "did you mean \"transactions.walk-exactly-once\""),
+        (&["--section", "4.9"][..], "--section 4.9: no section §4.9 in the spec; did you mean §4."),
+        (&["--section", "§9"][..], "no case of `bankconf run` checks §9"),
+    ] {
+        for list in [false, true] {
+            let all = [&["run"][..], if list { &["--list"][..] } else { &[][..] }, args].concat();
+            let output = bankconf(&all);
+            let out = text(&output);
+            assert_eq!(output.status.code(), Some(2), "{all:?}: {out}");
+            assert!(out.contains(diagnosis), "{all:?}: {out}");
+            assert!(output.stdout.is_empty() || !list, "{all:?}: --list prints nothing: {out}");
+            assert!(!out.contains("preflight"), "{all:?}: nothing started: {out}");
+        }
+    }
+}
+
 #[test]
 fn list_prints_the_catalogue() {
     let output = run(&["--list"]);
@@ -200,6 +222,13 @@ fn webhooks_that_never_arrive_are_diagnosed_not_judged() {
     assert_eq!(code, Some(2), "errors are the setup's: {out}");
     assert!(out.contains("no webhook delivery reached the receiver"), "{out}");
     assert!(out.contains("--webhook-public-url") && out.contains("--webhook-listen 0.0.0.0:PORT"), "{out}");
+    assert!(
+        out.contains("(listening on 127.0.0.1:") && !out.contains("(listening on 127.0.0.1:0)"),
+        "the bound port: {out}"
+    );
+    // Shown whole once (the run's first note), then named, not repeated, for each case.
+    assert!(out.contains("(the same message as "), "{out}");
+    assert!(out.contains("cases, one diagnosis:"), "one entry with the case list: {out}");
     let report = report.expect("a report");
     let outcomes: Vec<&str> =
         report["cases"].as_array().unwrap().iter().map(|c| c["outcome"].as_str().unwrap()).collect();

@@ -37,6 +37,8 @@ fn expected_failures_do_not_decide_the_exit_code() {
     let file = line(CASES[0], "expires = 2999-12-31") + &line(CASES[1], "");
     let (code, out, json) = gate("expected", true, &file);
     assert_eq!(code, Some(0), "{out}");
+    assert!(out.trim_end().lines().last().unwrap().starts_with("PASSED with 2 expected failures ("), "{out}");
+    assert!(out.contains("KNOWN widget.served"), "an expected outcome has its own tag: {out}");
     assert!(out.contains("expected in") && out.contains("widget not shipped yet"), "{out}");
     assert_eq!(json["cases"][0]["expected"]["standing"], "held", "{json:#}");
     assert_eq!(json["cases"][0]["gating"], false);
@@ -54,6 +56,7 @@ fn a_new_failure_fails_the_gate() {
 fn a_stale_expectation_is_named_and_fails_the_gate() {
     let (code, out, json) = gate("stale", false, &line(CASES[0], ""));
     assert_eq!(code, Some(1), "{out}");
+    assert!(out.trim_end().lines().last().unwrap().starts_with("FAILED: 1 expectation no longer holds ("), "{out}");
     assert!(out.contains("deviations from") && out.contains("widget.served: expected failed"), "{out}");
     assert!(out.contains("no longer holds; remove its line"), "{out}");
     assert_eq!(json["expectations"]["deviations"][0]["case"], "widget.served", "{json:#}");
@@ -100,4 +103,29 @@ fn a_written_file_gates_the_next_run_on_regressions() {
     assert!(file.starts_with("# bankconf expectations") && file.matches("[[expect]]").count() == 2, "{file}");
     let (code, out, _) = gate("rewritten", true, &file);
     assert_eq!(code, Some(0), "{out}");
+}
+
+/// The same failures write the same bytes: reasons whole, without the run's ids, ports or seed.
+#[test]
+fn writing_expectations_twice_gives_identical_files() {
+    let write = |name: &str| {
+        let path = temp_path(name);
+        let output = bankconf(&[
+            "run",
+            "accounts.response-schema",
+            CASES[0],
+            "--sandbox-mutant",
+            "balance-as-string",
+            "--write-expectations",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+        std::fs::read(&path).unwrap()
+    };
+    let (first, second) = (write("first.toml"), write("second.toml"));
+    let text = String::from_utf8_lossy(&first);
+    assert!(text.contains("case = \"accounts.response-schema\""), "{text}");
+    assert!(text.contains("conn_…") || text.contains("acc_…"), "ids are normalised: {text}");
+    assert!(!text.contains("127.0.0.1:") || text.contains("127.0.0.1:PORT"), "{text}");
+    assert_eq!(String::from_utf8_lossy(&first), String::from_utf8_lossy(&second));
 }

@@ -2,7 +2,7 @@
 # The run step of action.yml: each INPUT_* (set by the action from its inputs) becomes the
 # BANKCONF_* variable of the `bankconf run` flag it mirrors (keys never reach a command line),
 # the reports go to INPUT_REPORTS_DIR, and the Markdown summary to the job page. Exits with
-# bankconf's exit code (0 passed, 1 failed, 2 setup error, 3 incomplete: README "Exit codes").
+# bankconf's exit code (0 passed, 1 failed, 2 setup error, 3 incomplete: docs/running.md "Exit codes").
 # Runnable locally: BANKCONF_BIN names the binary (default: bankconf on PATH).
 set -uo pipefail
 

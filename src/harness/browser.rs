@@ -25,17 +25,82 @@ const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// Cap on one probe of the script (navigation, load, grace for the global, the call of `open`).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// One running browser; dropping it kills the process (chromiumoxide sets `kill_on_drop`).
+/// One running browser; dropping it kills the process and waits (briefly) for it to exit, so
+/// that its profile can then be removed (fields drop in order: the profile last).
 pub struct Session {
     browser: Browser,
     handler: JoinHandle<()>,
-    profile: PathBuf,
+    /// Held only to be removed once the browser is gone (declared last: dropped last).
+    _profile: Profile,
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if let Some(child) = self.browser.get_mut_child() {
+            let child = child.as_mut_inner();
+            let _ = child.start_kill();
+            let until = std::time::Instant::now() + Duration::from_secs(2);
+            while !matches!(child.try_wait(), Ok(Some(_)) | Err(_)) && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         self.handler.abort();
-        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+impl Session {
+    /// Closes the browser cleanly (its helper processes end with it), then lets it drop.
+    async fn close(mut self) {
+        let bound = Duration::from_secs(5);
+        if tokio::time::timeout(bound, self.browser.close()).await.is_ok() {
+            let _ = tokio::time::timeout(bound, self.browser.wait()).await;
+        }
+    }
+}
+
+/// Prefix of the temporary profile folders: `bankconf-chromium-<pid>-<n>`.
+const PROFILE_PREFIX: &str = "bankconf-chromium-";
+
+/// A browser's temporary profile folder, removed when dropped. Chromium's helper processes may
+/// write into it for a moment after the browser has gone, so removal is retried briefly.
+struct Profile(PathBuf);
+
+impl Profile {
+    /// The `n`th profile of this process, in `base` (the temporary directory); folders left
+    /// there by bankconf processes that no longer run (killed before their cleanup) go first.
+    fn new(base: &Path, n: u32) -> Self {
+        sweep(base);
+        Self(base.join(format!("{PROFILE_PREFIX}{}-{n}", std::process::id())))
+    }
+}
+
+impl Drop for Profile {
+    fn drop(&mut self) {
+        remove_patiently(&self.0);
+    }
+}
+
+/// Removes `dir` and everything in it, trying again for up to a second while it still exists.
+fn remove_patiently(dir: &Path) {
+    for _ in 0..20 {
+        let _ = std::fs::remove_dir_all(dir);
+        if !dir.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Removes the profile folders in `base` whose bankconf process no longer runs.
+fn sweep(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PROFILE_PREFIX)) else { continue };
+        let Some(pid) = rest.split_once('-').and_then(|(pid, _)| pid.parse::<u32>().ok()) else { continue };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
@@ -65,9 +130,12 @@ impl RunBrowser {
         slot.clone().expect("set above")
     }
 
-    /// Lets go of the browser; the last run to do so kills it.
+    /// Lets go of the browser; the last run to do so closes it and removes its profile.
     pub async fn close(&self) {
-        self.session.lock().await.take();
+        let Some(Ok(session)) = self.session.lock().await.take() else { return };
+        if let Some(session) = Arc::into_inner(session) {
+            session.close().await;
+        }
     }
 }
 
@@ -94,10 +162,10 @@ async fn launch(path: &Path) -> Result<Session, String> {
     static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // Its own profile: the default one is locked by any other Chromium of this user.
-    let profile = std::env::temp_dir().join(format!("bankconf-chromium-{}-{n}", std::process::id()));
+    let profile = Profile::new(&std::env::temp_dir(), n);
     let mut builder = BrowserConfig::builder()
         .chrome_executable(path)
-        .user_data_dir(&profile)
+        .user_data_dir(&profile.0)
         .launch_timeout(LAUNCH_TIMEOUT)
         .request_timeout(PROBE_TIMEOUT)
         .arg("--disable-dev-shm-usage");
@@ -112,7 +180,7 @@ async fn launch(path: &Path) -> Result<Session, String> {
         use futures::StreamExt;
         while handler.next().await.is_some() {}
     });
-    Ok(Session { browser, handler, profile })
+    Ok(Session { browser, handler, _profile: profile })
 }
 
 fn running_as_root() -> bool {
@@ -222,4 +290,57 @@ impl Session {
 /// The browser failed us (did not start, lost its connection): the run's setup, not the target.
 fn harness_error(message: String) -> Stop {
     Stop::Error(ErrorSource::Harness, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder of its own in the temporary directory, for one test.
+    fn base(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("bankconf-browser-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_profile_is_removed_when_dropped_even_while_written() {
+        let base = base("drop");
+        let profile = Profile::new(&base, 7);
+        let dir = profile.0.clone();
+        assert!(dir.file_name().unwrap().to_str().unwrap().starts_with("bankconf-chromium-"));
+        std::fs::create_dir_all(dir.join("Default/Cache")).unwrap();
+        std::fs::write(dir.join("Default/Cache/data"), "x").unwrap();
+        // A helper process that writes into the profile a moment after the browser went.
+        let late = dir.clone();
+        let writer = std::thread::spawn(move || {
+            for _ in 0..3 {
+                let _ = std::fs::create_dir_all(late.join("Crashpad"));
+                std::thread::sleep(Duration::from_millis(30));
+            }
+        });
+        writer.join().unwrap();
+        drop(profile);
+        assert!(!dir.exists(), "{} is left", dir.display());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn profiles_of_processes_gone_are_swept() {
+        let base = base("sweep");
+        // No process has a pid above the kernel's limit (at most 2^22).
+        let gone = base.join(format!("{PROFILE_PREFIX}99999999-0"));
+        let alive = base.join(format!("{PROFILE_PREFIX}1-0"));
+        let other = base.join("someone-else-0");
+        for dir in [&gone, &alive, &other] {
+            std::fs::create_dir_all(dir.join("Default")).unwrap();
+        }
+        let mine = Profile::new(&base, 0);
+        std::fs::create_dir_all(&mine.0).unwrap();
+        assert!(!gone.exists(), "a dead process's profile is swept");
+        assert!(alive.exists() && other.exists() && mine.0.exists(), "a live process's folder, or another's, stays");
+        drop(mine);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }

@@ -1,5 +1,5 @@
 //! The run's memory budget: whatever a target sends, a run stays within a fixed resident size
-//! (README "Hostile targets"; `tests/hostile.rs` measures it). Each structure that holds target
+//! (docs/checks.md "Hostile targets"; `tests/hostile.rs` measures it). Each structure that holds target
 //! data has its own bound, and these are the ones that are not a simple count:
 //!
 //! - a response body is read up to 4 MiB (`http`), and parsed only when its JSON is not

@@ -149,34 +149,64 @@ impl Selection {
     }
 }
 
-/// Fails with a "did you mean" when an id of the selection names no case of `bankconf run`
-/// (neither an id nor an id prefix such as `transactions.`).
+/// The one rule for selection mistakes, in `bankconf run` and `run --list` alike: an id, id
+/// prefix or section that names no case of `bankconf run`, or a selection that together names
+/// none, is an error (exit 2) with a "did you mean". A prefix (`transaction.`) is compared with
+/// the area prefixes (`transactions.`), an id with ids and prefixes.
 pub fn check_selection(selection: &Selection) -> Result<(), String> {
-    let ids: Vec<&str> = all().iter().filter(|c| !c.offline).map(|c| c.id.as_str()).collect();
+    let runnable: Vec<&Case> = all().iter().filter(|c| !c.offline).collect();
+    let ids: Vec<&str> = runnable.iter().map(|c| c.id.as_str()).collect();
+    let mut prefixes: Vec<String> = Vec::new();
+    for id in &ids {
+        let prefix = id.split_once('.').map_or(id.to_string(), |(area, _)| format!("{area}."));
+        if !prefixes.contains(&prefix) {
+            prefixes.push(prefix);
+        }
+    }
     for wanted in &selection.ids {
         if ids.iter().any(|id| id.starts_with(wanted.as_str())) {
             continue;
         }
-        let nearest = ids.iter().min_by_key(|id| edit_distance(wanted, id)).copied().unwrap_or_default();
+        let candidates: Vec<&str> = if wanted.ends_with('.') {
+            prefixes.iter().map(String::as_str).collect()
+        } else {
+            prefixes.iter().map(String::as_str).chain(ids.iter().copied()).collect()
+        };
+        let nearest = nearest(wanted, &candidates);
         return Err(format!("no case {wanted:?}; did you mean {nearest:?}? (`bankconf run --list` lists them)"));
+    }
+    let mut sections: Vec<&str> = Vec::new();
+    for case in &runnable {
+        let section = case.section.trim_start_matches('§');
+        if !sections.contains(&section) {
+            sections.push(section);
+        }
+    }
+    for wanted in &selection.sections {
+        let one = Selection { sections: vec![wanted.clone()], ..Default::default() };
+        if runnable.iter().any(|c| one.matches(c)) {
+            continue;
+        }
+        let bare = wanted.trim_start_matches('§');
+        let what = match crate::spec::SECTIONS.iter().find(|(s, _)| s.trim_start_matches('§') == bare) {
+            Some((s, title)) => format!("no case of `bankconf run` checks {s} ({title})"),
+            None => format!("no section §{bare} in the spec"),
+        };
+        return Err(format!(
+            "--section {wanted}: {what}; did you mean §{}? (`bankconf run --list` shows each case's section)",
+            nearest(bare, &sections)
+        ));
+    }
+    if !runnable.iter().any(|c| selection.matches(c)) {
+        return Err("the selection names no case: no case has all of the ids, sections and levels given                     (`bankconf run --list` lists them)"
+            .into());
     }
     Ok(())
 }
 
-/// Levenshtein distance, for suggestions.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous + usize::from(ca != *cb);
-            previous = row[j + 1];
-            row[j + 1] = substitution.min(previous + 1).min(row[j] + 1);
-        }
-    }
-    row[b.len()]
+/// The candidate nearest `wanted` by edit distance (the first of equals).
+fn nearest<'a>(wanted: &str, candidates: &[&'a str]) -> &'a str {
+    candidates.iter().min_by_key(|c| strsim::levenshtein(wanted, c)).copied().unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -213,6 +243,19 @@ mod tests {
         let fine =
             Selection { ids: vec!["transactions.".into(), "create.status-created".into()], ..Default::default() };
         assert!(check_selection(&fine).is_ok());
+        let prefix = Selection { ids: vec!["transaction.".into()], ..Default::default() };
+        let e = check_selection(&prefix).unwrap_err();
+        assert!(e.contains("did you mean \"transactions.\""), "{e}");
+        let section = Selection { sections: vec!["4.9".into()], ..Default::default() };
+        let e = check_selection(&section).unwrap_err();
+        assert!(e.contains("no section §4.9") && e.contains("did you mean §4."), "{e}");
+        let unchecked = Selection { sections: vec!["§9".into()], ..Default::default() };
+        assert!(check_selection(&unchecked).unwrap_err().contains("no case of `bankconf run` checks §9"));
+        let nothing = Selection { sections: vec!["4.3".into()], levels: vec![Level::Advisory], ..Default::default() };
+        if !all().iter().any(|c| nothing.matches(c)) {
+            assert!(check_selection(&nothing).unwrap_err().contains("names no case"));
+        }
+        assert!(check_selection(&Selection::default()).is_ok());
     }
 
     #[test]

@@ -184,8 +184,9 @@ pub fn check_events(config: CheckEventsConfig) -> i32 {
     println!("{}", report::terminal::header(&target, None, CASE_IDS.len()));
     let (results, notes) = judge_capture(&deliveries);
     let gate = Gate(config.gate);
+    let lines = report::terminal::Lines::stdout();
     for r in &results {
-        println!("{}", report::terminal::case_line(r, gate.gates(r.case.level)));
+        println!("{}", lines.case(r, gate.gates(r.case.level), false));
     }
     let report = Report {
         origin: Origin::Capture { file },

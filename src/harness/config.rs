@@ -23,7 +23,7 @@ pub struct RunConfig {
     /// `<service>` in `/widget/<service>-connect.js`.
     #[arg(long, env = "BANKCONF_SERVICE")]
     pub service: Option<String>,
-    /// Command (run with `sh -c`) that moves connections through states; see README.
+    /// Command (run with `sh -c`) that moves connections through states; see docs/driver.md.
     #[arg(long, env = "BANKCONF_DRIVER")]
     pub driver: Option<String>,
     /// Address of the webhook receiver.
@@ -40,12 +40,12 @@ pub struct RunConfig {
     /// `chromium-headless-shell` or `google-chrome` on PATH. None: the browser cases are ignored.
     #[arg(long, env = "BANKCONF_BROWSER")]
     pub browser: Option<std::path::PathBuf>,
-    /// The expectations file of a release gate (TOML, README "Expectations"): the outcomes it
+    /// The expectations file of a release gate (TOML, docs/ci.md "Expectations"): the outcomes it
     /// expects do not decide the exit code; deviations from it fail the run.
     #[arg(long, env = "BANKCONF_EXPECT")]
     pub expect: Option<PathBuf>,
     /// Write the whole run as HAR 1.2 to this file: every request and answer, every webhook
-    /// delivery and every driver call, secrets redacted (README "Evidence").
+    /// delivery and every driver call, secrets redacted (docs/running.md "Evidence").
     #[arg(long, env = "BANKCONF_HAR")]
     pub har: Option<PathBuf>,
     /// Report files: `--report-json`, `--junit`, `--report-md`.
@@ -61,7 +61,7 @@ pub struct RunConfig {
     #[arg(long, env = "BANKCONF_CASES", default_value_t = 16)]
     pub cases: u32,
     /// Shortest wait, in seconds, for a webhook event a case expects; a wait grows with the
-    /// delivery latency observed in the run and a busy queue, up to 60 s (see README).
+    /// delivery latency observed in the run and a busy queue, up to 60 s (see docs/driver.md "Waiting for events").
     #[arg(long, env = "BANKCONF_EVENT_TIMEOUT", default_value_t = 5.0)]
     pub event_timeout: f64,
     /// Seconds one HTTP request may take.
@@ -177,6 +177,29 @@ impl RunConfig {
         words.extend(self.sandbox_conditions.flags());
         if self.rate_limit > 0.0 {
             words.push(format!("--rate-limit {}", self.rate_limit));
+        }
+        // What else changes a case's inputs or its chances: the same values, when not defaults.
+        let defaults = Self::embedded();
+        if self.webhook_listen != defaults.webhook_listen {
+            words.push(format!("--webhook-listen {}", self.webhook_listen));
+        }
+        if let Some(browser) = &self.browser {
+            words.push(format!("--browser {}", shell_word(&browser.display().to_string())));
+        }
+        if self.gate != defaults.gate {
+            let gate: Vec<&str> = self.gate.iter().map(|l| l.as_str()).collect();
+            words.push(format!("--gate {}", gate.join(",")));
+        }
+        let numbers = [
+            ("--cases", f64::from(self.cases), f64::from(defaults.cases)),
+            ("--event-timeout", self.event_timeout, defaults.event_timeout),
+            ("--request-timeout", self.request_timeout, defaults.request_timeout),
+            ("--driver-timeout", self.driver_timeout, defaults.driver_timeout),
+        ];
+        for (flag, value, default) in numbers {
+            if value != default {
+                words.push(format!("{flag} {value}"));
+            }
         }
         words.join(" ")
     }

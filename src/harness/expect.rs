@@ -156,9 +156,33 @@ pub fn today() -> NaiveDate {
     chrono::Utc::now().date_naive()
 }
 
+/// `text` without what changes from run to run against the same target, so that the same
+/// failures write the same file: the random part of ids (`conn_…`), seeds, loopback ports,
+/// durations and timestamps.
+pub fn stable(text: &str) -> String {
+    use regex::Regex;
+    use std::sync::LazyLock;
+    static RULES: LazyLock<Vec<(Regex, &str)>> = LazyLock::new(|| {
+        [
+            (r"\b(conn|acc|txn|evt|sess|cli)_[A-Za-z0-9_-]+", "${1}_…"),
+            (r"\b(seed) [0-9]+", "$1 …"),
+            (r"--seed [0-9]+", "--seed …"),
+            (r"\b(127\.0\.0\.1|localhost|\[::1\]|0\.0\.0\.0):[0-9]+", "$1:PORT"),
+            (r"\b[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(Z|[+-][0-9]{2}:[0-9]{2})?", "…T…"),
+            (r"\b[0-9]+(\.[0-9]+)?(ns|µs|ms|s)\b", "…$2"),
+            (r"\b[0-9]+(\.[0-9]+)? (ms|seconds?)\b", "… $2"),
+        ]
+        .into_iter()
+        .map(|(pattern, with)| (Regex::new(pattern).expect("a valid pattern"), with))
+        .collect()
+    });
+    let clean: String = text.chars().filter(|c| !c.is_control() || *c == '\n').collect();
+    RULES.iter().fold(clean, |text, (pattern, with)| pattern.replace_all(&text, *with).into_owned())
+}
+
 /// The file `--write-expectations` writes: one line per case of `results` that did not pass,
 /// for a team to review before committing it. A line of `kept` that still holds keeps its reason
-/// and expiry; a new line takes the message's first line as its reason.
+/// and expiry; a new line takes the whole message as its reason, made [`stable`].
 pub fn write(results: &[&CaseResult], kept: Option<&Expectations>, header: &str) -> String {
     let expect = results
         .iter()
@@ -167,8 +191,7 @@ pub fn write(results: &[&CaseResult], kept: Option<&Expectations>, header: &str)
             if let Some(kept) = kept.filter(|k| k.standing(r) == Some(Standing::Held)) {
                 return kept.get(&r.case.id).cloned();
             }
-            let first = r.outcome.message().unwrap_or_default().lines().next().unwrap_or_default();
-            let reason: String = first.chars().filter(|c| !c.is_control()).take(200).collect();
+            let reason = stable(r.outcome.message().unwrap_or_default());
             let reason = if reason.trim().is_empty() { format!("{} in this run", outcome.as_str()) } else { reason };
             Some(Expectation { case: r.case.id.clone(), outcome, reason, expires: None })
         })
@@ -248,6 +271,22 @@ mod tests {
     }
 
     #[test]
+    fn reasons_are_whole_and_without_run_ids() {
+        let a = "GET http://127.0.0.1:41234/v1/connections/conn_01HZX9/accounts: acc_7Q has connectionId \
+                 conn_01HZY0 (seed 1234567890123, waited 8.0s, 250ms, at 2026-11-23T17:27:28.123Z)";
+        let b = a.replace("41234", "5001").replace("01HZ", "99AB").replace("1234567890123", "7").replace("8.0s", "9s");
+        assert_eq!(stable(a), stable(&b));
+        assert_eq!(
+            stable(a),
+            "GET http://127.0.0.1:PORT/v1/connections/conn_…/accounts: acc_… has connectionId conn_… (seed …, \
+             waited …s, …ms, at …T…)"
+        );
+        let long = "x ".repeat(400);
+        assert_eq!(stable(&long), long, "never cut");
+        assert_eq!(stable("§4.3 limit 100, 3 items, a\u{1b}[2K b"), "§4.3 limit 100, 3 items, a[2K b");
+    }
+
+    #[test]
     fn written_files_read_back() {
         let case = catalogue::find("widget.served").unwrap();
         let result = CaseResult {
@@ -259,7 +298,7 @@ mod tests {
         let text = write(&[&result], None, "written by a test");
         let e = Expectations::parse("f", &text).unwrap();
         let line = e.get("widget.served").unwrap();
-        assert_eq!((line.outcome, line.reason.as_str()), (Expected::Failed, "the script answers 404"));
+        assert_eq!((line.outcome, line.reason.as_str()), (Expected::Failed, "the script answers 404\nmore"));
         assert_eq!(e.standing(&result), Some(Standing::Held));
         let e = Expectations { today: day("2099-01-01"), ..e };
         let passed = CaseResult { outcome: Outcome::Passed, ..result.clone() };

@@ -121,12 +121,13 @@ async fn probe_webhooks(session: &Session, created: &Created) -> Option<String> 
     // The run's first delivery may be late (a queue): it is awaited longer than the others,
     // and it teaches the later waits the target's latency (see `patience`).
     let first_wait = wait * super::patience::FIRST_WAIT_FACTOR;
-    let (arrived, _) = receiver.wait_for(&created.connection_id, first_wait, |ds| !ds.is_empty()).await;
+    let what = format!("the first webhook delivery, for {}", created.connection_id);
+    let (arrived, _) = receiver.wait_until(&what, &created.connection_id, first_wait, |ds| !ds.is_empty()).await;
     // A delivery the receiver refused (too large) reached it all the same.
     let reached = || receiver.arrived_so_far() + receiver.refused() > 0;
     if !arrived && !reached() {
         if let Ok(()) = session.drive(crate::spec::Action::Connect, created, None, None).await {
-            receiver.wait_for(&created.connection_id, wait, |ds| !ds.is_empty()).await;
+            receiver.wait_until(&what, &created.connection_id, wait, |ds| !ds.is_empty()).await;
         }
     }
     reached().then(|| {
@@ -139,13 +140,15 @@ async fn probe_webhooks(session: &Session, created: &Created) -> Option<String> 
 
 fn silent_diagnosis(session: &Session) -> String {
     let url = session.receiver.as_ref().map_or("?", |r| r.url());
+    // The bound address: `:0` in the configuration says nothing about where to look.
+    let listening = session.receiver.as_ref().map_or(session.config.webhook_listen, |r| r.listening());
     format!(
         "no webhook delivery reached the receiver within {:?} of creating (and driving) a connection: the \
          target was given {url} (listening on {}). A target in a container or on another host needs \
          --webhook-public-url with an address it can reach, and --webhook-listen 0.0.0.0:PORT; the event \
          cases are not judged on zero deliveries",
         session.config.event_wait() * (super::patience::FIRST_WAIT_FACTOR + 1),
-        session.config.webhook_listen
+        listening
     )
 }
 
@@ -161,7 +164,8 @@ async fn same_client(session: &Session, first: &Created, second: &Created) -> Op
             .find_map(|d| d.body.pointer("/data/clientId").and_then(Value::as_str).map(str::to_string))
     };
     let wait = session.config.event_wait();
-    receiver.wait_for(&second.connection_id, wait, |ds| !ds.is_empty()).await;
+    let what = format!("a first delivery for the second client's {}", second.connection_id);
+    receiver.wait_until(&what, &second.connection_id, wait, |ds| !ds.is_empty()).await;
     match (client(&first.connection_id), client(&second.connection_id)) {
         (Some(a), Some(b)) if a == b => Some(format!(
             "preflight: the connections of both keys are announced with clientId {a}: either \

@@ -40,6 +40,8 @@ struct Store {
 /// A running receiver.
 pub struct Receiver {
     url: String,
+    /// The address it listens on, port bound (not the configured `:0`).
+    addr: SocketAddr,
     store: Arc<Store>,
     arrivals: watch::Receiver<u64>,
     /// How long waits last (see [`Patience`]).
@@ -111,6 +113,7 @@ impl Receiver {
         *store.url.lock().unwrap_or_else(|e| e.into_inner()) = url.clone();
         Ok(Self {
             url,
+            addr,
             store,
             arrivals,
             patience: Patience::default(),
@@ -122,6 +125,11 @@ impl Receiver {
     /// The address to register with the target.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The address it listens on, with the port the system bound.
+    pub fn listening(&self) -> SocketAddr {
+        self.addr
     }
 
     /// How many deliveries have arrived so far: a delivery with `seq` at or above it is newer
@@ -157,7 +165,7 @@ impl Receiver {
         timeout: Duration,
         done: impl Fn(&[Delivery]) -> bool,
     ) -> (bool, Vec<Delivery>) {
-        self.wait_labelled(&format!("deliveries for {connection_id}"), connection_id, timeout, done).await
+        self.wait_until(&format!("deliveries for {connection_id}"), connection_id, timeout, done).await
     }
 
     /// The waits that have lasted over `after`: `waiting for connection.connected for conn_1
@@ -175,7 +183,9 @@ impl Receiver {
         ))
     }
 
-    async fn wait_labelled(
+    /// [`Self::wait_for`], saying in the progress line `what` it waits for (`connection.connected
+    /// for conn_1`): a person watching a slow run sees which event is missing.
+    pub async fn wait_until(
         &self,
         what: &str,
         connection_id: &str,
@@ -217,8 +227,7 @@ impl Receiver {
         timeout: Duration,
     ) -> (bool, Vec<Delivery>) {
         let what = format!("{event_type} for {connection_id}");
-        self.wait_labelled(&what, connection_id, timeout, |ds| ds.iter().any(|d| d.event_type() == Some(event_type)))
-            .await
+        self.wait_until(&what, connection_id, timeout, |ds| ds.iter().any(|d| d.event_type() == Some(event_type))).await
     }
 
     /// `; N deliveries were refused …` when the receiver refused any for their size, for the

@@ -38,8 +38,9 @@ pub async fn start(config: RunConfig) -> Result<(Arc<RunContext>, Vec<String>), 
 pub trait Progress: Send + Sync {
     /// The run started: `cases` cases against `server`, with the preflight's notes.
     fn started(&self, server: &str, seed: u64, cases: usize, notes: &[String]);
-    /// A case's result is final; `gating` says whether its failure decides the exit code.
-    fn finished(&self, result: &CaseResult, gating: bool);
+    /// A case's result is final; `gating` says whether its level gates, `expected` whether the
+    /// `--expect` file expects its outcome.
+    fn finished(&self, result: &CaseResult, gating: bool, expected: bool);
     /// Every second: what the run waits for, when it has waited over 2 s.
     fn waiting(&self, status: &str);
     /// The last case is done.
@@ -92,7 +93,7 @@ pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) 
     let results = run_all(ctx.clone(), cases, |r: &CaseResult| {
         if let Some(p) = &progress {
             let expected = expectations.as_ref().is_some_and(|e| e.standing(r) == Some(Standing::Held));
-            p.finished(r, gate.gates(r.case.level) && !expected);
+            p.finished(r, gate.gates(r.case.level), expected);
         }
     })
     .await;

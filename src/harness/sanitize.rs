@@ -1,6 +1,6 @@
 //! Neutralises target- and driver-controlled text for the medium it lands in: a terminal or CI
 //! log (no escape sequences), Markdown rendered on a CI job page (no HTML, no links), and JUnit
-//! XML (no character XML forbids). Everything a target sends is hostile (README, rule 3).
+//! XML (no character XML forbids). Everything a target sends is hostile (docs/checks.md "Hostile targets").
 
 /// Whether `c` must not reach a terminal or an XML file raw: controls other than newline and
 /// tab (ESC starts terminal escape sequences, CR overwrites a line), the characters XML 1.0
@@ -60,13 +60,11 @@ pub fn markdown_code(text: &str) -> String {
     visible(text).replace('<', "‹").replace('>', "›")
 }
 
-/// `word`, single-quoted for a POSIX shell when it needs it.
+/// `word`, quoted for a POSIX shell when it needs it (`shlex`). A NUL, which no argument can
+/// hold, is dropped.
 pub fn shell_word(word: &str) -> String {
-    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c)) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
+    let word = word.replace('\0', "");
+    shlex::try_quote(&word).map(|q| q.into_owned()).unwrap_or(word)
 }
 
 #[cfg(test)]
@@ -78,6 +76,14 @@ mod tests {
         assert_eq!(visible("a\u{1b}[2Kb\r\n\tc"), "a\\u{1b}[2Kb\\u{d}\n\tc");
         assert_eq!(xml("x\u{fffe}\u{0}y"), "x\\u{fffe}\\u{0}y");
         assert_eq!(visible("plain"), "plain");
+    }
+
+    #[test]
+    fn shell_words_paste_as_one_argument() {
+        assert_eq!(shell_word("http://127.0.0.1:8080/x"), "http://127.0.0.1:8080/x");
+        for word in ["it's here", "a b", "$HOME", "", "x\0y"] {
+            assert_eq!(shlex::split(&shell_word(word)), Some(vec![word.replace('\0', "")]), "{word:?}");
+        }
     }
 
     #[test]

@@ -127,9 +127,12 @@ async fn run_leg(ctx: &Session, client: Auth, path: &'static [Action]) -> Leg {
     // Let the chain settle: late deliveries are allowed, so wait (bounded) until it links up.
     let deliveries = match ctx.receiver() {
         Ok(r) => {
-            r.wait_for(&connection.connection_id, ctx.config.event_wait(), |ds| super::chain::resolve(ds).is_ok())
-                .await
-                .1
+            let what = format!("the events of {} to link up (§6.2)", connection.connection_id);
+            r.wait_until(&what, &connection.connection_id, ctx.config.event_wait(), |ds| {
+                super::chain::resolve(ds).is_ok()
+            })
+            .await
+            .1
         }
         Err(_) => Vec::new(),
     };
@@ -153,7 +156,7 @@ async fn drive_step(ctx: &Session, connection: &Created, action: Action, client:
     let expected = announcing_event(action);
     let started = std::time::Instant::now();
     let (arrived, seen) = receiver
-        .wait_for(id, ctx.config.event_wait(), |ds| {
+        .wait_until(&format!("{expected} for {id}"), id, ctx.config.event_wait(), |ds| {
             ds.iter().any(|d| d.event_type() == Some(expected) && d.seq >= since)
         })
         .await;

@@ -21,6 +21,9 @@ pub const EXIT_NOT_RUN: i32 = 2;
 /// Exit code: no gating case failed, but some went unjudged (ignored): the run is INCOMPLETE.
 pub const EXIT_INCOMPLETE: i32 = 3;
 
+/// The mark of an outcome the `--expect` file expects (see [`Report::mark`]).
+pub const KNOWN: &str = "KNOWN";
+
 /// What made a report.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
@@ -98,13 +101,99 @@ impl Report {
 
     /// The command that replays one case against the same target, secrets as `$BANKCONF_*`.
     pub fn rerun(&self, result: &CaseResult) -> String {
+        self.rerun_cases(&[result.case.id.as_str()])
+    }
+
+    /// The command that replays these cases against the same target, pasteable as is.
+    pub fn rerun_cases(&self, ids: &[&str]) -> String {
+        let ids = ids.join(" ");
         match &self.origin {
-            Origin::Run { seed, settings } if settings.is_empty() => {
-                format!("bankconf run --seed {seed} {}", result.case.id)
-            }
-            Origin::Run { seed, settings } => format!("bankconf run {settings} --seed {seed} {}", result.case.id),
+            Origin::Run { seed, settings } if settings.is_empty() => format!("bankconf run --seed {seed} {ids}"),
+            Origin::Run { seed, settings } => format!("bankconf run {settings} --seed {seed} {ids}"),
             Origin::Capture { file } => format!("bankconf check-events {}", shell_word(file)),
         }
+    }
+
+    /// The one-word mark of a result in every report: `PASS`, `FAIL` (gating), `NOTE` (a failure
+    /// at a level that does not gate), `ERROR`, `SKIP`, or `KNOWN` (the `--expect` file expects
+    /// this outcome, so it does not decide the exit code).
+    pub fn mark(&self, result: &CaseResult) -> &'static str {
+        match self.standing(result) {
+            Some(Standing::Held) if self.gate.gates(result.case.level) => KNOWN,
+            _ => result.outcome.mark(self.gates(result)),
+        }
+    }
+
+    /// The failed and errored cases a person should act on, gating ones first, each group
+    /// sharing one diagnosis (the same mark and message: a setup problem many cases ran into).
+    /// Outcomes the `--expect` file expects are left out (they are listed as expected).
+    pub fn to_act_on(&self) -> Vec<(&'static str, &str, Vec<&CaseResult>)> {
+        let mut groups: Vec<(&'static str, &str, Vec<&CaseResult>)> = Vec::new();
+        let mut acted: Vec<&CaseResult> = self
+            .results
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Failed(_) | Outcome::Error { .. }))
+            .filter(|r| self.mark(r) != KNOWN)
+            .collect();
+        acted.sort_by_key(|r| (!self.gates(r), !r.outcome.is_failed()));
+        for r in acted {
+            let (mark, message) = (self.mark(r), r.outcome.message().unwrap_or_default());
+            match groups.iter_mut().find(|(m, text, _)| *m == mark && *text == message) {
+                Some((_, _, cases)) => cases.push(r),
+                None => groups.push((mark, message, vec![r])),
+            }
+        }
+        groups
+    }
+
+    /// What decided the verdict, for the last line of the terminal: `2 gating failures`,
+    /// `1 expectation no longer holds`, `with 3 expected failures`.
+    pub fn decided(&self) -> String {
+        let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let gating =
+            |pred: fn(&Outcome) -> bool| self.results.iter().filter(|r| pred(&r.outcome) && self.gates(r)).count();
+        let mut reasons = Vec::new();
+        match self.exit_code() {
+            EXIT_FAILED => {
+                let failed = gating(Outcome::is_failed);
+                if failed > 0 {
+                    reasons.push(count(failed, "gating failure", "gating failures"));
+                }
+                let deviations = self.deviations();
+                let stale =
+                    deviations.iter().filter(|(r, _)| self.standing(r) == Some(Standing::NoLongerHolds)).count();
+                if stale > 0 {
+                    reasons.push(count(stale, "expectation no longer holds", "expectations no longer hold"));
+                }
+                if deviations.len() > stale {
+                    reasons.push(count(deviations.len() - stale, "expectation expired", "expectations expired"));
+                }
+            }
+            EXIT_INCOMPLETE => {
+                reasons.push(count(gating(|o| matches!(o, Outcome::Ignored { .. })), "gating case", "gating cases"));
+                reasons[0] += " not judged";
+            }
+            EXIT_NOT_RUN if self.setup_error.is_some() => {
+                reasons.push("the run could not start (setup error above)".into())
+            }
+            EXIT_NOT_RUN if self.counts(None).errors > 0 => {
+                reasons.push(count(gating(|o| matches!(o, Outcome::Error { .. })), "gating case", "gating cases"));
+                reasons[0] += " could not be judged (errors)";
+            }
+            EXIT_NOT_RUN => reasons.push("no case was judged".into()),
+            _ => {}
+        }
+        let held = self.expected();
+        if !held.is_empty() && self.exit_code() == EXIT_PASSED {
+            let all_failed = held.iter().all(|(r, _)| r.outcome.is_failed());
+            let (one, many) = if all_failed {
+                ("expected failure", "expected failures")
+            } else {
+                ("expected outcome", "expected outcomes")
+            };
+            return format!("with {}", count(held.len(), one, many));
+        }
+        reasons.join(" and ")
     }
 
     /// The failures, gating ones first.

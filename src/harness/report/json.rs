@@ -9,7 +9,9 @@ use crate::harness::outcome::{Counts, Outcome};
 use serde_json::{json, Map, Value};
 
 /// Version of the report's shape; bumped when `schemas/report.json` changes incompatibly.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version 2: `seed` is a string (a 64-bit seed loses digits as a JSON number in `jq` or
+/// JavaScript).
+pub const FORMAT_VERSION: u32 = 2;
 
 fn counts(c: Counts) -> Value {
     json!({"passed": c.passed, "failed": c.failed, "errors": c.errors, "ignored": c.ignored})
@@ -66,7 +68,7 @@ pub fn render(report: &Report) -> Value {
         "tool": {"name": "bankconf", "version": env!("CARGO_PKG_VERSION")},
         "command": report.command(),
         "target": report.server,
-        "seed": report.seed(),
+        "seed": report.seed().map(|s| s.to_string()),
         "gate": report.gate.0.iter().map(|l| l.as_str()).collect::<Vec<_>>(),
         "verdict": report.verdict(),
         "exit_code": report.exit_code(),

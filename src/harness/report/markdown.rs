@@ -20,6 +20,85 @@ fn fenced(lang: &str, text: &str) -> String {
     format!("{fence}{lang}\n{}\n{fence}\n", text.trim_end())
 }
 
+/// Columns of a line in a code block: no command hides off to the right of a job page.
+const CODE_WIDTH: usize = 80;
+
+/// A failure's message, problem first: what was expected and what came back as wrapped text,
+/// then the request it names (`GET …: problem` puts the request last), then any further lines.
+fn problem(message: &str) -> String {
+    let mut lines = message.lines();
+    let (request, problem) = super::request_and_problem(lines.next().unwrap_or_default());
+    let mut out = String::new();
+    let parts: Vec<&str> = problem.split("; ").collect();
+    if parts.len() > 1 && parts.len() <= 12 {
+        out += "**Problem:**\n\n";
+        for part in parts {
+            let _ = writeln!(out, "- {}", cell(part));
+        }
+        out.push('\n');
+    } else {
+        let _ = writeln!(out, "**Problem:** {}\n", cell(problem));
+    }
+    for more in lines.filter(|l| !l.trim().is_empty()) {
+        let _ = writeln!(out, "> {}\n", cell(more));
+    }
+    if let Some(request) = request {
+        let _ = writeln!(out, "**Request:** {}\n", cell(request));
+    }
+    out
+}
+
+/// A shell command laid out over lines of at most `width` columns where it can be (a flag stays
+/// with its value; quoted words are never split), joined by ` \` so that it still pastes as one.
+fn shell_lines(command: &str, width: usize) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let (mut word, mut quote, mut escaped) = (String::new(), None, false);
+    for c in command.chars() {
+        match (c, quote) {
+            _ if escaped => escaped = false,
+            ('\\', q) if q != Some('\'') => escaped = true,
+            ('\'' | '"', None) => quote = Some(c),
+            (c, Some(q)) if c == q => quote = None,
+            (' ', None) => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        word.push(c);
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    // A flag and the value that follows it form one unit.
+    let mut units: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let mut unit = words[i].clone();
+        if words[i].starts_with('-') && words.get(i + 1).is_some_and(|next| !next.starts_with('-')) {
+            unit = format!("{unit} {}", words[i + 1]);
+            i += 1;
+        }
+        units.push(unit);
+        i += 1;
+    }
+    let mut lines: Vec<String> = Vec::new();
+    for unit in units {
+        let first = lines.is_empty();
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + unit.chars().count() + 2 <= width => {
+                line.push(' ');
+                line.push_str(&unit);
+            }
+            _ if first => lines.push(unit),
+            _ => lines.push(format!("    {unit}")),
+        }
+    }
+    lines.join(" \\\n")
+}
+
 /// Text safe inside a table cell or a list item: one line, no HTML, pipes escaped.
 fn cell(text: &str) -> String {
     sanitize::markdown_inline(text)
@@ -109,13 +188,13 @@ pub fn render(report: &Report) -> String {
             r.case.level,
             cell(&r.case.title)
         );
-        out += &fenced("text", r.outcome.message().unwrap_or_default());
-        out += "\nReproduce:\n\n";
+        out += &problem(r.outcome.message().unwrap_or_default());
+        out += "Reproduce:\n\n";
         let mut steps = String::new();
         if let Some(curl) = &r.reproduction {
-            steps += &format!("{curl}\n");
+            steps += &format!("{}\n", shell_lines(curl, CODE_WIDTH));
         }
-        steps += &report.rerun(r);
+        steps += &shell_lines(&report.rerun(r), CODE_WIDTH);
         out += &fenced("sh", &steps);
         out.push('\n');
     }
@@ -126,22 +205,39 @@ pub fn render(report: &Report) -> String {
         .filter(|r| matches!(r.outcome, Outcome::Ignored { .. } | Outcome::Error { .. }))
         .collect();
     if !unjudged.is_empty() {
-        out += "### Not judged\n\n| case | section | outcome | reason |\n|---|---|---|---|\n";
+        // One row per reason: a diagnosis many cases share is written once, with their list.
+        let mut rows: Vec<(&str, &str, Vec<&CaseResult>)> = Vec::new();
         for r in unjudged {
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {} | {} |",
-                r.case.id,
-                r.case.section,
-                r.outcome.label(),
-                cell(r.outcome.message().unwrap_or_default())
-            );
+            let (label, reason) = (r.outcome.label(), r.outcome.message().unwrap_or_default());
+            match rows.iter_mut().find(|(l, m, _)| *l == label && *m == reason) {
+                Some((_, _, cases)) => cases.push(r),
+                None => rows.push((label, reason, vec![r])),
+            }
+        }
+        out += "### Not judged\n\n| case | section | outcome | reason |\n|---|---|---|---|\n";
+        for (label, reason, cases) in rows {
+            let ids: Vec<String> = cases.iter().map(|r| format!("`{}`", r.case.id)).collect();
+            let mut sections: Vec<&str> = cases.iter().map(|r| r.case.section.as_str()).collect();
+            sections.dedup();
+            let _ = writeln!(out, "| {} | {} | {label} | {} |", ids.join(", "), sections.join(", "), cell(reason));
         }
         out.push('\n');
     }
 
-    if let Some(graph) = &report.transition_graph {
-        out += &transitions(graph);
+    match &report.transition_graph {
+        Some(graph) => out += &transitions(graph),
+        None => {
+            // The graph is recorded when its exploration finishes; say why there is none.
+            if let Some(r) = report.results.iter().find(|r| r.case.id == "lifecycle.transition-graph") {
+                let _ = writeln!(
+                    out,
+                    "### Transition graph\n\nNot recorded in this run: `{}` ended {} before its exploration \
+                     finished (see above).\n",
+                    r.case.id,
+                    r.outcome.label()
+                );
+            }
+        }
     }
     out += &coverage(report);
     out
@@ -181,7 +277,7 @@ fn coverage(report: &Report) -> String {
             .results
             .iter()
             .filter(|r| r.case.section == section)
-            .map(|r| format!("`{}` {}", r.case.id, r.outcome.mark(report.gates(r))))
+            .map(|r| format!("`{}` {}", r.case.id, report.mark(r)))
             .collect();
         let through_subsections = report.results.iter().any(|r| within(&r.case.section, section));
         let in_catalogue = catalogue::all().iter().filter(|c| within(&c.section, section)).count();
@@ -230,5 +326,27 @@ mod tests {
         assert_eq!(fenced("", "a"), "```\na\n```\n");
         assert!(fenced("", "x ```` y").starts_with("`````\n"));
         assert_eq!(cell("a|b\nc"), "a\\|b c");
+    }
+
+    #[test]
+    fn commands_wrap_and_still_paste() {
+        let curl = "curl -sS -i -X GET -H \"Authorization: Bearer $BANKCONF_API_KEY\" 'http://127.0.0.1:9/v1/accounts/acc_1/transactions?limit=2&x=a b'";
+        let laid = shell_lines(curl, 60);
+        assert_eq!(
+            laid,
+            "curl -sS -i -X GET \\\n    -H \"Authorization: Bearer $BANKCONF_API_KEY\" \\\n    \
+             'http://127.0.0.1:9/v1/accounts/acc_1/transactions?limit=2&x=a b'"
+        );
+        assert_eq!(shlex::split(&laid.replace(" \\\n", " ")), shlex::split(curl));
+        assert_eq!(shell_lines("bankconf run --seed 1 a.b", 80), "bankconf run --seed 1 a.b");
+    }
+
+    #[test]
+    fn the_problem_comes_before_the_request() {
+        let md = problem("GET http://x/v1/a?limit=2: /data/0/id: \"tx_1\" does not match \"^txn_\"");
+        assert!(md.starts_with("**Problem:** /data/0/id: \"tx\\_1\" does not match"), "{md}");
+        assert!(md.ends_with("**Request:** GET http://x/v1/a?limit=2\n\n"), "{md}");
+        let md = problem("3 problems: a; b; c");
+        assert!(md.contains("- 3 problems: a\n- b\n- c\n"), "{md}");
     }
 }

@@ -17,6 +17,22 @@ pub use verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EX
 use super::config::OutputPaths;
 use super::sanitize;
 
+/// A message's first line split into the request it names and the problem: `GET URL: problem`
+/// gives `(Some("GET URL"), "problem")`, anything else `(None, line)`. Reports show the problem
+/// first.
+pub fn request_and_problem(line: &str) -> (Option<&str>, &str) {
+    const METHODS: [&str; 7] = ["GET ", "POST ", "PUT ", "PATCH ", "DELETE ", "HEAD ", "OPTIONS "];
+    match line.split_once(": ") {
+        Some((request, problem))
+            if METHODS.iter().any(|m| request.starts_with(m))
+                && request.split_once(' ').is_some_and(|(_, url)| !url.contains(' ')) =>
+        {
+            (Some(request), problem)
+        }
+        _ => (None, line),
+    }
+}
+
 /// Writes every report asked for; an error names the file that could not be written.
 pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), String> {
     let files = [
@@ -37,12 +53,13 @@ pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), String> {
 /// The `--write-expectations` file: the gating cases that did not pass in this run.
 fn expectations(report: &Report) -> String {
     let results: Vec<_> = report.results.iter().filter(|r| report.gate.gates(r.case.level)).collect();
+    // Nothing that changes from run to run (a date, a loopback port): the same failures write
+    // the same bytes, so a regenerated file shows only real changes.
     let header = format!(
-        "bankconf expectations, written from a run against {} on {}.\n\
+        "bankconf expectations, written from a run against {}.\n\
          Review each reason, add `expires = YYYY-MM-DD` where a fix is planned, and pass the file\n\
          with --expect: these outcomes then no longer decide the exit code; any other does.",
-        sanitize::visible(&report.server),
-        crate::harness::expect::today()
+        crate::harness::expect::stable(&sanitize::visible(&report.server)),
     );
     crate::harness::expect::write(&results, report.expectations.as_ref(), &header)
 }

@@ -9,16 +9,23 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Progress printed to standard output.
-#[derive(Default)]
 pub struct Terminal {
     tty: bool,
     total: AtomicUsize,
     done: AtomicUsize,
+    lines: terminal::Lines,
 }
 
 impl Terminal {
     pub fn new() -> Self {
-        Self { tty: std::io::stdout().is_terminal(), ..Self::default() }
+        let tty = std::io::stdout().is_terminal();
+        Self { tty, total: AtomicUsize::new(0), done: AtomicUsize::new(0), lines: terminal::Lines::stdout() }
+    }
+}
+
+impl Default for Terminal {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -31,7 +38,7 @@ impl Progress for Terminal {
         }
     }
 
-    fn finished(&self, result: &CaseResult, gating: bool) {
+    fn finished(&self, result: &CaseResult, gating: bool, expected: bool) {
         let n = self.done.fetch_add(1, Ordering::Relaxed) + 1;
         // A counter for people at a terminal; CI logs (not a TTY) get the plain lines.
         let prefix = if self.tty {
@@ -39,7 +46,7 @@ impl Progress for Terminal {
         } else {
             String::new()
         };
-        println!("{prefix}{}", terminal::case_line(result, gating));
+        println!("{prefix}{}", self.lines.case(result, gating, expected));
         let _ = std::io::stdout().flush();
     }
 
