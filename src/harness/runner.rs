@@ -13,7 +13,7 @@ use super::outcome::{CaseResult, ErrorSource, IgnoreCause, Outcome};
 use super::preflight;
 use super::report::{self, Origin, Report, EXIT_NOT_RUN};
 use super::session::Session;
-use super::{driver, redact, sanitize};
+use super::{redact, sanitize};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -173,9 +173,8 @@ pub async fn run(config: RunConfig) -> i32 {
         eprintln!("bankconf: {e}");
         return EXIT_NOT_RUN;
     }
+    // No process a driver started outlives the run: the session's shutdown stops its driver.
     let report = run_report(config, true).await;
-    // No process a driver started outlives the run.
-    driver::stop_all().await;
     if let Some(e) = &report.setup_error {
         eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(e)));
     }

@@ -59,7 +59,7 @@ impl Session {
         account_id: Option<&str>,
         transaction_id: Option<&str>,
     ) -> Result<(), Stop> {
-        let driver = self.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver (--driver / BANKCONF_DRIVER)"))?;
+        let driver = self.driver.as_ref().ok_or_else(|| Stop::ignore(super::driver::NEEDS_DRIVER))?;
         let args = DriveArgs {
             connection_id: Some(created.connection_id.clone()),
             widget_token: created.widget_token.clone(),
