@@ -73,8 +73,10 @@ pub async fn check(session: &mut Session) -> Result<Vec<String>, String> {
         }
     }
     // A driver that cannot connect would break the shared connection and every case after
-    // it: one diagnosis here, not dozens of errors (exit 2).
-    if let (Some(_), Some(created)) = (&session.driver, &first) {
+    // it: one diagnosis here, not dozens of errors (exit 2). An id with control characters
+    // cannot even be handed to a command, and that is no proof against the driver: the cases judge it.
+    let clean = |c: &&Created| !c.connection_id.chars().any(char::is_control);
+    if let (Some(_), Some(created)) = (&session.driver, first.as_ref().filter(clean)) {
         if let Err(Stop::Error(ErrorSource::Driver, m)) = session.drive(Action::Connect, created, None, None).await {
             return Err(format!("the driver failed on connect (is the driver right?): {m}"));
         }
