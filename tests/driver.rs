@@ -45,6 +45,7 @@ fn main() {
         Trial::test("driver_url_passes_the_catalogue", driver_url_passes),
         Trial::test("driver_url_refused_and_not_supported_leave_cases_unjudged", driver_url_refuses),
         Trial::test("driver_url_failing_connect_stops_the_run_with_exit_2", driver_url_fails_on_connect),
+        Trial::test("driver_url_setup_mistakes_exit_2", driver_url_setup_mistakes),
         Trial::test("the_documented_python_endpoint_drives_bankconf_serve", || documented_endpoint("python"))
             .with_ignored_flag(!python),
         Trial::test("the_documented_node_endpoint_drives_bankconf_serve", || documented_endpoint("js"))
@@ -349,6 +350,20 @@ fn driver_url_fails_on_connect() -> Result<(), Failed> {
     check(output.status.code() == Some(2), || out.clone())?;
     check(out.contains("the driver failed on connect") && out.contains("HTTP 500"), || out.clone())?;
     check(!out.contains("FAIL"), || out)
+}
+
+/// Two drivers at once, a URL that is not HTTP: one diagnosis each, exit 2, before any case.
+fn driver_url_setup_mistakes() -> Result<(), Failed> {
+    let server = Server::start(&[KEY], &[]);
+    let target = ["run", "--base-url", &server.url, "--api-key", KEY];
+    let both = bankconf(&[&target[..], &["--driver", "true", "--driver-url", "http://127.0.0.1:9/"]].concat());
+    check(both.status.code() == Some(2) && text(&both).contains("give one driver"), || text(&both))?;
+    let ftp = bankconf(&[&target[..], &["--driver-url", "ftp://127.0.0.1/"]].concat());
+    check(ftp.status.code() == Some(2) && text(&ftp).contains("--driver-url must be an http(s) URL"), || text(&ftp))?;
+    let alone = bankconf(&["run", "--driver-url", "http://127.0.0.1:9/"]);
+    check(alone.status.code() == Some(2) && text(&alone).contains("--driver-url given without --base-url"), || {
+        text(&alone)
+    })
 }
 
 /// Each answer of an endpoint, read by the HTTP driver directly.
