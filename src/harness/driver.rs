@@ -244,10 +244,15 @@ impl DriverAction {
 /// The arguments of one action, each set where it applies.
 #[derive(Clone, Debug, Default)]
 pub struct DriveArgs {
+    /// The connection to act on (§2.1); absent for the webhook actions.
     pub connection_id: Option<String>,
+    /// Its widget token (§2.1): a secret, never to be printed.
     pub widget_token: Option<String>,
+    /// The account to update, or whose transaction to delete; absent: the driver picks one.
     pub account_id: Option<String>,
+    /// The transaction to delete; absent: the driver picks one.
     pub transaction_id: Option<String>,
+    /// The harness's webhook receiver.
     pub webhook_url: Option<String>,
 }
 
@@ -255,7 +260,9 @@ pub struct DriveArgs {
 /// when a second client is configured.
 #[derive(Clone, Default)]
 pub struct Keys {
+    /// The key of the client under test.
     pub api_key: Option<String>,
+    /// The second client's key, when one is configured.
     pub second_api_key: Option<String>,
 }
 
@@ -289,9 +296,13 @@ impl Driver for SandboxDriver {
 /// A command run with `sh -c` once per action, in a process group of its own; it gets the keys
 /// of the clients it acts for, whichever way they were given to the harness.
 pub struct CommandDriver {
+    /// The command, run with `sh -c`.
     pub command: String,
+    /// The target (`BANKCONF_BASE_URL`).
     pub base_url: String,
+    /// How long one call may take before its process group is ended.
     pub timeout: Duration,
+    /// The keys it gets (`BANKCONF_API_KEY`, `BANKCONF_SECOND_API_KEY`).
     pub keys: Keys,
     /// Process groups of this driver's calls that may still have processes (a call cancelled
     /// with its case, a driver's background child): ended by [`Driver::stop`], or on drop.
@@ -299,6 +310,7 @@ pub struct CommandDriver {
 }
 
 impl CommandDriver {
+    /// A driver running `command` against `base_url`, each call bounded by `timeout`.
     pub fn new(command: String, base_url: String, timeout: Duration, keys: Keys) -> Self {
         Self { command, base_url, timeout, keys, groups: Mutex::new(Vec::new()) }
     }
