@@ -20,11 +20,12 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # A module's submodules share its layer (`harness::report::json` is `harness::report`'s).
 LAYERS = [
     ("base", ["spec", "schemas", "sandbox", "harness::embedded"]),
-    ("vocabulary", ["harness::catalogue", "harness::outcome", "harness::config", "harness::sanitize",
-                    "harness::budget", "harness::redact"]),
+    ("vocabulary", ["harness::catalogue", "harness::outcome", "harness::sanitize", "harness::budget",
+                    "harness::redact"]),
     ("pure rules", ["harness::delivery", "harness::chain", "harness::event_rules", "harness::graph",
                     "harness::expect", "harness::latency", "harness::verdict"]),
-    ("access to the target", ["harness::throttle", "harness::http", "harness::har", "harness::browser",
+    # The run's flags hold the driver a library user gives: beside the driver.
+    ("access to the target", ["harness::config", "harness::throttle", "harness::http", "harness::har", "harness::browser",
                               "harness::pagination", "harness::patience", "harness::receiver",
                               "harness::driver", "harness::session", "harness::steps", "harness::preflight"]),
     ("fixtures", ["harness::tour", "harness::fixtures", "harness::property"]),
@@ -32,7 +33,7 @@ LAYERS = [
     ("runner", ["harness::runner"]),
     ("reports", ["harness::report"]),
     ("front doors", ["harness::command", "harness::check_events"]),
-    ("top", ["harness", "selftest", "openapi", ""]),
+    ("top", ["harness", "selftest", "openapi", "conformance", ""]),
 ]
 # The only harness module that may name the sandbox: the embedded target's seam.
 SEAM = ("harness", "embedded")

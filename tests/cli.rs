@@ -46,7 +46,10 @@ fn missing_prerequisites_are_ignored_with_their_reason_and_the_run_is_incomplete
     let out = text(&output);
     assert_eq!(output.status.code(), Some(3), "INCOMPLETE, never PASSED: {out}");
     assert!(out.contains("INCOMPLETE:") && !out.contains("PASSED"), "{out}");
-    assert!(out.contains("needs a driver (--driver / BANKCONF_DRIVER): "), "grouped with how to complete: {out}");
+    assert!(
+        out.contains("needs a driver (--driver / BANKCONF_DRIVER, or --driver-url / BANKCONF_DRIVER_URL): "),
+        "grouped with how to complete: {out}"
+    );
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let case = |id: &str| report["cases"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap().clone();
     assert_eq!(case("isolation.account")["outcome"], "ignored");

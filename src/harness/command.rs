@@ -6,7 +6,7 @@
 use super::catalogue;
 use super::config::RunConfig;
 use super::report::{self, progress, EXIT_NOT_RUN};
-use super::{driver, redact, runner, sanitize};
+use super::{redact, runner, sanitize};
 use libtest_mimic::Arguments;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -20,9 +20,8 @@ pub async fn run(config: RunConfig) -> i32 {
         eprintln!("bankconf: {e}");
         return EXIT_NOT_RUN;
     }
+    // No process a driver started outlives the run: the session's shutdown stops its driver.
     let report = runner::run_report(config, Some(Arc::new(progress::Terminal::new()))).await;
-    // No process a driver started outlives the run.
-    driver::stop_all().await;
     if let Some(e) = &report.setup_error {
         eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(e)));
     }
@@ -59,11 +58,7 @@ pub fn conformance_test() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let report = runtime.block_on(async {
-        let report = runner::run_report(config, None).await;
-        driver::stop_all().await;
-        report
-    });
+    let report = runtime.block_on(runner::run_report(config, None));
     if let Some(e) = &report.setup_error {
         eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(e)));
         return ExitCode::from(2);

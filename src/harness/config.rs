@@ -2,12 +2,24 @@
 //! `BANKCONF_*` environment variable (which is how `cargo test --test conformance` is configured).
 
 use super::catalogue::{Level, Selection};
+use super::driver::Driver;
 use super::embedded::{Conditions, Mutant, Variant};
 use super::outcome::Gate;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// A driver given in code: shared by the clones of a configuration, shown as `<driver>`.
+#[derive(Clone)]
+pub struct DriverImpl(pub Arc<dyn Driver>);
+
+impl std::fmt::Debug for DriverImpl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<driver>")
+    }
+}
 
 #[derive(Args, Clone, Debug)]
 pub struct RunConfig {
@@ -26,6 +38,13 @@ pub struct RunConfig {
     /// Command (run with `sh -c`) that moves connections through states; see docs/driver.md.
     #[arg(long, env = "BANKCONF_DRIVER")]
     pub driver: Option<String>,
+    /// Admin endpoint that moves connections through states: one JSON POST per action
+    /// (docs/driver-over-http.md); instead of --driver.
+    #[arg(long, env = "BANKCONF_DRIVER_URL")]
+    pub driver_url: Option<String>,
+    /// A driver given in code (a library user's [`Driver`]), instead of --driver or --driver-url.
+    #[arg(skip)]
+    pub driver_impl: Option<DriverImpl>,
     /// Address of the webhook receiver.
     #[arg(long, env = "BANKCONF_WEBHOOK_LISTEN", default_value = "127.0.0.1:0")]
     pub webhook_listen: SocketAddr,
@@ -107,6 +126,8 @@ impl RunConfig {
             second_api_key: None,
             service: None,
             driver: None,
+            driver_url: None,
+            driver_impl: None,
             webhook_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             webhook_public_url: None,
             connection_id: None,
@@ -160,6 +181,7 @@ impl RunConfig {
         let plain = [
             ("--service", &self.service),
             ("--driver", &self.driver),
+            ("--driver-url", &self.driver_url),
             ("--connection-id", &self.connection_id),
             ("--webhook-public-url", &self.webhook_public_url),
         ];

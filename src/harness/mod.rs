@@ -5,12 +5,13 @@
 //!
 //! 0. base: `spec`, `schemas`, and the sandbox through its one seam, [`embedded`];
 //! 1. vocabulary: [`catalogue`] (the cases of `cases/*.toml`), [`outcome`] (typed outcomes,
-//!    problems, schema validation), [`config`] (the run's flags), [`sanitize`] (target text
-//!    made safe for each medium), [`budget`] (the run's memory budget), [`redact`] (secrets);
+//!    problems, schema validation), [`sanitize`] (target text made safe for each medium),
+//!    [`budget`] (the run's memory budget), [`redact`] (secrets);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
 //!    explored [`graph`] of transitions, the [`expect`] file of a release gate, [`latency`],
 //!    and [`verdict`] (a finished run: its results, gate and exit code);
-//! 3. access to the server under test: [`http`] (paced by [`throttle`]; every exchange kept
+//! 3. access to the server under test: [`config`] (the run's flags, holding the driver),
+//!    [`http`] (paced by [`throttle`]; every exchange kept
 //!    in its answer log for the response checks, and recorded by [`har`]), [`browser`] (the
 //!    headless Chromium of the widget cases), [`pagination`], [`receiver`] (waits bounded by
 //!    [`patience`]), [`driver`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and

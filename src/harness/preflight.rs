@@ -8,8 +8,10 @@
 
 use super::config::RunConfig;
 use super::http::{Auth, Exchange};
+use super::outcome::{ErrorSource, Stop};
 use super::session::{Session, Webhooks};
 use super::steps::Created;
+use crate::spec::Action;
 use reqwest::Method;
 use serde_json::Value;
 
@@ -21,6 +23,8 @@ pub fn validate(config: &RunConfig) -> Result<(), String> {
             ("--api-key", config.api_key.is_some()),
             ("--second-api-key", config.second_api_key.is_some()),
             ("--driver", config.driver.is_some()),
+            ("--driver-url", config.driver_url.is_some()),
+            ("a driver given in code", config.driver_impl.is_some()),
             ("--connection-id", config.connection_id.is_some()),
             ("--service", config.service.is_some()),
             ("--webhook-public-url", config.webhook_public_url.is_some()),
@@ -33,6 +37,10 @@ pub fn validate(config: &RunConfig) -> Result<(), String> {
                 given.join(", ")
             ));
         }
+    }
+    let drivers = [config.driver.is_some(), config.driver_url.is_some(), config.driver_impl.is_some()];
+    if drivers.into_iter().filter(|given| *given).count() > 1 {
+        return Err("give one driver: --driver (a command), --driver-url (an HTTP endpoint) or one in code".into());
     }
     if let (Some(a), Some(b)) = (&config.api_key, &config.second_api_key) {
         if a == b {
@@ -62,6 +70,15 @@ pub async fn check(session: &mut Session) -> Result<Vec<String>, String> {
                 "--connection-id {id}: {} answered {}; give a CONNECTED connection of the --api-key's client",
                 exchange.request, exchange.status
             ));
+        }
+    }
+    // A driver that cannot connect would break the shared connection and every case after
+    // it: one diagnosis here, not dozens of errors (exit 2). An id with control characters
+    // cannot even be handed to a command, and that is no proof against the driver: the cases judge it.
+    let clean = |c: &&Created| !c.connection_id.chars().any(char::is_control);
+    if let (Some(_), Some(created)) = (&session.driver, first.as_ref().filter(clean)) {
+        if let Err(Stop::Error(ErrorSource::Driver, m)) = session.drive(Action::Connect, created, None, None).await {
+            return Err(format!("the driver failed on connect (is the driver right?): {m}"));
         }
     }
     if let (Webhooks::Registered, Some(created)) = (&session.webhooks, &first) {
@@ -112,8 +129,8 @@ fn created(session: &Session, exchange: &Exchange) -> Option<Created> {
     Some(Created { connection_id, widget_token, body })
 }
 
-/// Waits for any delivery about the probe connection; when none comes, drives it (a target may
-/// announce later states only) and waits again. `None`: nothing at all reached the receiver.
+/// Waits for any delivery about the probe connection (created, then driven to connect: a target
+/// may announce later states only). `None`: nothing at all reached the receiver.
 async fn probe_webhooks(session: &Session, created: &Created) -> Option<String> {
     let receiver = session.receiver.as_ref()?;
     let wait = session.config.event_wait();
@@ -122,14 +139,9 @@ async fn probe_webhooks(session: &Session, created: &Created) -> Option<String> 
     // and it teaches the later waits the target's latency (see `patience`).
     let first_wait = wait * super::patience::FIRST_WAIT_FACTOR;
     let what = format!("the first webhook delivery, for {}", created.connection_id);
-    let (arrived, _) = receiver.wait_until(&what, &created.connection_id, first_wait, |ds| !ds.is_empty()).await;
+    receiver.wait_until(&what, &created.connection_id, first_wait + wait, |ds| !ds.is_empty()).await;
     // A delivery the receiver refused (too large) reached it all the same.
     let reached = || receiver.arrived_so_far() + receiver.refused() > 0;
-    if !arrived && !reached() {
-        if let Ok(()) = session.drive(crate::spec::Action::Connect, created, None, None).await {
-            receiver.wait_until(&what, &created.connection_id, wait, |ds| !ds.is_empty()).await;
-        }
-    }
     reached().then(|| {
         format!(
             "preflight: webhook deliveries reach the receiver (the first after {:.1}s)",

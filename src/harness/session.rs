@@ -6,13 +6,16 @@
 use super::browser::RunBrowser;
 use super::catalogue::{Case, Need};
 use super::config::RunConfig;
-use super::driver::{DriveArgs, DriveError, Driver, DriverAction, Keys};
+use super::driver::{
+    CommandDriver, DriveArgs, DriveError, Driver, DriverAction, HttpDriver, Keys, SandboxDriver, NEEDS_DRIVER,
+};
 use super::embedded::{Sandbox, SandboxConfig};
 use super::har::Recorder;
 use super::http::Api;
 use super::outcome::{ErrorSource, Stop};
 use super::receiver::Receiver;
 use super::redact::Redactor;
+use std::sync::Arc;
 use tokio::sync::Mutex;
 
 /// Whether the receiver's address reached the target.
@@ -34,7 +37,9 @@ pub struct Session {
     /// What the report names as the server under test (`embedded sandbox at …` or the base URL).
     pub server: String,
     pub api: Api,
-    pub driver: Option<Driver>,
+    /// What moves connections through states: `--driver`, `--driver-url`, one given in code,
+    /// or the embedded sandbox's control handle.
+    pub driver: Option<Arc<dyn Driver>>,
     pub receiver: Option<Receiver>,
     pub webhooks: Webhooks,
     pub service: Option<String>,
@@ -93,18 +98,23 @@ impl Session {
         if sandbox.is_none() {
             api.reachable().await.map_err(|e| format!("target unreachable: {e}"))?;
         }
-        let driver = match (&config.driver, &sandbox) {
-            (Some(command), _) => Some(Driver::Command {
-                command: command.clone(),
-                base_url: api.base_url().to_string(),
-                timeout: config.driver_wait(),
-                keys: Keys { api_key: key.clone(), second_api_key: second_key.clone() },
-            }),
-            (None, Some(sandbox)) => Some(Driver::InProcess(sandbox.control.clone())),
-            (None, None) => None,
+        let driver: Option<Arc<dyn Driver>> = match (&config.driver_impl, &config.driver_url, &config.driver, &sandbox)
+        {
+            (Some(given), ..) => Some(given.0.clone()),
+            (None, Some(url), ..) => Some(Arc::new(HttpDriver::new(url, config.driver_wait(), second_key.is_some())?)),
+            (None, None, Some(command), _) => Some(Arc::new(CommandDriver::new(
+                command.clone(),
+                api.base_url().to_string(),
+                config.driver_wait(),
+                Keys { api_key: key.clone(), second_api_key: second_key.clone() },
+            ))),
+            (None, None, None, Some(sandbox)) => Some(Arc::new(SandboxDriver(sandbox.control.clone()))),
+            (None, None, None, None) => None,
         };
         let (receiver, webhooks) = match &driver {
-            None => (None, Webhooks::Unavailable("no driver (--driver) to register a webhook address".into())),
+            None => {
+                (None, Webhooks::Unavailable("no driver (--driver, --driver-url) to register a webhook address".into()))
+            }
             Some(driver) => {
                 let recorder = api.recorder_handle();
                 let receiver = Receiver::start(config.webhook_listen, config.webhook_public_url.clone(), recorder)
@@ -161,9 +171,12 @@ impl Session {
         }
     }
 
-    /// Stops what the run started.
+    /// Stops what the run started; no process a driver started outlives it.
     pub async fn shutdown(&self) {
         self.unregister_webhook().await;
+        if let Some(driver) = &self.driver {
+            driver.stop().await;
+        }
         self.browser.close().await;
         if let Some(sandbox) = self.sandbox.lock().await.take() {
             sandbox.stop().await;
@@ -173,7 +186,7 @@ impl Session {
     /// Why `case` cannot run with this configuration, if it cannot.
     pub fn missing(&self, case: &Case) -> Option<String> {
         case.needs.iter().find_map(|need| match need {
-            Need::Driver if self.driver.is_none() => Some("needs a driver (--driver / BANKCONF_DRIVER)".to_string()),
+            Need::Driver if self.driver.is_none() => Some(NEEDS_DRIVER.to_string()),
             Need::Webhooks => match &self.webhooks {
                 Webhooks::Unavailable(why) => Some(format!("needs webhook deliveries: {why}")),
                 _ => None,

@@ -50,8 +50,9 @@ impl Session {
         Ok(Created { connection_id, widget_token, body })
     }
 
-    /// Asks the driver for `action` on `created`. A target that cannot (exit 3) or will not
-    /// (exit 4) do it makes the case ignored; a failing driver fails it.
+    /// Asks the driver for `action` on `created`. A target that cannot (not supported) or will
+    /// not (refused) do it makes the case ignored; a broken driver ends it in an error (source:
+    /// driver), never in a failure of the target.
     pub async fn drive(
         &self,
         action: Action,
@@ -59,7 +60,7 @@ impl Session {
         account_id: Option<&str>,
         transaction_id: Option<&str>,
     ) -> Result<(), Stop> {
-        let driver = self.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver (--driver / BANKCONF_DRIVER)"))?;
+        let driver = self.driver.as_ref().ok_or_else(|| Stop::ignore(super::driver::NEEDS_DRIVER))?;
         let args = DriveArgs {
             connection_id: Some(created.connection_id.clone()),
             widget_token: created.widget_token.clone(),

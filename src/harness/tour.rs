@@ -111,16 +111,26 @@ async fn run_leg(ctx: &Session, client: Auth, path: &'static [Action]) -> Leg {
         return Leg { client, path, created, steps: Vec::new(), deliveries: Vec::new() };
     };
     let mut steps = Vec::new();
-    let mut blocked: Option<String> = None;
+    let mut blocked: Option<Stop> = None;
     for &action in path {
         let verdict = match &blocked {
-            Some(why) => Err(Stop::ignore(format!("not driven: {why}"))),
+            Some(why) => Err(why.clone()),
             None => drive_step(ctx, connection, action, &client).await,
         };
-        // A failed step leaves the connection in an unknown state; a skipped or refused one
-        // (ignored) changes nothing, so the later steps can still be driven.
-        if let Err(e @ Stop::Fail(_)) = &verdict {
-            blocked.get_or_insert_with(|| format!("the earlier step {action} failed ({e})"));
+        // A failed step leaves the connection in an unknown state; so does one whose driver
+        // broke, and the later steps are the driver's errors too, never the target's failures.
+        // A skipped or refused step (ignored) changes nothing: the later steps are driven.
+        match &verdict {
+            Err(e @ Stop::Fail(_)) if blocked.is_none() => {
+                blocked = Some(Stop::ignore(format!("not driven: the earlier step {action} failed ({e})")));
+            }
+            Err(Stop::Error(source, m)) if blocked.is_none() => {
+                blocked = Some(Stop::Error(
+                    *source,
+                    format!("not driven: the earlier step {action} ended in an error ({m})"),
+                ));
+            }
+            _ => {}
         }
         steps.push(Step { action, verdict });
     }

@@ -1,0 +1,77 @@
+//! A team's server crate, in miniature. In your repository, [`start`] starts your own router on
+//! 127.0.0.1:0 and [`StateDriver`] moves your own state; here both stand in with bankconf's
+//! reference sandbox, so that the example runs as it is.
+
+use bankconf::sandbox::{ActionArgs, Control, ControlError, Mutant, Sandbox, SandboxConfig};
+use bankconf::spec::Action;
+use bankconf::{Answer, DriveFuture, Driver};
+
+/// The server under test, started in this process (`mutant`: one with a deliberate bug).
+pub async fn start(mutant: Option<Mutant>) -> Sandbox {
+    Sandbox::start(SandboxConfig { mutant, ..SandboxConfig::default() }).await.expect("the server starts")
+}
+
+/// The driver: it moves the server's state directly, with no process and no admin route.
+pub struct StateDriver(pub Control);
+
+impl StateDriver {
+    fn apply<'a>(&'a self, id: &'a str, action: Action, account: Option<&str>, txn: Option<&str>) -> DriveFuture<'a> {
+        let target = ActionArgs { account_id: account.map(Into::into), transaction_id: txn.map(Into::into) };
+        Box::pin(async move {
+            match self.0.apply(id, action, target).await {
+                Ok(()) => Answer::Done,
+                Err(ControlError::NotPossible(why)) => Answer::Refused(why),
+                Err(ControlError::NotFound(what)) => Answer::Error(format!("not found: {what}")),
+            }
+        })
+    }
+}
+
+impl Driver for StateDriver {
+    fn register_webhook<'a>(&'a self, url: &'a str) -> DriveFuture<'a> {
+        Box::pin(async move {
+            self.0.register_webhook(url).await;
+            Answer::Done
+        })
+    }
+
+    fn unregister_webhook<'a>(&'a self, url: &'a str) -> DriveFuture<'a> {
+        Box::pin(async move {
+            self.0.unregister_webhook(url).await;
+            Answer::Done
+        })
+    }
+
+    fn connect<'a>(&'a self, id: &'a str, _widget_token: Option<&'a str>) -> DriveFuture<'a> {
+        self.apply(id, Action::Connect, None, None)
+    }
+
+    fn fail_auth<'a>(&'a self, id: &'a str) -> DriveFuture<'a> {
+        self.apply(id, Action::FailAuth, None, None)
+    }
+
+    fn require_mfa<'a>(&'a self, id: &'a str) -> DriveFuture<'a> {
+        self.apply(id, Action::RequireMfa, None, None)
+    }
+
+    fn error<'a>(&'a self, id: &'a str) -> DriveFuture<'a> {
+        self.apply(id, Action::Error, None, None)
+    }
+
+    fn disconnect<'a>(&'a self, id: &'a str) -> DriveFuture<'a> {
+        self.apply(id, Action::Disconnect, None, None)
+    }
+
+    fn update_accounts<'a>(&'a self, id: &'a str, account: Option<&'a str>) -> DriveFuture<'a> {
+        self.apply(id, Action::UpdateAccounts, account, None)
+    }
+
+    fn delete_transaction<'a>(
+        &'a self,
+        id: &'a str,
+        account: Option<&'a str>,
+        txn: Option<&'a str>,
+    ) -> DriveFuture<'a> {
+        self.apply(id, Action::DeleteTransaction, account, txn)
+    }
+}
