@@ -192,6 +192,23 @@ impl Conformance {
     }
 }
 
+impl Conformance {
+    /// Runs as the `main` of a `harness = false` test: one libtest trial per case, with
+    /// libtest's filters, `--list` and `--ignored` (the rules of `bankconf run`'s exit code, case
+    /// by case, and a `coverage.complete` trial that fails when gating cases went unjudged).
+    /// Call it outside any async runtime; a server the test starts runs on a runtime of its own.
+    ///
+    /// ```no_run
+    /// // tests/conformance.rs, with `[[test]] name = "conformance" harness = false`
+    /// fn main() -> std::process::ExitCode {
+    ///     bankconf::Conformance::new("http://127.0.0.1:8080").api_key("acme_test_1").tests()
+    /// }
+    /// ```
+    pub fn tests(self) -> std::process::ExitCode {
+        crate::harness::command::test_main(self.config, libtest_mimic::Arguments::from_args())
+    }
+}
+
 /// The run's summary as `bankconf run` prints it: verdict, counts, what went unjudged and why,
 /// and each failure (for a test's failure message).
 pub fn summary(report: &Report) -> String {

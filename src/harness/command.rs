@@ -29,20 +29,24 @@ pub async fn run(config: RunConfig) -> i32 {
 }
 
 /// `cargo test --test conformance`: the run configured by the `BANKCONF_*` variables (the
-/// embedded sandbox without `BANKCONF_BASE_URL`), libtest's filters selecting its cases, one
-/// trial per case result ([`report::libtest`]). Exit 2 when the run cannot start.
+/// embedded sandbox without `BANKCONF_BASE_URL`), as [`test_main`] runs it.
 pub fn conformance_test() -> ExitCode {
-    let args = Arguments::from_args();
+    match RunConfig::from_env() {
+        Ok(config) => test_main(config, Arguments::from_args()),
+        Err(e) => {
+            eprintln!("bankconf: bad BANKCONF_* configuration: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// A conformance run as a `harness = false` test: libtest's filters select its cases, and
+/// each case result is one trial ([`report::libtest`]). Exit 2 when the run cannot start.
+/// Blocks on a runtime of its own (call it outside any async runtime).
+pub fn test_main(mut config: RunConfig, args: Arguments) -> ExitCode {
     if args.list {
         return libtest_mimic::run(&args, report::libtest::listed()).exit_code();
     }
-    let mut config = match RunConfig::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("bankconf: bad BANKCONF_* configuration: {e}");
-            return ExitCode::from(2);
-        }
-    };
     if args.filter.is_some() || !args.skip.is_empty() {
         config.ids = selected_by(&args);
         if config.ids.is_empty() {

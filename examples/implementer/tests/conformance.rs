@@ -1,20 +1,17 @@
-//! bankconf judges this crate's server in its own `cargo test`.
-use bankconf::conformance::{passed_or_no_browser, summary};
+//! bankconf judges this crate's server in its own `cargo test`: one trial per case
+//! (`harness = false` in Cargo.toml), with libtest's filters and `--list`.
 use bankconf::Conformance;
 use implementer_example::{start, StateDriver};
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_server_conforms() {
-    let server = start(None).await;
-    // TODO(lead, issue 22): turn this into one libtest trial per case with the library's trials
-    // function (a `harness = false` test); until then, one test asserts on the run's verdict.
-    let report = Conformance::new(&server.base_url)
+fn main() -> std::process::ExitCode {
+    // The server runs on a runtime of its own, for as long as the tests do.
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime for the server");
+    let server = runtime.block_on(start(None));
+    Conformance::new(&server.base_url)
         .api_key(&server.clients[0].api_key)
         .second_api_key(&server.clients[1].api_key)
         .service(&server.service)
         .driver(StateDriver(server.control.clone()))
         .seed(7)
-        .run()
-        .await;
-    assert!(passed_or_no_browser(&report), "{}", summary(&report));
+        .tests()
 }
