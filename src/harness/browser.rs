@@ -139,7 +139,7 @@ impl RunBrowser {
     }
 }
 
-/// `--browser` / `BANKCONF_BROWSER`, else the first of [`NAMES`] on PATH.
+/// `--browser` / `BANKCONF_BROWSER`, else the first of `NAMES` on PATH.
 pub fn find(given: Option<&Path>) -> Option<PathBuf> {
     if let Some(path) = given {
         return Some(path.to_path_buf());

@@ -69,7 +69,7 @@ impl Answer {
     }
 }
 
-/// Every exchange of the run, in order (bounded: bodies are kept up to [`MAX_KEPT`] bytes, and
+/// Every exchange of the run, in order (bounded: bodies are kept up to `MAX_KEPT` bytes, and
 /// what is not kept is counted, so that the report can say what went unjudged).
 #[derive(Default)]
 pub struct AnswerLog {

@@ -12,7 +12,7 @@ fn hidden(c: char) -> bool {
         || matches!(c, '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
-/// Text made visible: every [`hidden`] character written as its Rust escape (`\u{1b}`). Serves
+/// Text made visible: every `hidden` character written as its Rust escape (`\u{1b}`). Serves
 /// the terminal and XML alike (every XML-illegal character is hidden).
 pub fn visible(text: &str) -> String {
     if !text.chars().any(hidden) {

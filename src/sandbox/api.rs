@@ -16,7 +16,7 @@
 //! Checks run in that order: authentication, then existence, then state or parameters.
 //! `POST /v1/connections` answers 201. Pagination (§4.3, §8): default `limit` 25, maximum 100
 //! (larger values are clamped to 100, not refused); order as in
-//! [`super::model::list_order`].
+//! `super::model::list_order`.
 
 use super::faults::{Flavor, Mutant, Variant};
 use super::render;

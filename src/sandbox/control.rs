@@ -8,7 +8,7 @@
 //! - `POST /sandbox/connections/{connectionId}/{action}` with an optional body
 //!   `{"accountId", "transactionId"}` (absent, empty or `{}` all mean no target): 200 with
 //!   `{"connectionId", "action", "status", "eventIds", "accountId", "transactionId"}`;
-//!   409 `not_possible` from the current state (see [`super::lifecycle`]); 404 `not_found` for an
+//!   409 `not_possible` from the current state (see `lifecycle`); 404 `not_found` for an
 //!   unknown connection, account or transaction; 400 `unknown_action` / `invalid_body`.
 //! - `DELETE /sandbox/webhooks` with `{"url": "..."}`: 200 `{"url", "unregistered": bool}`;
 //!   nothing more is delivered there, retries included. `GET /sandbox/webhooks`: the

@@ -7,11 +7,11 @@
 //!   and the sandbox's error answers (§7 leaves them open);
 //! - [`control`]: the `/sandbox/...` control routes (webhook registration, lifecycle actions);
 //! - [`transitions`]: the transition table of the sandbox (§3.2 leaves it open);
-//! - [`model`]: the in-memory records, identifiers (§2) and the transaction list order (§4.3);
-//! - [`render`]: every JSON body (account, page, event, error) built in one place;
-//! - [`seed`]: deterministic realistic account data per connection;
-//! - [`store`]: the state behind one mutex and every state change;
-//! - [`webhooks`]: the background delivery queue (§6);
+//! - `model`: the in-memory records, identifiers (§2) and the transaction list order (§4.3);
+//! - `render`: every JSON body (account, page, event, error) built in one place;
+//! - `seed`: deterministic realistic account data per connection;
+//! - `store`: the state behind one mutex and every state change;
+//! - `webhooks`: the background delivery queue (§6);
 //! - [`widget`]: the widget script (§1).
 //!
 //! Without configured keys, two clients are made with keys `bankconf_test_<24 random
@@ -107,7 +107,7 @@ impl Control {
     }
 
     /// Applies an action (like `POST /sandbox/connections/{id}/{action}`); see
-    /// [`lifecycle`] for what is possible from which state.
+    /// `lifecycle` for what is possible from which state.
     pub async fn apply(&self, connection_id: &str, action: Action, target: ActionArgs) -> Result<(), ControlError> {
         self.apply_outcome(connection_id, action, target).await.map(drop)
     }

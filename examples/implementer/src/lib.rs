@@ -3,7 +3,7 @@
 //! reference sandbox, so that the example runs as it is.
 
 use bankconf::sandbox::{ActionArgs, Control, ControlError, Mutant, Sandbox, SandboxConfig};
-use bankconf::spec::Action;
+use bankconf::Action;
 use bankconf::{Answer, DriveFuture, Driver};
 
 /// The server under test, started in this process (`mutant`: one with a deliberate bug).
