@@ -252,7 +252,7 @@ pub async fn trial_with(config: RunConfig, subject: Subject) -> Trial {
     if exit_code == EXIT_INCOMPLETE && report.unjudged().iter().flat_map(|(_, ids)| ids).all(|id| browser_case(id)) {
         exit_code = EXIT_PASSED;
     }
-    Trial { subject, exit_code, failed, error: report.setup_error.clone() }
+    Trial { subject, exit_code, failed, error: report.setup_error.as_ref().map(ToString::to_string) }
 }
 
 /// Options of [`self_test`].

@@ -3,7 +3,7 @@
 
 use bankconf::harness::catalogue::{self, Level};
 use bankconf::harness::outcome::{CaseResult, ErrorSource, Gate, IgnoreCause, Outcome};
-use bankconf::harness::report::{json, junit, markdown, Origin, Report};
+use bankconf::harness::report::{json, junit, markdown, Origin, Report, SetupError};
 use bankconf::schemas::{self, Schema};
 use bankconf::spec::SECTIONS;
 use quick_xml::events::Event;
@@ -306,7 +306,7 @@ fn a_setup_error_has_no_table_and_is_not_repeated() {
     use bankconf::harness::report::terminal::{render_summary, Paint};
     let report = Report {
         results: Vec::new(),
-        setup_error: Some("preflight: the target refuses --api-key".into()),
+        setup_error: Some(SetupError::Preflight("the target refuses --api-key".into())),
         expectations: None,
         ..with_failures()
     };

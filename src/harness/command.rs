@@ -23,7 +23,7 @@ pub async fn run(config: RunConfig) -> i32 {
     // No process a driver started outlives the run: the session's shutdown stops its driver.
     let report = runner::run_report(config, Some(Arc::new(progress::Terminal::new()))).await;
     if let Some(e) = &report.setup_error {
-        eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(e)));
+        eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(&e.to_string())));
     }
     report::finish(&report, &outputs)
 }
@@ -64,7 +64,7 @@ pub fn test_main(mut config: RunConfig, args: Arguments) -> ExitCode {
     };
     let report = runtime.block_on(runner::run_report(config, None));
     if let Some(e) = &report.setup_error {
-        eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(e)));
+        eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(&e.to_string())));
         return ExitCode::from(2);
     }
     eprintln!("bankconf: {} (seed {})", sanitize::visible(&report.server), report.seed().unwrap_or_default());

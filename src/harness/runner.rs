@@ -13,22 +13,22 @@ use super::outcome::{CaseResult, ErrorSource, IgnoreCause, Outcome, Problems};
 use super::preflight;
 use super::session::Session;
 use super::verdict::Link;
-use super::verdict::{Origin, Report};
+use super::verdict::{Origin, Report, SetupError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Sets up a session and runs the preflight; `Err` says why the run must not start.
-pub async fn start(config: RunConfig) -> Result<(Arc<RunContext>, Vec<String>), String> {
-    preflight::validate(&config)?;
+pub async fn start(config: RunConfig) -> Result<(Arc<RunContext>, Vec<String>), SetupError> {
+    preflight::validate(&config).map_err(SetupError::Configuration)?;
     let selection = config.selection();
-    catalogue::check_selection(&selection)?;
-    let mut session = Session::setup(config).await.map_err(|e| format!("the run could not start: {e}"))?;
+    catalogue::check_selection(&selection).map_err(SetupError::Configuration)?;
+    let mut session = Session::setup(config).await.map_err(SetupError::Start)?;
     match preflight::check(&mut session).await {
         Ok(notes) => Ok((RunContext::new(session), notes)),
         Err(e) => {
             session.shutdown().await;
-            Err(format!("preflight: {e}"))
+            Err(SetupError::Preflight(e))
         }
     }
 }
@@ -52,7 +52,7 @@ pub trait Progress: Send + Sync {
 pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) -> Report {
     let started = Instant::now();
     let (settings, gate) = (config.rerun_settings(), config.gate());
-    let not_run = |setup_error: String| Report {
+    let not_run = |setup_error: SetupError| Report {
         origin: Origin::Run { seed: 0, settings: settings.clone() },
         server: String::new(),
         gate: gate.clone(),
@@ -68,7 +68,7 @@ pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) 
     // A broken expectations file is found before anything runs.
     let expectations = match config.expect.as_deref().map(Expectations::load).transpose() {
         Ok(e) => e,
-        Err(e) => return not_run(e),
+        Err(e) => return not_run(SetupError::Expectations(e)),
     };
     let (ctx, notes) = match start(config).await {
         Ok(started) => started,

@@ -24,6 +24,32 @@ pub const EXIT_INCOMPLETE: i32 = 3;
 /// The mark of an outcome the `--expect` file expects (see [`Report::mark`]).
 pub const KNOWN: &str = "KNOWN";
 
+/// Why a run could not start or judge: the setup's problem, never the target's (exit 2).
+/// Kept typed until an edge renders it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SetupError {
+    /// A flag, a combination of flags, or a selection that names nothing.
+    Configuration(String),
+    /// The `--expect` file cannot be read.
+    Expectations(String),
+    /// The session could not be set up (sandbox, receiver, browser, driver).
+    Start(String),
+    /// The target is not set up as the flags say (keys, webhooks, service).
+    Preflight(String),
+    /// A report file cannot be written.
+    Reports(String),
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Configuration(m) | Self::Expectations(m) | Self::Reports(m) => f.write_str(m),
+            Self::Start(m) => write!(f, "the run could not start: {m}"),
+            Self::Preflight(m) => write!(f, "preflight: {m}"),
+        }
+    }
+}
+
 /// What made a report.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
@@ -56,7 +82,7 @@ pub struct Report {
     /// Facts about the run worth a line in every report (never secrets).
     pub notes: Vec<String>,
     /// Why the run could not start or judge (preflight, configuration): exit 2.
-    pub setup_error: Option<String>,
+    pub setup_error: Option<SetupError>,
     /// The transition graph the target revealed, when `lifecycle.transition-graph` ran.
     pub transition_graph: Option<TransitionGraph>,
     /// The `--expect` file the run was judged with.

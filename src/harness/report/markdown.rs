@@ -122,7 +122,7 @@ pub fn render(report: &Report) -> String {
         report.exit_code()
     );
     if let Some(e) = &report.setup_error {
-        let _ = writeln!(out, "**The run could not start or judge (exit code 2):** {}\n", cell(e));
+        let _ = writeln!(out, "**The run could not start or judge (exit code 2):** {}\n", cell(&e.to_string()));
     }
     for note in &report.notes {
         let _ = writeln!(out, "- {}", cell(note));

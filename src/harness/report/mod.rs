@@ -12,7 +12,7 @@ pub mod terminal;
 
 /// The run every format renders (its data sits below the runner, in [`super::verdict`]).
 use super::verdict;
-pub use verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
+pub use verdict::{Origin, Report, SetupError, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
 
 use super::config::OutputPaths;
 use super::sanitize;
