@@ -239,10 +239,11 @@ async fn list_transactions(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let f = shared.flavor;
     let store = shared.lock();
-    store.own_account(&client, &account_id, f.is(Mutant::IsolationTransactions)).map_err(|e| read_error(f, e))?;
-    let limit = parse_limit(f, query.get("limit").map(String::as_str))?;
     let cursor = query.get("starting_after").map(String::as_str);
-    store.transactions_page(&client, &account_id, limit, cursor).map(Json).map_err(|e| read_error(f, e))
+    let any_client = f.is(Mutant::IsolationTransactions) || (f.is(Mutant::IsolationWithCursor) && cursor.is_some());
+    store.own_account(&client, &account_id, any_client).map_err(|e| read_error(f, e))?;
+    let limit = parse_limit(f, query.get("limit").map(String::as_str))?;
+    store.transactions_page(&client, &account_id, limit, cursor, any_client).map(Json).map_err(|e| read_error(f, e))
 }
 
 /// §1: the widget script, no authentication. Other files under `/widget/` are 404.
