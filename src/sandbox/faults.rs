@@ -131,6 +131,8 @@ departures! {
             "the last non-empty page says has_more true";
         HasMoreFalseEarly = "has-more-false-early", "§4.3", ["transactions.has-more-honest"],
             "the first page says has_more false although more items remain";
+        OffsetCursorUnderInsertions = "offset-cursor-under-insertions", "§4.3", ["transactions.walk-under-insertions"],
+            "next_cursor is an offset into the list, so a transaction added between two page reads shifts the items after it";
         CursorIgnored = "cursor-ignored", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
             "starting_after is ignored: always the first page";
         LimitIgnored = "limit-ignored", "§4.3", ["transactions.limit-respected"],

@@ -312,7 +312,12 @@ impl Store {
             account.transactions.iter().collect()
         };
         let decoded = starting_after.and_then(render::cursor_id).filter(|_| f.has(Variant::OpaqueCursor));
+        // The mutant's next_cursor is an offset into the list as it is at each read, which an
+        // insertion before it shifts (transaction ids are still taken as cursors).
+        let offsets = f.is(Mutant::OffsetCursorUnderInsertions);
+        let offset = starting_after.and_then(|c| c.strip_prefix("offset_")?.parse::<usize>().ok()).filter(|_| offsets);
         let start = match decoded.as_deref().or(starting_after) {
+            _ if offset.is_some() => offset.unwrap_or(0).min(list.len()),
             None => 0,
             Some(cursor) => {
                 if let Some(i) = list.iter().position(|t| t.id == cursor) {
@@ -337,7 +342,8 @@ impl Store {
         let end = (start + limit).min(list.len());
         let items = &list[start..end];
         let mut has_more = end < list.len();
-        let mut cursor = items.last().map(|t| t.id.as_str());
+        let at_offset = format!("offset_{end}");
+        let mut cursor = if offsets { Some(at_offset.as_str()) } else { items.last().map(|t| t.id.as_str()) };
         match f.mutant {
             Some(Mutant::HasMoreTrueAtEnd) => has_more = start < list.len(),
             Some(Mutant::HasMoreWhenPageFull) => has_more = !items.is_empty() && items.len() == limit,
