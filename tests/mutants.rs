@@ -20,12 +20,19 @@ use std::time::Duration;
 /// Mutants whose fault shows only on some inputs (a limit, a path through one state): each must
 /// be caught under every seed, which deterministic coverage (pagination boundaries, the explored
 /// transition graph) guarantees.
-const SEED_SENSITIVE: [&str; 5] = [
+const SEED_SENSITIVE: [&str; 12] = [
     "has-more-when-page-full",
     "page-gap-limit-one",
     "previous-status-after-mfa",
     "verifying-after-mfa-silent",
     "accounts-after-disconnected",
+    "key-prefix-match",
+    "key-in-widget-token",
+    "foreign-cursor",
+    "isolation-with-cursor",
+    "event-time-reversed",
+    "account-drops-after-update",
+    "offset-cursor-under-insertions",
 ];
 
 fn main() -> ExitCode {

@@ -62,6 +62,49 @@ pub fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
     })
 }
 
+/// §6.2 `occurredAt` says when an event occurred, and the chain orders the events (§3.1): an
+/// event that leaves a state cannot have occurred before the event that entered it. Judged only
+/// where every reading of the chain forces that order, without trusting arrival order: a state
+/// entered by exactly one event (and by no short form, which may be taken again). Equal times
+/// pass. Returns each contradiction, for messages.
+pub fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
+    let events = unique(deliveries);
+    let state_of = |d: &Delivery| d.event_type().and_then(ConnectionState::from_event_type);
+    let occurred = |d: &Delivery| {
+        let text = d.body.pointer("/data/occurredAt").and_then(Value::as_str)?;
+        Some((chrono::DateTime::parse_from_rfc3339(text).ok()?, text.to_string()))
+    };
+    let mut entering: [Vec<&Delivery>; STATES] = Default::default();
+    let mut short = [false; STATES];
+    for d in &events {
+        let Some(state) = state_of(d) else { continue };
+        if d.is_short_form() {
+            short[index(state)] = true;
+        } else {
+            entering[index(state)].push(d);
+        }
+    }
+    let mut out = Vec::new();
+    for d in events.iter().filter(|d| !d.is_short_form() && state_of(d).is_some()) {
+        let Some(left) = d.body.pointer("/data/previousStatus").and_then(Value::as_str) else { continue };
+        let Some(left) = ConnectionState::from_lower(left).map(index) else { continue };
+        let [entered] = entering[left].as_slice() else { continue };
+        if short[left] {
+            continue;
+        }
+        if let (Some((at, text)), Some((before, before_text))) = (occurred(d), occurred(entered)) {
+            if at < before {
+                out.push(format!(
+                    "{} occurred at {text}, before {} (at {before_text}) entered the state it leaves",
+                    d.label(),
+                    entered.label()
+                ));
+            }
+        }
+    }
+    out
+}
+
 fn index(state: ConnectionState) -> usize {
     ConnectionState::ALL.iter().position(|s| *s == state).unwrap_or(0)
 }

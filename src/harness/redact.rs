@@ -130,23 +130,7 @@ fn longest() -> usize {
 /// part of a key, or a cut may leave part of one). A piece made only of the key's public
 /// prefix (up to its last `_`, §5.2) is left: the harness itself forges keys with it.
 fn redact_fragments(text: &str, secrets: &[String]) -> String {
-    let mut hidden = vec![false; text.len()];
-    for secret in secrets {
-        let public = secret.rfind('_').map_or(0, |at| at + 1);
-        let bytes = secret.as_bytes();
-        if bytes.len() < MIN_FRAGMENT {
-            continue;
-        }
-        for start in 0..=bytes.len() - MIN_FRAGMENT {
-            let Some(window) = secret.get(start..start + MIN_FRAGMENT) else { continue };
-            if start + MIN_FRAGMENT <= public {
-                continue;
-            }
-            for (at, _) in text.match_indices(window) {
-                hidden[at..at + MIN_FRAGMENT].iter_mut().for_each(|h| *h = true);
-            }
-        }
-    }
+    let hidden = fragments(text, secrets.iter().map(|s| (s.as_str(), public_part(s))));
     if !hidden.contains(&true) {
         return text.to_string();
     }
@@ -159,6 +143,82 @@ fn redact_fragments(text: &str, secrets: &[String]) -> String {
             (true, true) => {}
         }
         in_secret = hidden[at];
+    }
+    out
+}
+
+/// Bytes of a secret's form that are its public prefix: up to its last `_` (§5.2).
+fn public_part(form: &str) -> usize {
+    form.rfind('_').map_or(0, |at| at + 1)
+}
+
+/// Which bytes of `text` belong to a piece of [`MIN_FRAGMENT`] characters or more of one of
+/// `forms`, each given with the length of its public prefix (pieces only of that are left).
+fn fragments<'a>(text: &str, forms: impl IntoIterator<Item = (&'a str, usize)>) -> Vec<bool> {
+    let mut hidden = vec![false; text.len()];
+    for (form, public) in forms {
+        let bytes = form.as_bytes();
+        if bytes.len() < MIN_FRAGMENT {
+            continue;
+        }
+        for start in 0..=bytes.len() - MIN_FRAGMENT {
+            let Some(window) = form.get(start..start + MIN_FRAGMENT) else { continue };
+            if start + MIN_FRAGMENT <= public {
+                continue;
+            }
+            for (at, _) in text.match_indices(window) {
+                hidden[at..at + MIN_FRAGMENT].iter_mut().for_each(|h| *h = true);
+            }
+        }
+    }
+    hidden
+}
+
+/// Whether `text` carries `secret`, or a piece of it of [`MIN_FRAGMENT`] characters or more
+/// beyond its public prefix: as the redactor finds them (plain, JSON-escaped, percent-encoded),
+/// and also base64, base64url and hex encoded (for judging what a target hands a frontend,
+/// §5.2/§5.3; the redactor itself does not search those, to keep redaction cheap).
+pub fn reveals(text: &str, secret: &str) -> bool {
+    if secret.is_empty() {
+        return false;
+    }
+    let mut all: Vec<(String, usize)> = forms(secret)
+        .into_iter()
+        .map(|form| {
+            let public = public_part(&form);
+            (form, public)
+        })
+        .collect();
+    if all.iter().any(|(form, _)| text.contains(form.as_str())) {
+        return true;
+    }
+    let public = public_part(secret);
+    let bytes = secret.as_bytes();
+    // A piece that starts at byte `a` encodes as a run of base64 of `secret[a % 3..]`; its
+    // first `shown` characters encode only the public prefix.
+    for shift in 0..3.min(bytes.len()) {
+        let shown = public.saturating_sub(shift) * 4 / 3;
+        for alphabet in [BASE64, BASE64URL] {
+            all.push((base64(&bytes[shift..], alphabet), shown));
+        }
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    all.push((hex.to_ascii_uppercase(), 2 * public));
+    all.push((hex, 2 * public));
+    fragments(text, all.iter().map(|(f, p)| (f.as_str(), *p))).contains(&true)
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// `bytes` in base64 with `alphabet`, without padding.
+fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(alphabet[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
     }
     out
 }
@@ -200,6 +260,29 @@ mod tests {
         assert!(!cut_off.contains("hk_test/+"), "{cut_off}");
         let cut_off = cut_start(&format!("head {secret}{}", "x".repeat(100)), 110);
         assert!(!cut_off.contains("9z8y7x6w5v"), "{cut_off}");
+    }
+
+    #[test]
+    fn reveals_pieces_of_a_secret_in_every_encoding() {
+        let key = "bankconf_test_q7w8e9r0t1y2u3i4o5p6a7s8";
+        assert_eq!(base64(b"Man", BASE64), "TWFu");
+        assert_eq!(base64(b"Ma", BASE64), "TWE");
+        assert_eq!(base64(b"\xfb\xff", BASE64URL), "-_8");
+        let piece = &key.as_bytes()[16..28];
+        for (shift, text) in [
+            (0, key.to_string()),
+            (0, piece.iter().map(|b| format!("{b:02X}")).collect()),
+            (0, base64(key.as_bytes(), BASE64)),
+            (1, base64(piece, BASE64URL)),
+            (2, format!("{{\"t\":\"sess_{}\"}}", base64(&key.as_bytes()[17..], BASE64))),
+            (3, key.replace('_', "%5F")),
+        ] {
+            assert!(reveals(&text, key), "{shift}: {text}");
+        }
+        // The public prefix alone, or another key, is not the key.
+        assert!(!reveals("bankconf_test_", key));
+        assert!(!reveals(&base64(b"bankconf_test_", BASE64), key));
+        assert!(!reveals("bankconf_test_zzzzzzzzzzzzzzzzzzzzzzzz", key));
     }
 
     #[test]

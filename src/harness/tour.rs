@@ -236,6 +236,15 @@ pub fn announcing_event(action: Action) -> &'static str {
     }
 }
 
+/// A re-read after `event` that did not pass: a failure names the event; a walk stopped at the
+/// harness's bound stays ignored (never failed).
+fn after(event: &str, stop: Stop) -> Stop {
+    match stop {
+        Stop::Fail(f) => Stop::fail(format!("after {event}: {}", f.message)),
+        other => other,
+    }
+}
+
 /// What the client does on the event (§6.3), and whether it shows what the event announced.
 pub(crate) async fn react(
     ctx: &Session,
@@ -265,9 +274,7 @@ pub(crate) async fn react(
             }
             let exchange = ctx.api.get(&["v1", "accounts", &account], &[]).await?;
             exchange.success_json().map_err(|e| Stop::fail(format!("after accounts.updated: {e}")))?;
-            pagination::walk(&ctx.api, &account, None, None)
-                .await
-                .map_err(|e| Stop::fail(format!("after accounts.updated: {e}")))?;
+            pagination::walk(&ctx.api, &account, None, None).await.map_err(|e| after("accounts.updated", e))?;
             Ok(())
         }
         // §6.3: the deleted transaction is gone from the list.
@@ -288,9 +295,8 @@ pub(crate) async fn react(
                     )));
                 }
             }
-            let walk = pagination::walk(&ctx.api, &account, None, None)
-                .await
-                .map_err(|e| Stop::fail(format!("after transaction.deleted: {e}")))?;
+            let walk =
+                pagination::walk(&ctx.api, &account, None, None).await.map_err(|e| after("transaction.deleted", e))?;
             let still_listed = walk.items().any(|item| item.id == txn);
             if still_listed {
                 return Err(Stop::fail(format!(

@@ -246,10 +246,12 @@ async fn list_transactions(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let f = shared.flavor;
     let store = shared.lock();
-    store.own_account(&client, &account_id, f.is(Mutant::IsolationTransactions)).map_err(|e| read_error(f, e))?;
-    let limit = parse_limit(f, query.get("limit").map(String::as_str))?;
     let cursor = query.get("starting_after").map(String::as_str);
-    let mut page = store.transactions_page(&client, &account_id, limit, cursor).map_err(|e| read_error(f, e))?;
+    let any_client = f.is(Mutant::IsolationTransactions) || (f.is(Mutant::IsolationWithCursor) && cursor.is_some());
+    store.own_account(&client, &account_id, any_client).map_err(|e| read_error(f, e))?;
+    let limit = parse_limit(f, query.get("limit").map(String::as_str))?;
+    let mut page =
+        store.transactions_page(&client, &account_id, limit, cursor, any_client).map_err(|e| read_error(f, e))?;
     if f.is(Mutant::SecondClientTransactionAccount) && store.first_client() != Some(client) {
         for item in page.get_mut("data").and_then(|d| d.as_array_mut()).into_iter().flatten() {
             item["accountId"] = serde_json::json!(format!("{account_id}X"));

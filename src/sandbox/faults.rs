@@ -100,6 +100,8 @@ departures! {
             "GET /v1/accounts/{id} answers 404";
         AccountUnreadableAfterUpdate = "account-unreadable-after-update", "§6.3", ["reactions.accounts-updated"],
             "GET /v1/accounts/{id} answers 500 once the account was updated";
+        AccountDropsAfterUpdate = "account-drops-after-update", "§4.2", ["reactions.account-balance"],
+            "an account drops out of its connection's accounts list once `update_accounts` changed it";
         AccountBalanceStale = "account-balance-stale", "§4.4", ["reactions.account-balance"],
             "GET /v1/accounts/{id} keeps serving the balance of before accounts.updated";
         // §2.3, §4.3 transactions
@@ -133,6 +135,8 @@ departures! {
             "the last non-empty page says has_more true";
         HasMoreFalseEarly = "has-more-false-early", "§4.3", ["transactions.has-more-honest"],
             "the first page says has_more false although more items remain";
+        OffsetCursorUnderInsertions = "offset-cursor-under-insertions", "§4.3", ["transactions.walk-under-insertions"],
+            "next_cursor is an offset into the list, so a transaction added between two page reads shifts the items after it";
         CursorIgnored = "cursor-ignored", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
             "starting_after is ignored: always the first page";
         LimitIgnored = "limit-ignored", "§4.3", ["transactions.limit-respected"],
@@ -156,6 +160,8 @@ departures! {
             "`previousStatus` is upper case";
         PreviousStatusWrong = "previous-status-wrong", "§6.2", ["events.previous-status-chain"],
             "`previousStatus` always says `created`: the chain is broken";
+        EventTimeReversed = "event-time-reversed", "§6.2", ["events.time-follows-chain"],
+            "each later event of a connection has an occurredAt a minute earlier than the one before";
         NoCreatedEvent = "no-created-event", "§3.2", ["events.created-announced", "events.previous-status-chain"],
             "connection.created is never sent";
         NoConnectedEvent = "no-connected-event", "§3.1", ["events.connected-announced"],
@@ -206,12 +212,18 @@ departures! {
             "malformed Authorization headers are served as the first client";
         AnyKeyAccepted = "any-key-accepted", "§5", ["auth.unknown-key"],
             "unknown keys are served as the first client";
+        KeyPrefixMatch = "key-prefix-match", "§5", ["auth.near-miss-key"],
+            "any key that starts with a real key is served as that key's client";
         IsolationAccounts = "isolation-accounts", "§5", ["isolation.accounts"],
             "any client can read any connection's accounts";
         IsolationAccount = "isolation-account", "§5", ["isolation.account"],
             "any client can read any account";
         IsolationTransactions = "isolation-transactions", "§5", ["isolation.transactions"],
             "any client can read any account's transactions";
+        IsolationWithCursor = "isolation-with-cursor", "§5", ["isolation.request-shapes"],
+            "any client can read any account's transactions by sending a starting_after";
+        ForeignCursor = "foreign-cursor", "§4.3", ["isolation.foreign-cursor"],
+            "a starting_after that names a transaction of another account (of any client) continues that account's list";
         FirstClientReadsAll = "first-client-reads-all", "§5", ["isolation.accounts", "isolation.account", "isolation.transactions"],
             "the first client can read every client's connections, accounts and transactions (the other direction stays closed)";
         // §1 widget
@@ -221,6 +233,8 @@ departures! {
             "the widget script is served as text/plain";
         WidgetEmbedsKey = "widget-embeds-key", "§5", ["widget.no-api-key"],
             "the widget script carries a client's API key";
+        KeyInWidgetToken = "key-in-widget-token", "§5", ["widget.token-no-key"],
+            "the widget token is `sess_` and the client's API key, hex-encoded";
         WidgetSyntaxError = "widget-syntax-error", "§1", ["widget.script-runs", "widget.global-open"],
             "the widget script has a syntax error";
         WidgetNoGlobal = "widget-no-global", "§1", ["widget.global-open"],
@@ -282,6 +296,12 @@ departures! {
             "the widget's open takes (token, connectionId, onSuccess), and throws given one object";
         WidgetPromise = "widget-promise", "§1", [],
             "the widget's open returns a promise";
+        BigAccount = "big-account", "§8", [],
+            "the checking account holds 3,000 transactions";
+        EmptySecondClient = "empty-second-client", "§4.2", [],
+            "the connections of the second client link no account: CONNECTED, with an empty accounts list";
+        ForeignConnectionEvents = "foreign-connection-events", "§6", [],
+            "each new connection comes with another connection of the same client, made and connected elsewhere, whose events reach the receiver too";
     }
 }
 

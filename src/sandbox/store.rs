@@ -88,7 +88,11 @@ impl Store {
 
     /// The client an API key belongs to.
     pub fn client_for_key(&self, key: &str) -> Option<String> {
-        self.clients.get(key).cloned()
+        let exact = self.clients.get(key).cloned();
+        if exact.is_none() && self.flavor.is(Mutant::KeyPrefixMatch) {
+            return self.clients.iter().find(|(k, _)| key.starts_with(k.as_str())).map(|(_, c)| c.clone());
+        }
+        exact
     }
 
     /// Some API key (for the `widget-embeds-key` mutant, which leaks one into the frontend).
@@ -123,8 +127,13 @@ impl Store {
         })
     }
 
-    fn emit(&mut self, event: Event) -> String {
+    fn emit(&mut self, mut event: Event) -> String {
         let id = event.id.clone();
+        if self.flavor.is(Mutant::EventTimeReversed) {
+            // Each later event of a connection is dated a minute earlier than the one before.
+            let earlier = self.events.iter().filter(|e| e["data"]["connectionId"] == event.connection_id.as_str());
+            event.at -= chrono::Duration::minutes(earlier.count() as i64);
+        }
         if self.flavor.suppressed_event() == Some(event.kind) {
             return id;
         }
@@ -187,7 +196,7 @@ impl Store {
             id: id.clone(),
             client_id: client_id.to_string(),
             status: ConnectionState::Created,
-            widget_token: f.new_id(prefix::WIDGET_TOKEN),
+            widget_token: self.widget_token(client_id),
             account_ids: Vec::new(),
             institution: seed::INSTITUTIONS[(seed as usize - 1) % seed::INSTITUTIONS.len()].clone(),
             rng: StdRng::seed_from_u64(seed),
@@ -195,8 +204,43 @@ impl Store {
         let body = render::connection_created(f, &conn.id, conn.status, &conn.widget_token);
         self.connections.insert(id.clone(), conn);
         self.connection_event(&id, ConnectionState::Created, None, Utc::now());
+        if f.has(Variant::ForeignConnectionEvents) {
+            self.foreign_connection(client_id, seed);
+        }
         self.flush();
         body
+    }
+
+    /// [`Variant::ForeignConnectionEvents`]: another backend of the same client makes and
+    /// connects a connection of its own, whose events reach the same webhook receiver (§6 does
+    /// not confine deliveries to the connections one caller made).
+    fn foreign_connection(&mut self, client_id: &str, seed: u64) {
+        let id = self.flavor.new_id(prefix::CONNECTION);
+        let conn = Connection {
+            id: id.clone(),
+            client_id: client_id.to_string(),
+            status: ConnectionState::Created,
+            widget_token: self.widget_token(client_id),
+            account_ids: Vec::new(),
+            institution: seed::INSTITUTIONS[(seed as usize - 1) % seed::INSTITUTIONS.len()].clone(),
+            rng: StdRng::seed_from_u64(seed + (1 << 32)),
+        };
+        self.connections.insert(id.clone(), conn);
+        self.connection_event(&id, ConnectionState::Created, None, Utc::now());
+        let _ = self.apply_change(&id, Action::Connect, &ActionArgs::default());
+    }
+
+    /// A fresh widget token (§2.1); [`Mutant::KeyInWidgetToken`] makes it of the client's API
+    /// key, hex-encoded, so a frontend holds the key (§5.2, §5.3).
+    fn widget_token(&self, client_id: &str) -> String {
+        let key = self.clients.iter().find(|(_, c)| *c == client_id).map(|(k, _)| k.as_str());
+        match key {
+            Some(key) if self.flavor.is(Mutant::KeyInWidgetToken) => {
+                let hex: String = key.bytes().map(|b| format!("{b:02x}")).collect();
+                format!("{}{hex}", prefix::WIDGET_TOKEN)
+            }
+            _ => self.flavor.new_id(prefix::WIDGET_TOKEN),
+        }
     }
 
     /// [`Mutant::FirstClientReadsAll`]: the first client's reads are not confined to its own.
@@ -233,10 +277,14 @@ impl Store {
         if conn.status != ConnectionState::Connected && !served {
             return Err(ReadError::NotConnected(conn.status));
         }
-        Ok(render::accounts(self.flavor, conn.account_ids.iter().map(|id| &self.accounts[id])))
+        let listed = conn.account_ids.iter().map(|id| &self.accounts[id]);
+        // The mutant forgets an account once `update_accounts` changed it.
+        let dropped = |a: &&Account| self.flavor.is(Mutant::AccountDropsAfterUpdate) && a.updates > 0;
+        Ok(render::accounts(self.flavor, listed.filter(|a| !dropped(a))))
     }
 
-    /// §4.3: one page of an account's transactions, in [`super::model::list_order`].
+    /// §4.3: one page of an account's transactions, in [`super::model::list_order`]
+    /// (`any_client`: an isolation mutant's hole, see [`Store::own_account`]).
     /// `starting_after` may name a transaction deleted since: the page then starts after the
     /// place it had.
     pub fn transactions_page(
@@ -245,9 +293,17 @@ impl Store {
         account_id: &str,
         limit: usize,
         starting_after: Option<&str>,
+        any_client: bool,
     ) -> Result<Value, ReadError> {
         let f = self.flavor;
-        let account = self.own_account(client_id, account_id, f.is(Mutant::IsolationTransactions))?;
+        let account = self.own_account(client_id, account_id, any_client)?;
+        let account = match starting_after {
+            // The mutant follows a cursor into whichever account lists it.
+            Some(c) if f.is(Mutant::ForeignCursor) && !account.transactions.iter().any(|t| t.id == c) => {
+                self.accounts.values().find(|a| a.transactions.iter().any(|t| t.id == c)).unwrap_or(account)
+            }
+            _ => account,
+        };
         // The list is kept newest first; the oldest-first variant reads it backwards.
         let oldest_first = f.has(Variant::OldestFirst);
         let list: Vec<&Transaction> = if oldest_first {
@@ -256,7 +312,12 @@ impl Store {
             account.transactions.iter().collect()
         };
         let decoded = starting_after.and_then(render::cursor_id).filter(|_| f.has(Variant::OpaqueCursor));
+        // The mutant's next_cursor is an offset into the list as it is at each read, which an
+        // insertion before it shifts (transaction ids are still taken as cursors).
+        let offsets = f.is(Mutant::OffsetCursorUnderInsertions);
+        let offset = starting_after.and_then(|c| c.strip_prefix("offset_")?.parse::<usize>().ok()).filter(|_| offsets);
         let start = match decoded.as_deref().or(starting_after) {
+            _ if offset.is_some() => offset.unwrap_or(0).min(list.len()),
             None => 0,
             Some(cursor) => {
                 if let Some(i) = list.iter().position(|t| t.id == cursor) {
@@ -281,7 +342,8 @@ impl Store {
         let end = (start + limit).min(list.len());
         let items = &list[start..end];
         let mut has_more = end < list.len();
-        let mut cursor = items.last().map(|t| t.id.as_str());
+        let at_offset = format!("offset_{end}");
+        let mut cursor = if offsets { Some(at_offset.as_str()) } else { items.last().map(|t| t.id.as_str()) };
         match f.mutant {
             Some(Mutant::HasMoreTrueAtEnd) => has_more = start < list.len(),
             Some(Mutant::HasMoreWhenPageFull) => has_more = !items.is_empty() && items.len() == limit,
@@ -398,6 +460,11 @@ impl Store {
     fn ensure_accounts(&mut self, conn_id: &str, now: DateTime<Utc>) {
         let conn = self.connections.get_mut(conn_id).expect("exists");
         if !conn.account_ids.is_empty() {
+            return;
+        }
+        // The variant links no account to the connections of every client but the first (§4.2
+        // does not say a connection has any).
+        if self.flavor.has(Variant::EmptySecondClient) && self.first_client.as_ref() != Some(&conn.client_id) {
             return;
         }
         for account in seed::accounts(conn, now, self.flavor) {

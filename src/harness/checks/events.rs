@@ -3,6 +3,7 @@
 //!
 //! The rules over deliveries live in [`crate::harness::event_rules`], shared with `check-events`.
 
+use crate::harness::chain;
 use crate::harness::delivery::Delivery;
 use crate::harness::event_rules;
 use crate::harness::fixtures::RunContext;
@@ -16,6 +17,7 @@ crate::cases! {
     UNIQUE_IDS = "events.unique-ids" => unique_ids;
     CREATED_ANNOUNCED = "events.created-announced" => created_announced;
     PREVIOUS_STATUS_CHAIN = "events.previous-status-chain" => previous_status_chain;
+    TIME_FOLLOWS_CHAIN = "events.time-follows-chain" => time_follows_chain;
     CONNECTED_ANNOUNCED = "events.connected-announced" => connected_announced;
     FAILED_AUTH_ANNOUNCED = "events.failed-auth-announced" => failed_auth_announced;
     MFA_REQUIRED_ANNOUNCED = "events.mfa-required-announced" => mfa_required_announced;
@@ -73,6 +75,19 @@ async fn created_announced(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 async fn previous_status_chain(ctx: Arc<RunContext>) -> Result<(), Stop> {
     event_rules::chains(&ctx.tour().await?.connections()?)
+}
+
+/// Each tour connection's `occurredAt` times agree with its state chain (read order-free,
+/// [`chain::time_contradictions`]).
+async fn time_follows_chain(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let tour = ctx.tour().await?;
+    let mut problems = Problems::default();
+    for (connection, deliveries) in tour.connections()? {
+        for contradiction in chain::time_contradictions(deliveries) {
+            problems.add(format!("{connection}: {contradiction}"));
+        }
+    }
+    problems.finish()
 }
 
 async fn connected_announced(ctx: Arc<RunContext>) -> Result<(), Stop> {

@@ -49,6 +49,14 @@ async fn account_balance(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let single = one.success_json()?;
     let listed = ctx.accounts_when_ready(&id).await?;
     let in_list = listed.iter().find(|a| a.get("id").and_then(Value::as_str) == Some(account.as_str()));
+    // §4.2 lists all accounts linked to the connection: one listed before the update and named
+    // by its event does not drop out (a failure, not a missing prerequisite).
+    let listed_before = accounts.iter().any(|a| a.get("id").and_then(Value::as_str) == Some(account.as_str()));
+    if in_list.is_none() && listed_before {
+        return Err(Stop::fail(format!(
+            "after {ACCOUNTS_UPDATED} for {account}, GET /v1/connections/{id}/accounts no longer lists it (§4.2: all accounts linked to the connection)"
+        )));
+    }
     let (Some(got), Some(want)) =
         (single.get("balance").and_then(Value::as_f64), in_list.and_then(|a| a.get("balance")).and_then(Value::as_f64))
     else {

@@ -12,9 +12,12 @@ crate::cases! {
     MISSING_KEY = "auth.missing-key" => missing_key;
     MALFORMED_KEY = "auth.malformed-key" => malformed_key;
     UNKNOWN_KEY = "auth.unknown-key" => unknown_key;
+    NEAR_MISS_KEY = "auth.near-miss-key" => near_miss_key;
     ACCOUNTS = "isolation.accounts" => isolation_accounts;
     ACCOUNT = "isolation.account" => isolation_account;
     TRANSACTIONS = "isolation.transactions" => isolation_transactions;
+    FOREIGN_CURSOR = "isolation.foreign-cursor" => foreign_cursor;
+    REQUEST_SHAPES = "isolation.request-shapes" => request_shapes;
 }
 
 /// Every endpoint of §4, with the fixture's ids.
@@ -70,6 +73,47 @@ async fn unknown_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let prefix = key.find('_').map_or("unknown_", |i| &key[..=i]);
     let forged = format!("Bearer {prefix}bankconfNeverIssued0000000000");
     refused_everywhere(&ctx, Auth::Header(forged), "with a well-formed key the service never issued").await
+}
+
+/// §5: a key is accepted exactly or not at all. The run's key with a character more, with a
+/// character cut off at either end, and with the case of its letters swapped is each a key the
+/// service never issued (a variant equal to a key of this run is skipped, and so is a case swap
+/// that changes nothing).
+async fn near_miss_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let keys: Vec<String> = ctx.api.keys().map(str::to_string).collect();
+    let Some(key) = keys.first() else { return Err(Stop::ignore("needs the API key (--api-key)")) };
+    for (near, what) in near_misses(key) {
+        if near.is_empty() || keys.contains(&near) {
+            continue;
+        }
+        // A near miss is as secret as the key it comes from: never printed (the reproduction
+        // names it in its header).
+        ctx.redactor.add(&near);
+        refused_everywhere(&ctx, Auth::Header(format!("Bearer {near}")), what).await?;
+    }
+    Ok(())
+}
+
+/// The near misses of `key`, each with what it is, for messages.
+fn near_misses(key: &str) -> Vec<(String, &'static str)> {
+    let swapped: String = key
+        .chars()
+        .map(|c| if c.is_ascii_uppercase() { c.to_ascii_lowercase() } else { c.to_ascii_uppercase() })
+        .collect();
+    let mut chars = key.chars();
+    chars.next_back();
+    let shorter = chars.as_str().to_string();
+    let mut chars = key.chars();
+    chars.next();
+    let mut out = vec![
+        (format!("{key}0"), "with the API key and one character more"),
+        (shorter, "with the API key short of its last character"),
+        (chars.as_str().to_string(), "with the API key short of its first character"),
+    ];
+    if swapped != key {
+        out.push((swapped, "with the API key in swapped letter case"));
+    }
+    out
 }
 
 /// A 2xx answer to another client leaks data when it names any of `ids`.
@@ -177,5 +221,109 @@ async fn isolation_transactions(ctx: Arc<RunContext>) -> Result<(), Stop> {
         accounts.iter().map(|a| (path(a), vec![a.clone()])).collect()
     })
     .await?;
+    problems.finish()
+}
+
+/// The reference walks that went through: a walk that failed is its own cases' failure, and
+/// the probes take their ids from the others.
+fn judged_walks(fixture: &Connected) -> Vec<(&str, &crate::harness::pagination::Walk)> {
+    fixture.walks.iter().filter_map(|(id, walk)| Some((id.as_str(), walk.as_ref().ok()?))).collect()
+}
+
+/// The transaction ids of the first page of `account`'s transactions read with `auth`
+/// (nothing when refused or unreadable).
+async fn first_page_ids(ctx: &RunContext, account: &str, auth: Auth) -> Result<Vec<String>, Stop> {
+    let exchange = ctx.api.send(Method::GET, &["v1", "accounts", account, "transactions"], &[], auth).await?;
+    let Ok(body) = exchange.success_json() else { return Ok(Vec::new()) };
+    let items = body.get("data").and_then(serde_json::Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    Ok(items.iter().filter_map(|i| i.get("id")?.as_str().map(str::to_string)).collect())
+}
+
+/// A cursor from another scope, sent with the first client's key on `asked`: the answer is a
+/// refusal, or a page that names nothing of the scope the cursor came from (`foreign`: its
+/// account id and transaction ids). Tried without and with `limit`.
+async fn probe_cursor(
+    ctx: &RunContext,
+    asked: &str,
+    cursor: &str,
+    foreign: &[String],
+    whose: &str,
+    problems: &mut Problems,
+) -> Result<(), Stop> {
+    for limit in [None, Some(2)] {
+        let query = crate::harness::pagination::query(limit, Some(cursor));
+        let exchange = ctx.api.get(&["v1", "accounts", asked, "transactions"], &query).await?;
+        let named = foreign.iter().find(|id| exchange.is_success() && exchange.body.contains(id.as_str()));
+        if let Some(id) = named {
+            problems.add(format!(
+                "{} (a starting_after taken from {whose}): expected a refusal, an empty page or transactions of {asked}, got status {} naming {id}",
+                exchange.request, exchange.status
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// §4.3 (a cursor names an item of the list asked for) and §5: a transaction id of another
+/// account of this client, and one of the other client, sent as `starting_after` never leads
+/// into that account's data. A refusal, an empty page or the asked account's own items pass.
+async fn foreign_cursor(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let walks = judged_walks(&fixture);
+    let mut problems = Problems::default();
+    let mut probed = false;
+    for (i, (asked, _)) in walks.iter().enumerate() {
+        // The next other account with transactions lends its first and last as cursors.
+        let lender =
+            walks.iter().cycle().skip(i + 1).take(walks.len().saturating_sub(1)).find(|(_, w)| w.ids().len() > 1);
+        let Some((other, walk)) = lender else { continue };
+        let ids = walk.ids();
+        let foreign = [ids.clone(), vec![other.to_string()]].concat();
+        for cursor in [&ids[0], &ids[ids.len() - 1]] {
+            probed = true;
+            probe_cursor(&ctx, asked, cursor, &foreign, "another account of this client", &mut problems).await?;
+        }
+    }
+    if let Some((_, accounts)) = second_client_data(&ctx).await? {
+        for account in &accounts {
+            let ids = first_page_ids(&ctx, account, Auth::Second).await?;
+            let Some(cursor) = ids.first() else { continue };
+            let foreign = [ids.clone(), vec![account.clone()]].concat();
+            for (asked, _) in &walks {
+                probed = true;
+                probe_cursor(&ctx, asked, cursor, &foreign, "the second client's account", &mut problems).await?;
+            }
+        }
+    }
+    if !probed {
+        return Err(Stop::ignore("no account of another scope has transactions to take a cursor from"));
+    }
+    problems.finish()
+}
+
+/// §5: the second client's key on the first client's account ids, in every request shape the
+/// harness itself sends (`limit`, `starting_after`, both): refused, or naming none of the first
+/// client's data. (`isolation.transactions` sends the bare shape.)
+async fn request_shapes(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut problems = Problems::default();
+    let mut probed = false;
+    for (account, walk) in judged_walks(&fixture) {
+        let ids = walk.ids();
+        let Some(cursor) = ids.first() else { continue };
+        let secret = [ids.clone(), vec![account.to_string()]].concat();
+        for (limit, after) in [(Some(1), None), (None, Some(cursor.as_str())), (Some(2), Some(cursor.as_str()))] {
+            probed = true;
+            let query = crate::harness::pagination::query(limit, after);
+            let exchange =
+                ctx.api.send(Method::GET, &["v1", "accounts", account, "transactions"], &query, Auth::Second).await?;
+            if let Some(m) = leaks(&exchange, &secret) {
+                problems.add(m);
+            }
+        }
+    }
+    if !probed {
+        return Err(Stop::ignore("no account of the connection has a transaction to take a cursor from"));
+    }
     problems.finish()
 }

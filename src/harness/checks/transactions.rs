@@ -5,7 +5,7 @@
 use super::Reply;
 use crate::harness::fixtures::{Connected, RunContext};
 use crate::harness::har;
-use crate::harness::outcome::{str_field, ErrorSource, Stop};
+use crate::harness::outcome::{str_field, ErrorSource, Problems, Stop};
 use crate::harness::pagination::{self, fetch_page, Walk};
 use crate::harness::property;
 use crate::schemas::{self, Schema};
@@ -25,6 +25,7 @@ crate::cases! {
     STARTING_AFTER = "transactions.starting-after" => starting_after;
     HAS_MORE_HONEST = "transactions.has-more-honest" => has_more_honest;
     STATUS_POSTED = "transactions.status-posted" => reads_pages, responds [AccountTransactions => status_posted];
+    WALK_UNDER_INSERTIONS = "transactions.walk-under-insertions" => walk_under_insertions;
 }
 
 /// The flow of the response-checked cases: every page of every account of a CONNECTED
@@ -344,4 +345,64 @@ async fn has_more_honest(ctx: Arc<RunContext>) -> Result<(), Stop> {
         Ok(())
     })
     .await
+}
+
+/// Insertions a walk interleaves: `update_accounts` after each of its first pages.
+const INSERTIONS: usize = 3;
+
+/// §4.3 rule 1: `starting_after` returns the items after the item it names, so transactions
+/// added between two page reads (`update_accounts`, §6.3) neither repeat nor hide one that
+/// existed throughout (new ones may show or not). On a fresh connection, which no other case
+/// reads, in the account with the most transactions, in 4 pages or more.
+async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let created = ctx.connect_new().await?;
+    let mut longest: Option<(String, Vec<String>, usize)> = None;
+    for account in ctx.accounts_when_ready(&created.connection_id).await? {
+        let Some(id) = account.get("id").and_then(Value::as_str) else { continue };
+        let walk = pagination::walk(&ctx.api, id, None, None).await?;
+        let page = walk.pages.iter().map(|p| p.items.len()).max().unwrap_or(0);
+        if longest.as_ref().is_none_or(|(_, most, _)| walk.ids().len() > most.len()) {
+            longest = Some((id.to_string(), walk.ids(), page));
+        }
+    }
+    let Some((account, before, page)) = longest.filter(|(_, ids, _)| ids.len() >= 4) else {
+        return Err(Stop::ignore("no account of a new connection has 4 transactions to walk"));
+    };
+    // Never above the target's own page size, which §8 lets it cap.
+    let limit = (before.len() / 4).clamp(1, page.max(1)) as u64;
+    let (mut seen, mut cursor, mut first) = (Vec::new(), None::<String>, None);
+    for read in 0.. {
+        if read == pagination::MAX_LIMITED_PAGES {
+            return Err(Stop::ignore(format!("the walk stopped at its bound of {read} pages; not judged")));
+        }
+        let page = fetch_page(&ctx.api, &account, Some(limit), cursor.as_deref()).await?;
+        first.get_or_insert_with(|| page.request.clone());
+        seen.extend(page.ids());
+        if !page.has_more {
+            break;
+        }
+        // A page without a cursor to follow is has-more-honest's failure, not this one's.
+        let next = page.next_cursor.ok_or_else(|| Stop::ignore("has_more without next_cursor: no walk to judge"))?;
+        cursor = Some(next);
+        if read < INSERTIONS {
+            ctx.drive(crate::spec::Action::UpdateAccounts, &created, Some(&account), None).await?;
+        }
+    }
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for id in &seen {
+        *counts.entry(id).or_default() += 1;
+    }
+    let walked = format!(
+        "{} and following next_cursor, with update_accounts after each of the first {INSERTIONS} pages",
+        first.unwrap_or_default()
+    );
+    let mut problems = Problems::default();
+    for id in &before {
+        match counts.get(id.as_str()).copied().unwrap_or(0) {
+            1 => {}
+            0 => problems.add(format!("{walked}: {id} was never listed, though it existed throughout")),
+            n => problems.add(format!("{walked}: {id} was listed {n} times")),
+        }
+    }
+    problems.finish()
 }

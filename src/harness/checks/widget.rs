@@ -3,7 +3,7 @@
 use crate::harness::browser::{self, Probe};
 use crate::harness::fixtures::RunContext;
 use crate::harness::http::Exchange;
-use crate::harness::outcome::{ensure, Stop};
+use crate::harness::outcome::{ensure, Problems, Stop};
 use crate::harness::redact;
 use std::sync::Arc;
 
@@ -11,6 +11,8 @@ crate::cases! {
     SERVED = "widget.served" => served;
     DEFINES_OPEN = "widget.defines-open" => defines_open;
     NO_API_KEY = "widget.no-api-key" => no_api_key;
+    TOKEN_NO_KEY = "widget.token-no-key" => token_no_key;
+    NO_KEY_DERIVATIVE = "widget.no-key-derivative" => no_key_derivative;
     SCRIPT_RUNS = "widget.script-runs" => script_runs;
     GLOBAL_OPEN = "widget.global-open" => global_open;
     OPEN_ACCEPTS_TOKEN = "widget.open-accepts-token" => open_accepts_token;
@@ -159,5 +161,51 @@ async fn no_api_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let mut keys = ctx.api.keys();
     ensure(!keys.any(|k| exchange.body.contains(k)), || {
         format!("{}: the script contains an API key of this run (§5.2: keys never reach a frontend)", exchange.request)
+    })
+}
+
+/// Which key of this run `text` reveals ([`redact::reveals`]: the key or a piece of 8 or more
+/// characters of it beyond its public prefix, plain or encoded), by its place: never the key.
+fn revealed_key(ctx: &RunContext, text: &str) -> Option<&'static str> {
+    let mut keys = ctx.api.keys();
+    let first = keys.next().filter(|k| redact::reveals(text, k)).map(|_| "the API key");
+    first.or_else(|| keys.next().filter(|k| redact::reveals(text, k)).map(|_| "the second client's API key"))
+}
+
+/// §5.2 keeps the key on the backend and §5.3 opens the widget with the widget token
+/// *instead*: what creation answers (the token and the connection id go to the frontend, §1
+/// step 2) carries nothing of the key, whole or in part, plain or encoded.
+async fn token_no_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let created = ctx.create_connection().await?;
+    let mut problems = Problems::default();
+    let mut found = false;
+    for field in ["widgetToken", "connectionId"] {
+        let value = created.body.get(field).map(ToString::to_string).unwrap_or_default();
+        if let Some(key) = revealed_key(&ctx, &value) {
+            found = true;
+            problems.add(format!(
+                "POST /v1/connections: `{field}` carries {key} or a piece of it (plain or encoded); the frontend gets it (§5.2, §5.3)"
+            ));
+        }
+    }
+    if !found {
+        if let Some(key) = revealed_key(&ctx, &created.body.to_string()) {
+            problems.add(format!("POST /v1/connections: the answer carries {key} or a piece of it (plain or encoded)"));
+        }
+    }
+    problems.finish()
+}
+
+/// §5.2: the widget script is frontend code, so it carries nothing of a key: no piece of one,
+/// plain or encoded. The whole key in plain text is `widget.no-api-key`'s failure, not repeated.
+async fn no_key_derivative(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let exchange = fetch(&ctx).await?;
+    let body = ctx.api.keys().fold(exchange.body.clone(), |body, key| body.replace(key, ""));
+    ensure(revealed_key(&ctx, &body).is_none(), || {
+        format!(
+            "{}: the script carries a piece of {} (plain or encoded; §5.2: keys never reach a frontend)",
+            exchange.request,
+            revealed_key(&ctx, &body).unwrap_or("an API key")
+        )
     })
 }
