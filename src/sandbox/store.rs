@@ -192,15 +192,7 @@ impl Store {
         } else {
             f.new_id(prefix::CONNECTION)
         };
-        let conn = Connection {
-            id: id.clone(),
-            client_id: client_id.to_string(),
-            status: ConnectionState::Created,
-            widget_token: self.widget_token(client_id),
-            account_ids: Vec::new(),
-            institution: seed::INSTITUTIONS[(seed as usize - 1) % seed::INSTITUTIONS.len()].clone(),
-            rng: StdRng::seed_from_u64(seed),
-        };
+        let conn = self.new_connection(&id, client_id, seed, seed);
         let body = render::connection_created(f, &conn.id, conn.status, &conn.widget_token);
         self.connections.insert(id.clone(), conn);
         self.connection_event(&id, ConnectionState::Created, None, Utc::now());
@@ -211,20 +203,25 @@ impl Store {
         body
     }
 
-    /// [`Variant::ForeignConnectionEvents`]: another backend of the same client makes and
-    /// connects a connection of its own, whose events reach the same webhook receiver (§6 does
-    /// not confine deliveries to the connections one caller made).
-    fn foreign_connection(&mut self, client_id: &str, seed: u64) {
-        let id = self.flavor.new_id(prefix::CONNECTION);
-        let conn = Connection {
-            id: id.clone(),
+    /// A CREATED connection of `client_id`: its institution from `seed`, its data from `rng_seed`.
+    fn new_connection(&mut self, id: &str, client_id: &str, seed: u64, rng_seed: u64) -> Connection {
+        Connection {
+            id: id.to_string(),
             client_id: client_id.to_string(),
             status: ConnectionState::Created,
             widget_token: self.widget_token(client_id),
             account_ids: Vec::new(),
             institution: seed::INSTITUTIONS[(seed as usize - 1) % seed::INSTITUTIONS.len()].clone(),
-            rng: StdRng::seed_from_u64(seed + (1 << 32)),
-        };
+            rng: StdRng::seed_from_u64(rng_seed),
+        }
+    }
+
+    /// [`Variant::ForeignConnectionEvents`]: another backend of the same client makes and
+    /// connects a connection of its own, whose events reach the same webhook receiver (§6 does
+    /// not confine deliveries to the connections one caller made).
+    fn foreign_connection(&mut self, client_id: &str, seed: u64) {
+        let id = self.flavor.new_id(prefix::CONNECTION);
+        let conn = self.new_connection(&id, client_id, seed, seed + (1 << 32));
         self.connections.insert(id.clone(), conn);
         self.connection_event(&id, ConnectionState::Created, None, Utc::now());
         let _ = self.apply_change(&id, Action::Connect, &ActionArgs::default());
