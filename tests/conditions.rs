@@ -1,7 +1,9 @@
 //! The whole catalogue against the embedded sandbox under the conditions of real deployments
-//! (src/sandbox/conditions.rs): late deliveries, deliveries one at a time, API latency, a rate
-//! limit. Slowness is never a violation (§6.3, §8): every case must pass, none be left unjudged
-//! for time. (Wall times are measured by `scripts/bench-conditions.sh`, not here.)
+//! (src/sandbox/conditions.rs): a weak server (small accept queue, `Connection: close`), late
+//! deliveries, deliveries one at a time, API latency, a rate limit. Slowness is never a
+//! violation (§6.3, §8): every case must pass, none be left unjudged for time, with no flag
+//! given. One test per condition; the slow ones are `#[ignore]`d and run by `.ci/run` with
+//! `--include-ignored`. (Wall times are measured by `scripts/bench-conditions.sh`, not here.)
 
 use bankconf::harness::config::{RunConfig, SandboxConditions};
 use bankconf::harness::outcome::Outcome;
@@ -30,19 +32,55 @@ async fn all_pass(name: &str, conditions: SandboxConditions) -> Result<(), Strin
     }
 }
 
+/// One condition, one row: the whole catalogue must pass under it.
+async fn row(name: &str, conditions: SandboxConditions) {
+    if let Err(e) = all_pass(name, conditions).await {
+        panic!("{e}");
+    }
+}
+
+const NONE: SandboxConditions = SandboxConditions {
+    sandbox_latency_ms: 0,
+    sandbox_delivery_delay_ms: 0,
+    sandbox_delivery_serial_ms: 0,
+    sandbox_rate_limit: 0,
+    sandbox_backlog: 0,
+    sandbox_connection_close: false,
+};
+
+/// A weak server: an accept queue of 5 and no keep-alive (as Python's `http.server`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_conforming_sandbox_passes_under_every_condition() {
-    let none = SandboxConditions::default();
-    // The four runs mostly wait: concurrently, the test takes about as long as the slowest.
-    let runs = [
-        ("deliveries 3 s late", SandboxConditions { sandbox_delivery_delay_ms: 3000, ..none }),
-        ("deliveries one at a time, 0.3 s each", SandboxConditions { sandbox_delivery_serial_ms: 300, ..none }),
-        ("100 ms API latency", SandboxConditions { sandbox_latency_ms: 100, ..none }),
-        ("10 requests per second per key", SandboxConditions { sandbox_rate_limit: 10, ..none }),
-    ];
-    let [a, b, c, d] = runs.map(|(name, conditions)| tokio::spawn(all_pass(name, conditions)));
-    let (a, b, c, d) = tokio::join!(a, b, c, d);
-    let failures: Vec<String> =
-        [a, b, c, d].into_iter().filter_map(|r| r.expect("the run stopped unexpectedly").err()).collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+async fn a_weak_server() {
+    let weak = SandboxConditions { sandbox_backlog: 5, sandbox_connection_close: true, ..NONE };
+    row("accept queue of 5, Connection: close", weak).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow condition: run by .ci/run"]
+async fn deliveries_3_s_late() {
+    row("deliveries 3 s late", SandboxConditions { sandbox_delivery_delay_ms: 3000, ..NONE }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow condition: run by .ci/run"]
+async fn deliveries_8_s_late() {
+    row("deliveries 8 s late", SandboxConditions { sandbox_delivery_delay_ms: 8000, ..NONE }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow condition: run by .ci/run"]
+async fn deliveries_one_at_a_time() {
+    row("deliveries one at a time, 0.3 s each", SandboxConditions { sandbox_delivery_serial_ms: 300, ..NONE }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow condition: run by .ci/run"]
+async fn api_latency_100_ms() {
+    row("100 ms API latency", SandboxConditions { sandbox_latency_ms: 100, ..NONE }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow condition: run by .ci/run"]
+async fn a_rate_limit_of_10_per_second() {
+    row("10 requests per second per key", SandboxConditions { sandbox_rate_limit: 10, ..NONE }).await;
 }

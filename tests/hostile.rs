@@ -113,7 +113,11 @@ fn run_args(url: Option<&str>, driver: &str) -> Vec<String> {
         }
     };
     args.extend(["--base-url".into(), sandbox]);
-    args.extend(["--api-key", KEY, "--second-api-key", SECOND_KEY, "--service", "bankconf"].map(String::from));
+    args.extend(["--api-key", KEY, "--second-api-key", SECOND_KEY].map(String::from));
+    // A hostile target serves no widget script: with --service, the preflight would stop there.
+    if url.is_none() {
+        args.extend(["--service", "bankconf"].map(String::from));
+    }
     args.extend(["--driver".into(), driver.into(), "--cases".into(), "4".into()]);
     let event_wait = if url.is_some() { "0.3" } else { "2" };
     args.extend(["--request-timeout", "3", "--event-timeout", event_wait, "--driver-timeout", "5"].map(String::from));
@@ -353,7 +357,60 @@ fn retry_after_that_is_not_a_number() {
             (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, wait)], "slow down").into_response()
         }
     }));
-    row(&serve(app), 1, &["status 429"]).holds("retry_after_that_is_not_a_number");
+    // Refusals are not evidence (§8): the target that refuses everything is given up on, soon,
+    // and every case is ignored (INCOMPLETE).
+    row(&serve(app), 3, &["429", "not sent"]).holds("retry_after_that_is_not_a_number");
+}
+
+/// One endpoint that answers 429 to everything (a proxy in front of a sandbox that refuses the
+/// transactions endpoint): its reads stop being sent, its cases are ignored, none fails (exit
+/// 3), and the run ends within 90 s.
+#[test]
+fn an_endpoint_that_only_refuses() {
+    let sandbox = Server::start(&[KEY, SECOND_KEY], &[]);
+    let upstream = sandbox.url.clone();
+    let client = reqwest::Client::new();
+    let app = Router::new().fallback(any(move |request: axum::extract::Request| {
+        let (client, upstream) = (client.clone(), upstream.clone());
+        async move {
+            let path = request.uri().path_and_query().map(|p| p.to_string()).unwrap_or_default();
+            if path.starts_with("/v1/accounts/") && path.contains("/transactions") {
+                return (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "NaN")], "slow down").into_response();
+            }
+            let (parts, body) = request.into_parts();
+            let body = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+            let mut forward = client.request(parts.method, format!("{upstream}{path}")).body(body);
+            for (name, value) in &parts.headers {
+                if name != header::HOST {
+                    forward = forward.header(name, value);
+                }
+            }
+            match forward.send().await {
+                Ok(answer) => {
+                    let status = answer.status();
+                    let kind = answer.headers().get(header::CONTENT_TYPE).cloned();
+                    let bytes = answer.bytes().await.unwrap_or_default();
+                    let mut response = (status, bytes).into_response();
+                    if let Some(kind) = kind {
+                        response.headers_mut().insert(header::CONTENT_TYPE, kind);
+                    }
+                    response
+                }
+                Err(_) => StatusCode::BAD_GATEWAY.into_response(),
+            }
+        }
+    }));
+    let url = serve(app);
+    let mut args = run_args(Some(&url), "./examples/sandbox-driver.sh");
+    // The sandbox behind the proxy delivers webhooks: give them the sandbox's time.
+    if let Some(at) = args.iter().position(|a| a == "--event-timeout") {
+        args[at + 1] = "2".into();
+    }
+    let started = Instant::now();
+    Row { args, code: 3, expect: vec!["not sent", "answers 429"], forbid: vec!["FAIL "], pids: None }
+        .holds("an_endpoint_that_only_refuses");
+    assert!(started.elapsed() < Duration::from_secs(90), "took {:?}", started.elapsed());
+    drop(sandbox);
 }
 
 /// Pages of about 1 MB that never end, each with a new cursor: the memory ceiling.

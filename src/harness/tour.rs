@@ -110,20 +110,56 @@ async fn run_leg(ctx: &Session, client: Auth, path: &'static [Action]) -> Leg {
     let Ok(connection) = &created else {
         return Leg { client, path, created, steps: Vec::new(), deliveries: Vec::new() };
     };
-    let mut steps = Vec::new();
+    // A step waits for its event only where the spec puts a read after it (§6.3): after
+    // connect, before the next step; a run of data actions is driven first and its events
+    // awaited together; a step followed by no read is awaited with the chain, at the end.
+    let mut verdicts: Vec<Option<Result<(), Stop>>> = path.iter().map(|_| None).collect();
+    let who = &client;
+    let mut deferred = Vec::new();
     let mut blocked: Option<String> = None;
-    for &action in path {
-        let verdict = match &blocked {
-            Some(why) => Err(Stop::ignore(format!("not driven: {why}"))),
-            None => drive_step(ctx, connection, action, &client).await,
-        };
+    let mut i = 0;
+    while i < path.len() {
+        let data = |a: &Action| matches!(a, Action::UpdateAccounts | Action::DeleteTransaction);
+        let batch = if data(&path[i]) { path[i..].iter().take_while(|a| data(a)).count() } else { 1 };
+        let mut started = Vec::new();
+        for (at, &action) in path.iter().enumerate().skip(i).take(batch) {
+            match &blocked {
+                Some(why) => verdicts[at] = Some(Err(Stop::ignore(format!("not driven: {why}")))),
+                None => match start_step(ctx, connection, action).await {
+                    Ok(step) if action == Action::Connect || data(&action) => started.push((at, step)),
+                    Ok(step) => deferred.push((at, step)),
+                    Err(e) => verdicts[at] = Some(Err(e)),
+                },
+            }
+        }
+        let finished = join_all(
+            started.into_iter().map(|(at, step)| async move { (at, finish_step(ctx, connection, step, who).await) }),
+        )
+        .await;
+        for (at, verdict) in finished {
+            verdicts[at] = Some(verdict);
+        }
         // A failed step leaves the connection in an unknown state; a skipped or refused one
         // (ignored) changes nothing, so the later steps can still be driven.
-        if let Err(e @ Stop::Fail(_)) = &verdict {
-            blocked.get_or_insert_with(|| format!("the earlier step {action} failed ({e})"));
+        for (at, verdict) in verdicts.iter().enumerate().skip(i).take(batch) {
+            if let Some(Err(e @ Stop::Fail(_))) = verdict {
+                blocked.get_or_insert_with(|| format!("the earlier step {} failed ({e})", path[at]));
+            }
         }
-        steps.push(Step { action, verdict });
+        i += batch;
     }
+    let finished = join_all(
+        deferred.into_iter().map(|(at, step)| async move { (at, finish_step(ctx, connection, step, who).await) }),
+    )
+    .await;
+    for (at, verdict) in finished {
+        verdicts[at] = Some(verdict);
+    }
+    let steps = path
+        .iter()
+        .zip(verdicts)
+        .map(|(&action, verdict)| Step { action, verdict: verdict.unwrap_or_else(|| Err(Stop::ignore("not driven"))) })
+        .collect();
     // Let the chain settle: late deliveries are allowed, so wait (bounded) until it links up.
     let deliveries = match ctx.receiver() {
         Ok(r) => {
@@ -136,8 +172,17 @@ async fn run_leg(ctx: &Session, client: Auth, path: &'static [Action]) -> Leg {
     Leg { client, path, created, steps, deliveries }
 }
 
-/// Drives one step, waits for the event that announces it, and checks the reaction (§6.3).
-async fn drive_step(ctx: &Session, connection: &Created, action: Action, client: &Auth) -> Result<(), Stop> {
+/// A step driven, its event not yet awaited.
+struct Started {
+    action: Action,
+    before: Option<Before>,
+    /// Deliveries from here on are the step's.
+    since: u64,
+    at: std::time::Instant,
+}
+
+/// Prepares (reads what a data action applies to) and drives one step.
+async fn start_step(ctx: &Session, connection: &Created, action: Action) -> Result<Started, Stop> {
     let receiver = ctx.receiver()?;
     let id = &connection.connection_id;
     let before = match action {
@@ -149,9 +194,17 @@ async fn drive_step(ctx: &Session, connection: &Created, action: Action, client:
     }
     let (account, transaction) = before.as_ref().map_or((None, None), |b| (b.account.clone(), b.transaction.clone()));
     let since = receiver.arrived_so_far();
+    let at = std::time::Instant::now();
     ctx.drive(action, connection, account.as_deref(), transaction.as_deref()).await?;
+    Ok(Started { action, before, since, at })
+}
+
+/// Waits for the event that announces a driven step, and checks the reaction (§6.3).
+async fn finish_step(ctx: &Session, connection: &Created, step: Started, client: &Auth) -> Result<(), Stop> {
+    let receiver = ctx.receiver()?;
+    let id = &connection.connection_id;
+    let Started { action, before, since, at } = step;
     let expected = announcing_event(action);
-    let started = std::time::Instant::now();
     let (arrived, seen) = receiver
         .wait_for(id, ctx.config.event_wait(), |ds| {
             ds.iter().any(|d| d.event_type() == Some(expected) && d.seq >= since)
@@ -160,7 +213,7 @@ async fn drive_step(ctx: &Session, connection: &Created, action: Action, client:
     if !arrived {
         return Err(Stop::fail(format!(
             "drove {action} on {id}, but no {expected} arrived ({}); received {}{}{}",
-            receiver.patience.describe(started.elapsed()),
+            receiver.patience.describe(at.elapsed()),
             labels(&seen),
             receiver.batch_hint(),
             receiver.refusals()

@@ -30,14 +30,17 @@ const EXPLORE_AT_ONCE: usize = 8;
 
 /// Explores the transition graph as the target reveals it, whatever the seed: from the created
 /// state, and from every state an accepted action reaches, every action is tried once, each on a
-/// fresh connection along the shortest known path (breadth first, played concurrently). Every
-/// accepted step is judged as in [`play`]; the graph goes into the reports.
+/// fresh connection along the shortest known path (breadth first, played concurrently). The
+/// graph follows the driver's answers, so exploring never waits for a webhook; every played
+/// sequence is judged as in [`play`] once its events are in, all those waits at the same time.
+/// The graph goes into the reports.
 async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.receiver()?;
     let mut graph = TransitionGraph { reached: vec![ConnectionState::Created], edges: Vec::new() };
-    let mut paths: Vec<(ConnectionState, Vec<Action>)> = vec![(ConnectionState::Created, Vec::new())];
-    let mut frontier = paths.clone();
+    let mut frontier: Vec<(ConnectionState, Vec<Action>)> = vec![(ConnectionState::Created, Vec::new())];
     let permits = Arc::new(tokio::sync::Semaphore::new(EXPLORE_AT_ONCE));
+    // The judgements of the played sequences, each waiting for its events meanwhile.
+    let mut judging = tokio::task::JoinSet::new();
     // Each round goes one step deeper; 8 states bound it.
     for _ in 0..ConnectionState::ALL.len() {
         let mut set = tokio::task::JoinSet::new();
@@ -46,26 +49,26 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
                 let sequence: Vec<Action> = path.iter().copied().chain([action]).collect();
                 let (ctx, permits) = (ctx.clone(), permits.clone());
                 set.spawn(crate::harness::http::recording(async move {
-                    let _permit = permits.acquire_owned().await;
-                    let played = play(&ctx, &sequence).await;
-                    (sequence, played)
+                    let permit = permits.acquire_owned().await;
+                    let driven = drive(&ctx, &sequence).await;
+                    drop(permit);
+                    (sequence, driven)
                 }));
             }
         }
         let mut next = Vec::new();
         while let Some(joined) = set.join_next().await {
-            let ((sequence, played), log) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
-            let played = match played {
-                Ok(played) => played,
-                Err(Stop::Fail(f)) => {
-                    if let Some(sent) = crate::harness::http::evidence(&f.message, &log) {
-                        crate::harness::http::record(sent.clone());
-                    }
-                    return Err(Stop::fail(format!("{} [explored sequence: {sequence:?}]", f.message)));
-                }
+            let ((sequence, driven), log) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
+            let (played, pending) = match driven {
+                Ok(driven) => driven,
+                Err(Stop::Fail(f)) => return Err(explored(f.message, &sequence, &log)),
+                Err(e) if e.is_transport() => return Err(e),
                 Err(Stop::Ignore(..)) => continue,
                 Err(e) => return Err(e),
             };
+            let ctx = ctx.clone();
+            let judged = sequence.clone();
+            judging.spawn(crate::harness::http::recording(async move { (judged, pending.judge(&ctx).await) }));
             let Some(&(from, action, transition)) = played.last().filter(|(_, a, _)| sequence.last() == Some(a)) else {
                 continue;
             };
@@ -75,7 +78,6 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
             if let Transition::Accepted(to) = transition {
                 if !graph.reached.contains(&to) {
                     graph.reached.push(to);
-                    paths.push((to, sequence.clone()));
                     next.push((to, sequence));
                 }
             }
@@ -85,9 +87,27 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
         }
         frontier = next;
     }
+    while let Some(joined) = judging.join_next().await {
+        let ((sequence, judged), log) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
+        match judged {
+            Ok(()) => {}
+            Err(Stop::Fail(f)) => return Err(explored(f.message, &sequence, &log)),
+            Err(e) if e.is_transport() => return Err(e),
+            Err(Stop::Ignore(..)) => {}
+            Err(e) => return Err(e),
+        }
+    }
     graph.edges.sort();
     ctx.record_graph(graph);
     Ok(())
+}
+
+/// The failure of an explored sequence, its evidence recorded as the case's.
+fn explored(message: String, sequence: &[Action], log: &[crate::harness::http::Sent]) -> Stop {
+    if let Some(sent) = crate::harness::http::evidence(&message, log) {
+        crate::harness::http::record(sent.clone());
+    }
+    Stop::fail(format!("{message} [explored sequence: {sequence:?}]"))
 }
 
 async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -148,8 +168,28 @@ impl Trace {
 /// target did.
 pub type Played = Vec<(ConnectionState, Action, Transition)>;
 
-/// Plays `actions` on a fresh connection, checking after every accepted step.
+/// Plays `actions` on a fresh connection, then judges what the events and the API tell.
 pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
+    let (played, pending) = drive(ctx, actions).await?;
+    pending.judge(ctx).await?;
+    Ok(played)
+}
+
+/// A driven sequence, to judge once its events are in: no step waits for the webhooks of the
+/// one before (the spec puts no read between them, §6.3).
+pub struct Pending {
+    id: String,
+    trace: Trace,
+    /// The events the accepted steps announce, one per state change (§3.1, §6), in order.
+    expected: Vec<&'static str>,
+    /// The last step, when it is a data action the target accepted: its reaction is judged
+    /// after its event (§6.3).
+    reaction: Option<(Action, u64, Option<Before>)>,
+}
+
+/// Drives `actions` on a fresh connection, following the driver's answers: an accepted action
+/// moves the connection to the state it targets (a data action keeps the state).
+pub async fn drive(ctx: &Session, actions: &[Action]) -> Result<(Played, Pending), Stop> {
     let mut played = Played::new();
     let receiver = ctx.receiver()?;
     let driver = ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
@@ -157,9 +197,11 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
     let id = created.connection_id.clone();
     let mut trace = Trace { steps: vec!["create".to_string()] };
     // The connection starts CREATED, announced by connection.created (§3.2).
-    let mut state = settle(ctx, &id, "connection.created", 0, &trace).await?;
-    accounts_follow_state(ctx, &id, state, &trace).await?;
+    let mut state = ConnectionState::Created;
+    let mut expected = vec!["connection.created"];
+    let mut reaction = None;
     for &action in actions {
+        reaction = None;
         // Data actions target what a CONNECTED connection lists; otherwise the driver picks.
         let data_action = matches!(action, Action::UpdateAccounts | Action::DeleteTransaction);
         let before = if data_action && state == ConnectionState::Connected {
@@ -176,11 +218,21 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
             transaction_id: transaction,
             webhook_url: Some(receiver.url().to_string()),
         };
+        if let Some(account) = &args.account_id {
+            crate::harness::pagination::forget(&ctx.api, account);
+        }
+        // Two steps within one millisecond could announce events of equal content and
+        // `occurredAt`, which read as one re-stamped retry (`delivery::unique`): a step apart.
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
         // Deliveries from here on are the step's: the target may announce before the driver returns.
         let since = receiver.arrived_so_far();
         let from = state;
         let call = driver.run(DriverAction::Act(action), &args);
-        match ctx.api.recorder().driven(DriverAction::Act(action), &args, call).await {
+        let driven = ctx.api.recorder().driven(DriverAction::Act(action), &args, call).await;
+        if let Some(account) = &args.account_id {
+            crate::harness::pagination::forget(&ctx.api, account);
+        }
+        match driven {
             Ok(()) => trace.steps.push(format!("{action}")),
             // Refused from this state, or not supported: not a failure; the sequence goes on.
             Err(DriveError::Refused(_)) => {
@@ -200,43 +252,61 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
             played.push((from, action, Transition::Accepted(state)));
             continue;
         }
-        state = settle(ctx, &id, announcing_event(action), since, &trace).await?;
+        expected.push(announcing_event(action));
+        state = action.target_state().unwrap_or(state);
         played.push((from, action, Transition::Accepted(state)));
-        accounts_follow_state(ctx, &id, state, &trace).await?;
-        if matches!(action, Action::UpdateAccounts | Action::DeleteTransaction) {
-            let deliveries = receiver.for_connection(&id);
-            let event = deliveries.iter().find(|d| d.event_type() == Some(announcing_event(action)) && d.seq >= since);
-            react(ctx, &id, action, event, before.as_ref(), &Auth::Primary)
-                .await
-                .map_err(|e| trace.fail(&id, e.to_string(), &deliveries))?;
+        if data_action {
+            reaction = Some((action, since, before));
         }
     }
-    Ok(played)
+    Ok((played, Pending { id, trace, expected, reaction }))
 }
 
-/// Waits (bounded) until an `expected` event has arrived since delivery `since` and the chain
-/// links up, then judges the deliveries that arrived since. Returns the state the chain ends in.
-async fn settle(ctx: &Session, id: &str, expected: &str, since: u64, trace: &Trace) -> Result<ConnectionState, Stop> {
-    let receiver = ctx.receiver()?;
-    let arrived = |ds: &[Delivery]| ds.iter().any(|d| d.event_type() == Some(expected) && d.seq >= since);
-    let started = std::time::Instant::now();
-    let (_, deliveries) =
-        receiver.wait_for(id, ctx.config.event_wait(), |ds| arrived(ds) && chain::resolve(ds).is_ok()).await;
-    if !arrived(&deliveries) {
-        let problem = format!(
-            "the target accepted the action, but no {expected} arrived ({}){}",
-            receiver.patience.describe(started.elapsed()),
-            receiver.refusals()
-        );
-        return Err(trace.fail(id, problem, &deliveries));
+impl Pending {
+    /// Waits (bounded) until every expected event has arrived and the chain links up, then
+    /// judges: each delivery's schema and envelope (§6.1, §6.2), the chain (§3, §6.2), the
+    /// accounts against the last announced state (§3.2, §4.2), and the last data action's
+    /// reaction (§6.3).
+    pub async fn judge(self, ctx: &Session) -> Result<(), Stop> {
+        let Pending { id, trace, expected, reaction } = self;
+        let receiver = ctx.receiver()?;
+        let missing = |ds: &[Delivery]| {
+            expected.iter().copied().find(|t| {
+                let want = expected.iter().filter(|e| e == &t).count();
+                ds.iter().filter(|d| d.event_type() == Some(t)).count() < want
+            })
+        };
+        let started = std::time::Instant::now();
+        let (_, deliveries) = receiver
+            .wait_for(&id, ctx.config.event_wait(), |ds| missing(ds).is_none() && chain::resolve(ds).is_ok())
+            .await;
+        if let Some(absent) = missing(&deliveries) {
+            let problem = format!(
+                "the target accepted the action, but no {absent} arrived ({}){}",
+                receiver.patience.describe(started.elapsed()),
+                receiver.refusals()
+            );
+            return Err(trace.fail(&id, problem, &deliveries));
+        }
+        // Every delivery on its own: schema (which also asserts the prefixes of the ids it
+        // names, §2) and envelope agreement (§6.2).
+        event_rules::schema(&deliveries)
+            .and_then(|()| event_rules::envelope_agrees(&deliveries))
+            .map_err(|problem| trace.fail(&id, problem.to_string(), &deliveries))?;
+        let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(&id, problem, &deliveries))?;
+        accounts_follow_state(ctx, &id, state, &trace).await?;
+        if let Some((action, since, before)) = reaction {
+            let event = deliveries.iter().find(|d| d.event_type() == Some(announcing_event(action)) && d.seq >= since);
+            react(ctx, &id, action, event, before.as_ref(), &Auth::Primary).await.map_err(|e| {
+                if e.is_fail() {
+                    trace.fail(&id, e.to_string(), &deliveries)
+                } else {
+                    e
+                }
+            })?;
+        }
+        Ok(())
     }
-    // Every new delivery on its own: schema (which also asserts the prefixes of the ids it
-    // names, §2) and envelope agreement (§6.2).
-    let new: Vec<Delivery> = deliveries.iter().filter(|d| d.seq >= since).cloned().collect();
-    event_rules::schema(&new)
-        .and_then(|()| event_rules::envelope_agrees(&new))
-        .map_err(|problem| trace.fail(id, problem.to_string(), &deliveries))?;
-    chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))
 }
 
 /// Accounts are readable exactly when the last announced state is connected (§3.2, §4.2).
