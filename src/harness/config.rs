@@ -61,7 +61,7 @@ pub struct RunConfig {
     #[arg(long, env = "BANKCONF_CASES", default_value_t = 6)]
     pub cases: u32,
     /// Shortest wait, in seconds, for a webhook event a case expects; a wait grows with the
-    /// delivery latency observed in the run and a busy queue, up to 60 s (see README).
+    /// delivery latency observed in the run and a busy queue, up to 120 s (see README).
     #[arg(long, env = "BANKCONF_EVENT_TIMEOUT", default_value_t = 5.0)]
     pub event_timeout: f64,
     /// Seconds one HTTP request may take.
@@ -82,7 +82,7 @@ pub struct RunConfig {
     /// Requests per second sent to the target (a token bucket; 0: unlimited).
     #[arg(long, env = "BANKCONF_RATE_LIMIT", default_value_t = 0.0)]
     pub rate_limit: f64,
-    /// Property inputs played at a time (each on its own connection or walk).
+    /// Most API requests in flight at once, from every case: the ceiling of the adaptive window.
     #[arg(long, env = "BANKCONF_CONCURRENCY", default_value_t = 8)]
     pub concurrency: usize,
     /// Select cases by section (`§4.3` or `4.3`; repeatable).

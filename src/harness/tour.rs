@@ -276,6 +276,15 @@ pub fn announcing_event(action: Action) -> &'static str {
     }
 }
 
+/// A failure of the reaction to `event`, saying so; what stops otherwise (a read left
+/// unanswered) is passed on as it is, never made a failure.
+fn after(event: &'static str) -> impl Fn(Stop) -> Stop {
+    move |stop| match stop {
+        Stop::Fail(f) => Stop::fail(format!("after {event}: {}", f.message)),
+        other => other,
+    }
+}
+
 /// What the client does on the event (§6.3), and whether it shows what the event announced.
 pub(crate) async fn react(
     ctx: &Session,
@@ -293,7 +302,7 @@ pub(crate) async fn react(
         Action::Connect => {
             let path = ["v1", "connections", connection_id, "accounts"];
             let exchange = ctx.api.send(Method::GET, &path, &[], client.clone()).await?;
-            exchange.success_json().map(|_| ()).map_err(|e| Stop::fail(format!("after connection.connected: {e}")))
+            exchange.success_json().map(|_| ()).map_err(after("connection.connected"))
         }
         // §6.3: re-read the account and its transactions.
         Action::UpdateAccounts => {
@@ -304,10 +313,8 @@ pub(crate) async fn react(
                 )));
             }
             let exchange = ctx.api.get(&["v1", "accounts", &account], &[]).await?;
-            exchange.success_json().map_err(|e| Stop::fail(format!("after accounts.updated: {e}")))?;
-            pagination::walk(&ctx.api, &account, None, None)
-                .await
-                .map_err(|e| Stop::fail(format!("after accounts.updated: {e}")))?;
+            exchange.success_json().map_err(after("accounts.updated"))?;
+            pagination::walk(&ctx.api, &account, None, None).await.map_err(after("accounts.updated"))?;
             Ok(())
         }
         // §6.3: the deleted transaction is gone from the list.
@@ -328,9 +335,7 @@ pub(crate) async fn react(
                     )));
                 }
             }
-            let walk = pagination::walk(&ctx.api, &account, None, None)
-                .await
-                .map_err(|e| Stop::fail(format!("after transaction.deleted: {e}")))?;
+            let walk = pagination::walk(&ctx.api, &account, None, None).await.map_err(after("transaction.deleted"))?;
             let still_listed = walk.items().any(|item| item.id == txn);
             if still_listed {
                 return Err(Stop::fail(format!(

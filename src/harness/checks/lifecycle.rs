@@ -29,56 +29,69 @@ crate::cases! {
 const EXPLORE_AT_ONCE: usize = 8;
 
 /// Explores the transition graph as the target reveals it, whatever the seed: from the created
-/// state, and from every state an accepted action reaches, every action is tried once, each on a
-/// fresh connection along the shortest known path (breadth first, played concurrently). The
+/// state, and from every state an accepted action reaches, every action is tried once (breadth
+/// first, the states of a round concurrently). A connection is brought along the shortest known
+/// path, then tries the untried actions one after another until one changes its state (a
+/// refused action changes nothing), so a fresh connection is needed only per state change. The
 /// graph follows the driver's answers, so exploring never waits for a webhook; every played
 /// sequence is judged as in [`play`] once its events are in, all those waits at the same time.
 /// The graph goes into the reports.
 async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.receiver()?;
     let mut graph = TransitionGraph { reached: vec![ConnectionState::Created], edges: Vec::new() };
-    let mut frontier: Vec<(ConnectionState, Vec<Action>)> = vec![(ConnectionState::Created, Vec::new())];
+    let mut frontier: Vec<Vec<Action>> = vec![Vec::new()];
     let permits = Arc::new(tokio::sync::Semaphore::new(EXPLORE_AT_ONCE));
     // The judgements of the played sequences, each waiting for its events meanwhile.
     let mut judging = tokio::task::JoinSet::new();
     // Each round goes one step deeper; 8 states bound it.
     for _ in 0..ConnectionState::ALL.len() {
         let mut set = tokio::task::JoinSet::new();
-        for (_, path) in &frontier {
-            for action in Action::ALL {
-                let sequence: Vec<Action> = path.iter().copied().chain([action]).collect();
-                let (ctx, permits) = (ctx.clone(), permits.clone());
-                set.spawn(crate::harness::http::recording(async move {
-                    let permit = permits.acquire_owned().await;
-                    let driven = drive(&ctx, &sequence).await;
+        for path in &frontier {
+            let (ctx, permits, path) = (ctx.clone(), permits.clone(), path.clone());
+            set.spawn(async move {
+                let mut untried = Action::ALL.to_vec();
+                let mut connections = Vec::new();
+                while !untried.is_empty() {
+                    let sequence: Vec<Action> = path.iter().chain(&untried).copied().collect();
+                    let permit = permits.clone().acquire_owned().await;
+                    let (driven, log) = crate::harness::http::recording(drive(&ctx, &sequence, path.len())).await;
                     drop(permit);
-                    (sequence, driven)
-                }));
-            }
+                    let tried = driven.as_ref().map_or(0, |(played, _)| played.len().saturating_sub(path.len()));
+                    let played = sequence[..(path.len() + tried).min(sequence.len())].to_vec();
+                    connections.push((path.len(), played, driven, log));
+                    if tried == 0 {
+                        break;
+                    }
+                    untried.drain(..tried.min(untried.len()));
+                }
+                connections
+            });
         }
         let mut next = Vec::new();
         while let Some(joined) = set.join_next().await {
-            let ((sequence, driven), log) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
-            let (played, pending) = match driven {
-                Ok(driven) => driven,
-                Err(Stop::Fail(f)) => return Err(explored(f.message, &sequence, &log)),
-                Err(e) if e.is_transport() => return Err(e),
-                Err(Stop::Ignore(..)) => continue,
-                Err(e) => return Err(e),
-            };
-            let ctx = ctx.clone();
-            let judged = sequence.clone();
-            judging.spawn(crate::harness::http::recording(async move { (judged, pending.judge(&ctx).await) }));
-            let Some(&(from, action, transition)) = played.last().filter(|(_, a, _)| sequence.last() == Some(a)) else {
-                continue;
-            };
-            if !graph.edges.contains(&(from, action, transition)) {
-                graph.edges.push((from, action, transition));
-            }
-            if let Transition::Accepted(to) = transition {
-                if !graph.reached.contains(&to) {
-                    graph.reached.push(to);
-                    next.push((to, sequence));
+            let connections = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
+            for (path_len, sequence, driven, log) in connections {
+                let (played, pending) = match driven {
+                    Ok(driven) => driven,
+                    Err(Stop::Fail(f)) => return Err(explored(f.message, &sequence, &log)),
+                    Err(e) if e.is_transport() => return Err(e),
+                    Err(Stop::Ignore(..)) => continue,
+                    Err(e) => return Err(e),
+                };
+                let ctx = ctx.clone();
+                let judged = sequence.clone();
+                judging.spawn(crate::harness::http::recording(async move { (judged, pending.judge(&ctx).await) }));
+                // The steps past the path are the ones this connection explored.
+                for &(from, action, transition) in played.iter().skip(path_len) {
+                    if !graph.edges.contains(&(from, action, transition)) {
+                        graph.edges.push((from, action, transition));
+                    }
+                    if let Transition::Accepted(to) = transition {
+                        if !graph.reached.contains(&to) {
+                            graph.reached.push(to);
+                            next.push(sequence[..path_len].iter().copied().chain([action]).collect());
+                        }
+                    }
                 }
             }
         }
@@ -170,7 +183,7 @@ pub type Played = Vec<(ConnectionState, Action, Transition)>;
 
 /// Plays `actions` on a fresh connection, then judges what the events and the API tell.
 pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
-    let (played, pending) = drive(ctx, actions).await?;
+    let (played, pending) = drive(ctx, actions, actions.len()).await?;
     pending.judge(ctx).await?;
     Ok(played)
 }
@@ -188,8 +201,9 @@ pub struct Pending {
 }
 
 /// Drives `actions` on a fresh connection, following the driver's answers: an accepted action
-/// moves the connection to the state it targets (a data action keeps the state).
-pub async fn drive(ctx: &Session, actions: &[Action]) -> Result<(Played, Pending), Stop> {
+/// moves the connection to the state it targets (a data action keeps the state). From step
+/// `explore_from` on, the first action that changes the state is the last one driven.
+pub async fn drive(ctx: &Session, actions: &[Action], explore_from: usize) -> Result<(Played, Pending), Stop> {
     let mut played = Played::new();
     let receiver = ctx.receiver()?;
     let driver = ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
@@ -200,7 +214,11 @@ pub async fn drive(ctx: &Session, actions: &[Action]) -> Result<(Played, Pending
     let mut state = ConnectionState::Created;
     let mut expected = vec!["connection.created"];
     let mut reaction = None;
-    for &action in actions {
+    for (at, &action) in actions.iter().enumerate() {
+        let changed = played.last().is_some_and(|(from, _, t)| matches!(t, Transition::Accepted(to) if to != from));
+        if at > explore_from && changed {
+            break;
+        }
         reaction = None;
         // Data actions target what a CONNECTED connection lists; otherwise the driver picks.
         let data_action = matches!(action, Action::UpdateAccounts | Action::DeleteTransaction);
@@ -296,7 +314,22 @@ impl Pending {
         let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(&id, problem, &deliveries))?;
         accounts_follow_state(ctx, &id, state, &trace).await?;
         if let Some((action, since, before)) = reaction {
-            let event = deliveries.iter().find(|d| d.event_type() == Some(announcing_event(action)) && d.seq >= since);
+            // Steps are not awaited one by one, so an earlier step's event may arrive after this
+            // one began: the event of this step names what it was driven on (else the latest).
+            let (field, wanted) = match (action, &before) {
+                (Action::DeleteTransaction, Some(b)) => ("/data/transactionId", b.transaction.clone()),
+                (_, Some(b)) => ("/data/accountId", b.account.clone()),
+                _ => ("", None),
+            };
+            let candidates: Vec<&Delivery> = deliveries
+                .iter()
+                .filter(|d| d.event_type() == Some(announcing_event(action)) && d.seq >= since)
+                .collect();
+            let event = candidates
+                .iter()
+                .find(|d| wanted.is_some() && d.body.pointer(field).and_then(Value::as_str) == wanted.as_deref())
+                .or(candidates.last())
+                .copied();
             react(ctx, &id, action, event, before.as_ref(), &Auth::Primary).await.map_err(|e| {
                 if e.is_fail() {
                     trace.fail(&id, e.to_string(), &deliveries)
