@@ -195,8 +195,8 @@ pub struct Pending {
     trace: Trace,
     /// The events the accepted steps announce, one per state change (§3.1, §6), in order.
     expected: Vec<&'static str>,
-    /// The last step, when it is a data action the target accepted: its reaction is judged
-    /// after its event (§6.3).
+    /// The last data action the target accepted, when no state change followed it: its
+    /// reaction is judged after its event (§6.3).
     reaction: Option<(Action, u64, Option<Before>)>,
 }
 
@@ -219,7 +219,6 @@ pub async fn drive(ctx: &Session, actions: &[Action], explore_from: usize) -> Re
         if at > explore_from && changed {
             break;
         }
-        reaction = None;
         // Data actions target what a CONNECTED connection lists; otherwise the driver picks.
         let data_action = matches!(action, Action::UpdateAccounts | Action::DeleteTransaction);
         let before = if data_action && state == ConnectionState::Connected {
@@ -271,6 +270,10 @@ pub async fn drive(ctx: &Session, actions: &[Action], explore_from: usize) -> Re
             continue;
         }
         expected.push(announcing_event(action));
+        if action.target_state().is_some() {
+            // The state changed: an earlier data action's reaction can no longer be read.
+            reaction = None;
+        }
         state = action.target_state().unwrap_or(state);
         played.push((from, action, Transition::Accepted(state)));
         if data_action {
