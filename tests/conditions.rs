@@ -13,8 +13,13 @@ fn config(conditions: SandboxConditions) -> RunConfig {
     RunConfig { sandbox_conditions: conditions, seed: Some(7), ..RunConfig::embedded() }
 }
 
+/// Runs at a time: each run starts a headless browser, and more of them at once starve the
+/// machine (the widget cases then end in errors of the browser, not of the harness's judging).
+static RUNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
 /// Runs every case under `conditions`; fails naming every case that did not pass.
 async fn all_pass(name: &str, conditions: SandboxConditions) -> Result<(), String> {
+    let _turn = RUNS.acquire().await.map_err(|e| e.to_string())?;
     let report = runner::run_report(config(conditions), false).await;
     if let Some(e) = report.setup_error {
         return Err(format!("{name}: the run did not start: {e}"));
@@ -32,9 +37,15 @@ async fn all_pass(name: &str, conditions: SandboxConditions) -> Result<(), Strin
     }
 }
 
+/// One runtime for every row: what a run shares with later runs in this process (the headless
+/// browser's connection) must outlive the row that started it.
+static RUNTIME: std::sync::LazyLock<tokio::runtime::Runtime> = std::sync::LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime")
+});
+
 /// One condition, one row: the whole catalogue must pass under it.
-async fn row(name: &str, conditions: SandboxConditions) {
-    if let Err(e) = all_pass(name, conditions).await {
+fn row(name: &str, conditions: SandboxConditions) {
+    if let Err(e) = RUNTIME.block_on(all_pass(name, conditions)) {
         panic!("{e}");
     }
 }
@@ -49,38 +60,38 @@ const NONE: SandboxConditions = SandboxConditions {
 };
 
 /// A weak server: an accept queue of 5 and no keep-alive (as Python's `http.server`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_weak_server() {
+#[test]
+fn a_weak_server() {
     let weak = SandboxConditions { sandbox_backlog: 5, sandbox_connection_close: true, ..NONE };
-    row("accept queue of 5, Connection: close", weak).await;
+    row("accept queue of 5, Connection: close", weak);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[test]
 #[ignore = "slow condition: run by .ci/run"]
-async fn deliveries_3_s_late() {
-    row("deliveries 3 s late", SandboxConditions { sandbox_delivery_delay_ms: 3000, ..NONE }).await;
+fn deliveries_3_s_late() {
+    row("deliveries 3 s late", SandboxConditions { sandbox_delivery_delay_ms: 3000, ..NONE });
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[test]
 #[ignore = "slow condition: run by .ci/run"]
-async fn deliveries_8_s_late() {
-    row("deliveries 8 s late", SandboxConditions { sandbox_delivery_delay_ms: 8000, ..NONE }).await;
+fn deliveries_8_s_late() {
+    row("deliveries 8 s late", SandboxConditions { sandbox_delivery_delay_ms: 8000, ..NONE });
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[test]
 #[ignore = "slow condition: run by .ci/run"]
-async fn deliveries_one_at_a_time() {
-    row("deliveries one at a time, 0.3 s each", SandboxConditions { sandbox_delivery_serial_ms: 300, ..NONE }).await;
+fn deliveries_one_at_a_time() {
+    row("deliveries one at a time, 0.3 s each", SandboxConditions { sandbox_delivery_serial_ms: 300, ..NONE });
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[test]
 #[ignore = "slow condition: run by .ci/run"]
-async fn api_latency_100_ms() {
-    row("100 ms API latency", SandboxConditions { sandbox_latency_ms: 100, ..NONE }).await;
+fn api_latency_100_ms() {
+    row("100 ms API latency", SandboxConditions { sandbox_latency_ms: 100, ..NONE });
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[test]
 #[ignore = "slow condition: run by .ci/run"]
-async fn a_rate_limit_of_10_per_second() {
-    row("10 requests per second per key", SandboxConditions { sandbox_rate_limit: 10, ..NONE }).await;
+fn a_rate_limit_of_10_per_second() {
+    row("10 requests per second per key", SandboxConditions { sandbox_rate_limit: 10, ..NONE });
 }
