@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): the wall time and exit code of the full conformance run against a
 # `bankconf serve` sandbox under each condition of real deployments (src/sandbox/conditions.rs):
-# local, deliveries 3 s and 8 s late, deliveries one at a time at 0.3 s, 100 ms API latency, and
-# a rate limit of 10 requests per second per key.
+# local, a weak server (accept queue of 5, `Connection: close`), deliveries 3 s and 8 s late,
+# deliveries one at a time at 0.3 s, 100 ms API latency, and a rate limit of 10 requests per
+# second per key (the table of issue 20). Each line: wall time, exit code, the summary, and the
+# requests sent and deliveries received (the report's traffic line).
 # Usage: scripts/bench-conditions.sh [extra `bankconf run` arguments...]
 # Environment: BIN, the `bankconf` that runs the catalogue (default: a release build of this
 # tree); SERVE_BIN, the one that serves the sandbox (default: BIN; it must know the condition
@@ -18,6 +20,7 @@ key1=bankconf_test_benchkeyone000000000000000
 key2=bankconf_test_benchkeytwo000000000000000
 conditions=(
   "local|"
+  "backlog 5 + Connection: close|--backlog 5 --connection-close"
   "deliveries 3 s late|--delivery-delay-ms 3000"
   "deliveries 8 s late|--delivery-delay-ms 8000"
   "serialized 0.3 s deliveries|--delivery-serial-ms 300"
@@ -41,7 +44,7 @@ for entry in "${conditions[@]}"; do
   end=$(date +%s.%N)
   kill "$server" 2>/dev/null || true
   wait "$server" 2>/dev/null || true
-  summary=$(printf '%s\n' "$out" | grep -E 'passed,|answered 429' | tr '\n' ' ')
+  summary=$(printf '%s\n' "$out" | grep -E 'passed,|traffic:' | tr '\n' ' ')
   panics=$(printf '%s\n' "$out" | grep -c -i 'panicked' || true)
   printf '%-40s %7.1f s  exit %d  panics %d  %s\n' "$name" "$(awk -v a="$start" -v b="$end" 'BEGIN {print b - a}')" \
     "$code" "$panics" "$summary"

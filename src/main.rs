@@ -60,6 +60,12 @@ enum Command {
         /// Requests per second per API key; more are answered 429 with `Retry-After: 1` (0: none).
         #[arg(long, default_value_t = 0)]
         rate_limit: u32,
+        /// Listen backlog (accept queue) of the API socket, e.g. 5 for a weak server (0: 1024).
+        #[arg(long, default_value_t = 0)]
+        backlog: u32,
+        /// Answer every request with `Connection: close` (no keep-alive).
+        #[arg(long)]
+        connection_close: bool,
         /// Print every mutant with the cases that must catch it, and exit.
         #[arg(long)]
         list_mutants: bool,
@@ -145,9 +151,12 @@ fn main() -> ExitCode {
             delivery_delay_ms,
             delivery_serial_ms,
             rate_limit,
+            backlog,
+            connection_close,
             ..
         } => {
-            let conditions = Conditions { latency_ms, delivery_delay_ms, delivery_serial_ms, rate_limit };
+            let conditions =
+                Conditions { latency_ms, delivery_delay_ms, delivery_serial_ms, rate_limit, backlog, connection_close };
             runtime.block_on(serve(SandboxConfig { listen, api_keys, service, mutant, variant, conditions }))
         }
         Command::SelfTest { parallel, event_timeout } => {

@@ -38,6 +38,21 @@ fn an_external_run_with_the_example_driver_passes_every_case() {
     assert_eq!(report["summary"]["ignored"], 0);
 }
 
+/// A wrong `--service` is one preflight diagnosis naming the flag (exit 2), not failures of the
+/// widget cases blamed on the target.
+#[test]
+fn a_wrong_service_is_one_diagnosis() {
+    let server = serve(&[]);
+    let mut args = external(&server.url, KEY, SECOND_KEY);
+    let at = args.iter().position(|a| *a == "--service").unwrap();
+    args[at + 1] = "acme";
+    let output = run(&args);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{out}");
+    assert!(out.contains("--service \"acme\"") && out.contains("/widget/acme-connect.js"), "{out}");
+    assert!(!out.contains("FAIL "), "{out}");
+}
+
 #[test]
 fn missing_prerequisites_are_ignored_with_their_reason_and_the_run_is_incomplete() {
     let server = serve(&[]);

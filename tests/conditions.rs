@@ -1,7 +1,9 @@
 //! The whole catalogue against the embedded sandbox under the conditions of real deployments
-//! (src/sandbox/conditions.rs): late deliveries, deliveries one at a time, API latency, a rate
-//! limit. Slowness is never a violation (§6.3, §8): every case must pass, none be left unjudged
-//! for time. (Wall times are measured by `scripts/bench-conditions.sh`, not here.)
+//! (src/sandbox/conditions.rs): a weak server (small accept queue, `Connection: close`), late
+//! deliveries, deliveries one at a time, API latency, a rate limit. Slowness is never a
+//! violation (§6.3, §8): every case must pass, none be left unjudged for time, with no flag
+//! given. One test per condition; the slow ones are `#[ignore]`d and run by `.ci/run` with
+//! `--include-ignored`. (Wall times are measured by `scripts/bench-conditions.sh`, not here.)
 
 use bankconf::harness::config::{RunConfig, SandboxConditions};
 use bankconf::harness::outcome::Outcome;
@@ -11,8 +13,13 @@ fn config(conditions: SandboxConditions) -> RunConfig {
     RunConfig { sandbox_conditions: conditions, seed: Some(7), ..RunConfig::embedded() }
 }
 
+/// Runs at a time: each run starts a headless browser, and more of them at once starve the
+/// machine (the widget cases then end in errors of the browser, not of the harness's judging).
+static RUNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
 /// Runs every case under `conditions`; fails naming every case that did not pass.
 async fn all_pass(name: &str, conditions: SandboxConditions) -> Result<(), String> {
+    let _turn = RUNS.acquire().await.map_err(|e| e.to_string())?;
     let report = runner::run_report(config(conditions), None).await;
     if let Some(e) = report.setup_error {
         return Err(format!("{name}: the run did not start: {e}"));
@@ -30,19 +37,61 @@ async fn all_pass(name: &str, conditions: SandboxConditions) -> Result<(), Strin
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_conforming_sandbox_passes_under_every_condition() {
-    let none = SandboxConditions::default();
-    // The four runs mostly wait: concurrently, the test takes about as long as the slowest.
-    let runs = [
-        ("deliveries 3 s late", SandboxConditions { sandbox_delivery_delay_ms: 3000, ..none }),
-        ("deliveries one at a time, 0.3 s each", SandboxConditions { sandbox_delivery_serial_ms: 300, ..none }),
-        ("100 ms API latency", SandboxConditions { sandbox_latency_ms: 100, ..none }),
-        ("10 requests per second per key", SandboxConditions { sandbox_rate_limit: 10, ..none }),
-    ];
-    let [a, b, c, d] = runs.map(|(name, conditions)| tokio::spawn(all_pass(name, conditions)));
-    let (a, b, c, d) = tokio::join!(a, b, c, d);
-    let failures: Vec<String> =
-        [a, b, c, d].into_iter().filter_map(|r| r.expect("the run stopped unexpectedly").err()).collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+/// One runtime for every row: what a run shares with later runs in this process (the headless
+/// browser's connection) must outlive the row that started it.
+static RUNTIME: std::sync::LazyLock<tokio::runtime::Runtime> = std::sync::LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime")
+});
+
+/// One condition, one row: the whole catalogue must pass under it.
+fn row(name: &str, conditions: SandboxConditions) {
+    if let Err(e) = RUNTIME.block_on(all_pass(name, conditions)) {
+        panic!("{e}");
+    }
+}
+
+const NONE: SandboxConditions = SandboxConditions {
+    sandbox_latency_ms: 0,
+    sandbox_delivery_delay_ms: 0,
+    sandbox_delivery_serial_ms: 0,
+    sandbox_rate_limit: 0,
+    sandbox_backlog: 0,
+    sandbox_connection_close: false,
+};
+
+/// A weak server: an accept queue of 5 and no keep-alive (as Python's `http.server`).
+#[test]
+fn a_weak_server() {
+    let weak = SandboxConditions { sandbox_backlog: 5, sandbox_connection_close: true, ..NONE };
+    row("accept queue of 5, Connection: close", weak);
+}
+
+#[test]
+#[ignore = "slow condition: run by .ci/run"]
+fn deliveries_3_s_late() {
+    row("deliveries 3 s late", SandboxConditions { sandbox_delivery_delay_ms: 3000, ..NONE });
+}
+
+#[test]
+#[ignore = "slow condition: run by .ci/run"]
+fn deliveries_8_s_late() {
+    row("deliveries 8 s late", SandboxConditions { sandbox_delivery_delay_ms: 8000, ..NONE });
+}
+
+#[test]
+#[ignore = "slow condition: run by .ci/run"]
+fn deliveries_one_at_a_time() {
+    row("deliveries one at a time, 0.3 s each", SandboxConditions { sandbox_delivery_serial_ms: 300, ..NONE });
+}
+
+#[test]
+#[ignore = "slow condition: run by .ci/run"]
+fn api_latency_100_ms() {
+    row("100 ms API latency", SandboxConditions { sandbox_latency_ms: 100, ..NONE });
+}
+
+#[test]
+#[ignore = "slow condition: run by .ci/run"]
+fn a_rate_limit_of_10_per_second() {
+    row("10 requests per second per key", SandboxConditions { sandbox_rate_limit: 10, ..NONE });
 }

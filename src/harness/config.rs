@@ -77,10 +77,10 @@ pub struct RunConfig {
     #[arg(long, env = "BANKCONF_SEED")]
     pub seed: Option<u64>,
     /// Generated inputs per property.
-    #[arg(long, env = "BANKCONF_CASES", default_value_t = 16)]
+    #[arg(long, env = "BANKCONF_CASES", default_value_t = 6)]
     pub cases: u32,
     /// Shortest wait, in seconds, for a webhook event a case expects; a wait grows with the
-    /// delivery latency observed in the run and a busy queue, up to 60 s (see docs/driver.md "Waiting for events").
+    /// delivery latency observed in the run and a busy queue, up to 120 s (see docs/driver.md "Waiting for events").
     #[arg(long, env = "BANKCONF_EVENT_TIMEOUT", default_value_t = 5.0)]
     pub event_timeout: f64,
     /// Seconds one HTTP request may take.
@@ -101,7 +101,7 @@ pub struct RunConfig {
     /// Requests per second sent to the target (a token bucket; 0: unlimited).
     #[arg(long, env = "BANKCONF_RATE_LIMIT", default_value_t = 0.0)]
     pub rate_limit: f64,
-    /// Property inputs played at a time (each on its own connection or walk).
+    /// Most API requests in flight at once, from every case: the ceiling of the adaptive window.
     #[arg(long, env = "BANKCONF_CONCURRENCY", default_value_t = 8)]
     pub concurrency: usize,
     /// Select cases by section (`§4.3` or `4.3`; repeatable).
@@ -134,7 +134,7 @@ impl RunConfig {
             outputs: OutputPaths::default(),
             gate: vec![Level::Must, Level::Security],
             seed: None,
-            cases: 16,
+            cases: 6,
             event_timeout: 5.0,
             request_timeout: 10.0,
             driver_timeout: 30.0,
@@ -287,6 +287,10 @@ pub struct SandboxConditions {
     pub sandbox_delivery_serial_ms: u64,
     #[arg(long, hide = true, default_value_t = 0)]
     pub sandbox_rate_limit: u32,
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub sandbox_backlog: u32,
+    #[arg(long, hide = true)]
+    pub sandbox_connection_close: bool,
 }
 
 impl SandboxConditions {
@@ -296,20 +300,25 @@ impl SandboxConditions {
             delivery_delay_ms: self.sandbox_delivery_delay_ms,
             delivery_serial_ms: self.sandbox_delivery_serial_ms,
             rate_limit: self.sandbox_rate_limit,
+            backlog: self.sandbox_backlog,
+            connection_close: self.sandbox_connection_close,
         }
     }
 
     /// The flags that set them, for rerun commands.
     fn flags(&self) -> Vec<String> {
+        let close = self.sandbox_connection_close.then(|| "--sandbox-connection-close".to_string());
         [
             ("--sandbox-latency-ms", self.sandbox_latency_ms),
             ("--sandbox-delivery-delay-ms", self.sandbox_delivery_delay_ms),
             ("--sandbox-delivery-serial-ms", self.sandbox_delivery_serial_ms),
             ("--sandbox-rate-limit", u64::from(self.sandbox_rate_limit)),
+            ("--sandbox-backlog", u64::from(self.sandbox_backlog)),
         ]
         .into_iter()
         .filter(|(_, v)| *v > 0)
         .map(|(flag, v)| format!("{flag} {v}"))
+        .chain(close)
         .collect()
     }
 }

@@ -328,6 +328,11 @@ impl Api {
         self.send(Method::GET, segments, query, self.reader.clone()).await
     }
 
+    /// The key [`Api::get`] sends.
+    pub fn reader(&self) -> &Auth {
+        &self.reader
+    }
+
     /// This client, its [`Api::get`] reading with `auth` (walks and reads of the second client).
     pub fn reading_as(&self, auth: Auth) -> Self {
         Self { reader: auth, ..self.clone() }
@@ -387,9 +392,12 @@ impl Api {
         result
     }
 
-    /// Sends one request and reads its answer, bounded in size. Rate limiting is not a
-    /// violation (§8 leaves rate limits open): a 429, or a 503 with `Retry-After`, is retried as
-    /// [`super::throttle`] decides.
+    /// Sends one request and reads its answer, bounded in size. Slow, refused or dropped is
+    /// never evidence (§8 leaves timing and rate limits open): a 429 or a 503 is retried as
+    /// [`super::throttle`] decides; a timeout or a refused or reset connection is retried with
+    /// backoff for an idempotent read (`GET`) within the run's budget, never for a creation
+    /// (`POST` is not idempotent). What stays unanswered is [`Stop::transport`]: its case is
+    /// ignored, never failed.
     async fn exchange(
         &self,
         client: &reqwest::Client,
@@ -398,10 +406,26 @@ impl Api {
         authorization: Option<String>,
         accept: &str,
     ) -> Result<Exchange, Stop> {
+        use super::throttle::Refusal;
         let request = describe(&method, &url);
-        let mut spent = Duration::ZERO;
+        let segments: Vec<&str> = url.path_segments().map(Iterator::collect).unwrap_or_default();
+        let endpoint = super::throttle::endpoint(method.as_str(), &segments);
+        let idempotent = matches!(method, Method::GET | Method::HEAD);
+        let (mut spent, mut tries) = (Duration::ZERO, 0u32);
+        let mut kept = None;
         loop {
-            self.throttle.acquire().await;
+            if let Some(why) = self.throttle.given_up(&endpoint) {
+                return Err(Stop::transport(format!("{request}: {why}")));
+            }
+            // A refused request keeps its place in the window: it goes first after the pause.
+            let permit = match kept.take() {
+                Some(permit) => {
+                    self.throttle.turn().await;
+                    permit
+                }
+                None => self.throttle.acquire().await,
+            };
+            tries += 1;
             let (started, clock) = (std::time::SystemTime::now(), std::time::Instant::now());
             let mut builder = client.request(method.clone(), url.clone()).header("Accept", accept);
             if method == Method::POST {
@@ -410,10 +434,15 @@ impl Api {
             if let Some(h) = &authorization {
                 builder = builder.header("Authorization", h);
             }
-            let mut response = builder
-                .send()
-                .await
-                .map_err(|e| Stop::fail(format!("{request}: no answer: {}", transport_error(&e))))?;
+            let mut response = match builder.send().await {
+                Ok(response) => response,
+                Err(e) => {
+                    drop(permit);
+                    let pause = unanswered(&self.throttle, &request, &e, idempotent, tries, clock.elapsed())?;
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
+            };
             let status = response.status().as_u16();
             let record = |content_type: Option<&str>, body: &str| {
                 self.recorder.exchange(Exchanged {
@@ -429,39 +458,83 @@ impl Api {
                     request: &request,
                 })
             };
-            let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(retry_wait);
-            if status == 429 || (status == 503 && retry_after.is_some()) {
-                if let Some(pause) = self.throttle.refused(status, retry_after.map(|d| d.as_secs_f64()), &mut spent) {
-                    // Refused for going too fast: in the HAR too (its body unread).
-                    record(None, "");
-                    tokio::time::sleep(pause).await;
-                    continue;
+            if matches!(status, 429 | 503) {
+                let retry_after =
+                    response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(retry_wait);
+                // Refused for going too fast: in the HAR too (its body unread).
+                record(None, "");
+                match self.throttle.refused(&endpoint, status, retry_after, &mut spent) {
+                    Refusal::Retry(_) => {
+                        kept = Some(permit);
+                        continue;
+                    }
+                    Refusal::GiveUp(why) => return Err(Stop::transport(format!("{request}: {why}"))),
                 }
-            } else {
-                self.throttle.answered();
             }
             let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
             let mut body = Vec::new();
-            loop {
+            let read = loop {
                 match response.chunk().await {
                     Ok(Some(chunk)) => {
                         body.extend_from_slice(&chunk);
                         if body.len() > MAX_BODY {
+                            self.throttle.answered(&endpoint);
                             return Err(Stop::fail(format!("{request}: response body exceeds {} MiB", MAX_BODY >> 20)));
                         }
                     }
-                    Ok(None) => break,
-                    Err(e) => {
-                        return Err(Stop::fail(format!("{request}: reading the body failed: {}", transport_error(&e))))
-                    }
+                    Ok(None) => break Ok(()),
+                    Err(e) => break Err(e),
                 }
+            };
+            drop(permit);
+            if let Err(e) = read {
+                let pause = unanswered(&self.throttle, &request, &e, idempotent, tries, clock.elapsed())?;
+                tokio::time::sleep(pause).await;
+                continue;
             }
+            self.throttle.answered(&endpoint);
             let invalid_utf8 = std::str::from_utf8(&body).err().map(|e| e.valid_up_to());
             let body = String::from_utf8_lossy(&body).into_owned();
             record(content_type.as_deref(), &body);
             return Ok(Exchange { request, status, content_type, body, invalid_utf8 });
         }
     }
+}
+
+/// Most tries of an idempotent read that gets no answer.
+const MAX_TRIES: u32 = 3;
+
+/// After try number `tries` of `request` got no (whole) answer (`error`, after `took`): the
+/// pause before the next try, or why the request stays unanswered (its case is ignored). Only an
+/// idempotent read is tried again, within the run's budget ([`super::throttle::RUN_RETRIES`]).
+fn unanswered(
+    throttle: &super::throttle::Throttle,
+    request: &str,
+    error: &reqwest::Error,
+    idempotent: bool,
+    tries: u32,
+    took: Duration,
+) -> Result<Duration, Stop> {
+    use super::throttle::Failure;
+    let failure = if error.is_timeout() { Failure::Timeout } else { Failure::Connection };
+    let budget = throttle.failed(failure);
+    if idempotent && tries < MAX_TRIES && budget {
+        return Ok(Duration::from_millis(500) * 2u32.pow(tries - 1));
+    }
+    throttle.unanswered();
+    let why = if !idempotent {
+        "not retried: it is not idempotent".to_string()
+    } else if tries < MAX_TRIES {
+        "not retried: the run's retry budget is spent".to_string()
+    } else {
+        format!("{tries} tries")
+    };
+    Err(Stop::transport(format!(
+        "not judged: the target did not answer {request} in {:.1} s ({}; {why}); transport trouble is not a \
+         violation (§8), see the robustness note",
+        took.as_secs_f64().max(0.0),
+        transport_error(error)
+    )))
 }
 
 /// Longest wait a `Retry-After` buys.

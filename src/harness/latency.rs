@@ -19,6 +19,8 @@ pub struct Latency {
     webhooks: Mutex<Samples>,
     /// When something that may make the target emit an event for a connection was started.
     triggers: Mutex<HashMap<String, Vec<Instant>>>,
+    /// Every webhook delivery that reached the receiver (kept or refused).
+    deliveries: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Default)]
@@ -84,6 +86,10 @@ fn ms(v: f64) -> String {
 pub struct Summary {
     pub api: Option<Stats>,
     pub webhooks: Option<Stats>,
+    /// API requests the run sent (each retry counts), and webhook deliveries it received: what
+    /// a run costs a target (a rate limit counts requests).
+    pub requests: usize,
+    pub deliveries: usize,
 }
 
 impl Latency {
@@ -109,6 +115,7 @@ impl Latency {
     /// before it. Deliveries with no known trigger (another run's, a retry of an old one) are
     /// not counted.
     pub fn arrived(&self, connection: Option<&str>, at: Instant) {
+        self.deliveries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let Some(connection) = connection else { return };
         let trigger = {
             let triggers = self.triggers.lock().unwrap_or_else(|e| e.into_inner());
@@ -120,9 +127,12 @@ impl Latency {
     }
 
     pub fn summary(&self) -> Summary {
+        let api = self.api.lock().unwrap_or_else(|e| e.into_inner());
         Summary {
-            api: self.api.lock().unwrap_or_else(|e| e.into_inner()).stats(),
+            api: api.stats(),
             webhooks: self.webhooks.lock().unwrap_or_else(|e| e.into_inner()).stats(),
+            requests: api.seen,
+            deliveries: self.deliveries.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 }
@@ -153,6 +163,7 @@ mod tests {
         l.arrived(None, t0);
         let s = l.summary().webhooks.unwrap();
         assert_eq!((s.count, s.max_ms), (1, 30.0));
+        assert_eq!(l.summary().deliveries, 3, "every delivery counts, with a trigger or not");
         assert_eq!(s.line(), "1 samples, median 30.0 ms, p95 30.0 ms, max 30.0 ms");
     }
 }

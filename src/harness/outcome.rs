@@ -42,6 +42,9 @@ pub enum IgnoreCause {
     Unsupported,
     /// The case did not finish within its time limit (slowness is not a violation).
     TimedOut,
+    /// A request went unanswered: timeouts, refused or reset connections, or 429/503 past
+    /// their budget (transport trouble is not evidence, §8).
+    Transport,
 }
 
 impl IgnoreCause {
@@ -51,6 +54,7 @@ impl IgnoreCause {
             Self::RefusedByTarget => "refused-by-target",
             Self::Unsupported => "unsupported",
             Self::TimedOut => "timed-out",
+            Self::Transport => "transport",
         }
     }
 }
@@ -167,6 +171,15 @@ impl Stop {
 
     pub fn is_fail(&self) -> bool {
         matches!(self, Self::Fail(_))
+    }
+
+    /// Not judged: the target did not answer a request (see [`IgnoreCause::Transport`]).
+    pub fn transport(reason: impl Into<String>) -> Self {
+        Self::Ignore(IgnoreCause::Transport, reason.into())
+    }
+
+    pub fn is_transport(&self) -> bool {
+        matches!(self, Self::Ignore(IgnoreCause::Transport, _))
     }
 }
 

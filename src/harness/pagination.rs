@@ -174,9 +174,53 @@ fn stopped(request: &str, bound: String) -> Stop {
     ))
 }
 
+/// One page shared by the run's cases.
+type SharedPage = tokio::sync::OnceCell<Result<Page, Stop>>;
+/// Most bytes of pages the run shares (a target chooses how large pages are).
+const MAX_SHARED: usize = 8 * 1024 * 1024;
+
+/// The key of the pages of `account_id` in the run's shared reads.
+fn shared_key(account_id: &str) -> String {
+    format!("page\u{0}{account_id}\u{0}")
+}
+
+/// The account's transactions may have changed (the harness drove a data action on it): its
+/// pages are read again.
+pub fn forget(api: &Api, account_id: &str) {
+    api.throttle().forget(&shared_key(account_id));
+}
+
+/// [`fetch_page`], sent once per run: the pagination properties try the same boundaries, and a
+/// walk from a cursor repeats the pages of a walk that passed it (§4.3), so every walk shares
+/// the pages already read (within [`MAX_SHARED`] bytes), until a data action driven on the
+/// account ([`forget`]).
+async fn shared_page(api: &Api, account_id: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<Page, Stop> {
+    let throttle = api.throttle();
+    let bytes = throttle.shared("page-bytes", AtomicUsize::default);
+    if bytes.as_ref().is_none_or(|b| b.load(Ordering::Relaxed) > MAX_SHARED) {
+        return fetch_page(api, account_id, limit, cursor).await;
+    }
+    // Per key: a page read with one client's key is never another client's answer.
+    let key = format!("{}{limit:?}\u{0}{cursor:?}\u{0}{:?}", shared_key(account_id), api.reader());
+    let Some(cell) = throttle.shared(&key, SharedPage::new) else {
+        return fetch_page(api, account_id, limit, cursor).await;
+    };
+    let page = cell
+        .get_or_init(|| async {
+            let page = fetch_page(api, account_id, limit, cursor).await;
+            if let (Ok(p), Some(b)) = (&page, &bytes) {
+                b.fetch_add(p.size, Ordering::Relaxed);
+            }
+            page
+        })
+        .await;
+    page.clone()
+}
+
 /// Follows `next_cursor` while `has_more` is true (§4.3 rules 1 and 2), bounded by
 /// [`MAX_PAGES`] (or [`MAX_LIMITED_PAGES`] with a `limit`), [`MAX_WALK_BYTES`], [`MAX_WALK_TIME`] and the run's memory budget (each
 /// ignores the walk, see [`stopped`]), and by never following the same cursor twice (a failure).
+/// Pages already read in the run are not sent again ([`shared_page`]).
 pub async fn walk(api: &Api, account_id: &str, limit: Option<u64>, starting_after: Option<&str>) -> Result<Walk, Stop> {
     let mut walk = Walk::default();
     let mut followed = HashSet::new();
@@ -184,7 +228,7 @@ pub async fn walk(api: &Api, account_id: &str, limit: Option<u64>, starting_afte
     let mut cursor = starting_after.map(str::to_string);
     let started = Instant::now();
     loop {
-        let page = fetch_page(api, account_id, limit, cursor.as_deref()).await?;
+        let page = shared_page(api, account_id, limit, cursor.as_deref()).await?;
         let more = page.has_more;
         let next = page.next_cursor.clone();
         let request = page.request.clone();

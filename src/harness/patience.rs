@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The cap of one wait, whatever the observed latency or the queue.
-pub const MAX_WAIT: Duration = Duration::from_secs(60);
+pub const MAX_WAIT: Duration = Duration::from_secs(120);
 /// The preflight awaits the run's first delivery this many times `--event-timeout`: nothing is
 /// learned yet about the target's latency.
 pub const FIRST_WAIT_FACTOR: u32 = 3;

@@ -62,6 +62,7 @@ pub async fn check(session: &mut Session) -> Result<Vec<String>, String> {
     let first = probe_key(session, Auth::Primary, "--api-key").await?;
     let second =
         if session.api.has_second_key() { probe_key(session, Auth::Second, "--second-api-key").await? } else { None };
+    probe_service(session).await?;
     if let Some(id) = session.config.connection_id.clone() {
         let exchange =
             session.api.get(&["v1", "connections", &id, "accounts"], &[]).await.map_err(|e| e.to_string())?;
@@ -116,6 +117,25 @@ async fn probe_key(session: &Session, auth: Auth, flag: &str) -> Result<Option<C
         return Ok(None);
     }
     Ok(created(session, &exchange))
+}
+
+/// A `--service` given for a target must name its widget script (§1): a widget path that
+/// answers non-2xx is one diagnosis naming `--service`, not failures blamed on the target. (The
+/// embedded sandbox names its own service; a target that leaves the path unanswered is left to
+/// the cases.)
+async fn probe_service(session: &Session) -> Result<(), String> {
+    let (Some(service), Some(_)) = (&session.config.service, &session.config.base_url) else { return Ok(()) };
+    let Ok(exchange) = session.api.fetch_asset(&["widget", &format!("{service}-connect.js")]).await else {
+        return Ok(());
+    };
+    if exchange.is_success() {
+        return Ok(());
+    }
+    Err(format!(
+        "--service {service:?}: {} answered {}; the widget script is served at /widget/<service>-connect.js (§1): \
+         check --service (BANKCONF_SERVICE)",
+        exchange.request, exchange.status
+    ))
 }
 
 /// The connection a successful creation names, with its widget token redacted from then on.

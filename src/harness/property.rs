@@ -1,6 +1,6 @@
 //! Property-based cases: inputs drawn from a seeded proptest [`TestRunner`] are played
-//! concurrently (at most `--concurrency` at a time, each on its own connection or walk, as
-//! tokio tasks that end with the case); the first failing input, in drawing order, is then
+//! concurrently (each on its own connection or walk, as tokio tasks that end with the case;
+//! their requests bounded by the run's window, `--concurrency`); the first failing input, in drawing order, is then
 //! shrunk here, one attempt at a time and bounded in time and attempts, and reported with the
 //! seed that replays it (`bankconf run --seed S <case-id>`).
 
@@ -34,10 +34,14 @@ where
     let mut trees = draw(&strategy, ctx.case_seed(case_id), cases)?;
     let test = Arc::new(test);
     let mut failing: Option<(usize, String)> = None;
+    // An input the target left unanswered: without a failure, the property was not judged.
+    let mut unanswered: Option<Stop> = None;
     // Dropping the set (the case overran its limit) aborts every input still playing.
     let mut playing = JoinSet::new();
     let mut next = 0;
-    let concurrency = ctx.config.concurrency.max(1);
+    // Every input at once: what they send is bounded by the run's window of requests in flight
+    // (`--concurrency`, see `throttle`), and their waits for webhooks overlap.
+    let concurrency = trees.len().max(1);
     loop {
         while next < trees.len() && playing.len() < concurrency {
             let (test, input, i) = (test.clone(), trees[next].current(), next);
@@ -49,6 +53,9 @@ where
         let (i, verdict) =
             joined.map_err(|e| Stop::Error(ErrorSource::Harness, format!("a property input stopped: {e}")))?;
         match verdict {
+            Err(e) if e.is_transport() => {
+                unanswered.get_or_insert(e);
+            }
             // An input the target cannot be judged on (Stop::Ignore) is discarded, not failed.
             Ok(()) | Err(Stop::Ignore(..)) => {}
             Err(Stop::Fail(f)) => {
@@ -60,7 +67,7 @@ where
             Err(e) => return Err(e),
         }
     }
-    let Some((i, message)) = failing else { return Ok(()) };
+    let Some((i, message)) = failing else { return unanswered.map_or(Ok(()), Err) };
     let tree = trees.swap_remove(i);
     // The message names the request that shows the failure: the runner finds it in the log.
     let (message, input) = shrink(tree, &*test, message).await?;

@@ -169,7 +169,7 @@ impl Receiver {
     }
 
     /// The waits that have lasted over `after`: `waiting for connection.connected for conn_1
-    /// (4s, at most 60s)` for the longest, and how many more; for a terminal's progress line.
+    /// (4s, at most 120s)` for the longest, and how many more; for a terminal's progress line.
     pub fn waiting(&self, after: Duration) -> Option<String> {
         let waits = self.waits.lock().unwrap_or_else(|e| e.into_inner());
         let longest = waits.iter().filter(|w| w.started.elapsed() > after).min_by_key(|w| w.started)?;
@@ -314,7 +314,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(100)).await;
             receiver.waiting(Duration::from_millis(50))
         });
-        assert_eq!(status.as_deref(), Some("waiting for connection.connected for conn_1 (0s, at most 60s)"));
+        assert_eq!(status.as_deref(), Some("waiting for connection.connected for conn_1 (0s, at most 120s)"));
         assert_eq!(receiver.waiting(Duration::ZERO), None, "an ended wait is gone");
     }
 }

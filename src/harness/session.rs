@@ -93,7 +93,9 @@ impl Session {
         }
         let api = Api::new(&base_url, key.clone(), second_key.clone(), config.request_wait())
             .map_err(|e| e.to_string())?
-            .with_throttle(std::sync::Arc::new(super::throttle::Throttle::new(config.rate_limit)))
+            .with_throttle(std::sync::Arc::new(
+                super::throttle::Throttle::new(config.rate_limit).with_ceiling(config.concurrency),
+            ))
             .with_recorder(std::sync::Arc::new(Recorder::new(config.har.is_some())));
         if sandbox.is_none() {
             api.reachable().await.map_err(|e| format!("target unreachable: {e}"))?;

@@ -68,8 +68,13 @@ impl Session {
             transaction_id: transaction_id.map(str::to_string),
             webhook_url: self.receiver.as_ref().map(|r| r.url().to_string()),
         };
+        // The account's walks are read again after a data action (before: none starts stale).
+        let forget = || account_id.into_iter().for_each(|a| super::pagination::forget(&self.api, a));
+        forget();
         let action = DriverAction::Act(action);
-        self.api.recorder().driven(action, &args, driver.run(action, &args)).await.map_err(Stop::from)
+        let driven = self.api.recorder().driven(action, &args, driver.run(action, &args)).await;
+        forget();
+        driven.map_err(Stop::from)
     }
 
     /// Creates a connection and drives it to CONNECTED; returns once its accounts are readable.

@@ -106,6 +106,12 @@ impl Report {
                 s.line()
             ));
         }
+        if self.latency.requests + self.latency.deliveries > 0 {
+            lines.push(format!(
+                "traffic: {} API requests sent, {} webhook deliveries received",
+                self.latency.requests, self.latency.deliveries
+            ));
+        }
         lines
     }
 
@@ -335,6 +341,9 @@ impl Report {
                 }
                 Outcome::Ignored { cause: IgnoreCause::TimedOut, .. } => {
                     "the case ran out of time: raise --event-timeout or lower --cases".into()
+                }
+                Outcome::Ignored { cause: IgnoreCause::Transport, .. } => {
+                    "the target left requests unanswered (timeouts, dropped connections, 429/503): see the robustness note".into()
                 }
                 Outcome::Error { source, .. } => format!("the {} failed: see each case's message", source.as_str()),
                 _ => continue,

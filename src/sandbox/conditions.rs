@@ -1,8 +1,10 @@
 //! Conditions of a real deployment the sandbox can imitate (none of them a violation: the spec
 //! fixes no timing, delivery policy or rate limit, §6.3, §8): added API latency, late webhook
-//! deliveries (in parallel, or one at a time through one queue), and a per-key rate limit.
-//! `bankconf serve --latency-ms/--delivery-delay-ms/--delivery-serial-ms/--rate-limit`, and the
-//! hidden `bankconf run --sandbox-*` flags of the same names for the embedded sandbox.
+//! deliveries (in parallel, or one at a time through one queue), a per-key rate limit, a small
+//! accept queue (listen backlog) and answers with `Connection: close` (no keep-alive, as
+//! Python's `http.server` does). `bankconf serve --latency-ms/--delivery-delay-ms/
+//! --delivery-serial-ms/--rate-limit/--backlog/--connection-close`, and the hidden
+//! `bankconf run --sandbox-*` flags of the same names for the embedded sandbox.
 
 use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, RETRY_AFTER};
@@ -25,6 +27,10 @@ pub struct Conditions {
     /// Requests per second per API key (each second counted on its own); more are answered 429
     /// with `Retry-After: 1`. Zero: no limit.
     pub rate_limit: u32,
+    /// The listen backlog (accept queue) of the API socket; zero: the usual 1024.
+    pub backlog: u32,
+    /// Every answer says `Connection: close`, and the connection closes after it.
+    pub connection_close: bool,
 }
 
 impl Conditions {
@@ -47,7 +53,22 @@ impl Conditions {
         if self.rate_limit > 0 {
             parts.push(format!("rate limit {}/s per key", self.rate_limit));
         }
+        if self.backlog > 0 {
+            parts.push(format!("accept queue of {}", self.backlog));
+        }
+        if self.connection_close {
+            parts.push("Connection: close".to_string());
+        }
         parts.join(", ")
+    }
+
+    /// The listen backlog of the sandbox's socket.
+    pub fn listen_backlog(&self) -> u32 {
+        if self.backlog > 0 {
+            self.backlog
+        } else {
+            1024
+        }
     }
 }
 
@@ -92,4 +113,12 @@ pub(crate) async fn api_gate(State(gate): State<Gate>, request: Request, next: N
         tokio::time::sleep(Duration::from_millis(gate.conditions.latency_ms)).await;
     }
     next.run(request).await
+}
+
+/// Applied to every route with `--connection-close`: each answer closes its connection (hyper
+/// ends a connection whose answer says `Connection: close`).
+pub(crate) async fn close_connections(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    response
 }

@@ -146,6 +146,15 @@ pub struct Sandbox {
     delivery: JoinHandle<()>,
 }
 
+/// A listening socket on `addr` with an accept queue of `backlog` (a small one imitates a weak
+/// server, see [`Conditions`]).
+fn listen(addr: SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(backlog)
+}
+
 /// A generated API key: `bankconf_test_` and 24 random lower-case alphanumerics (§5.2).
 fn generate_key() -> String {
     const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
@@ -169,12 +178,12 @@ impl Sandbox {
             clients.iter().map(|c| (c.api_key.clone(), c.client_id.clone())).collect();
         let first_client = clients.first().map(|c| c.client_id.clone());
 
-        let listener = TcpListener::bind(config.listen).await?;
+        let listener = listen(config.listen, config.conditions.listen_backlog())?;
         let local_addr = listener.local_addr()?;
         let (outbox, delivery) = webhooks::start(flavor, config.conditions);
         let store = Store::new(by_key, first_client, outbox, flavor);
         let shared = Arc::new(Shared { store: Mutex::new(store), service: config.service.clone(), flavor });
-        let router = Router::new()
+        let mut router = Router::new()
             .merge(api::routes(shared.clone()).layer(axum::middleware::from_fn_with_state(
                 conditions::Gate::new(config.conditions),
                 conditions::api_gate,
@@ -183,6 +192,9 @@ impl Sandbox {
             .fallback(api::fallback)
             .method_not_allowed_fallback(api::method_not_allowed)
             .with_state(shared.clone());
+        if config.conditions.connection_close {
+            router = router.layer(axum::middleware::from_fn(conditions::close_connections));
+        }
 
         let (shutdown, stop) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {

@@ -10,6 +10,7 @@ use crate::harness::driver::{DriveArgs, DriveError, DriverAction};
 use crate::harness::event_rules;
 use crate::harness::fixtures::RunContext;
 use crate::harness::graph::{Transition, TransitionGraph};
+use crate::harness::har;
 use crate::harness::http::Auth;
 use crate::harness::outcome::{ErrorSource, Stop};
 use crate::harness::property;
@@ -29,51 +30,69 @@ crate::cases! {
 const EXPLORE_AT_ONCE: usize = 8;
 
 /// Explores the transition graph as the target reveals it, whatever the seed: from the created
-/// state, and from every state an accepted action reaches, every action is tried once, each on a
-/// fresh connection along the shortest known path (breadth first, played concurrently). Every
-/// accepted step is judged as in [`play`]; the graph goes into the reports.
+/// state, and from every state an accepted action reaches, every action is tried once (breadth
+/// first, the states of a round concurrently). A connection is brought along the shortest known
+/// path, then tries the untried actions one after another until one changes its state (a
+/// refused action changes nothing), so a fresh connection is needed only per state change. The
+/// graph follows the driver's answers, so exploring never waits for a webhook; every played
+/// sequence is judged as in [`play`] once its events are in, all those waits at the same time.
+/// The graph goes into the reports.
 async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.receiver()?;
     let mut graph = TransitionGraph { reached: vec![ConnectionState::Created], edges: Vec::new() };
-    let mut paths: Vec<(ConnectionState, Vec<Action>)> = vec![(ConnectionState::Created, Vec::new())];
-    let mut frontier = paths.clone();
+    let mut frontier: Vec<Vec<Action>> = vec![Vec::new()];
     let permits = Arc::new(tokio::sync::Semaphore::new(EXPLORE_AT_ONCE));
+    // The judgements of the played sequences, each waiting for its events meanwhile.
+    let mut judging = tokio::task::JoinSet::new();
     // Each round goes one step deeper; 8 states bound it.
     for _ in 0..ConnectionState::ALL.len() {
         let mut set = tokio::task::JoinSet::new();
-        for (_, path) in &frontier {
-            for action in Action::ALL {
-                let sequence: Vec<Action> = path.iter().copied().chain([action]).collect();
-                let (ctx, permits) = (ctx.clone(), permits.clone());
-                set.spawn(crate::harness::har::in_case(crate::harness::har::current_case(), async move {
-                    let _permit = permits.acquire_owned().await;
-                    let played = play(&ctx, &sequence).await;
-                    (sequence, played)
-                }));
-            }
+        for path in &frontier {
+            let (ctx, permits, path) = (ctx.clone(), permits.clone(), path.clone());
+            set.spawn(har::in_case(har::current_case(), async move {
+                let mut untried = Action::ALL.to_vec();
+                let mut connections = Vec::new();
+                while !untried.is_empty() {
+                    let sequence: Vec<Action> = path.iter().chain(&untried).copied().collect();
+                    let permit = permits.clone().acquire_owned().await;
+                    let driven = drive(&ctx, &sequence, path.len()).await;
+                    drop(permit);
+                    let tried = driven.as_ref().map_or(0, |(played, _)| played.len().saturating_sub(path.len()));
+                    let played = sequence[..(path.len() + tried).min(sequence.len())].to_vec();
+                    connections.push((path.len(), played, driven));
+                    if tried == 0 {
+                        break;
+                    }
+                    untried.drain(..tried.min(untried.len()));
+                }
+                connections
+            }));
         }
         let mut next = Vec::new();
         while let Some(joined) = set.join_next().await {
-            let (sequence, played) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
-            let played = match played {
-                Ok(played) => played,
-                Err(Stop::Fail(f)) => {
-                    return Err(Stop::fail(format!("{} [explored sequence: {sequence:?}]", f.message)));
-                }
-                Err(Stop::Ignore(..)) => continue,
-                Err(e) => return Err(e),
-            };
-            let Some(&(from, action, transition)) = played.last().filter(|(_, a, _)| sequence.last() == Some(a)) else {
-                continue;
-            };
-            if !graph.edges.contains(&(from, action, transition)) {
-                graph.edges.push((from, action, transition));
-            }
-            if let Transition::Accepted(to) = transition {
-                if !graph.reached.contains(&to) {
-                    graph.reached.push(to);
-                    paths.push((to, sequence.clone()));
-                    next.push((to, sequence));
+            let connections = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
+            for (path_len, sequence, driven) in connections {
+                let (played, pending) = match driven {
+                    Ok(driven) => driven,
+                    Err(Stop::Fail(f)) => return Err(explored(f.message, &sequence)),
+                    Err(e) if e.is_transport() => return Err(e),
+                    Err(Stop::Ignore(..)) => continue,
+                    Err(e) => return Err(e),
+                };
+                let ctx = ctx.clone();
+                let judged = sequence.clone();
+                judging.spawn(har::in_case(har::current_case(), async move { (judged, pending.judge(&ctx).await) }));
+                // The steps past the path are the ones this connection explored.
+                for &(from, action, transition) in played.iter().skip(path_len) {
+                    if !graph.edges.contains(&(from, action, transition)) {
+                        graph.edges.push((from, action, transition));
+                    }
+                    if let Transition::Accepted(to) = transition {
+                        if !graph.reached.contains(&to) {
+                            graph.reached.push(to);
+                            next.push(sequence[..path_len].iter().copied().chain([action]).collect());
+                        }
+                    }
                 }
             }
         }
@@ -82,9 +101,24 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
         }
         frontier = next;
     }
+    while let Some(joined) = judging.join_next().await {
+        let (sequence, judged) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
+        match judged {
+            Ok(()) => {}
+            Err(Stop::Fail(f)) => return Err(explored(f.message, &sequence)),
+            Err(e) if e.is_transport() => return Err(e),
+            Err(Stop::Ignore(..)) => {}
+            Err(e) => return Err(e),
+        }
+    }
     graph.edges.sort();
     ctx.record_graph(graph);
     Ok(())
+}
+
+/// The failure of an explored sequence (its message names the request that shows it).
+fn explored(message: String, sequence: &[Action]) -> Stop {
+    Stop::fail(format!("{message} [explored sequence: {sequence:?}]"))
 }
 
 async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -145,8 +179,29 @@ impl Trace {
 /// target did.
 pub type Played = Vec<(ConnectionState, Action, Transition)>;
 
-/// Plays `actions` on a fresh connection, checking after every accepted step.
+/// Plays `actions` on a fresh connection, then judges what the events and the API tell.
 pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
+    let (played, pending) = drive(ctx, actions, actions.len()).await?;
+    pending.judge(ctx).await?;
+    Ok(played)
+}
+
+/// A driven sequence, to judge once its events are in: no step waits for the webhooks of the
+/// one before (the spec puts no read between them, §6.3).
+pub struct Pending {
+    id: String,
+    trace: Trace,
+    /// The events the accepted steps announce, one per state change (§3.1, §6), in order.
+    expected: Vec<&'static str>,
+    /// The last data action the target accepted, when no state change followed it: its
+    /// reaction is judged after its event (§6.3).
+    reaction: Option<(Action, u64, Option<Before>)>,
+}
+
+/// Drives `actions` on a fresh connection, following the driver's answers: an accepted action
+/// moves the connection to the state it targets (a data action keeps the state). From step
+/// `explore_from` on, the first action that changes the state is the last one driven.
+pub async fn drive(ctx: &Session, actions: &[Action], explore_from: usize) -> Result<(Played, Pending), Stop> {
     let mut played = Played::new();
     let receiver = ctx.receiver()?;
     let driver = ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
@@ -154,9 +209,14 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
     let id = created.connection_id.clone();
     let mut trace = Trace { steps: vec!["create".to_string()] };
     // The connection starts CREATED, announced by connection.created (§3.2).
-    let mut state = settle(ctx, &id, "connection.created", 0, &trace).await?;
-    accounts_follow_state(ctx, &id, state, &trace).await?;
-    for &action in actions {
+    let mut state = ConnectionState::Created;
+    let mut expected = vec!["connection.created"];
+    let mut reaction = None;
+    for (at, &action) in actions.iter().enumerate() {
+        let changed = played.last().is_some_and(|(from, _, t)| matches!(t, Transition::Accepted(to) if to != from));
+        if at > explore_from && changed {
+            break;
+        }
         // Data actions target what a CONNECTED connection lists; otherwise the driver picks.
         let data_action = matches!(action, Action::UpdateAccounts | Action::DeleteTransaction);
         let before = if data_action && state == ConnectionState::Connected {
@@ -173,11 +233,21 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
             transaction_id: transaction,
             webhook_url: Some(receiver.url().to_string()),
         };
+        if let Some(account) = &args.account_id {
+            crate::harness::pagination::forget(&ctx.api, account);
+        }
+        // Two steps within one millisecond could announce events of equal content and
+        // `occurredAt`, which read as one re-stamped retry (`delivery::unique`): a step apart.
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
         // Deliveries from here on are the step's: the target may announce before the driver returns.
         let since = receiver.arrived_so_far();
         let from = state;
         let call = driver.run(DriverAction::Act(action), &args);
-        match ctx.api.recorder().driven(DriverAction::Act(action), &args, call).await {
+        let driven = ctx.api.recorder().driven(DriverAction::Act(action), &args, call).await;
+        if let Some(account) = &args.account_id {
+            crate::harness::pagination::forget(&ctx.api, account);
+        }
+        match driven {
             Ok(()) => trace.steps.push(format!("{action}")),
             // Refused from this state, or not supported: not a failure; the sequence goes on.
             Err(DriveError::Refused(_)) => {
@@ -197,43 +267,80 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
             played.push((from, action, Transition::Accepted(state)));
             continue;
         }
-        state = settle(ctx, &id, announcing_event(action), since, &trace).await?;
+        expected.push(announcing_event(action));
+        if action.target_state().is_some() {
+            // The state changed: an earlier data action's reaction can no longer be read.
+            reaction = None;
+        }
+        state = action.target_state().unwrap_or(state);
         played.push((from, action, Transition::Accepted(state)));
-        accounts_follow_state(ctx, &id, state, &trace).await?;
-        if matches!(action, Action::UpdateAccounts | Action::DeleteTransaction) {
-            let deliveries = receiver.for_connection(&id);
-            let event = deliveries.iter().find(|d| d.event_type() == Some(announcing_event(action)) && d.seq >= since);
-            react(ctx, &id, action, event, before.as_ref(), &Auth::Primary)
-                .await
-                .map_err(|e| trace.fail(&id, e.to_string(), &deliveries))?;
+        if data_action {
+            reaction = Some((action, since, before));
         }
     }
-    Ok(played)
+    Ok((played, Pending { id, trace, expected, reaction }))
 }
 
-/// Waits (bounded) until an `expected` event has arrived since delivery `since` and the chain
-/// links up, then judges the deliveries that arrived since. Returns the state the chain ends in.
-async fn settle(ctx: &Session, id: &str, expected: &str, since: u64, trace: &Trace) -> Result<ConnectionState, Stop> {
-    let receiver = ctx.receiver()?;
-    let arrived = |ds: &[Delivery]| ds.iter().any(|d| d.event_type() == Some(expected) && d.seq >= since);
-    let started = std::time::Instant::now();
-    let (_, deliveries) =
-        receiver.wait_for(id, ctx.config.event_wait(), |ds| arrived(ds) && chain::resolve(ds).is_ok()).await;
-    if !arrived(&deliveries) {
-        let problem = format!(
-            "the target accepted the action, but no {expected} arrived ({}){}",
-            receiver.patience.describe(started.elapsed()),
-            receiver.refusals()
-        );
-        return Err(trace.fail(id, problem, &deliveries));
+impl Pending {
+    /// Waits (bounded) until every expected event has arrived and the chain links up, then
+    /// judges: each delivery's schema and envelope (§6.1, §6.2), the chain (§3, §6.2), the
+    /// accounts against the last announced state (§3.2, §4.2), and the last data action's
+    /// reaction (§6.3).
+    pub async fn judge(self, ctx: &Session) -> Result<(), Stop> {
+        let Pending { id, trace, expected, reaction } = self;
+        let receiver = ctx.receiver()?;
+        let missing = |ds: &[Delivery]| {
+            expected.iter().copied().find(|t| {
+                let want = expected.iter().filter(|e| e == &t).count();
+                ds.iter().filter(|d| d.event_type() == Some(t)).count() < want
+            })
+        };
+        let started = std::time::Instant::now();
+        let (_, deliveries) = receiver
+            .wait_for(&id, ctx.config.event_wait(), |ds| missing(ds).is_none() && chain::resolve(ds).is_ok())
+            .await;
+        if let Some(absent) = missing(&deliveries) {
+            let problem = format!(
+                "the target accepted the action, but no {absent} arrived ({}){}",
+                receiver.patience.describe(started.elapsed()),
+                receiver.refusals()
+            );
+            return Err(trace.fail(&id, problem, &deliveries));
+        }
+        // Every delivery on its own: schema (which also asserts the prefixes of the ids it
+        // names, §2) and envelope agreement (§6.2).
+        event_rules::schema(&deliveries)
+            .and_then(|()| event_rules::envelope_agrees(&deliveries))
+            .map_err(|problem| trace.fail(&id, problem.to_string(), &deliveries))?;
+        let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(&id, problem, &deliveries))?;
+        accounts_follow_state(ctx, &id, state, &trace).await?;
+        if let Some((action, since, before)) = reaction {
+            // Steps are not awaited one by one, so an earlier step's event may arrive after this
+            // one began: the event of this step names what it was driven on (else the latest).
+            let (field, wanted) = match (action, &before) {
+                (Action::DeleteTransaction, Some(b)) => ("/data/transactionId", b.transaction.clone()),
+                (_, Some(b)) => ("/data/accountId", b.account.clone()),
+                _ => ("", None),
+            };
+            let candidates: Vec<&Delivery> = deliveries
+                .iter()
+                .filter(|d| d.event_type() == Some(announcing_event(action)) && d.seq >= since)
+                .collect();
+            let event = candidates
+                .iter()
+                .find(|d| wanted.is_some() && d.body.pointer(field).and_then(Value::as_str) == wanted.as_deref())
+                .or(candidates.last())
+                .copied();
+            react(ctx, &id, action, event, before.as_ref(), &Auth::Primary).await.map_err(|e| {
+                if e.is_fail() {
+                    trace.fail(&id, e.to_string(), &deliveries)
+                } else {
+                    e
+                }
+            })?;
+        }
+        Ok(())
     }
-    // Every new delivery on its own: schema (which also asserts the prefixes of the ids it
-    // names, §2) and envelope agreement (§6.2).
-    let new: Vec<Delivery> = deliveries.iter().filter(|d| d.seq >= since).cloned().collect();
-    event_rules::schema(&new)
-        .and_then(|()| event_rules::envelope_agrees(&new))
-        .map_err(|problem| trace.fail(id, problem.to_string(), &deliveries))?;
-    chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))
 }
 
 /// Accounts are readable exactly when the last announced state is connected (§3.2, §4.2).

@@ -94,6 +94,8 @@ pub fn render(report: &Report) -> Value {
         "latency": {
             "api": report.latency.api.map(stats),
             "webhooks": report.latency.webhooks.map(stats),
+            "requests": report.latency.requests,
+            "deliveries": report.latency.deliveries,
         },
         "har": report.har.as_ref().map(|(file, _)| file),
         "notes": report.notes,
