@@ -58,12 +58,23 @@ fn a_har_of_the_whole_run() {
     assert!(!failed.is_empty());
     for case in failed {
         let link = &case["har"];
-        let entry = entries.iter().find(|e| e["_id"] == link["entry"]).unwrap_or_else(|| panic!("{case:#}"));
+        // `entry` is the index in `log.entries`, `id` its `_id`.
+        let entry = link["entry"].as_u64().and_then(|i| entries.get(i as usize)).unwrap_or_else(|| panic!("{case:#}"));
+        assert_eq!(entry["_id"], link["id"], "{case:#}");
+        // The entry the message names: the case's own, or one whose URL (a request) or body (a
+        // delivery) holds an id the message names.
+        let names = |text: Option<&str>| {
+            text.is_some_and(|t| {
+                case["message"].as_str().unwrap().split([' ', ',', ';', '(', ')']).any(|w| {
+                    let w = w.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_');
+                    w.len() > 8 && w.contains('_') && t.contains(w)
+                })
+            })
+        };
         assert!(
             entry["_case"] == case["id"]
-                || entry["request"]["url"].as_str().is_some_and(|u| case["message"].as_str().unwrap().split(" ").any(
-                    |w| w.len() > 8 && u.contains(w.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
-                )),
+                || names(entry["request"]["url"].as_str())
+                || names(entry["request"]["postData"]["text"].as_str()),
             "{case:#}\n{entry:#}"
         );
     }
