@@ -268,3 +268,56 @@ fn a_closed_stdout_ends_the_run_quietly() {
     assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{err}");
     assert!(String::from_utf8_lossy(&output.stdout).starts_with("bankconf: "));
 }
+
+// ------------------------------------------------- the reproduction is the evidence
+
+/// For every failed case of a run against a mutant with an API failure and one with a webhook
+/// payload failure: the curl replays the request the message names (and only such a request),
+/// a payload failure points at the delivery in the HAR, and the rerun command, pasted into a
+/// shell, fails the same case.
+#[test]
+fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_fails_the_same_case() {
+    for mutant in ["transaction-prefix", "event-prefix"] {
+        let (json, har) = (temp_path(&format!("{mutant}.json")), temp_path(&format!("{mutant}.har")));
+        let output =
+            run(&["--sandbox-mutant", mutant, "--report-json", json.to_str().unwrap(), "--har", har.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(1), "{mutant}: {}", text(&output));
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let har: Value = serde_json::from_str(&std::fs::read_to_string(&har).unwrap()).unwrap();
+        let failed: Vec<&Value> =
+            report["cases"].as_array().unwrap().iter().filter(|c| c["outcome"] == "failed").collect();
+        assert!(!failed.is_empty(), "{mutant}");
+        for case in &failed {
+            let message = case["message"].as_str().unwrap();
+            match case["reproduction"].as_str() {
+                Some(curl) => {
+                    let method = curl.split(" -X ").nth(1).and_then(|r| r.split(' ').next()).unwrap();
+                    let url = curl.rsplit('\'').nth(1).unwrap();
+                    let path = &url[url.find("/v1").unwrap_or(0)..];
+                    assert!(message.contains(&format!("{method} {path}")), "{mutant}: {curl}\n{message}");
+                }
+                None => assert!(!message.contains(" /v1/"), "{mutant}: no reproduction for {message}"),
+            }
+            let entry = &har["log"]["entries"][case["har"]["entry"].as_u64().unwrap() as usize];
+            assert_eq!(entry["_id"], case["har"]["id"], "{mutant}");
+            if case["id"] == "events.schema" {
+                assert_eq!(entry["_kind"], "webhook", "{mutant}: the delivery is the evidence\n{case:#}");
+            }
+        }
+        // The rerun of one failed case, as printed: it fails that case again.
+        let case = failed[0];
+        let rerun = case["rerun"].as_str().unwrap().replacen("bankconf", BIN, 1);
+        let again = temp_path(&format!("{mutant}-again.json"));
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{rerun} --report-json {}", again.display()))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(1), "{mutant}: {rerun}");
+        let again: Value = serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
+        let outcome = again["cases"].as_array().unwrap().iter().find(|c| c["id"] == case["id"]).unwrap();
+        assert_eq!(outcome["outcome"], "failed", "{mutant}: {rerun}");
+    }
+}

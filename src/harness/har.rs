@@ -254,7 +254,7 @@ impl Recorder {
     }
 
     /// Where the written HAR has `case`'s evidence: the latest of its entries whose request
-    /// `message` names; else the delivery of an event the message names (`evt_…`); else the
+    /// `message` names; else the first delivery holding an id the message names; else the
     /// latest entry (any case's: the tour is shared) whose URL holds an id the message names
     /// (`conn_…`); else the case's latest entry.
     pub fn link(&self, case: &str, message: &str) -> Option<Link> {
@@ -265,9 +265,10 @@ impl Recorder {
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .filter(|w| w.len() >= 8 && w.contains('_'))
             .collect();
+        // The first id the message names (`delivery evt_… (…)`, whatever its prefix) that a
+        // delivery's body holds.
         let event = || {
-            let events: Vec<&&str> = ids.iter().filter(|id| id.starts_with(crate::spec::prefix::EVENT)).collect();
-            log.deliveries.iter().find(|(_, body)| events.iter().any(|e| body.contains(**e))).map(|(id, _)| *id)
+            ids.iter().find_map(|word| log.deliveries.iter().find(|(_, body)| body.contains(word)).map(|(id, _)| *id))
         };
         let by_id = || log.urls.iter().rev().find(|(_, url)| ids.iter().any(|id| url.contains(id))).map(|(id, _)| *id);
         let id = named.or_else(event).or_else(by_id).or(own.last().map(|(id, _)| *id))?;
