@@ -219,8 +219,8 @@ async fn shared_page(api: &Api, account_id: &str, limit: Option<u64>, cursor: Op
 
 /// Follows `next_cursor` while `has_more` is true (§4.3 rules 1 and 2), bounded by
 /// [`MAX_PAGES`] (or [`MAX_LIMITED_PAGES`] with a `limit`), [`MAX_WALK_BYTES`], [`MAX_WALK_TIME`] and the run's memory budget (each
-/// ignores the walk, see [`stopped`]), and by never following the same cursor twice (a failure).
-/// Pages already read in the run are not sent again ([`shared_page`]).
+/// ignores the walk, see `stopped`), and by never following the same cursor twice (a failure).
+/// Pages already read in the run are not sent again (`shared_page`).
 pub async fn walk(api: &Api, account_id: &str, limit: Option<u64>, starting_after: Option<&str>) -> Result<Walk, Stop> {
     let mut walk = Walk::default();
     let mut followed = HashSet::new();

@@ -174,7 +174,7 @@ fn fragments<'a>(text: &str, forms: impl IntoIterator<Item = (&'a str, usize)>) 
     hidden
 }
 
-/// Whether `text` carries `secret`, or a piece of it of [`MIN_FRAGMENT`] characters or more
+/// Whether `text` carries `secret`, or a piece of it of `MIN_FRAGMENT` characters or more
 /// beyond its public prefix: as the redactor finds them (plain, JSON-escaped, percent-encoded),
 /// and also base64, base64url and hex encoded (for judging what a target hands a frontend,
 /// §5.2/§5.3; the redactor itself does not search those, to keep redaction cheap).

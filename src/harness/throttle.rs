@@ -30,7 +30,7 @@ pub const RETRY_BUDGET: Duration = Duration::from_secs(30);
 /// Longest single pause, whatever `Retry-After` asks.
 const MAX_PAUSE: Duration = Duration::from_secs(8);
 /// An endpoint (or the whole target) that has answered only refusals for this long, at least
-/// [`GIVE_UP_COUNT`] times, is given up.
+/// `GIVE_UP_COUNT` times, is given up.
 pub const GIVE_UP_AFTER: Duration = Duration::from_secs(10);
 const GIVE_UP_COUNT: u32 = 6;
 /// Transport retries (timeouts, refused or reset connections) the whole run may spend.
