@@ -74,7 +74,11 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
             for (path_len, sequence, driven) in connections {
                 let (played, pending) = match driven {
                     Ok(driven) => driven,
-                    Err(Stop::Fail(f)) => return Err(explored(f.message, &sequence)),
+                    Err(Stop::Fail(f)) => {
+                        // The graph so far goes into the reports: it is needed most now.
+                        record_partial(&ctx, &graph);
+                        return Err(explored(f.message, &sequence));
+                    }
                     Err(e) if e.is_transport() => return Err(e),
                     Err(Stop::Ignore(..)) => continue,
                     Err(e) => return Err(e),
@@ -105,7 +109,10 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
         let (sequence, judged) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
         match judged {
             Ok(()) => {}
-            Err(Stop::Fail(f)) => return Err(explored(f.message, &sequence)),
+            Err(Stop::Fail(f)) => {
+                record_partial(&ctx, &graph);
+                return Err(explored(f.message, &sequence));
+            }
             Err(e) if e.is_transport() => return Err(e),
             Err(Stop::Ignore(..)) => {}
             Err(e) => return Err(e),
@@ -114,6 +121,13 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
     graph.edges.sort();
     ctx.record_graph(graph);
     Ok(())
+}
+
+/// Records the graph explored so far, for the reports of a failed exploration.
+fn record_partial(ctx: &RunContext, graph: &TransitionGraph) {
+    let mut graph = graph.clone();
+    graph.edges.sort();
+    ctx.record_graph(graph);
 }
 
 /// The failure of an explored sequence (its message names the request that shows it).
@@ -296,8 +310,9 @@ impl Pending {
             })
         };
         let started = std::time::Instant::now();
+        let what = format!("{} for {id}", expected.join(", "));
         let (_, deliveries) = receiver
-            .wait_for(&id, ctx.config.event_wait(), |ds| missing(ds).is_none() && chain::resolve(ds).is_ok())
+            .wait_until(&what, &id, ctx.config.event_wait(), |ds| missing(ds).is_none() && chain::resolve(ds).is_ok())
             .await;
         if let Some(absent) = missing(&deliveries) {
             let problem = format!(
