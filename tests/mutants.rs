@@ -20,7 +20,7 @@ use std::time::Duration;
 /// Mutants whose fault shows only on some inputs (a limit, a path through one state): each must
 /// be caught under every seed, which deterministic coverage (pagination boundaries, the explored
 /// transition graph) guarantees.
-const SEED_SENSITIVE: [&str; 12] = [
+const SEED_SENSITIVE: [&str; 13] = [
     "has-more-when-page-full",
     "page-gap-limit-one",
     "previous-status-after-mfa",
@@ -29,6 +29,7 @@ const SEED_SENSITIVE: [&str; 12] = [
     "key-prefix-match",
     "key-in-widget-token",
     "foreign-cursor",
+    "other-connection-cursor",
     "isolation-with-cursor",
     "event-time-reversed",
     "account-drops-after-update",

@@ -133,6 +133,8 @@ pub async fn fetch_page(
 #[derive(Debug, Default)]
 pub struct Walk {
     pub pages: Vec<Page>,
+    /// Whether the walk reached a page whose `has_more` is false.
+    pub complete: bool,
     /// What this walk adds to [`HELD`].
     held: usize,
 }
@@ -217,11 +219,108 @@ async fn shared_page(api: &Api, account_id: &str, limit: Option<u64>, cursor: Op
     page.clone()
 }
 
+/// Whether the target refuses `limit` on `account_id` (a 4xx to its first page), asked once
+/// per run, client key and account (until [`forget`]).
+pub async fn refuses_limit(api: &Api, account_id: &str, limit: u64) -> Result<bool, Stop> {
+    let ask = || async {
+        let exchange = api.get(&["v1", "accounts", account_id, "transactions"], &query(Some(limit), None)).await?;
+        Ok((400..500).contains(&exchange.status))
+    };
+    let key = format!("{}refuses\u{0}{limit}\u{0}{:?}", shared_key(account_id), api.reader());
+    match api.throttle().shared(&key, tokio::sync::OnceCell::<Result<bool, Stop>>::new) {
+        Some(cell) => cell.get_or_init(ask).await.clone(),
+        None => ask().await,
+    }
+}
+
 /// Follows `next_cursor` while `has_more` is true (§4.3 rules 1 and 2), bounded by
 /// [`MAX_PAGES`] (or [`MAX_LIMITED_PAGES`] with a `limit`), [`MAX_WALK_BYTES`], [`MAX_WALK_TIME`] and the run's memory budget (each
 /// ignores the walk, see `stopped`), and by never following the same cursor twice (a failure).
 /// Pages already read in the run are not sent again (`shared_page`).
 pub async fn walk(api: &Api, account_id: &str, limit: Option<u64>, starting_after: Option<&str>) -> Result<Walk, Stop> {
+    let bound = if limit.is_some() { MAX_LIMITED_PAGES } else { MAX_PAGES };
+    follow(api, account_id, limit, starting_after, Bound::Stop(bound)).await
+}
+
+/// Most pages a property walk reads from each end of an account it does not walk whole (see
+/// [`windows`]).
+pub const WINDOW_PAGES: usize = 3;
+
+/// Where a walk ends when it is not judged whole.
+#[derive(Clone, Copy)]
+enum Bound {
+    /// Stopped at this many pages: ignored beyond it (see `stopped`).
+    Stop(usize),
+    /// A window of this many pages: the walk so far is returned, [`Walk::complete`] false.
+    Window(usize),
+}
+
+/// A walk over part of an account: the items after item `after` (the first items when
+/// `None`), as far as the walk went.
+#[derive(Debug)]
+pub struct Window {
+    /// Index, in the reference walk, of the item the walk started after.
+    pub after: Option<usize>,
+    pub walk: Walk,
+}
+
+impl Window {
+    /// The reference items this window must hold: those after its start, up to as many as it
+    /// read when it did not reach the end.
+    pub fn expected<'a>(&self, ids: &'a [String]) -> &'a [String] {
+        let from = self.after.map_or(0, |k| k + 1).min(ids.len());
+        let rest = &ids[from..];
+        if self.walk.complete {
+            rest
+        } else {
+            &rest[..self.walk.ids().len().min(rest.len())]
+        }
+    }
+}
+
+/// The walks at `limit` that stand for a whole walk of an account whose reference walk is
+/// `ids`: the whole walk when it takes at most 2 × [`WINDOW_PAGES`] pages; else its first
+/// [`WINDOW_PAGES`] pages, and the walk after the item `limit` × [`WINDOW_PAGES`] from the end
+/// (full pages to the last). A small `limit` on a long account would cost a request per item
+/// or two; its middle pages take the same path as the first and last ones. The caller says so
+/// in a note ([`windowed`]).
+pub async fn windows(api: &Api, account_id: &str, limit: u64, ids: &[String]) -> Result<Vec<Window>, Stop> {
+    let span = (limit as usize).saturating_mul(WINDOW_PAGES);
+    if !windowed(limit, ids.len()) {
+        let walk = walk(api, account_id, Some(limit), None).await?;
+        return Ok(vec![Window { after: None, walk }]);
+    }
+    let head = follow(api, account_id, Some(limit), None, Bound::Window(WINDOW_PAGES)).await?;
+    let k = ids.len() - 1 - span;
+    // One page more than it needs: a target may serve fewer items than `limit` (§8).
+    let tail = follow(api, account_id, Some(limit), Some(&ids[k]), Bound::Window(WINDOW_PAGES + 1)).await?;
+    Ok(vec![Window { after: None, walk: head }, Window { after: Some(k), walk: tail }])
+}
+
+/// Whether [`windows`] walks an account of `items` items at `limit` by its two ends only.
+pub fn windowed(limit: u64, items: usize) -> bool {
+    items > (limit as usize).saturating_mul(2 * WINDOW_PAGES)
+}
+
+/// [`walk`] from `starting_after`, reading at most `pages` pages: the walk so far, complete
+/// or not.
+pub async fn walk_window(
+    api: &Api,
+    account_id: &str,
+    limit: u64,
+    starting_after: Option<&str>,
+    pages: usize,
+) -> Result<Walk, Stop> {
+    follow(api, account_id, Some(limit), starting_after, Bound::Window(pages)).await
+}
+
+async fn follow(
+    api: &Api,
+    account_id: &str,
+    limit: Option<u64>,
+    starting_after: Option<&str>,
+    bound: Bound,
+) -> Result<Walk, Stop> {
     let mut walk = Walk::default();
     let mut followed = HashSet::new();
     let mut read = 0;
@@ -235,6 +334,7 @@ pub async fn walk(api: &Api, account_id: &str, limit: Option<u64>, starting_afte
         read += page.size;
         walk.keep(page)?;
         if !more {
+            walk.complete = true;
             return Ok(walk);
         }
         let next = next.ok_or_else(|| {
@@ -247,10 +347,13 @@ pub async fn walk(api: &Api, account_id: &str, limit: Option<u64>, starting_afte
                 redact::cut(&next, 100)
             )));
         }
-        let bound = if limit.is_some() { MAX_LIMITED_PAGES } else { MAX_PAGES };
-        if walk.pages.len() >= bound {
-            let what = limit.map_or(String::new(), |l| format!(" at limit={l}"));
-            return Err(stopped(&request, format!("{bound} pages{what}")));
+        match bound {
+            Bound::Window(pages) if walk.pages.len() >= pages => return Ok(walk),
+            Bound::Stop(pages) if walk.pages.len() >= pages => {
+                let what = limit.map_or(String::new(), |l| format!(" at limit={l}"));
+                return Err(stopped(&request, format!("{pages} pages{what}")));
+            }
+            _ => {}
         }
         if read >= MAX_WALK_BYTES {
             return Err(stopped(&request, format!("{} pages and {} MiB", walk.pages.len(), MAX_WALK_BYTES >> 20)));

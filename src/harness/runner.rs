@@ -109,6 +109,7 @@ pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) 
         notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
     }
     notes.extend(ctx.api.throttle().note());
+    notes.extend(ctx.notes());
     let unkept = ctx.api.answers().unkept();
     if unkept > 0 {
         notes.push(format!(

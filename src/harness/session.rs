@@ -15,6 +15,7 @@ use super::http::Api;
 use super::outcome::{ErrorSource, Stop};
 use super::receiver::Receiver;
 use super::redact::Redactor;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -51,6 +52,8 @@ pub struct Session {
     sandbox: Mutex<Option<Sandbox>>,
     /// Whether the receiver was unregistered (see [`Session::unregister_webhook`]).
     unregistered: std::sync::atomic::AtomicBool,
+    /// What the report's notes say of the run's own bounds, by topic (see [`Session::note`]).
+    notes: std::sync::Mutex<BTreeMap<&'static str, BTreeSet<String>>>,
 }
 
 impl Session {
@@ -150,6 +153,7 @@ impl Session {
             browser: RunBrowser::default(),
             sandbox: Mutex::new(sandbox),
             unregistered: Default::default(),
+            notes: Default::default(),
         })
     }
 
@@ -171,6 +175,21 @@ impl Session {
                 Some(format!("the driver could not unregister the webhook receiver: {}", self.redactor.redact(&m)))
             }
         }
+    }
+
+    /// Adds `item` to the report's note on `topic` (one note per topic, each item once): what
+    /// the harness left unjudged by its own bounds is said, never silent.
+    pub fn note(&self, topic: &'static str, item: String) {
+        self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(topic).or_default().insert(item);
+    }
+
+    /// The notes of [`Session::note`], one line per topic.
+    pub fn notes(&self) -> Vec<String> {
+        let notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        notes
+            .iter()
+            .map(|(topic, items)| format!("{topic}: {}", items.iter().cloned().collect::<Vec<_>>().join("; ")))
+            .collect()
     }
 
     /// Stops what the run started; no process a driver started outlives it.

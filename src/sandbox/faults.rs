@@ -224,6 +224,8 @@ departures! {
             "any client can read any account's transactions by sending a starting_after";
         ForeignCursor = "foreign-cursor", "§4.3", ["isolation.foreign-cursor"],
             "a starting_after that names a transaction of another account (of any client) continues that account's list";
+        OtherConnectionCursor = "other-connection-cursor", "§4.3", ["isolation.foreign-cursor"],
+            "a starting_after that names a transaction of another connection of the same client continues that account's list";
         FirstClientReadsAll = "first-client-reads-all", "§5", ["isolation.accounts", "isolation.account", "isolation.transactions"],
             "the first client can read every client's connections, accounts and transactions (the other direction stays closed)";
         // §1 widget

@@ -299,6 +299,13 @@ impl Store {
             Some(c) if f.is(Mutant::ForeignCursor) && !account.transactions.iter().any(|t| t.id == c) => {
                 self.accounts.values().find(|a| a.transactions.iter().any(|t| t.id == c)).unwrap_or(account)
             }
+            // This one only into an account of another connection of the same client.
+            Some(c) if f.is(Mutant::OtherConnectionCursor) && !account.transactions.iter().any(|t| t.id == c) => self
+                .accounts
+                .values()
+                .filter(|a| a.client_id == account.client_id && a.connection_id != account.connection_id)
+                .find(|a| a.transactions.iter().any(|t| t.id == c))
+                .unwrap_or(account),
             _ => account,
         };
         // The list is kept newest first; the oldest-first variant reads it backwards.

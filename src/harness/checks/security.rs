@@ -239,34 +239,76 @@ async fn first_page_ids(ctx: &RunContext, account: &str, auth: Auth) -> Result<V
     Ok(items.iter().filter_map(|i| i.get("id")?.as_str().map(str::to_string)).collect())
 }
 
-/// A cursor from another scope, sent with the first client's key on `asked`: the answer is a
-/// refusal, or a page that names nothing of the scope the cursor came from (`foreign`: its
-/// account id and transaction ids). Tried without and with `limit`.
+/// A cursor from another scope, sent with the first client's key on `asked` with `limit`: the
+/// answer is a refusal, or a page that names nothing of the scope the cursor came from
+/// (`foreign`: its account id and transaction ids).
 async fn probe_cursor(
     ctx: &RunContext,
-    asked: &str,
+    (asked, limit): (&str, Option<u64>),
     cursor: &str,
     foreign: &[String],
     whose: &str,
     problems: &mut Problems,
 ) -> Result<(), Stop> {
-    for limit in [None, Some(2)] {
-        let query = crate::harness::pagination::query(limit, Some(cursor));
-        let exchange = ctx.api.get(&["v1", "accounts", asked, "transactions"], &query).await?;
-        let named = foreign.iter().find(|id| exchange.is_success() && exchange.body.contains(id.as_str()));
-        if let Some(id) = named {
-            problems.add(format!(
-                "{} (a starting_after taken from {whose}): expected a refusal, an empty page or transactions of {asked}, got status {} naming {id}",
-                exchange.request, exchange.status
-            ));
-        }
+    let query = crate::harness::pagination::query(limit, Some(cursor));
+    let exchange = ctx.api.get(&["v1", "accounts", asked, "transactions"], &query).await?;
+    let named = foreign.iter().find(|id| exchange.is_success() && exchange.body.contains(id.as_str()));
+    if let Some(id) = named {
+        problems.add(format!(
+            "{} (a starting_after taken from {whose}): expected a refusal, an empty page or transactions of {asked}, got status {} naming {id}",
+            exchange.request, exchange.status
+        ));
     }
     Ok(())
 }
 
+/// An account of another scope, with the transaction ids read from it (the cursors it lends).
+type Lender = (String, Vec<String>);
+
+/// The accounts of another CONNECTED connection of the first client (the tour's, which stays
+/// connected), with the ids of their first page.
+async fn other_connection_lenders(ctx: &RunContext) -> Result<Vec<Lender>, Stop> {
+    let Ok(tour) = ctx.tour().await else { return Ok(Vec::new()) };
+    let stays_connected = |l: &&crate::harness::tour::Leg| {
+        l.client == Auth::Primary
+            && l.path.first() == Some(&crate::spec::Action::Connect)
+            && !l.path.contains(&crate::spec::Action::Disconnect)
+    };
+    let Some(created) = tour.legs.iter().filter(stays_connected).find_map(|l| l.created.as_ref().ok()) else {
+        return Ok(Vec::new());
+    };
+    let listed = ctx.api.get(&["v1", "connections", &created.connection_id, "accounts"], &[]).await?;
+    let accounts: Vec<String> = match listed.success_json() {
+        Ok(serde_json::Value::Array(items)) => {
+            items.iter().filter_map(|a| a.get("id")?.as_str().map(str::to_string)).collect()
+        }
+        _ => return Ok(Vec::new()),
+    };
+    let mut lenders = Vec::new();
+    for account in accounts {
+        let ids = first_page_ids(ctx, &account, Auth::Primary).await?;
+        if !ids.is_empty() {
+            lenders.push((account, ids));
+            break;
+        }
+    }
+    Ok(lenders)
+}
+
+/// The second client's accounts with their transactions, as its own walks read them.
+async fn second_client_lenders(ctx: &RunContext) -> Result<Vec<Lender>, Stop> {
+    let Some(second) = ctx.connected_second().await? else { return Ok(Vec::new()) };
+    Ok(judged_walks(&second)
+        .into_iter()
+        .map(|(id, w)| (id.to_string(), w.ids()))
+        .filter(|(_, ids)| !ids.is_empty())
+        .collect())
+}
+
 /// §4.3 (a cursor names an item of the list asked for) and §5: a transaction id of another
-/// account of this client, and one of the other client, sent as `starting_after` never leads
-/// into that account's data. A refusal, an empty page or the asked account's own items pass.
+/// account of this connection, of another connection of this client, and of the other client,
+/// sent as `starting_after` never leads into that account's data. A refusal, an empty page or
+/// the asked account's own items pass. Every scope is tried without and with `limit`.
 async fn foreign_cursor(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let fixture = ctx.connected().await?;
     let walks = judged_walks(&fixture);
@@ -279,20 +321,28 @@ async fn foreign_cursor(ctx: Arc<RunContext>) -> Result<(), Stop> {
         let Some((other, walk)) = lender else { continue };
         let ids = walk.ids();
         let foreign = [ids.clone(), vec![other.to_string()]].concat();
-        for cursor in [&ids[0], &ids[ids.len() - 1]] {
+        for (cursor, limit) in [(&ids[0], None), (&ids[ids.len() - 1], Some(2))] {
             probed = true;
-            probe_cursor(&ctx, asked, cursor, &foreign, "another account of this client", &mut problems).await?;
+            let whose = "another account of this connection";
+            probe_cursor(&ctx, (asked, limit), cursor, &foreign, whose, &mut problems).await?;
         }
     }
-    if let Some((_, accounts)) = second_client_data(&ctx).await? {
-        for account in &accounts {
-            let ids = first_page_ids(&ctx, account, Auth::Second).await?;
-            let Some(cursor) = ids.first() else { continue };
+    let scopes = [
+        ("another connection of this client", other_connection_lenders(&ctx).await?),
+        ("the second client's account", second_client_lenders(&ctx).await?),
+    ];
+    for (whose, lenders) in scopes {
+        if lenders.is_empty() || walks.is_empty() {
+            continue;
+        }
+        // Each lender once, on the asked accounts in turn, and both shapes at least once.
+        for k in 0..lenders.len().max(2) {
+            let (account, ids) = &lenders[k % lenders.len()];
+            let asked = walks[k % walks.len()].0;
+            let limit = (k % 2 == 1).then_some(2);
             let foreign = [ids.clone(), vec![account.clone()]].concat();
-            for (asked, _) in &walks {
-                probed = true;
-                probe_cursor(&ctx, asked, cursor, &foreign, "the second client's account", &mut problems).await?;
-            }
+            probed = true;
+            probe_cursor(&ctx, (asked, limit), &ids[0], &foreign, whose, &mut problems).await?;
         }
     }
     if !probed {
