@@ -20,7 +20,7 @@ use std::time::Duration;
 /// Mutants whose fault shows only on some inputs (a limit, a path through one state): each must
 /// be caught under every seed, which deterministic coverage (pagination boundaries, the explored
 /// transition graph) guarantees.
-const SEED_SENSITIVE: [&str; 13] = [
+const SEED_SENSITIVE: [&str; 17] = [
     "has-more-when-page-full",
     "page-gap-limit-one",
     "previous-status-after-mfa",
@@ -34,6 +34,10 @@ const SEED_SENSITIVE: [&str; 13] = [
     "event-time-reversed",
     "account-drops-after-update",
     "offset-cursor-under-insertions",
+    "transaction-in-two-accounts",
+    "deleted-transaction-returns",
+    "transaction-vanishes",
+    "silent-balance-change",
 ];
 
 fn main() -> ExitCode {

@@ -87,7 +87,7 @@ struct CaseFile {
 }
 
 /// The catalogue files by area, in the order cases are listed.
-const FILES: [(&str, &str); 10] = [
+const FILES: [(&str, &str); 11] = [
     ("connections", include_str!("../../cases/connections.toml")),
     ("accounts", include_str!("../../cases/accounts.toml")),
     ("transactions", include_str!("../../cases/transactions.toml")),
@@ -97,6 +97,7 @@ const FILES: [(&str, &str); 10] = [
     ("security", include_str!("../../cases/security.toml")),
     ("widget", include_str!("../../cases/widget.toml")),
     ("robustness", include_str!("../../cases/robustness.toml")),
+    ("state", include_str!("../../cases/state.toml")),
     ("check-events", include_str!("../../cases/check-events.toml")),
 ];
 

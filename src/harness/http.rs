@@ -8,7 +8,7 @@ use super::redact;
 use reqwest::{Method, Url};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A request as sent, without its secrets: enough to replay it with `curl`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +50,10 @@ pub struct Answer {
     pub status: u16,
     /// The body of a 2xx answer, kept within the log's budget; `None` otherwise.
     pub body: Option<String>,
+    /// When it was sent, and when its answer came (or the tries ended): reads are ordered
+    /// against each other and against the deliveries by these (`checks::state`).
+    pub sent_at: Instant,
+    pub answered_at: Instant,
 }
 
 impl Answer {
@@ -353,6 +357,7 @@ impl Api {
         };
         let url = self.checked_url(segments, query)?;
         let sent = Sent { method: method.to_string(), url: url.to_string(), auth, request: describe(&method, &url) };
+        let sent_at = Instant::now();
         let result = self.exchange(&self.client, method, url, authorization, "application/json").await;
         let (status, body) = match &result {
             Ok(x) => (x.status, x.is_success().then(|| x.body.clone())),
@@ -366,6 +371,8 @@ impl Api {
             query: query.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
             status,
             body,
+            sent_at,
+            answered_at: Instant::now(),
         });
         result
     }
@@ -385,10 +392,22 @@ impl Api {
             auth: Auth::Missing,
             request: describe(&Method::GET, &url),
         };
+        let sent_at = Instant::now();
         let result = self.exchange(&self.browser, Method::GET, url, None, "*/*").await;
         let status = result.as_ref().map_or(0, |x| x.status);
         let (segments, query) = (segments.iter().map(|s| s.to_string()).collect(), Vec::new());
-        self.answers.push(Answer { seq: 0, case: har::current_case(), sent, segments, query, status, body: None });
+        let answered_at = Instant::now();
+        self.answers.push(Answer {
+            seq: 0,
+            case: har::current_case(),
+            sent,
+            segments,
+            query,
+            status,
+            body: None,
+            sent_at,
+            answered_at,
+        });
         result
     }
 

@@ -32,6 +32,8 @@ struct Store {
     /// The URL the target delivers to, for the HAR.
     url: Mutex<String>,
     deliveries: Mutex<Vec<Delivery>>,
+    /// When each delivery arrived, by `seq`.
+    arrivals: Mutex<Vec<std::time::Instant>>,
     bytes: std::sync::atomic::AtomicUsize,
     /// Deliveries refused for their size, or for the receiver's budget.
     refused: std::sync::atomic::AtomicUsize,
@@ -89,6 +91,7 @@ impl Receiver {
             recorder,
             url: Mutex::default(),
             deliveries: Mutex::default(),
+            arrivals: Mutex::default(),
             bytes: Default::default(),
             refused: Default::default(),
         });
@@ -151,6 +154,13 @@ impl Receiver {
     }
 
     /// Every delivery so far that concerns `connection_id`, duplicates included.
+    /// Every delivery so far with when it arrived.
+    pub fn timeline(&self) -> Vec<(std::time::Instant, Delivery)> {
+        let all = self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
+        let arrivals = self.store.arrivals.lock().unwrap_or_else(|e| e.into_inner());
+        arrivals.iter().copied().zip(all.iter().cloned()).collect()
+    }
+
     pub fn for_connection(&self, connection_id: &str) -> Vec<Delivery> {
         let all = self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
         all.iter().filter(|d| d.connection_id() == Some(connection_id)).cloned().collect()
@@ -295,6 +305,7 @@ async fn receive(
         let seq = all.len() as u64;
         let delivery = Delivery { seq, body: parsed };
         store.recorder.delivery(&url, &body, StatusCode::NO_CONTENT.as_u16(), delivery.connection_id());
+        store.arrivals.lock().unwrap_or_else(|e| e.into_inner()).push(std::time::Instant::now());
         all.push(delivery);
     }
     tx.send_modify(|n| *n += 1);

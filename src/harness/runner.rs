@@ -248,7 +248,7 @@ pub async fn run_all(
     cases: Vec<&'static Case>,
     on_result: impl Fn(&CaseResult),
 ) -> Vec<CaseResult> {
-    let responds = |case: &Case| checks::code_of(&case.id).is_some_and(|r| !r.responses.is_empty());
+    let responds = |case: &Case| checks::code_of(&case.id).is_some_and(checks::Registration::judges_answers);
     let mut set = tokio::task::JoinSet::new();
     for (i, case) in cases.iter().copied().enumerate() {
         let ctx = ctx.clone();
@@ -271,6 +271,11 @@ pub async fn run_all(
     }
     let answered: Vec<&str> = cases.iter().filter(|c| responds(c)).map(|c| c.id.as_str()).collect();
     let mut judged = checks::judge_responses(&answered, &ctx.api.answers().all());
+    for (id, found) in checks::judge_models(&ctx, &answered).await {
+        let all = judged.entry(id).or_default();
+        all.answers += found.answers;
+        all.problems.extend(found.problems);
+    }
     for (i, flow) in flows.into_iter().enumerate() {
         let Some((outcome, took)) = flow else { continue };
         let result =

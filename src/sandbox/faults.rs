@@ -104,6 +104,15 @@ departures! {
             "an account drops out of its connection's accounts list once `update_accounts` changed it";
         AccountBalanceStale = "account-balance-stale", "§4.4", ["reactions.account-balance"],
             "GET /v1/accounts/{id} keeps serving the balance of before accounts.updated";
+        // What reads imply over time (the state model)
+        TransactionInTwoAccounts = "transaction-in-two-accounts", "§2.3", ["state.one-owner"],
+            "the newest transaction of a connection's second account has the id of the first account's newest";
+        DeletedTransactionReturns = "deleted-transaction-returns", "§6", ["state.deletions-hold"],
+            "a deleted transaction is listed again from the second listing of its account after the deletion, with no event";
+        TransactionVanishes = "transaction-vanishes", "§4.3", ["state.nothing-vanishes"],
+            "from the second listing of an account on, its oldest transaction is gone, with no transaction.deleted";
+        SilentBalanceChange = "silent-balance-change", "§1", ["state.changes-announced"],
+            "each read of a connection's accounts shows balances a cent higher than the read before, with no event";
         // §2.3, §4.3 transactions
         SecondClientTransactionAccount = "second-client-transaction-account", "§2.3", ["transactions.account-id"],
             "only the second client's transactions name another account in accountId";

@@ -4,7 +4,7 @@
 //! queue is unbounded, so sending never waits).
 
 use super::faults::{Flavor, Mutant, Variant};
-use super::model::{key_order, Account, Connection, Event, EventDetail, Transaction};
+use super::model::{key_order, list_order, Account, Connection, Event, EventDetail, Transaction};
 use super::transitions::transition_path;
 use super::transitions::{ActionArgs, ControlError};
 use super::webhooks::Outbox;
@@ -69,6 +69,10 @@ pub(crate) struct Store {
     flavor: Flavor,
     /// Events of the change in progress, delivered together by [`Store::flush`].
     batch: Vec<Arc<Value>>,
+    /// First-page reads per account and list reads per connection (for the state mutants).
+    reads: std::sync::Mutex<HashMap<String, u32>>,
+    /// Deleted transactions the state mutant lists again, with the account's reads at deletion.
+    returning: HashMap<String, Vec<(u32, Transaction)>>,
 }
 
 impl Store {
@@ -83,7 +87,21 @@ impl Store {
             first_client,
             flavor,
             batch: Vec::new(),
+            reads: Default::default(),
+            returning: HashMap::new(),
         }
+    }
+
+    /// How many times `key` was read before, counting this read.
+    fn count_read(&self, key: &str) -> u32 {
+        let mut reads = self.reads.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = reads.entry(key.to_string()).or_default();
+        *n += 1;
+        *n - 1
+    }
+
+    fn reads_of(&self, key: &str) -> u32 {
+        self.reads.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(key).copied().unwrap_or(0)
     }
 
     /// The client an API key belongs to.
@@ -277,7 +295,17 @@ impl Store {
         let listed = conn.account_ids.iter().map(|id| &self.accounts[id]);
         // The mutant forgets an account once `update_accounts` changed it.
         let dropped = |a: &&Account| self.flavor.is(Mutant::AccountDropsAfterUpdate) && a.updates > 0;
-        Ok(render::accounts(self.flavor, listed.filter(|a| !dropped(a))))
+        let mut accounts = render::accounts(self.flavor, listed.filter(|a| !dropped(a)));
+        // The mutant's balances creep up a cent a read, with no event.
+        if self.flavor.is(Mutant::SilentBalanceChange) {
+            let cents = f64::from(self.count_read(conn_id)) / 100.0;
+            for a in accounts.as_array_mut().into_iter().flatten() {
+                if let Some(b) = a.get("balance").and_then(Value::as_f64) {
+                    a["balance"] = serde_json::json!(((b + cents) * 100.0).round() / 100.0);
+                }
+            }
+        }
+        Ok(accounts)
     }
 
     /// §4.3: one page of an account's transactions, in [`super::model::list_order`]
@@ -310,11 +338,22 @@ impl Store {
         };
         // The list is kept newest first; the oldest-first variant reads it backwards.
         let oldest_first = f.has(Variant::OldestFirst);
-        let list: Vec<&Transaction> = if oldest_first {
+        let mut list: Vec<&Transaction> = if oldest_first {
             account.transactions.iter().rev().collect()
         } else {
             account.transactions.iter().collect()
         };
+        // The state mutants: a deleted transaction listed again from the second listing after
+        // its deletion; the oldest transaction gone from the second listing on; both silent.
+        let reads = if starting_after.is_none() { self.count_read(&account.id) } else { self.reads_of(&account.id) };
+        if f.is(Mutant::DeletedTransactionReturns) {
+            let back = self.returning.get(&account.id).into_iter().flatten();
+            list.extend(back.filter(|(at, _)| reads > *at).map(|(_, t)| t));
+            list.sort_by(|a, b| if oldest_first { list_order(b, a) } else { list_order(a, b) });
+        }
+        if f.is(Mutant::TransactionVanishes) && reads >= 1 && !oldest_first {
+            list.pop();
+        }
         let decoded = starting_after.and_then(render::cursor_id).filter(|_| f.has(Variant::OpaqueCursor));
         // The mutant's next_cursor is an offset into the list as it is at each read, which an
         // insertion before it shifts (transaction ids are still taken as cursors).
@@ -430,6 +469,10 @@ impl Store {
                 } else {
                     account.remove_transaction(index)
                 };
+                if self.flavor.is(Mutant::DeletedTransactionReturns) {
+                    let at = self.reads_of(&account_id);
+                    self.returning.entry(account_id.clone()).or_default().push((at, txn.clone()));
+                }
                 // The mutant announces a transaction that never existed (the real one is removed).
                 let announced = if self.flavor.is(Mutant::DeletedUnknownTransaction) {
                     self.flavor.new_id(prefix::TRANSACTION)
@@ -471,7 +514,17 @@ impl Store {
         if self.flavor.has(Variant::EmptySecondClient) && self.first_client.as_ref() != Some(&conn.client_id) {
             return;
         }
-        for account in seed::accounts(conn, now, self.flavor) {
+        let mut accounts = seed::accounts(conn, now, self.flavor);
+        // The mutant lists one transaction under two accounts: the second account's newest
+        // takes the id of the first account's newest.
+        if self.flavor.is(Mutant::TransactionInTwoAccounts) && accounts.len() > 1 {
+            if let Some(id) = accounts[0].transactions.first().map(|t| t.id.clone()) {
+                if let Some(t) = accounts[1].transactions.first_mut() {
+                    t.id = id;
+                }
+            }
+        }
+        for account in accounts {
             conn.account_ids.push(account.id.clone());
             self.accounts.insert(account.id.clone(), account);
         }

@@ -17,11 +17,12 @@ mod lifecycle;
 mod reactions;
 mod robustness;
 mod security;
+mod state;
 pub(crate) mod transactions;
 mod widget;
 
 use super::budget;
-use super::fixtures::CheckFn;
+use super::fixtures::{CheckFn, RunContext};
 use super::http::Answer;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -37,7 +38,7 @@ use std::sync::Arc;
 /// ```
 #[macro_export]
 macro_rules! cases {
-    ($($name:ident = $id:literal => $flow:path $(, responds [$($endpoint:ident => $rule:path),* $(,)?])? ;)*) => {
+    ($($name:ident = $id:literal => $flow:path $(, responds [$($endpoint:ident => $rule:path),* $(,)?])? $(, models [$($model:path),* $(,)?])? ;)*) => {
         $(
             #[doc = concat!("The id of the case `", $id, "`.")]
             #[allow(dead_code)]
@@ -52,6 +53,7 @@ macro_rules! cases {
                     endpoint: $crate::harness::checks::Endpoint::$endpoint,
                     rule: $rule,
                 },)*)?],
+                models: &[$($($model,)*)?],
             },
         )*];
     };
@@ -62,6 +64,26 @@ pub struct Registration {
     pub id: &'static str,
     pub flow: CheckFn,
     pub responses: &'static [ResponseCheck],
+    pub models: &'static [ModelRule],
+}
+
+impl Registration {
+    /// Whether the case is judged after every flow, over the run's answers.
+    pub fn judges_answers(&self) -> bool {
+        !self.responses.is_empty() || !self.models.is_empty()
+    }
+}
+
+/// A rule over the model of the run's reads and deliveries ([`state`]): how many reads or
+/// pairs of reads it judged, and what it found.
+pub type ModelRule = fn(&state::Model) -> (usize, Vec<Finding>);
+
+/// A problem a model rule found, with the answer that shows it.
+pub struct Finding {
+    pub problem: String,
+    pub answer: Arc<Answer>,
+    /// Whether a delivery that has not arrived yet could explain it (a late event, §6.3).
+    pub awaits_event: bool,
 }
 
 /// A rule over every 2xx answer of `endpoint`: the problems it finds in one answer.
@@ -119,7 +141,7 @@ pub struct Reply<'a> {
 }
 
 /// Every checks file, named by its area (the catalogue file `cases/<area>.toml`).
-pub const AREAS: [(&str, &[Registration]); 9] = [
+pub const AREAS: [(&str, &[Registration]); 10] = [
     ("connections", connections::CASES),
     ("accounts", accounts::CASES),
     ("transactions", transactions::CASES),
@@ -129,6 +151,7 @@ pub const AREAS: [(&str, &[Registration]); 9] = [
     ("security", security::CASES),
     ("widget", widget::CASES),
     ("robustness", robustness::CASES),
+    ("state", state::CASES),
 ];
 
 /// The code of the case `id`.
@@ -179,6 +202,44 @@ pub fn judge_responses(cases: &[&str], answers: &[Arc<Answer>]) -> BTreeMap<&'st
         }
     }
     judged
+}
+
+/// Runs the model rules of `cases` over the run's answers and deliveries. A finding that a
+/// late delivery could explain is judged again once the run's event wait has passed since the
+/// read that shows it: only an event that never comes fails.
+pub async fn judge_models(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'static str, Judged> {
+    let registrations: Vec<&Registration> =
+        cases.iter().filter_map(|id| code_of(id)).filter(|r| !r.models.is_empty()).collect();
+    if registrations.is_empty() {
+        return BTreeMap::new();
+    }
+    let deliveries = || ctx.receiver.as_ref().map(|r| r.timeline()).unwrap_or_default();
+    let answers = ctx.api.answers().all();
+    let judge = |model: &state::Model| {
+        let mut judged: BTreeMap<&'static str, Judged> = BTreeMap::new();
+        let mut awaited = None::<std::time::Instant>;
+        for registration in &registrations {
+            let found = judged.entry(registration.id).or_default();
+            for rule in registration.models {
+                let (answers, findings) = rule(model);
+                found.answers += answers;
+                for f in findings {
+                    if f.awaits_event {
+                        awaited = awaited.max(Some(f.answer.answered_at));
+                    }
+                    if found.problems.len() < MAX_PROBLEMS {
+                        found.problems.push((f.problem, f.answer));
+                    }
+                }
+            }
+        }
+        (judged, awaited)
+    };
+    let (judged, awaited) = judge(&state::Model::of(&answers, &deliveries()));
+    let Some(latest) = awaited else { return judged };
+    let wait = ctx.config.event_wait();
+    tokio::time::sleep_until((latest + wait).min(std::time::Instant::now() + wait).into()).await;
+    judge(&state::Model::of(&answers, &deliveries())).0
 }
 
 #[cfg(test)]

@@ -1,0 +1,528 @@
+//! What the target's answers imply over time: a model of its observable state, built from every
+//! 2xx read of the run (either client, any case or fixture) and every delivery, and judged
+//! after the last flow. Each read must agree with what the target said before: an object has
+//! one owner (§2.2, §2.3), a removed transaction stays removed (§6), nothing goes missing
+//! without the event that removes it (§4.2, §6), and nothing changes without an event that
+//! announces it (§1 step 5). Each client's reads form a view of their own; reads with a
+//! malformed or missing key, and with query parameters other than a page size and a cursor, are
+//! left out (bad input may be answered in any way, §7).
+//!
+//! The cases' flow re-reads what the fixtures and the tour read earlier (`reread`), so that
+//! every rule has a later read to judge, whatever else the run selected.
+
+use super::Finding;
+use crate::harness::fixtures::RunContext;
+use crate::harness::http::{Answer, Auth};
+use crate::harness::outcome::Stop;
+use crate::harness::pagination;
+use crate::spec;
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+crate::cases! {
+    ONE_OWNER = "state.one-owner" => reread, models [one_owner];
+    DELETIONS_HOLD = "state.deletions-hold" => reread, models [deletions_hold];
+    NOTHING_VANISHES = "state.nothing-vanishes" => reread, models [nothing_vanishes];
+    CHANGES_ANNOUNCED = "state.changes-announced" => reread, models [changes_announced];
+}
+
+/// The account fields a read of §4.2 shows that change only with an announcement (§1 step 5).
+/// `lastSyncedAt` is left out: a sync that found nothing new changes it and nothing else.
+const ACCOUNT_FIELDS: [&str; 8] =
+    ["connectionId", "name", "type", "currency", "balance", "availableBalance", "accountNumber", "createdAt"];
+
+/// The reads the model judges, with the deliveries of the run.
+pub struct Model {
+    lists: Vec<ListRead>,
+    pages: Vec<PageRead>,
+    /// `GET /v1/accounts/{id}` answers with a numeric `balance` (§4.4; its shape is not shown).
+    balances: Vec<(Arc<Answer>, String, f64)>,
+    events: Vec<Event>,
+}
+
+/// A 2xx `GET /v1/connections/{id}/accounts`.
+struct ListRead {
+    answer: Arc<Answer>,
+    connection: String,
+    /// Each account's id and object.
+    accounts: Vec<(String, Value)>,
+}
+
+/// A 2xx `GET /v1/accounts/{id}/transactions`.
+struct PageRead {
+    answer: Arc<Answer>,
+    account: String,
+    limit: Option<u64>,
+    cursor: Option<String>,
+    items: Vec<(String, Value)>,
+    has_more: bool,
+    next_cursor: Option<String>,
+}
+
+/// A delivery the rules read: when it arrived, its type and the ids it names.
+struct Event {
+    arrived: Instant,
+    kind: String,
+    connection: Option<String>,
+    account: Option<String>,
+    transaction: Option<String>,
+}
+
+/// A complete listing of an account: a first page and the pages its cursors lead to, up to one
+/// whose `has_more` is false.
+struct Listing<'a> {
+    first: &'a PageRead,
+    last: &'a PageRead,
+    ids: BTreeSet<&'a str>,
+}
+
+/// An id within one client's view ([`view`]).
+type InView<'a> = (Option<u8>, &'a str);
+/// Where an id was first seen: its owner, and the read that showed it.
+type FirstSeen<'a> = HashMap<InView<'a>, (&'a str, &'a Arc<Answer>)>;
+
+/// Whose view a read belongs to: only reads with either client's own key count.
+fn view(answer: &Answer) -> Option<u8> {
+    match answer.sent.auth {
+        Auth::Primary => Some(0),
+        Auth::Second => Some(1),
+        _ => None,
+    }
+}
+
+fn string(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+impl Model {
+    /// The model of `answers` and `deliveries` (each with its arrival).
+    pub fn of(answers: &[Arc<Answer>], deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
+        let mut model = Model { lists: Vec::new(), pages: Vec::new(), balances: Vec::new(), events: Vec::new() };
+        for answer in answers {
+            let (Some(text), Some(_)) = (answer.body.as_deref(), view(answer)) else { continue };
+            // Only a page size and a cursor, each well-formed: other input may be answered anyhow.
+            let plain = answer.query.iter().all(|(k, _)| k == "limit" || k == "starting_after")
+                && answer.query.iter().all(|(k, _)| k != "limit" || answer.limit().is_some());
+            if !plain || crate::harness::budget::too_dense(text.as_bytes()).is_some() {
+                continue;
+            }
+            let Ok(body) = serde_json::from_str::<Value>(text) else { continue };
+            let path: Vec<&str> = answer.segments.iter().map(String::as_str).collect();
+            match (answer.sent.method.as_str(), path.as_slice()) {
+                ("GET", ["v1", "connections", connection, "accounts"]) => {
+                    let Value::Array(items) = body else { continue };
+                    let accounts = items.into_iter().filter_map(|a| Some((string(&a, "id")?, a))).collect();
+                    model.lists.push(ListRead { answer: answer.clone(), connection: connection.to_string(), accounts });
+                }
+                ("GET", ["v1", "accounts", account]) => {
+                    if let Some(balance) = body.get("balance").and_then(Value::as_f64) {
+                        model.balances.push((answer.clone(), account.to_string(), balance));
+                    }
+                }
+                ("GET", ["v1", "accounts", account, "transactions"]) => {
+                    let Some(Value::Array(items)) = body.get("data") else { continue };
+                    let Some(has_more) = body.get("has_more").and_then(Value::as_bool) else { continue };
+                    model.pages.push(PageRead {
+                        answer: answer.clone(),
+                        account: account.to_string(),
+                        limit: answer.limit(),
+                        cursor: answer.query.iter().find(|(k, _)| k == "starting_after").map(|(_, v)| v.clone()),
+                        items: items.iter().filter_map(|t| Some((string(t, "id")?, t.clone()))).collect(),
+                        has_more,
+                        next_cursor: string(&body, "next_cursor"),
+                    });
+                }
+                _ => {}
+            }
+        }
+        for (arrived, d) in deliveries {
+            let Some(kind) = d.event_type() else { continue };
+            let data = d.body.get("data").unwrap_or(&d.body);
+            model.events.push(Event {
+                arrived: *arrived,
+                kind: kind.to_string(),
+                connection: d.connection_id().map(str::to_string),
+                account: string(data, "accountId"),
+                transaction: string(data, "transactionId"),
+            });
+        }
+        model
+    }
+
+    /// Whether an event that announces a change of `account` (of `connection`) arrived after
+    /// `since`: its `accounts.updated`, or any event of its connection (a new connection or
+    /// reconnection brings fresh data).
+    fn announced(&self, account: &str, connection: Option<&str>, since: Instant) -> bool {
+        self.events.iter().any(|e| {
+            e.arrived >= since
+                && ((e.kind == spec::ACCOUNTS_UPDATED && e.account.as_deref() == Some(account))
+                    || (e.kind.starts_with("connection.")
+                        && connection.is_some()
+                        && e.connection.as_deref() == connection))
+        })
+    }
+
+    /// The connection a view's reads list `account` under, if any.
+    fn connection_of(&self, view_of: Option<u8>, account: &str) -> Option<&str> {
+        self.lists
+            .iter()
+            .filter(|l| view(&l.answer) == view_of)
+            .find(|l| l.accounts.iter().any(|(id, _)| id == account))
+            .map(|l| l.connection.as_str())
+    }
+
+    /// The complete listings the pages form, each from a first page (no cursor) along its
+    /// cursors: the next page is the first read after it with the same view, account, limit
+    /// and that cursor.
+    fn listings(&self) -> Vec<Listing<'_>> {
+        // The pages read from each cursor, by view, account and limit.
+        type Key<'a> = (Option<u8>, &'a str, Option<u64>, &'a str);
+        let mut next: HashMap<Key, Vec<&PageRead>> = HashMap::new();
+        for page in &self.pages {
+            if let Some(cursor) = &page.cursor {
+                next.entry((view(&page.answer), &page.account, page.limit, cursor)).or_default().push(page);
+            }
+        }
+        let mut listings = Vec::new();
+        'first: for first in self.pages.iter().filter(|p| p.cursor.is_none()) {
+            let (mut last, mut ids) = (first, BTreeSet::new());
+            // Bounded by the pages read: each step moves to a later read.
+            for _ in 0..=self.pages.len() {
+                ids.extend(last.items.iter().map(|(id, _)| id.as_str()));
+                if !last.has_more {
+                    listings.push(Listing { first, last, ids });
+                    continue 'first;
+                }
+                let Some(cursor) = &last.next_cursor else { continue 'first };
+                let key = (view(&first.answer), first.account.as_str(), first.limit, cursor.as_str());
+                let after = next.get(&key).and_then(|ps| ps.iter().find(|p| p.answer.seq > last.answer.seq));
+                let Some(page) = after else { continue 'first };
+                last = page;
+            }
+        }
+        listings
+    }
+}
+
+/// The flow of the state cases, run once for all four: the fixtures' and the tour's reads, then
+/// the same reads again, so that each rule has an earlier and a later read (within a few
+/// requests: each listed account's first walk at the default page size).
+async fn reread(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let once = ctx.api.throttle().shared("state-reread", tokio::sync::OnceCell::<Result<(), Stop>>::new);
+    match once {
+        Some(cell) => cell.get_or_init(|| reread_once(&ctx)).await.clone(),
+        None => reread_once(&ctx).await,
+    }
+}
+
+async fn reread_once(ctx: &RunContext) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut connections = vec![(fixture.connection_id.clone(), Auth::Primary)];
+    if let Some(second) = ctx.connected_second().await? {
+        connections.push((second.connection_id.clone(), Auth::Second));
+    }
+    // The tour's connection that stays connected holds the run's deletion (§6).
+    if let Ok(tour) = ctx.tour().await {
+        let kept = tour.legs.iter().filter(|l| {
+            l.client == Auth::Primary
+                && l.path.contains(&spec::Action::DeleteTransaction)
+                && !l.path.contains(&spec::Action::Disconnect)
+        });
+        connections
+            .extend(kept.filter_map(|l| l.created.as_ref().ok()).map(|c| (c.connection_id.clone(), Auth::Primary)));
+    }
+    for (connection, auth) in connections {
+        let api = ctx.api.reading_as(auth.clone());
+        let listed = api.send(reqwest::Method::GET, &["v1", "connections", &connection, "accounts"], &[], auth).await?;
+        let Ok(Value::Array(accounts)) = listed.success_json() else { continue };
+        for id in accounts.iter().filter_map(|a| a.get("id").and_then(Value::as_str)) {
+            // A fresh read, not the run's shared pages.
+            pagination::forget(&api, id);
+            pagination::walk(&api, id, None, None).await?;
+        }
+    }
+    Ok(())
+}
+
+fn finding(problem: String, answer: &Arc<Answer>, awaits_event: bool) -> Finding {
+    Finding { problem: format!("{problem}{}", answer.whose()), answer: answer.clone(), awaits_event }
+}
+
+/// §2.2, §2.3: an account belongs to one connection and a transaction to one account, in every
+/// read of a client's view.
+fn one_owner(model: &Model) -> (usize, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut owners: FirstSeen = HashMap::new();
+    for list in &model.lists {
+        for (id, _) in &list.accounts {
+            let (owner, first) = *owners.entry((view(&list.answer), id)).or_insert((&list.connection, &list.answer));
+            if owner != list.connection {
+                findings.push(finding(
+                    format!(
+                        "{}: lists account {id}, which {} listed under connection {owner}",
+                        list.answer.sent.request, first.sent.request
+                    ),
+                    &list.answer,
+                    false,
+                ));
+            }
+        }
+    }
+    let mut owners: FirstSeen = HashMap::new();
+    for page in &model.pages {
+        for (id, _) in &page.items {
+            let (owner, first) = *owners.entry((view(&page.answer), id)).or_insert((&page.account, &page.answer));
+            if owner != page.account {
+                findings.push(finding(
+                    format!(
+                        "{}: lists transaction {id}, which {} listed under account {owner}",
+                        page.answer.sent.request, first.sent.request
+                    ),
+                    &page.answer,
+                    false,
+                ));
+            }
+        }
+    }
+    (model.lists.len() + model.pages.len(), findings)
+}
+
+/// §6 `transaction.deleted` (a transaction was removed): no read sent after the event arrived
+/// lists it. A later `accounts.updated` of its account may bring it back (open; not judged).
+fn deletions_hold(model: &Model) -> (usize, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut judged = 0;
+    let mut removed: HashMap<&str, &Event> = HashMap::new();
+    for e in model.events.iter().filter(|e| e.kind == spec::TRANSACTION_DELETED) {
+        if let Some(t) = &e.transaction {
+            let first = removed.entry(t).or_insert(e);
+            if e.arrived < first.arrived {
+                *first = e;
+            }
+        }
+    }
+    for page in &model.pages {
+        for (id, _) in &page.items {
+            let Some(event) = removed.get(id.as_str()) else { continue };
+            if page.answer.sent_at <= event.arrived {
+                continue;
+            }
+            judged += 1;
+            let resynced = model.events.iter().any(|e| {
+                e.kind == spec::ACCOUNTS_UPDATED
+                    && e.account.as_deref() == Some(page.account.as_str())
+                    && e.arrived > event.arrived
+                    && e.arrived < page.answer.sent_at
+            });
+            if !resynced {
+                findings.push(finding(
+                    format!(
+                        "{}: lists {id}, which a {} delivery announced removed before this request was sent",
+                        page.answer.sent.request,
+                        spec::TRANSACTION_DELETED
+                    ),
+                    &page.answer,
+                    false,
+                ));
+            }
+        }
+    }
+    (judged.max(removed.len()), findings)
+}
+
+/// §4.2 (all accounts linked to the connection) and §6 (a removed transaction is announced): an
+/// account listed for a connection stays listed in its later lists while no event of the
+/// connection came between, and a transaction a page listed is in every later complete listing
+/// of its account unless a `transaction.deleted` names it.
+fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut judged = 0;
+    for (i, later) in model.lists.iter().enumerate() {
+        let earlier = model.lists[..i].iter().rev().find(|l| {
+            view(&l.answer) == view(&later.answer)
+                && l.connection == later.connection
+                && l.answer.answered_at <= later.answer.sent_at
+        });
+        let Some(earlier) = earlier else { continue };
+        judged += 1;
+        let reconnected = model.events.iter().any(|e| {
+            e.kind.starts_with("connection.")
+                && e.connection.as_deref() == Some(later.connection.as_str())
+                && e.arrived >= earlier.answer.sent_at
+        });
+        if reconnected {
+            continue;
+        }
+        for (id, _) in &earlier.accounts {
+            if !later.accounts.iter().any(|(a, _)| a == id) {
+                findings.push(finding(
+                    format!(
+                        "{}: no longer lists account {id}, which {} listed (§4.2: all accounts linked to the connection)",
+                        later.answer.sent.request, earlier.answer.sent.request
+                    ),
+                    &later.answer,
+                    false,
+                ));
+            }
+        }
+    }
+    let deleted: BTreeSet<&str> = model
+        .events
+        .iter()
+        .filter(|e| e.kind == spec::TRANSACTION_DELETED)
+        .filter_map(|e| e.transaction.as_deref())
+        .collect();
+    for listing in model.listings() {
+        let account = listing.first.account.as_str();
+        judged += 1;
+        let mut missing: Vec<(&str, &Arc<Answer>)> = Vec::new();
+        for page in model.pages.iter().filter(|p| {
+            p.account == account
+                && view(&p.answer) == view(&listing.first.answer)
+                && p.answer.answered_at <= listing.first.answer.sent_at
+        }) {
+            for (id, _) in &page.items {
+                let gone = !listing.ids.contains(id.as_str()) && !deleted.contains(id.as_str());
+                if gone && !missing.iter().any(|(m, _)| m == id) {
+                    missing.push((id, &page.answer));
+                }
+            }
+        }
+        if let Some((id, seen)) = missing.first() {
+            findings.push(finding(
+                format!(
+                    "{} and following next_cursor to the end: {id} is not listed, though {} listed it and no {} names it ({} such)",
+                    listing.first.answer.sent.request,
+                    seen.sent.request,
+                    spec::TRANSACTION_DELETED,
+                    missing.len()
+                ),
+                &listing.last.answer,
+                true,
+            ));
+        }
+    }
+    (judged, findings)
+}
+
+/// §1 step 5 (later account or transaction changes are announced by webhook events): between
+/// two reads of the same view, an account's fields, a transaction's fields and the set of
+/// transactions of a complete listing change only when an event of the account (or of its
+/// connection) arrived after the earlier read was sent (at any time: deliveries may be late).
+fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut judged = 0;
+    // Accounts: from the lists, and the balance of §4.4.
+    type Seen<'a> = (Instant, &'a Arc<Answer>, Value);
+    let mut accounts: HashMap<(Option<u8>, String), Vec<Seen>> = HashMap::new();
+    for list in &model.lists {
+        for (id, account) in &list.accounts {
+            let fields: serde_json::Map<String, Value> =
+                ACCOUNT_FIELDS.iter().filter_map(|f| Some((f.to_string(), account.get(*f)?.clone()))).collect();
+            accounts.entry((view(&list.answer), id.clone())).or_default().push((
+                list.answer.sent_at,
+                &list.answer,
+                Value::Object(fields),
+            ));
+        }
+    }
+    for (answer, id, balance) in &model.balances {
+        accounts.entry((view(answer), id.clone())).or_default().push((
+            answer.sent_at,
+            answer,
+            serde_json::json!({ "balance": balance }),
+        ));
+    }
+    for ((v, id), mut seen) in accounts {
+        seen.sort_by_key(|(at, a, _)| (*at, a.seq));
+        let connection = model.connection_of(v, &id);
+        let mut last: HashMap<String, (&Arc<Answer>, Value)> = HashMap::new();
+        for (_, answer, fields) in &seen {
+            for (field, value) in fields.as_object().into_iter().flatten() {
+                if let Some((before, old)) = last.get(field) {
+                    judged += 1;
+                    if !same(old, value) && !model.announced(&id, connection, before.sent_at) {
+                        findings.push(finding(
+                            format!(
+                                "{}: account {id} has {field} {value}, {} showed {old}, and no event of the account arrived in between",
+                                answer.sent.request, before.sent.request
+                            ),
+                            answer,
+                            true,
+                        ));
+                    }
+                }
+                last.insert(field.clone(), (answer, value.clone()));
+            }
+        }
+    }
+    // Transactions: each one's fields, as its pages show them.
+    let mut last: HashMap<InView, (&Arc<Answer>, &Value)> = HashMap::new();
+    for page in &model.pages {
+        let connection = model.connection_of(view(&page.answer), &page.account);
+        for (id, item) in &page.items {
+            let key = (view(&page.answer), id.as_str());
+            if let Some((before, old)) = last.get(&key) {
+                judged += 1;
+                if !same(old, item)
+                    && before.answered_at <= page.answer.sent_at
+                    && !model.announced(&page.account, connection, before.sent_at)
+                {
+                    findings.push(finding(
+                        format!(
+                            "{}: transaction {id} reads {}, {} showed {}, and no event of account {} arrived in between",
+                            page.answer.sent.request,
+                            crate::harness::redact::cut(&item.to_string(), 160),
+                            before.sent.request,
+                            crate::harness::redact::cut(&old.to_string(), 160),
+                            page.account
+                        ),
+                        &page.answer,
+                        true,
+                    ));
+                }
+            }
+            last.insert(key, (&page.answer, item));
+        }
+    }
+    // New transactions: in a complete listing, absent from the one before it.
+    let listings = model.listings();
+    for (i, later) in listings.iter().enumerate() {
+        let account = later.first.account.as_str();
+        let earlier = listings[..i].iter().rev().find(|l| {
+            l.first.account == account
+                && view(&l.first.answer) == view(&later.first.answer)
+                && l.last.answer.answered_at <= later.first.answer.sent_at
+        });
+        let Some(earlier) = earlier else { continue };
+        judged += 1;
+        let connection = model.connection_of(view(&later.first.answer), account);
+        if model.announced(account, connection, earlier.first.answer.sent_at) {
+            continue;
+        }
+        if let Some(new) = later.ids.difference(&earlier.ids).next() {
+            findings.push(finding(
+                format!(
+                    "{} and following next_cursor: {new} is listed, {} did not list it, and no event of the account arrived in between",
+                    later.first.answer.sent.request, earlier.first.answer.sent.request
+                ),
+                &later.last.answer,
+                true,
+            ));
+        }
+    }
+    (judged, findings)
+}
+
+/// Two JSON values are the same reading: numbers by value (`5` and `5.0`), the rest as written.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
