@@ -100,7 +100,23 @@ pub async fn fetch_page(
     limit: Option<u64>,
     starting_after: Option<&str>,
 ) -> Result<Page, Stop> {
-    let exchange = api.get(&["v1", "accounts", account_id, "transactions"], &query(limit, starting_after)).await?;
+    fetch_with_status(api, account_id, limit, starting_after).await.1
+}
+
+/// [`fetch_page`] with the answer's status (0 when none came).
+async fn fetch_with_status(
+    api: &Api,
+    account_id: &str,
+    limit: Option<u64>,
+    starting_after: Option<&str>,
+) -> (u16, Result<Page, Stop>) {
+    match api.get(&["v1", "accounts", account_id, "transactions"], &query(limit, starting_after)).await {
+        Ok(exchange) => (exchange.status, read_page(exchange)),
+        Err(stop) => (0, Err(stop)),
+    }
+}
+
+fn read_page(exchange: super::http::Exchange) -> Result<Page, Stop> {
     let body = exchange.success_json()?;
     let items = match body.get("data") {
         Some(Value::Array(items)) => items.iter().map(Item::of).collect(),
@@ -176,8 +192,8 @@ fn stopped(request: &str, bound: String) -> Stop {
     ))
 }
 
-/// One page shared by the run's cases.
-type SharedPage = tokio::sync::OnceCell<Result<Page, Stop>>;
+/// One page shared by the run's cases, with the status it was answered with.
+type SharedPage = tokio::sync::OnceCell<(u16, Result<Page, Stop>)>;
 /// Most bytes of pages the run shares (a target chooses how large pages are).
 const MAX_SHARED: usize = 8 * 1024 * 1024;
 
@@ -197,20 +213,34 @@ pub fn forget(api: &Api, account_id: &str) {
 /// the pages already read (within [`MAX_SHARED`] bytes), until a data action driven on the
 /// account ([`forget`]).
 async fn shared_page(api: &Api, account_id: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<Page, Stop> {
+    shared_with_status(api, account_id, limit, cursor).await.1
+}
+
+/// One page as the run's cases share it (see `shared_page`).
+pub async fn page(api: &Api, account_id: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<Page, Stop> {
+    shared_page(api, account_id, limit, cursor).await
+}
+
+async fn shared_with_status(
+    api: &Api,
+    account_id: &str,
+    limit: Option<u64>,
+    cursor: Option<&str>,
+) -> (u16, Result<Page, Stop>) {
     let throttle = api.throttle();
     let bytes = throttle.shared("page-bytes", AtomicUsize::default);
     if bytes.as_ref().is_none_or(|b| b.load(Ordering::Relaxed) > MAX_SHARED) {
-        return fetch_page(api, account_id, limit, cursor).await;
+        return fetch_with_status(api, account_id, limit, cursor).await;
     }
     // Per key: a page read with one client's key is never another client's answer.
     let key = format!("{}{limit:?}\u{0}{cursor:?}\u{0}{:?}", shared_key(account_id), api.reader());
     let Some(cell) = throttle.shared(&key, SharedPage::new) else {
-        return fetch_page(api, account_id, limit, cursor).await;
+        return fetch_with_status(api, account_id, limit, cursor).await;
     };
     let page = cell
         .get_or_init(|| async {
-            let page = fetch_page(api, account_id, limit, cursor).await;
-            if let (Ok(p), Some(b)) = (&page, &bytes) {
+            let page = fetch_with_status(api, account_id, limit, cursor).await;
+            if let ((_, Ok(p)), Some(b)) = (&page, &bytes) {
                 b.fetch_add(p.size, Ordering::Relaxed);
             }
             page
@@ -219,17 +249,13 @@ async fn shared_page(api: &Api, account_id: &str, limit: Option<u64>, cursor: Op
     page.clone()
 }
 
-/// Whether the target refuses `limit` on `account_id` (a 4xx to its first page), asked once
-/// per run, client key and account (until [`forget`]).
+/// Whether the target refuses `limit` on `account_id` (a 4xx to its first page): the first
+/// page of the walks at that limit, read once per run and client key (until [`forget`]).
 pub async fn refuses_limit(api: &Api, account_id: &str, limit: u64) -> Result<bool, Stop> {
-    let ask = || async {
-        let exchange = api.get(&["v1", "accounts", account_id, "transactions"], &query(Some(limit), None)).await?;
-        Ok((400..500).contains(&exchange.status))
-    };
-    let key = format!("{}refuses\u{0}{limit}\u{0}{:?}", shared_key(account_id), api.reader());
-    match api.throttle().shared(&key, tokio::sync::OnceCell::<Result<bool, Stop>>::new) {
-        Some(cell) => cell.get_or_init(ask).await.clone(),
-        None => ask().await,
+    match shared_with_status(api, account_id, Some(limit), None).await {
+        (400..=499, _) => Ok(true),
+        (_, Err(stop)) if stop.is_transport() => Err(stop),
+        _ => Ok(false),
     }
 }
 

@@ -350,7 +350,7 @@ async fn has_more_honest(ctx: Arc<RunContext>) -> Result<(), Stop> {
             // has_more false: nothing remains after the last item.
             let Some(last) = walk.pages.last().filter(|_| walk.complete) else { continue };
             if let Some(item) = last.items.last() {
-                let after = fetch_page(&ctx.api, account, Some(input.limit), Some(&item.id)).await?;
+                let after = pagination::page(&ctx.api, account, Some(input.limit), Some(&item.id)).await?;
                 if !after.items.is_empty() {
                     return Err(Stop::fail(format!(
                         "{}: has_more was false, but {} still returned {} items",
