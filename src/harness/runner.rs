@@ -218,7 +218,7 @@ fn conclude(
             (outcome, evidence)
         }
         (Outcome::Passed, Some(judged)) if judged.answers == 0 => {
-            let reason = "no 2xx answer of its endpoint was read, so its rules went unjudged".to_string();
+            let reason = "no 2xx answer (or delivery) that its rules judge came in, so they went unjudged".to_string();
             (Outcome::Ignored { cause: IgnoreCause::Unsupported, reason }, None)
         }
         (Outcome::Failed(f), _) => {
