@@ -551,3 +551,120 @@ fn same(a: &Value, b: &Value) -> bool {
         _ => a == b,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::delivery::Delivery;
+    use crate::harness::http::Sent;
+    use serde_json::json;
+    use std::time::Duration;
+
+    /// Reads one after another, a millisecond apart, each with the first client's key.
+    struct Log {
+        start: Instant,
+        answers: Vec<Arc<Answer>>,
+    }
+
+    impl Log {
+        fn new() -> Self {
+            Self { start: Instant::now(), answers: Vec::new() }
+        }
+
+        fn at(&self, ms: u64) -> Instant {
+            self.start + Duration::from_millis(ms)
+        }
+
+        fn read(&mut self, path: &str, query: &[(&str, &str)], body: Value) {
+            let n = self.answers.len() as u64;
+            let request = format!("GET /{path}");
+            self.answers.push(Arc::new(Answer {
+                seq: n,
+                case: None,
+                sent: Sent { method: "GET".into(), url: request.clone(), auth: Auth::Primary, request },
+                segments: path.split('/').map(str::to_string).collect(),
+                query: query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                status: 200,
+                body: Some(body.to_string()),
+                sent_at: self.at(10 * n),
+                answered_at: self.at(10 * n + 1),
+            }));
+        }
+
+        fn page(&mut self, account: &str, items: Value) {
+            self.read(&format!("v1/accounts/{account}/transactions"), &[], json!({"data": items, "has_more": false}));
+        }
+
+        fn model(&self, events: &[(u64, Value)]) -> Model {
+            let deliveries: Vec<(Instant, Delivery)> = events
+                .iter()
+                .enumerate()
+                .map(|(i, (ms, b))| (self.at(*ms), Delivery { seq: i as u64, body: b.clone() }))
+                .collect();
+            Model::of(&self.answers, &deliveries)
+        }
+    }
+
+    fn txn(id: &str, amount: f64) -> Value {
+        json!({"id": id, "accountId": "acc_1", "amount": amount})
+    }
+
+    fn event(kind: &str, data: Value) -> Value {
+        json!({"id": "evt_1", "type": kind, "data": data})
+    }
+
+    #[test]
+    fn a_transaction_under_two_accounts_fails_one_owner() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        log.page("acc_2", json!([txn("txn_1", 1.0)]));
+        let (_, findings) = one_owner(&log.model(&[]));
+        assert_eq!(findings.len(), 1);
+        assert!(findings[0].problem.contains("listed under account acc_1"), "{}", findings[0].problem);
+    }
+
+    #[test]
+    fn a_vanished_transaction_fails_unless_a_deletion_names_it() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0), txn("txn_2", 2.0)]));
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        assert_eq!(nothing_vanishes(&log.model(&[])).1.len(), 1);
+        // The deletion may arrive after the read (late deliveries).
+        let deleted = event("transaction.deleted", json!({"accountId": "acc_1", "transactionId": "txn_2"}));
+        assert!(nothing_vanishes(&log.model(&[(500, deleted)])).1.is_empty());
+    }
+
+    #[test]
+    fn a_deleted_transaction_listed_after_its_event_fails_unless_a_later_sync_came() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        let deleted = event("transaction.deleted", json!({"accountId": "acc_1", "transactionId": "txn_1"}));
+        // Arrived between the two reads: only the second is judged.
+        assert_eq!(deletions_hold(&log.model(&[(5, deleted.clone())])).1.len(), 1);
+        let synced = event("accounts.updated", json!({"accountId": "acc_1"}));
+        assert!(deletions_hold(&log.model(&[(5, deleted), (7, synced)])).1.is_empty());
+    }
+
+    #[test]
+    fn changes_need_an_announcement_that_may_come_late_and_numbers_compare_by_value() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        log.page("acc_1", json!([{"amount": 1, "accountId": "acc_1", "id": "txn_1"}]));
+        assert!(changes_announced(&log.model(&[])).1.is_empty(), "1 and 1.0, keys in any order: one reading");
+        log.page("acc_1", json!([txn("txn_1", 2.0), txn("txn_9", 9.0)]));
+        let (_, found) = changes_announced(&log.model(&[]));
+        assert_eq!(found.len(), 2, "a changed amount and a new transaction");
+        assert!(found.iter().all(|f| f.awaits_event));
+        let updated = event("accounts.updated", json!({"accountId": "acc_1", "connectionId": "conn_1"}));
+        assert!(changes_announced(&log.model(&[(900, updated)])).1.is_empty());
+    }
+
+    #[test]
+    fn reads_with_bad_input_or_another_key_are_left_out() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        log.read("v1/accounts/acc_1/transactions", &[("limit", "0")], json!({"data": [], "has_more": false}));
+        assert!(nothing_vanishes(&log.model(&[])).1.is_empty());
+    }
+}
