@@ -9,6 +9,7 @@ use super::http::{Api, Auth};
 use super::outcome::Stop;
 use super::pagination::{self, Walk};
 use super::session::Session;
+use super::steps::Created;
 use super::tour::Tour;
 use serde_json::Value;
 use std::future::Future;
@@ -62,6 +63,8 @@ pub struct RunContext {
     /// The second client's own CONNECTED connection, when its key is given.
     second: OnceCell<Result<Option<Arc<Connected>>, Stop>>,
     tour: OnceCell<Arc<Tour>>,
+    /// A connection created and never driven, shared by the cases that judge a creation.
+    created: OnceCell<Result<Arc<Created>, Stop>>,
     /// The transition graph `lifecycle.transition-graph` explored, for the reports.
     graph: std::sync::OnceLock<TransitionGraph>,
     /// What the browser saw running the widget script, probed once per run.
@@ -82,6 +85,7 @@ impl RunContext {
             connected: OnceCell::new(),
             second: OnceCell::new(),
             tour: OnceCell::new(),
+            created: OnceCell::new(),
             graph: Default::default(),
             widget_probe: OnceCell::new(),
         })
@@ -142,6 +146,13 @@ impl RunContext {
             second.walks()?;
         }
         Ok(())
+    }
+
+    /// One connection created for the run and left CREATED (§4.1): the cases that judge a
+    /// creation's answer, or a connection never connected, share it (each creation costs the
+    /// target a connection and a webhook).
+    pub async fn created(&self) -> Result<Arc<Created>, Stop> {
+        self.created.get_or_init(|| async { self.session.create_connection().await.map(Arc::new) }).await.clone()
     }
 
     /// The shared tour of driven lifecycles that the event and reaction cases judge.

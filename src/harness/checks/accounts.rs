@@ -30,7 +30,7 @@ fn accounts<'a>(reply: &'a Reply) -> impl Iterator<Item = (&'a Value, &'a str)> 
 }
 
 async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let created = ctx.create_connection().await?;
+    let created = ctx.created().await?;
     let exchange = ctx.api.get(&["v1", "connections", &created.connection_id, "accounts"], &[]).await?;
     if !exchange.is_success() {
         return Ok(());

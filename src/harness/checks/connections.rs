@@ -22,7 +22,7 @@ const REQUEST: &str = "POST /v1/connections";
 /// The flow of the response-checked cases: one creation, so that there is an answer to judge
 /// (every other creation of the run, by either client, is judged too).
 async fn creates(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    ctx.create_connection().await.map(drop)
+    ctx.created().await.map(drop)
 }
 
 /// §4.1: every creation answer validates against connection-created.json.
@@ -66,7 +66,9 @@ fn id_prefixes(reply: &Reply) -> Vec<String> {
 
 async fn fresh_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let mut seen = HashSet::new();
-    for n in 1..=3 {
+    // The run's shared creation, and two more.
+    seen.insert(ctx.created().await?.connection_id.clone());
+    for n in 2..=3 {
         let created = ctx.create_connection().await?;
         ensure(seen.insert(created.connection_id.clone()), || {
             format!("{REQUEST}: creation {n} returned connectionId {:?} again", created.connection_id)
@@ -77,7 +79,7 @@ async fn fresh_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 /// Advisory: ids shaped like the samples (§2 says it is not a rule).
 async fn id_shape(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let created = ctx.create_connection().await?;
+    let created = ctx.created().await?;
     let rest = created.connection_id.strip_prefix(prefix::CONNECTION).unwrap_or(&created.connection_id);
     ensure(rest.len() == 26 && rest.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()), || {
         format!("{REQUEST}: connectionId {:?} differs from the samples' shape (conn_ + 26 upper-case alphanumerics); allowed, noted only", created.connection_id)

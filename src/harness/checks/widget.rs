@@ -176,7 +176,7 @@ fn revealed_key(ctx: &RunContext, text: &str) -> Option<&'static str> {
 /// *instead*: what creation answers (the token and the connection id go to the frontend, §1
 /// step 2) carries nothing of the key, whole or in part, plain or encoded.
 async fn token_no_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let created = ctx.create_connection().await?;
+    let created = ctx.created().await?;
     let mut problems = Problems::default();
     let mut found = false;
     for field in ["widgetToken", "connectionId"] {
