@@ -353,7 +353,8 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
 }
 
 /// A driven sequence, to judge once its events are in: no step waits for the webhooks of the
-/// one before (the spec puts no read between them, §6.3).
+/// one before (the spec puts no read between them, §6.3), unless a read needs them
+/// ([`Walk::checkpoint`]).
 pub struct Pending {
     id: String,
     trace: Trace,
@@ -617,5 +618,62 @@ async fn accounts_follow_state(ctx: &Session, id: &str, state: ConnectionState, 
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ConnectionState::{Connected, Created, Disconnected, Error, FailedAuth, MfaRequired};
+
+    /// A target shaped like the sandbox: disconnected is terminal, data actions need connected.
+    fn target(from: ConnectionState, action: Action) -> Transition {
+        let to = action.target_state();
+        let accepted = match action {
+            Action::Connect | Action::FailAuth => matches!(from, Created | FailedAuth | Error | MfaRequired),
+            Action::RequireMfa => matches!(from, Created | FailedAuth | Error),
+            Action::Error => !matches!(from, Error | Disconnected),
+            Action::Disconnect => from != Disconnected,
+            Action::UpdateAccounts | Action::DeleteTransaction => from == Connected,
+        };
+        if accepted {
+            Transition::Accepted(to.unwrap_or(from))
+        } else {
+            Transition::Refused
+        }
+    }
+
+    #[test]
+    fn one_connection_at_a_time_tries_every_pair_once_and_judges_every_state() {
+        let mut atlas = Atlas::default();
+        atlas.graph.reached.push(Created);
+        let mut connections = 0;
+        while atlas.wants_fresh() {
+            connections += 1;
+            atlas.positions.push((connections, Created));
+            let mut state = Created;
+            while let Some(plan) = atlas.plan(connections, state) {
+                let transition = target(state, plan.action);
+                if plan.explore {
+                    atlas.record(state, plan.action, transition);
+                } else {
+                    assert_eq!(atlas.known(state, plan.action), Some(transition), "a known way");
+                }
+                if let Transition::Accepted(to) = transition {
+                    state = to;
+                }
+                atlas.at(connections, state);
+            }
+            if !atlas.judged.contains(&state) {
+                atlas.judged.push(state);
+            }
+            atlas.positions.clear();
+        }
+        assert_eq!(atlas.graph.reached.len(), 6);
+        assert_eq!(atlas.graph.edges.len(), 6 * Action::ALL.len());
+        assert_eq!(atlas.claimed.len(), atlas.graph.edges.len(), "each pair once");
+        assert!(atlas.graph.reached.iter().all(|s| atlas.judged.contains(s)));
+        // Each disconnection ends a connection: five, and no more.
+        assert_eq!(connections, 5);
     }
 }
