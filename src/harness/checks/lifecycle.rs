@@ -15,102 +15,83 @@ use crate::harness::http::Auth;
 use crate::harness::outcome::{ErrorSource, Stop};
 use crate::harness::property;
 use crate::harness::session::Session;
+use crate::harness::steps::Created;
 use crate::harness::tour::{announcing_event, react, Before};
 use crate::spec::{prefix, Action, ConnectionState};
 use proptest::prelude::*;
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 crate::cases! {
     TRANSITION_GRAPH = "lifecycle.transition-graph" => transition_graph;
     RANDOM_SEQUENCES = "lifecycle.random-sequences" => random_sequences;
 }
 
-/// Most sequences played at once while exploring.
+/// Most connections exploring at once.
 const EXPLORE_AT_ONCE: usize = 8;
 
+/// Most connections one exploration creates: one per (state, action) pair, a bound that only a
+/// target whose known paths keep failing comes near.
+const MOST_CONNECTIONS: usize = ConnectionState::ALL.len() * Action::ALL.len();
+
 /// Explores the transition graph as the target reveals it, whatever the seed: from the created
-/// state, and from every state an accepted action reaches, every action is tried once (breadth
-/// first, the states of a round concurrently). A connection is brought along the shortest known
-/// path, then tries the untried actions one after another until one changes its state (a
-/// refused action changes nothing), so a fresh connection is needed only per state change. The
-/// graph follows the driver's answers, so exploring never waits for a webhook; every played
-/// sequence is judged as in [`play`] once its events are in, all those waits at the same time.
-/// The graph goes into the reports.
+/// state, and from every state an accepted action reaches, every action is tried exactly once.
+/// A connection keeps exploring after a state change, so connections are few and so are their
+/// webhooks: it tries an untried action of its state, or goes the shortest known way to a state
+/// that has one, else it stops ([`Atlas::plan`]). Connections explore concurrently, claiming
+/// the pairs they try; a fresh one starts when the created state is left with pairs untried
+/// (connections start there), or when all stopped and pairs remain. The graph follows the
+/// driver's answers, so a step waits for a webhook only where a read needs it: the accounts of
+/// a state are judged once, when it is first left ([`Walk::checkpoint`]) or when a connection
+/// ends in it (§3.2, §4.2). Every connection is judged as in [`play`] once its events are in,
+/// all those waits at the same time. The graph goes into the reports.
 async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.receiver()?;
-    let mut graph = TransitionGraph { reached: vec![ConnectionState::Created], edges: Vec::new() };
-    let mut frontier: Vec<Vec<Action>> = vec![Vec::new()];
-    let permits = Arc::new(tokio::sync::Semaphore::new(EXPLORE_AT_ONCE));
-    // The judgements of the played sequences, each waiting for its events meanwhile.
+    let atlas = Arc::new(Mutex::new(Atlas::default()));
+    lock(&atlas).graph.reached.push(ConnectionState::Created);
+    let (wake, mut woken) = tokio::sync::mpsc::unbounded_channel();
+    let mut exploring = tokio::task::JoinSet::new();
+    // The judgements of the explored connections, each waiting for its events meanwhile.
     let mut judging = tokio::task::JoinSet::new();
-    // Each round goes one step deeper; 8 states bound it.
-    for _ in 0..ConnectionState::ALL.len() {
-        let mut set = tokio::task::JoinSet::new();
-        for path in &frontier {
-            let (ctx, permits, path) = (ctx.clone(), permits.clone(), path.clone());
-            set.spawn(har::in_case(har::current_case(), async move {
-                let mut untried = Action::ALL.to_vec();
-                let mut connections = Vec::new();
-                while !untried.is_empty() {
-                    let sequence: Vec<Action> = path.iter().chain(&untried).copied().collect();
-                    let permit = permits.clone().acquire_owned().await;
-                    let driven = drive(&ctx, &sequence, path.len()).await;
-                    drop(permit);
-                    let tried = driven.as_ref().map_or(0, |(played, _)| played.len().saturating_sub(path.len()));
-                    let played = sequence[..(path.len() + tried).min(sequence.len())].to_vec();
-                    connections.push((path.len(), played, driven));
-                    if tried == 0 {
-                        break;
-                    }
-                    untried.drain(..tried.min(untried.len()));
-                }
-                connections
-            }));
+    let mut started = 0;
+    // A connection that could not explore (not judged) stops the starting of more.
+    let mut halted = false;
+    loop {
+        while !halted && started < MOST_CONNECTIONS && exploring.len() < EXPLORE_AT_ONCE && lock(&atlas).wants_fresh() {
+            lock(&atlas).positions.push((started, ConnectionState::Created));
+            let (ctx, atlas, wake) = (ctx.clone(), atlas.clone(), wake.clone());
+            exploring.spawn(har::in_case(har::current_case(), explore(ctx, atlas, started, wake)));
+            started += 1;
         }
-        let mut next = Vec::new();
-        while let Some(joined) = set.join_next().await {
-            let connections = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
-            for (path_len, sequence, driven) in connections {
-                let (played, pending) = match driven {
-                    Ok(driven) => driven,
-                    Err(Stop::Fail(f)) => {
-                        // The graph so far goes into the reports: it is needed most now.
-                        record_partial(&ctx, &graph);
-                        return Err(explored(f.message, &sequence));
-                    }
-                    Err(e) if e.is_transport() => return Err(e),
-                    Err(Stop::Ignore(..)) => continue,
-                    Err(e) => return Err(e),
-                };
-                let ctx = ctx.clone();
-                let judged = sequence.clone();
-                judging.spawn(har::in_case(har::current_case(), async move { (judged, pending.judge(&ctx).await) }));
-                // The steps past the path are the ones this connection explored.
-                for &(from, action, transition) in played.iter().skip(path_len) {
-                    if !graph.edges.contains(&(from, action, transition)) {
-                        graph.edges.push((from, action, transition));
-                    }
-                    if let Transition::Accepted(to) = transition {
-                        if !graph.reached.contains(&to) {
-                            graph.reached.push(to);
-                            next.push(sequence[..path_len].iter().copied().chain([action]).collect());
-                        }
-                    }
-                }
-            }
-        }
-        if next.is_empty() {
+        if exploring.is_empty() {
             break;
         }
-        frontier = next;
+        let joined = tokio::select! {
+            _ = woken.recv() => continue,
+            Some(joined) = exploring.join_next() => joined,
+        };
+        let (sequence, explored_to) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
+        match explored_to {
+            Ok(pending) => {
+                let ctx = ctx.clone();
+                judging.spawn(har::in_case(har::current_case(), async move { (sequence, pending.judge(&ctx).await) }));
+            }
+            Err(Stop::Fail(f)) => {
+                // The graph so far goes into the reports: it is needed most now.
+                record_partial(&ctx, &lock(&atlas).graph);
+                return Err(explored(f.message, &sequence));
+            }
+            Err(e) if e.is_transport() => return Err(e),
+            Err(Stop::Ignore(..)) => halted = true,
+            Err(e) => return Err(e),
+        }
     }
     while let Some(joined) = judging.join_next().await {
         let (sequence, judged) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
         match judged {
             Ok(()) => {}
             Err(Stop::Fail(f)) => {
-                record_partial(&ctx, &graph);
+                record_partial(&ctx, &lock(&atlas).graph);
                 return Err(explored(f.message, &sequence));
             }
             Err(e) if e.is_transport() => return Err(e),
@@ -118,16 +99,187 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
             Err(e) => return Err(e),
         }
     }
-    graph.edges.sort();
-    ctx.record_graph(graph);
+    let graph = lock(&atlas).graph.clone();
+    ctx.record_graph(graph.canonical());
     Ok(())
+}
+
+fn lock(atlas: &Mutex<Atlas>) -> std::sync::MutexGuard<'_, Atlas> {
+    atlas.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the exploring connections share: the graph so far, the pairs claimed, the states whose
+/// accounts are judged, and where each connection is (or is heading).
+#[derive(Default)]
+struct Atlas {
+    graph: TransitionGraph,
+    claimed: Vec<(ConnectionState, Action)>,
+    judged: Vec<ConnectionState>,
+    positions: Vec<(usize, ConnectionState)>,
+    /// The unclaimed pairs when a connection was last started for what others left: another
+    /// starts only once that shrank, so a target whose known paths fail cannot loop.
+    leftover: Option<usize>,
+}
+
+/// One step a connection is to take.
+struct Plan {
+    action: Action,
+    /// A claimed pair (else a step of a known way to one).
+    explore: bool,
+    /// The state is left before its accounts were judged.
+    judge_here: bool,
+}
+
+impl Atlas {
+    fn untried(&self, state: ConnectionState) -> impl Iterator<Item = Action> + '_ {
+        Action::ALL.into_iter().filter(move |a| !self.claimed.contains(&(state, *a)))
+    }
+
+    fn unclaimed(&self) -> usize {
+        self.graph.reached.iter().map(|s| self.untried(*s).count()).sum()
+    }
+
+    fn known(&self, from: ConnectionState, action: Action) -> Option<Transition> {
+        self.graph.edges.iter().find(|(f, a, _)| *f == from && *a == action).map(|(_, _, t)| *t)
+    }
+
+    /// Whether a fresh connection should start: the created state has untried pairs and no
+    /// connection is there to try them, or every connection stopped with pairs left.
+    fn wants_fresh(&mut self) -> bool {
+        let created = ConnectionState::Created;
+        if self.untried(created).next().is_some() && !self.positions.iter().any(|(_, s)| *s == created) {
+            return true;
+        }
+        let left = self.unclaimed();
+        if self.positions.is_empty() && left > 0 && self.leftover.is_none_or(|before| left < before) {
+            self.leftover = Some(left);
+            return true;
+        }
+        false
+    }
+
+    /// The next step of connection `me` at `from`: an untried action of `from` (claimed; first
+    /// those expected to keep the state, then those leading where work is), else the first
+    /// step of the shortest known way to a state with untried actions; `None`: stop.
+    fn plan(&mut self, me: usize, from: ConnectionState) -> Option<Plan> {
+        let rank = |a: &Action| match a.target_state() {
+            None => 0,
+            Some(to) if to == from => 0,
+            Some(to) if !self.graph.reached.contains(&to) || self.untried(to).next().is_some() => 1,
+            Some(_) => 2,
+        };
+        let (action, explore) = match self.untried(from).min_by_key(rank) {
+            Some(action) => (action, true),
+            None => (self.route(from)?, false),
+        };
+        if explore {
+            self.claimed.push((from, action));
+        }
+        let leaves = action.target_state().filter(|to| *to != from);
+        let judge_here = leaves.is_some() && !self.judged.contains(&from);
+        if judge_here {
+            self.judged.push(from);
+        }
+        self.at(me, leaves.unwrap_or(from));
+        Some(Plan { action, explore, judge_here })
+    }
+
+    /// The first action of the shortest known accepted way from `from` to a state with untried
+    /// actions (breadth first, actions in their order).
+    fn route(&self, from: ConnectionState) -> Option<Action> {
+        let mut seen: Vec<(ConnectionState, Option<Action>)> = vec![(from, None)];
+        let mut at = 0;
+        while let Some(&(state, first)) = seen.get(at) {
+            if at > 0 && self.untried(state).next().is_some() {
+                return first;
+            }
+            for action in Action::ALL {
+                if let Some(Transition::Accepted(to)) = self.known(state, action) {
+                    if to != state && !seen.iter().any(|(s, _)| *s == to) {
+                        seen.push((to, first.or(Some(action))));
+                    }
+                }
+            }
+            at += 1;
+        }
+        None
+    }
+
+    fn at(&mut self, me: usize, state: ConnectionState) {
+        if let Some(p) = self.positions.iter_mut().find(|(id, _)| *id == me) {
+            p.1 = state;
+        }
+    }
+
+    fn record(&mut self, from: ConnectionState, action: Action, transition: Transition) {
+        if !self.graph.edges.contains(&(from, action, transition)) {
+            self.graph.edges.push((from, action, transition));
+        }
+        if let Transition::Accepted(to) = transition {
+            if !self.graph.reached.contains(&to) {
+                self.graph.reached.push(to);
+            }
+        }
+    }
+}
+
+/// One exploring connection (see [`transition_graph`]): the actions it was driven, and its
+/// judgement to come.
+async fn explore(
+    ctx: Arc<RunContext>,
+    atlas: Arc<Mutex<Atlas>>,
+    me: usize,
+    wake: tokio::sync::mpsc::UnboundedSender<()>,
+) -> (Vec<Action>, Result<Pending, Stop>) {
+    let walked = match Walk::start(&ctx).await {
+        Ok(mut walk) => {
+            let explored = explore_with(&ctx, &atlas, me, &wake, &mut walk).await;
+            // It ends here: its judgement judges the accounts of this state.
+            let mut atlas = lock(&atlas);
+            if explored.is_ok() && !atlas.judged.contains(&walk.state()) {
+                atlas.judged.push(walk.state());
+            }
+            (walk.actions.clone(), explored.map(|()| walk.finish().1))
+        }
+        Err(e) => (Vec::new(), Err(e)),
+    };
+    lock(&atlas).positions.retain(|(id, _)| *id != me);
+    let _ = wake.send(());
+    walked
+}
+
+async fn explore_with(
+    ctx: &Session,
+    atlas: &Mutex<Atlas>,
+    me: usize,
+    wake: &tokio::sync::mpsc::UnboundedSender<()>,
+    walk: &mut Walk,
+) -> Result<(), Stop> {
+    loop {
+        let from = walk.state();
+        let Some(Plan { action, explore, judge_here }) = lock(atlas).plan(me, from) else { return Ok(()) };
+        // It may have left the created state: time for a fresh connection, perhaps.
+        let _ = wake.send(());
+        let leaves = action.target_state().is_some_and(|to| to != from);
+        if leaves && (judge_here || walk.pending.reaction.is_some()) {
+            walk.checkpoint(ctx).await?;
+        }
+        let transition = walk.step(ctx, action).await?;
+        let mut atlas = lock(atlas);
+        if explore {
+            atlas.record(from, action, transition);
+        } else if atlas.known(from, action) != Some(transition) {
+            // A known way that no longer holds: this connection stops where it is.
+            atlas.at(me, walk.state());
+            return Ok(());
+        }
+        atlas.at(me, walk.state());
+    }
 }
 
 /// Records the graph explored so far, for the reports of a failed exploration.
 fn record_partial(ctx: &RunContext, graph: &TransitionGraph) {
-    let mut graph = graph.clone();
-    graph.edges.sort();
-    ctx.record_graph(graph);
+    ctx.record_graph(graph.clone().canonical());
 }
 
 /// The failure of an explored sequence (its message names the request that shows it).
@@ -195,13 +347,14 @@ pub type Played = Vec<(ConnectionState, Action, Transition)>;
 
 /// Plays `actions` on a fresh connection, then judges what the events and the API tell.
 pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
-    let (played, pending) = drive(ctx, actions, actions.len()).await?;
+    let (played, pending) = drive(ctx, actions).await?;
     pending.judge(ctx).await?;
     Ok(played)
 }
 
 /// A driven sequence, to judge once its events are in: no step waits for the webhooks of the
-/// one before (the spec puts no read between them, §6.3).
+/// one before (the spec puts no read between them, §6.3), unless a read needs them
+/// ([`Walk::checkpoint`]).
 pub struct Pending {
     id: String,
     trace: Trace,
@@ -212,29 +365,56 @@ pub struct Pending {
     reaction: Option<(Action, u64, Option<Before>)>,
 }
 
-/// Drives `actions` on a fresh connection, following the driver's answers: an accepted action
-/// moves the connection to the state it targets (a data action keeps the state). From step
-/// `explore_from` on, the first action that changes the state is the last one driven.
-pub async fn drive(ctx: &Session, actions: &[Action], explore_from: usize) -> Result<(Played, Pending), Stop> {
-    let mut played = Played::new();
-    let receiver = ctx.receiver()?;
-    let driver = ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
-    let created = ctx.create_connection().await?;
-    let id = created.connection_id.clone();
-    let mut trace = Trace { steps: vec!["create".to_string()] };
-    // The connection starts CREATED, announced by connection.created (§3.2).
-    let mut state = ConnectionState::Created;
-    let mut expected = vec!["connection.created"];
-    let mut reaction = None;
-    for (at, &action) in actions.iter().enumerate() {
-        let changed = played.last().is_some_and(|(from, _, t)| matches!(t, Transition::Accepted(to) if to != from));
-        if at > explore_from && changed {
-            break;
-        }
+/// Drives `actions` on a fresh connection (see [`Walk`]).
+pub async fn drive(ctx: &Session, actions: &[Action]) -> Result<(Played, Pending), Stop> {
+    let mut walk = Walk::start(ctx).await?;
+    for &action in actions {
+        walk.step(ctx, action).await?;
+    }
+    Ok(walk.finish())
+}
+
+/// A fresh connection driven one step at a time, following the driver's answers: an accepted
+/// action moves it to the state the action targets (a data action keeps the state).
+pub struct Walk {
+    created: Created,
+    state: ConnectionState,
+    /// Every action driven, the one under way included (for messages).
+    actions: Vec<Action>,
+    played: Played,
+    pending: Pending,
+}
+
+impl Walk {
+    /// Creates the connection: CREATED, announced by connection.created (§3.2).
+    pub async fn start(ctx: &Session) -> Result<Walk, Stop> {
+        ctx.receiver()?;
+        ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
+        let created = ctx.create_connection().await?;
+        let pending = Pending {
+            id: created.connection_id.clone(),
+            trace: Trace { steps: vec!["create".to_string()] },
+            expected: vec!["connection.created"],
+            reaction: None,
+        };
+        Ok(Walk { created, state: ConnectionState::Created, actions: Vec::new(), played: Played::new(), pending })
+    }
+
+    /// The state the driver's answers so far put the connection in.
+    pub fn state(&self) -> ConnectionState {
+        self.state
+    }
+
+    /// Drives `action`; a refused or unsupported one changes nothing (not a failure).
+    pub async fn step(&mut self, ctx: &Session, action: Action) -> Result<Transition, Stop> {
+        let receiver = ctx.receiver()?;
+        let driver = ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
+        self.actions.push(action);
+        let Pending { id, trace, expected, reaction } = &mut self.pending;
         // Data actions target what a CONNECTED connection lists; otherwise the driver picks.
         let data_action = matches!(action, Action::UpdateAccounts | Action::DeleteTransaction);
-        let before = if data_action && state == ConnectionState::Connected {
-            Some(Before::prepare(ctx, &id, action).await?)
+        let before = if data_action && self.state == ConnectionState::Connected {
+            Some(Before::prepare(ctx, id, action).await?)
         } else {
             None
         };
@@ -242,7 +422,7 @@ pub async fn drive(ctx: &Session, actions: &[Action], explore_from: usize) -> Re
             before.as_ref().map_or((None, None), |b| (b.account.clone(), b.transaction.clone()));
         let args = DriveArgs {
             connection_id: Some(id.clone()),
-            widget_token: created.widget_token.clone(),
+            widget_token: self.created.widget_token.clone(),
             account_id: account,
             transaction_id: transaction,
             webhook_url: Some(receiver.url().to_string()),
@@ -255,53 +435,72 @@ pub async fn drive(ctx: &Session, actions: &[Action], explore_from: usize) -> Re
         tokio::time::sleep(std::time::Duration::from_millis(3)).await;
         // Deliveries from here on are the step's: the target may announce before the driver returns.
         let since = receiver.arrived_so_far();
-        let from = state;
+        let from = self.state;
         let call = driver.run(DriverAction::Act(action), &args);
         let driven = ctx.api.recorder().driven(DriverAction::Act(action), &args, call).await;
         if let Some(account) = &args.account_id {
             crate::harness::pagination::forget(&ctx.api, account);
         }
-        match driven {
-            Ok(()) => trace.steps.push(format!("{action}")),
+        let transition = match driven {
+            Ok(()) => {
+                trace.steps.push(format!("{action}"));
+                // Already in the target state: the target may accept without a change, hence no event.
+                if action.target_state() != Some(from) {
+                    expected.push(announcing_event(action));
+                    if action.target_state().is_some() {
+                        // The state changed: an earlier data action's reaction can no longer be read.
+                        *reaction = None;
+                    }
+                    if data_action {
+                        *reaction = Some((action, since, before));
+                    }
+                }
+                Transition::Accepted(action.target_state().unwrap_or(from))
+            }
             // Refused from this state, or not supported: not a failure; the sequence goes on.
             Err(DriveError::Refused(_)) => {
                 trace.steps.push(format!("{action} (refused)"));
-                played.push((from, action, Transition::Refused));
-                continue;
+                Transition::Refused
             }
             Err(DriveError::Unsupported(_)) => {
                 trace.steps.push(format!("{action} (unsupported)"));
-                played.push((from, action, Transition::Unsupported));
-                continue;
+                Transition::Unsupported
             }
             Err(e @ DriveError::Failed(_)) => return Err(Stop::from(e)),
+        };
+        if let Transition::Accepted(to) = transition {
+            self.state = to;
         }
-        // Already in the target state: the target may accept without a change, hence no event.
-        if action.target_state() == Some(state) {
-            played.push((from, action, Transition::Accepted(state)));
-            continue;
-        }
-        expected.push(announcing_event(action));
-        if action.target_state().is_some() {
-            // The state changed: an earlier data action's reaction can no longer be read.
-            reaction = None;
-        }
-        state = action.target_state().unwrap_or(state);
-        played.push((from, action, Transition::Accepted(state)));
-        if data_action {
-            reaction = Some((action, since, before));
-        }
+        self.played.push((from, action, transition));
+        Ok(transition)
     }
-    Ok((played, Pending { id, trace, expected, reaction }))
+
+    /// The reads a connection owes before it leaves its state, once the events so far are in
+    /// and announce that state (never on the driver's word alone): the accounts against it
+    /// (§3.2, §4.2), and the last data action's reaction (§6.3), which a state change would
+    /// make unreadable. The whole chain is still judged at the end ([`Pending::judge`]).
+    pub async fn checkpoint(&mut self, ctx: &Session) -> Result<(), Stop> {
+        let deliveries = self.pending.settle(ctx, Some(self.state)).await?;
+        let Pending { id, trace, reaction, .. } = &mut self.pending;
+        let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))?;
+        accounts_follow_state(ctx, id, state, trace).await?;
+        if let Some(reaction) = reaction.take() {
+            judge_reaction(ctx, id, trace, reaction, &deliveries).await?;
+        }
+        Ok(())
+    }
+
+    /// What was played, and the judgement to come.
+    pub fn finish(self) -> (Played, Pending) {
+        (self.played, self.pending)
+    }
 }
 
 impl Pending {
-    /// Waits (bounded) until every expected event has arrived and the chain links up, then
-    /// judges: each delivery's schema and envelope (§6.1, §6.2), the chain (§3, §6.2), the
-    /// accounts against the last announced state (§3.2, §4.2), and the last data action's
-    /// reaction (§6.3).
-    pub async fn judge(self, ctx: &Session) -> Result<(), Stop> {
-        let Pending { id, trace, expected, reaction } = self;
+    /// Waits (bounded) until every expected event has arrived and the chain links up (and ends
+    /// in `state`, when given); fails if an expected event is missing. Returns the deliveries.
+    async fn settle(&self, ctx: &Session, state: Option<ConnectionState>) -> Result<Vec<Delivery>, Stop> {
+        let Pending { id, trace, expected, .. } = self;
         let receiver = ctx.receiver()?;
         let missing = |ds: &[Delivery]| {
             expected.iter().copied().find(|t| {
@@ -312,7 +511,9 @@ impl Pending {
         let started = std::time::Instant::now();
         let what = format!("{} for {id}", expected.join(", "));
         let (_, deliveries) = receiver
-            .wait_until(&what, &id, ctx.config.event_wait(), |ds| missing(ds).is_none() && chain::resolve(ds).is_ok())
+            .wait_until(&what, id, ctx.config.event_wait(), |ds| {
+                missing(ds).is_none() && chain::resolve(ds).is_ok_and(|end| state.is_none_or(|s| s == end))
+            })
             .await;
         if let Some(absent) = missing(&deliveries) {
             let problem = format!(
@@ -320,8 +521,18 @@ impl Pending {
                 receiver.patience.describe(started.elapsed()),
                 receiver.refusals()
             );
-            return Err(trace.fail(&id, problem, &deliveries));
+            return Err(trace.fail(id, problem, &deliveries));
         }
+        Ok(deliveries)
+    }
+
+    /// Waits (bounded) until every expected event has arrived and the chain links up, then
+    /// judges: each delivery's schema and envelope (§6.1, §6.2), the chain (§3, §6.2), the
+    /// accounts against the last announced state (§3.2, §4.2), and the last data action's
+    /// reaction (§6.3).
+    pub async fn judge(self, ctx: &Session) -> Result<(), Stop> {
+        let deliveries = self.settle(ctx, None).await?;
+        let Pending { id, trace, reaction, .. } = self;
         // Every delivery on its own: schema (which also asserts the prefixes of the ids it
         // names, §2) and envelope agreement (§6.2).
         event_rules::schema(&deliveries)
@@ -329,33 +540,42 @@ impl Pending {
             .map_err(|problem| trace.fail(&id, problem.to_string(), &deliveries))?;
         let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(&id, problem, &deliveries))?;
         accounts_follow_state(ctx, &id, state, &trace).await?;
-        if let Some((action, since, before)) = reaction {
-            // Steps are not awaited one by one, so an earlier step's event may arrive after this
-            // one began: the event of this step names what it was driven on (else the latest).
-            let (field, wanted) = match (action, &before) {
-                (Action::DeleteTransaction, Some(b)) => ("/data/transactionId", b.transaction.clone()),
-                (_, Some(b)) => ("/data/accountId", b.account.clone()),
-                _ => ("", None),
-            };
-            let candidates: Vec<&Delivery> = deliveries
-                .iter()
-                .filter(|d| d.event_type() == Some(announcing_event(action)) && d.seq >= since)
-                .collect();
-            let event = candidates
-                .iter()
-                .find(|d| wanted.is_some() && d.body.pointer(field).and_then(Value::as_str) == wanted.as_deref())
-                .or(candidates.last())
-                .copied();
-            react(ctx, &id, action, event, before.as_ref(), &Auth::Primary).await.map_err(|e| {
-                if e.is_fail() {
-                    trace.fail(&id, e.to_string(), &deliveries)
-                } else {
-                    e
-                }
-            })?;
+        if let Some(reaction) = reaction {
+            judge_reaction(ctx, &id, &trace, reaction, &deliveries).await?;
         }
         Ok(())
     }
+}
+
+/// The reaction to a data action's event (§6.3).
+async fn judge_reaction(
+    ctx: &Session,
+    id: &str,
+    trace: &Trace,
+    (action, since, before): (Action, u64, Option<Before>),
+    deliveries: &[Delivery],
+) -> Result<(), Stop> {
+    // Steps are not awaited one by one, so an earlier step's event may arrive after this
+    // one began: the event of this step names what it was driven on (else the latest).
+    let (field, wanted) = match (action, &before) {
+        (Action::DeleteTransaction, Some(b)) => ("/data/transactionId", b.transaction.clone()),
+        (_, Some(b)) => ("/data/accountId", b.account.clone()),
+        _ => ("", None),
+    };
+    let candidates: Vec<&Delivery> =
+        deliveries.iter().filter(|d| d.event_type() == Some(announcing_event(action)) && d.seq >= since).collect();
+    let event = candidates
+        .iter()
+        .find(|d| wanted.is_some() && d.body.pointer(field).and_then(Value::as_str) == wanted.as_deref())
+        .or(candidates.last())
+        .copied();
+    react(ctx, id, action, event, before.as_ref(), &Auth::Primary).await.map_err(|e| {
+        if e.is_fail() {
+            trace.fail(id, e.to_string(), deliveries)
+        } else {
+            e
+        }
+    })
 }
 
 /// Accounts are readable exactly when the last announced state is connected (§3.2, §4.2).
@@ -398,5 +618,62 @@ async fn accounts_follow_state(ctx: &Session, id: &str, state: ConnectionState, 
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ConnectionState::{Connected, Created, Disconnected, Error, FailedAuth, MfaRequired};
+
+    /// A target shaped like the sandbox: disconnected is terminal, data actions need connected.
+    fn target(from: ConnectionState, action: Action) -> Transition {
+        let to = action.target_state();
+        let accepted = match action {
+            Action::Connect | Action::FailAuth => matches!(from, Created | FailedAuth | Error | MfaRequired),
+            Action::RequireMfa => matches!(from, Created | FailedAuth | Error),
+            Action::Error => !matches!(from, Error | Disconnected),
+            Action::Disconnect => from != Disconnected,
+            Action::UpdateAccounts | Action::DeleteTransaction => from == Connected,
+        };
+        if accepted {
+            Transition::Accepted(to.unwrap_or(from))
+        } else {
+            Transition::Refused
+        }
+    }
+
+    #[test]
+    fn one_connection_at_a_time_tries_every_pair_once_and_judges_every_state() {
+        let mut atlas = Atlas::default();
+        atlas.graph.reached.push(Created);
+        let mut connections = 0;
+        while atlas.wants_fresh() {
+            connections += 1;
+            atlas.positions.push((connections, Created));
+            let mut state = Created;
+            while let Some(plan) = atlas.plan(connections, state) {
+                let transition = target(state, plan.action);
+                if plan.explore {
+                    atlas.record(state, plan.action, transition);
+                } else {
+                    assert_eq!(atlas.known(state, plan.action), Some(transition), "a known way");
+                }
+                if let Transition::Accepted(to) = transition {
+                    state = to;
+                }
+                atlas.at(connections, state);
+            }
+            if !atlas.judged.contains(&state) {
+                atlas.judged.push(state);
+            }
+            atlas.positions.clear();
+        }
+        assert_eq!(atlas.graph.reached.len(), 6);
+        assert_eq!(atlas.graph.edges.len(), 6 * Action::ALL.len());
+        assert_eq!(atlas.claimed.len(), atlas.graph.edges.len(), "each pair once");
+        assert!(atlas.graph.reached.iter().all(|s| atlas.judged.contains(s)));
+        // Each disconnection ends a connection: five, and no more.
+        assert_eq!(connections, 5);
     }
 }
