@@ -107,7 +107,10 @@ impl RunContext {
             .get_or_init(|| async {
                 let connection_id = match &self.session.config.connection_id {
                     Some(id) => id.clone(),
-                    None if self.session.driver.is_some() => self.session.connect_new().await?.connection_id,
+                    None if self.session.driver.is_some() => match &self.session.connected_early {
+                        Some(id) => id.clone(),
+                        None => self.session.connect_new().await?.connection_id,
+                    },
                     None => return Err(Stop::ignore("needs a CONNECTED connection: give --driver or --connection-id")),
                 };
                 let accounts = self.session.accounts_when_ready(&connection_id).await?;

@@ -78,8 +78,13 @@ pub async fn check(session: &mut Session) -> Result<Vec<String>, String> {
     // cannot even be handed to a command, and that is no proof against the driver: the cases judge it.
     let clean = |c: &&Created| !c.connection_id.chars().any(char::is_control);
     if let (Some(_), Some(created)) = (&session.driver, first.as_ref().filter(clean)) {
-        if let Err(Stop::Error(ErrorSource::Driver, m)) = session.drive(Action::Connect, created, None, None).await {
-            return Err(format!("the driver failed on connect (is the driver right?): {m}"));
+        match session.drive(Action::Connect, created, None, None).await {
+            Err(Stop::Error(ErrorSource::Driver, m)) => {
+                return Err(format!("the driver failed on connect (is the driver right?): {m}"))
+            }
+            // Connected: the read-only cases' shared connection, not made a second time.
+            Ok(()) => session.connected_early = Some(created.connection_id.clone()),
+            Err(_) => {}
         }
     }
     if let (Webhooks::Registered, Some(created)) = (&session.webhooks, &first) {

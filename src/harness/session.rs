@@ -52,6 +52,9 @@ pub struct Session {
     sandbox: Mutex<Option<Sandbox>>,
     /// Whether the receiver was unregistered (see [`Session::unregister_webhook`]).
     unregistered: std::sync::atomic::AtomicBool,
+    /// The connection the preflight created and had the driver connect: the shared CONNECTED
+    /// connection of the read-only cases (`RunContext::connected`), when there is one.
+    pub connected_early: Option<String>,
     /// What the report's notes say of the run's own bounds, by topic (see [`Session::note`]).
     notes: std::sync::Mutex<BTreeMap<&'static str, BTreeSet<String>>>,
 }
@@ -154,6 +157,7 @@ impl Session {
             sandbox: Mutex::new(sandbox),
             unregistered: Default::default(),
             notes: Default::default(),
+            connected_early: None,
         })
     }
 

@@ -298,7 +298,7 @@ async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 /// Longest generated sequence.
-pub const MAX_STEPS: usize = 6;
+pub const MAX_STEPS: usize = 5;
 
 /// Sequences of 1 to [`MAX_STEPS`] actions; shrinking drops actions and turns them into
 /// `connect`. Half the sequences start with `connect`, and `connect` and the data actions are
