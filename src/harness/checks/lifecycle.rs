@@ -43,12 +43,19 @@ const MOST_CONNECTIONS: usize = ConnectionState::ALL.len() * Action::ALL.len();
 /// (connections start there), or when all stopped and pairs remain. The graph follows the
 /// driver's answers, so a step waits for a webhook only where a read needs it: the accounts of
 /// a state are judged once, when it is first left ([`Walk::checkpoint`]) or when a connection
-/// ends in it (§3.2, §4.2). Every connection is judged as in [`play`] once its events are in,
+/// ends in it (§3.2, §4.2); those of the created and connected states by other cases. Every connection is judged as in [`play`] once its events are in,
 /// all those waits at the same time. The graph goes into the reports.
 async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.receiver()?;
     let atlas = Arc::new(Mutex::new(Atlas::default()));
-    lock(&atlas).graph.reached.push(ConnectionState::Created);
+    {
+        let mut atlas = lock(&atlas);
+        atlas.graph.reached.push(ConnectionState::Created);
+        // Judged without a wait here: a new connection's accounts by
+        // `accounts.refused-before-connected`, a connected one's by every read of the shared
+        // connection. Each wait before leaving a state adds up along a connection.
+        atlas.judged.extend([ConnectionState::Created, ConnectionState::Connected]);
+    }
     let (wake, mut woken) = tokio::sync::mpsc::unbounded_channel();
     let mut exploring = tokio::task::JoinSet::new();
     // The judgements of the explored connections, each waiting for its events meanwhile.
@@ -261,7 +268,9 @@ async fn explore_with(
         // It may have left the created state: time for a fresh connection, perhaps.
         let _ = wake.send(());
         let leaves = action.target_state().is_some_and(|to| to != from);
-        if leaves && (judge_here || walk.pending.reaction.is_some()) {
+        // Only to judge a state's accounts: a data action's reaction left behind is the tour's
+        // and the random sequences' to judge (a wait here would add up along the connection).
+        if leaves && judge_here {
             walk.checkpoint(ctx).await?;
         }
         let transition = walk.step(ctx, action).await?;
