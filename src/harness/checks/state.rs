@@ -258,40 +258,37 @@ fn finding(problem: String, answer: &Arc<Answer>, awaits_event: bool) -> Finding
 /// §2.2, §2.3: an account belongs to one connection and a transaction to one account, in every
 /// read of a client's view.
 fn one_owner(model: &Model) -> (usize, Vec<Finding>) {
+    let accounts =
+        model.lists.iter().flat_map(|l| l.accounts.iter().map(move |(id, _)| (&l.answer, id, &l.connection)));
+    let transactions = model.pages.iter().flat_map(|p| p.items.iter().map(move |(id, _)| (&p.answer, id, &p.account)));
+    let mut findings = owned_once("account", "connection", accounts);
+    findings.extend(owned_once("transaction", "account", transactions));
+    (model.lists.len() + model.pages.len(), findings)
+}
+
+/// The reads that list an id (a `what`) under another owner (an `owner`) than the first read of
+/// its view did.
+fn owned_once<'a>(
+    what: &str,
+    owner: &str,
+    listed: impl Iterator<Item = (&'a Arc<Answer>, &'a String, &'a String)>,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut owners: FirstSeen = HashMap::new();
-    for list in &model.lists {
-        for (id, _) in &list.accounts {
-            let (owner, first) = *owners.entry((view(&list.answer), id)).or_insert((&list.connection, &list.answer));
-            if owner != list.connection {
-                findings.push(finding(
-                    format!(
-                        "{}: lists account {id}, which {} listed under connection {owner}",
-                        list.answer.sent.request, first.sent.request
-                    ),
-                    &list.answer,
-                    false,
-                ));
-            }
+    for (answer, id, under) in listed {
+        let (first_owner, first) = *owners.entry((view(answer), id)).or_insert((under, answer));
+        if first_owner != under {
+            findings.push(finding(
+                format!(
+                    "{}: lists {what} {id}, which {} listed under {owner} {first_owner}",
+                    answer.sent.request, first.sent.request
+                ),
+                answer,
+                false,
+            ));
         }
     }
-    let mut owners: FirstSeen = HashMap::new();
-    for page in &model.pages {
-        for (id, _) in &page.items {
-            let (owner, first) = *owners.entry((view(&page.answer), id)).or_insert((&page.account, &page.answer));
-            if owner != page.account {
-                findings.push(finding(
-                    format!(
-                        "{}: lists transaction {id}, which {} listed under account {owner}",
-                        page.answer.sent.request, first.sent.request
-                    ),
-                    &page.answer,
-                    false,
-                ));
-            }
-        }
-    }
-    (model.lists.len() + model.pages.len(), findings)
+    findings
 }
 
 /// §6 `transaction.deleted` (a transaction was removed): no read sent after the event arrived
