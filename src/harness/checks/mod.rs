@@ -74,7 +74,7 @@ impl Registration {
     }
 }
 
-/// A rule over the model of the run's reads and deliveries ([`state`]): how many reads or
+/// A rule over the model of the run's reads and deliveries (`checks::state`): how many reads or
 /// pairs of reads it judged, and what it found.
 pub type ModelRule = fn(&state::Model) -> (usize, Vec<Finding>);
 
