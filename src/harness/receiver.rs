@@ -229,6 +229,14 @@ impl Receiver {
         }
     }
 
+    /// Waits until another delivery arrives, or until `until`: whether one did.
+    pub async fn next_arrival(&self, until: Instant) -> bool {
+        let mut arrivals = self.arrivals.clone();
+        arrivals.mark_unchanged();
+        let left = until.saturating_duration_since(Instant::now());
+        matches!(tokio::time::timeout(left, arrivals.changed()).await, Ok(Ok(())))
+    }
+
     /// Waits until a delivery of `event_type` concerning `connection_id` has arrived.
     pub async fn wait_for_type(
         &self,

@@ -235,11 +235,15 @@ pub async fn judge_models(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'static
         }
         (judged, awaited)
     };
-    let (judged, awaited) = judge(&state::Model::of(&answers, &deliveries()));
-    let Some(latest) = awaited else { return judged };
+    let (mut judged, mut awaited) = judge(&state::Model::of(&answers, &deliveries()));
+    let (Some(latest), Some(receiver)) = (awaited, ctx.receiver.as_ref()) else { return judged };
     let wait = ctx.config.event_wait();
-    tokio::time::sleep_until((latest + wait).min(std::time::Instant::now() + wait).into()).await;
-    judge(&state::Model::of(&answers, &deliveries())).0
+    let until = (latest + wait).min(std::time::Instant::now() + wait);
+    // Judged again on each delivery, until none is awaited or the wait is over.
+    while awaited.is_some() && receiver.next_arrival(until).await {
+        (judged, awaited) = judge(&state::Model::of(&answers, &deliveries()));
+    }
+    judged
 }
 
 #[cfg(test)]
