@@ -268,6 +268,13 @@ pub async fn walk(api: &Api, account_id: &str, limit: Option<u64>, starting_afte
     follow(api, account_id, limit, starting_after, Bound::Stop(bound)).await
 }
 
+/// [`walk`] at the default page size with every page sent again, none taken from the run's
+/// shared reads (and none given to them): a later read of the account, to compare with earlier
+/// ones.
+pub async fn walk_again(api: &Api, account_id: &str) -> Result<Walk, Stop> {
+    follow(api, account_id, None, None, Bound::Again(MAX_PAGES)).await
+}
+
 /// Most pages a property walk reads from each end of an account it does not walk whole (see
 /// [`windows`]).
 pub const WINDOW_PAGES: usize = 3;
@@ -279,6 +286,8 @@ enum Bound {
     Stop(usize),
     /// A window of this many pages: the walk so far is returned, [`Walk::complete`] false.
     Window(usize),
+    /// As `Stop`, every page sent again (see [`walk_again`]).
+    Again(usize),
 }
 
 /// A walk over part of an account: the items after item `after` (the first items when
@@ -353,7 +362,10 @@ async fn follow(
     let mut cursor = starting_after.map(str::to_string);
     let started = Instant::now();
     loop {
-        let page = shared_page(api, account_id, limit, cursor.as_deref()).await?;
+        let page = match bound {
+            Bound::Again(_) => fetch_page(api, account_id, limit, cursor.as_deref()).await?,
+            _ => shared_page(api, account_id, limit, cursor.as_deref()).await?,
+        };
         let more = page.has_more;
         let next = page.next_cursor.clone();
         let request = page.request.clone();
@@ -375,7 +387,7 @@ async fn follow(
         }
         match bound {
             Bound::Window(pages) if walk.pages.len() >= pages => return Ok(walk),
-            Bound::Stop(pages) if walk.pages.len() >= pages => {
+            Bound::Stop(pages) | Bound::Again(pages) if walk.pages.len() >= pages => {
                 let what = limit.map_or(String::new(), |l| format!(" at limit={l}"));
                 return Err(stopped(&request, format!("{pages} pages{what}")));
             }

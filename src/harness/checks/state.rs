@@ -243,9 +243,7 @@ async fn reread_once(ctx: &RunContext) -> Result<(), Stop> {
         let listed = api.send(reqwest::Method::GET, &["v1", "connections", &connection, "accounts"], &[], auth).await?;
         let Ok(Value::Array(accounts)) = listed.success_json() else { continue };
         for id in accounts.iter().filter_map(|a| a.get("id").and_then(Value::as_str)) {
-            // A fresh read, not the run's shared pages.
-            pagination::forget(&api, id);
-            pagination::walk(&api, id, None, None).await?;
+            pagination::walk_again(&api, id).await?;
         }
     }
     Ok(())
