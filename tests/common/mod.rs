@@ -40,9 +40,10 @@ pub fn text(output: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
 
-/// A path for a file the test writes, in a folder of this test process.
+/// A path for a file the test writes, in a folder of this test process under the target
+/// directory (removed with it, never left in the system's temporary folder).
 pub fn temp_path(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bankconf-tests-{}", std::process::id()));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bankconf-tests-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("create the test folder");
     dir.join(name)
 }
