@@ -69,6 +69,8 @@ pub struct RunContext {
     graph: std::sync::OnceLock<TransitionGraph>,
     /// What the browser saw running the widget script, probed once per run.
     pub widget_probe: OnceCell<Result<Probe, Stop>>,
+    /// Whether webhooks reach the receiver (see [`RunContext::heard`]).
+    heard: OnceCell<Result<Vec<String>, String>>,
 }
 
 impl Deref for RunContext {
@@ -88,6 +90,7 @@ impl RunContext {
             created: OnceCell::new(),
             graph: Default::default(),
             widget_probe: OnceCell::new(),
+            heard: OnceCell::new(),
         })
     }
 
@@ -156,6 +159,13 @@ impl RunContext {
     /// target a connection and a webhook).
     pub async fn created(&self) -> Result<Arc<Created>, Stop> {
         self.created.get_or_init(|| async { self.session.create_connection().await.map(Arc::new) }).await.clone()
+    }
+
+    /// Whether any webhook delivery reached the receiver, awaited once per run beside the cases
+    /// (`preflight::listen`): `Ok` with the preflight's notes on it, `Err` with the diagnosis
+    /// that turns the event cases into errors (the setup's problem, not the target's).
+    pub async fn heard(&self) -> &Result<Vec<String>, String> {
+        self.heard.get_or_init(|| super::preflight::listen(&self.session)).await
     }
 
     /// The shared tour of driven lifecycles that the event and reaction cases judge.

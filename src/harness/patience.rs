@@ -2,8 +2,10 @@
 //! (§6.3, §8): a late event is not a violation, a missing one is. So a wait ends the moment its
 //! event arrives, and otherwise lasts:
 //!
-//! - at least `--event-timeout` (the floor; [`FIRST_WAIT_FACTOR`] times it for the preflight's
-//!   first delivery);
+//! - at least `--event-timeout` (the floor);
+//! - while no delivery at all has arrived in this run, as long as the wait for the first one
+//!   ([`FIRST_WAIT_FACTOR`] + 1 times the floor from the preflight, which awaits it beside the
+//!   cases): nothing is known yet of the target's latency;
 //! - at least twice the longest delivery latency observed in this run, plus a second (the
 //!   latency is learned from the waits that succeeded: from the triggering request or driver
 //!   call to the arrival);
@@ -19,8 +21,8 @@ use std::time::{Duration, Instant};
 
 /// The cap of one wait, whatever the observed latency or the queue.
 pub const MAX_WAIT: Duration = Duration::from_secs(120);
-/// The preflight awaits the run's first delivery this many times `--event-timeout`: nothing is
-/// learned yet about the target's latency.
+/// The run's first delivery is awaited this many times `--event-timeout` longer than a wait's
+/// floor: nothing is learned yet about the target's latency.
 pub const FIRST_WAIT_FACTOR: u32 = 3;
 
 #[derive(Default)]
@@ -33,6 +35,8 @@ struct State {
     last_arrival: Option<Instant>,
     /// Waits that ran out: connection id, and how many of its deliveries had arrived then.
     ran_out: Vec<(String, usize)>,
+    /// Until when the run's first delivery is awaited.
+    first_until: Option<Instant>,
 }
 
 /// The run's waiting policy and what it has learned; shared by every wait of the run.
@@ -46,15 +50,25 @@ impl Patience {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// When a wait begun at `started` with floor `floor` (`--event-timeout`) gives up, as of now.
-    pub fn deadline(&self, started: Instant, floor: Duration) -> Instant {
+    /// Waits last at least until `until` while no delivery has arrived in the run (`quiet`).
+    pub fn expect_first(&self, until: Instant) {
+        self.state().first_until = Some(until);
+    }
+
+    /// When a wait begun at `started` with floor `floor` (`--event-timeout`) gives up, as of now;
+    /// `quiet`: no delivery has arrived in the run yet.
+    pub fn deadline(&self, started: Instant, floor: Duration, quiet: bool) -> Instant {
         let state = self.state();
         let learned = state.latency.map_or(Duration::ZERO, |l| l * 2 + Duration::from_secs(1));
         let mut deadline = started + floor.max(learned);
         if let Some(last) = state.last_arrival {
             deadline = deadline.max(last + floor);
         }
-        deadline.min(started + MAX_WAIT.max(floor))
+        let deadline = deadline.min(started + MAX_WAIT.max(floor));
+        match state.first_until {
+            Some(first) if quiet => deadline.max(first),
+            _ => deadline,
+        }
     }
 
     /// A waiter saw a delivery arrive.
@@ -118,10 +132,19 @@ mod tests {
     fn a_wait_lasts_the_floor_until_latency_is_learned() {
         let p = Patience::default();
         let now = Instant::now();
-        assert_eq!(p.deadline(now, FLOOR), now + FLOOR);
+        assert_eq!(p.deadline(now, FLOOR, false), now + FLOOR);
         p.succeeded(Duration::from_secs(10));
-        assert_eq!(p.deadline(now, FLOOR), now + Duration::from_secs(21));
+        assert_eq!(p.deadline(now, FLOOR, false), now + Duration::from_secs(21));
         assert!(p.describe(Duration::from_secs(21)).contains("10.0s over 1 deliveries"));
+    }
+
+    #[test]
+    fn until_the_first_delivery_a_wait_lasts_as_long_as_the_first_one() {
+        let p = Patience::default();
+        let now = Instant::now();
+        p.expect_first(now + FLOOR * 4);
+        assert_eq!(p.deadline(now, FLOOR, true), now + FLOOR * 4);
+        assert_eq!(p.deadline(now, FLOOR, false), now + FLOOR, "once any delivery arrived, the floor");
     }
 
     #[test]
@@ -129,10 +152,10 @@ mod tests {
         let p = Patience::default();
         let started = Instant::now() - Duration::from_secs(30);
         p.arrival();
-        let deadline = p.deadline(started, FLOOR);
+        let deadline = p.deadline(started, FLOOR, false);
         assert!(deadline > Instant::now() + Duration::from_secs(4), "extended past the floor");
         let long_ago = Instant::now() - MAX_WAIT;
-        assert_eq!(p.deadline(long_ago, FLOOR), long_ago + MAX_WAIT);
+        assert_eq!(p.deadline(long_ago, FLOOR, false), long_ago + MAX_WAIT);
     }
 
     #[test]

@@ -3,13 +3,17 @@
 //! target cannot reach stops the run with exit 2 and one clear message, instead of dozens of
 //! failures blamed on the target.
 //!
+//! Whether webhooks reach the receiver at all is the one check that waits (for a delivery a
+//! queue may hold back): [`listen`] awaits it beside the cases, not before them, and a silence
+//! turns the event cases into one diagnosis when they end.
+//!
 //! Status codes are not specified (§7), so only 401 and 403 are read as "this key is refused";
 //! any other answer is left for the cases to judge.
 
 use super::config::RunConfig;
 use super::http::{Auth, Exchange};
 use super::outcome::{ErrorSource, Stop};
-use super::session::{Session, Webhooks};
+use super::session::{FirstDeliveries, Session, Webhooks};
 use super::steps::Created;
 use crate::spec::Action;
 use reqwest::Method;
@@ -52,10 +56,9 @@ pub fn validate(config: &RunConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks the keys, the driver, `--connection-id` and the webhook path against the target;
-/// returns the notes the report leads with. `Err`: the run must not start (exit 2).
-pub async fn check(session: &mut Session) -> Result<Vec<String>, String> {
-    let mut notes = Vec::new();
+/// Checks the keys, the driver and `--connection-id` against the target, and leaves the webhook
+/// path to [`listen`]. `Err`: the run must not start (exit 2).
+pub async fn check(session: &mut Session) -> Result<(), String> {
     if let Webhooks::Failed(m) = &session.webhooks {
         return Err(format!("the driver failed on register_webhook (is --driver right, and executable?): {m}"));
     }
@@ -87,22 +90,44 @@ pub async fn check(session: &mut Session) -> Result<Vec<String>, String> {
             Err(_) => {}
         }
     }
-    if let (Webhooks::Registered, Some(created)) = (&session.webhooks, &first) {
-        match probe_webhooks(session, created).await {
-            Some(note) => notes.push(note),
-            None => {
-                let diagnosis = silent_diagnosis(session);
-                notes.insert(0, diagnosis.clone());
-                session.webhooks = Webhooks::Silent(diagnosis);
-            }
-        }
+    if let (Webhooks::Registered, Some(created), Some(receiver)) = (&session.webhooks, &first, &session.receiver) {
+        let since = std::time::Instant::now();
+        // Until some delivery arrives, every wait lasts as long as this first one may.
+        receiver.patience.expect_first(since + first_wait(session));
+        session.first_deliveries = Some(FirstDeliveries {
+            connection_id: created.connection_id.clone(),
+            second: second.map(|s| s.connection_id),
+            since,
+        });
     }
-    if let (Webhooks::Registered, Some(a), Some(b)) = (&session.webhooks, &first, &second) {
-        if let Some(note) = same_client(session, a, b).await {
-            notes.push(note);
-        }
+    Ok(())
+}
+
+/// Awaits the preflight connections' first deliveries (run beside the cases): `Ok` with the
+/// notes on them, or `Err` with the diagnosis when nothing at all reached the receiver.
+pub async fn listen(session: &Session) -> Result<Vec<String>, String> {
+    let (Some(first), Some(receiver)) = (&session.first_deliveries, &session.receiver) else { return Ok(Vec::new()) };
+    let what = format!("the first webhook delivery, for {}", first.connection_id);
+    let left = (first.since + first_wait(session)).saturating_duration_since(std::time::Instant::now());
+    receiver.wait_until(&what, &first.connection_id, left, |ds| !ds.is_empty()).await;
+    // A delivery the receiver refused (too large) reached it all the same.
+    if receiver.arrived_so_far() + receiver.refused() == 0 {
+        return Err(silent_diagnosis(session));
+    }
+    let mut notes = vec![format!(
+        "preflight: webhook deliveries reach the receiver (the first after {:.1}s)",
+        first.since.elapsed().as_secs_f64()
+    )];
+    if let Some(second) = &first.second {
+        notes.extend(same_client(session, &first.connection_id, second).await);
     }
     Ok(notes)
+}
+
+/// How long the run's first delivery is awaited: it may be late (a queue), and nothing is known
+/// yet of the target's latency; it teaches the later waits that latency (see `patience`).
+fn first_wait(session: &Session) -> std::time::Duration {
+    session.config.event_wait() * (super::patience::FIRST_WAIT_FACTOR + 1)
 }
 
 /// `POST /v1/connections` with one key: refused with 401/403 stops the run; a created
@@ -154,27 +179,6 @@ fn created(session: &Session, exchange: &Exchange) -> Option<Created> {
     Some(Created { connection_id, widget_token, body })
 }
 
-/// Waits for any delivery about the probe connection (created, then driven to connect: a target
-/// may announce later states only). `None`: nothing at all reached the receiver.
-async fn probe_webhooks(session: &Session, created: &Created) -> Option<String> {
-    let receiver = session.receiver.as_ref()?;
-    let wait = session.config.event_wait();
-    let started = std::time::Instant::now();
-    // The run's first delivery may be late (a queue): it is awaited longer than the others,
-    // and it teaches the later waits the target's latency (see `patience`).
-    let first_wait = wait * super::patience::FIRST_WAIT_FACTOR;
-    let what = format!("the first webhook delivery, for {}", created.connection_id);
-    receiver.wait_until(&what, &created.connection_id, first_wait + wait, |ds| !ds.is_empty()).await;
-    // A delivery the receiver refused (too large) reached it all the same.
-    let reached = || receiver.arrived_so_far() + receiver.refused() > 0;
-    reached().then(|| {
-        format!(
-            "preflight: webhook deliveries reach the receiver (the first after {:.1}s)",
-            started.elapsed().as_secs_f64()
-        )
-    })
-}
-
 fn silent_diagnosis(session: &Session) -> String {
     let url = session.receiver.as_ref().map_or("?", |r| r.url());
     // The bound address: `:0` in the configuration says nothing about where to look.
@@ -184,7 +188,7 @@ fn silent_diagnosis(session: &Session) -> String {
          target was given {url} (listening on {}). A target in a container or on another host needs \
          --webhook-public-url with an address it can reach, and --webhook-listen 0.0.0.0:PORT; the event \
          cases are not judged on zero deliveries",
-        session.config.event_wait() * (super::patience::FIRST_WAIT_FACTOR + 1),
+        first_wait(session),
         listening
     )
 }
@@ -192,7 +196,7 @@ fn silent_diagnosis(session: &Session) -> String {
 /// The two keys should act for two clients: their connections' events name two `clientId`s.
 /// One `clientId` for both is only a note: a misconfigured key and a target that stamps one
 /// `clientId` on two clients (`events.distinct-client-ids` judges that) look alike from here.
-async fn same_client(session: &Session, first: &Created, second: &Created) -> Option<String> {
+async fn same_client(session: &Session, first: &str, second: &str) -> Option<String> {
     let receiver = session.receiver.as_ref()?;
     let client = |id: &str| {
         receiver
@@ -201,9 +205,9 @@ async fn same_client(session: &Session, first: &Created, second: &Created) -> Op
             .find_map(|d| d.body.pointer("/data/clientId").and_then(Value::as_str).map(str::to_string))
     };
     let wait = session.config.event_wait();
-    let what = format!("a first delivery for the second client's {}", second.connection_id);
-    receiver.wait_until(&what, &second.connection_id, wait, |ds| !ds.is_empty()).await;
-    match (client(&first.connection_id), client(&second.connection_id)) {
+    let what = format!("a first delivery for the second client's {second}");
+    receiver.wait_until(&what, second, wait, |ds| !ds.is_empty()).await;
+    match (client(first), client(second)) {
         (Some(a), Some(b)) if a == b => Some(format!(
             "preflight: the connections of both keys are announced with clientId {a}: either \
              --second-api-key acts for the same client as --api-key (give another client's key), or \

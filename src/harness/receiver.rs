@@ -215,7 +215,8 @@ impl Receiver {
                 self.patience.succeeded(started.elapsed());
                 return (true, seen);
             }
-            let left = self.patience.deadline(started, timeout).saturating_duration_since(Instant::now());
+            let quiet = self.arrived_so_far() + self.refused() == 0;
+            let left = self.patience.deadline(started, timeout, quiet).saturating_duration_since(Instant::now());
             if left.is_zero() {
                 self.patience.ran_out(connection_id, seen.len());
                 return (false, seen);

@@ -2,7 +2,7 @@
 //! `bankconf run` and by `cargo test --test conformance`; and the whole run, from the session's
 //! setup to the report.
 
-use super::catalogue::{self, Case};
+use super::catalogue::{self, Case, Need};
 use super::checks;
 use super::checks::Judged;
 use super::config::RunConfig;
@@ -19,13 +19,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Sets up a session and runs the preflight; `Err` says why the run must not start.
-pub async fn start(config: RunConfig) -> Result<(Arc<RunContext>, Vec<String>), SetupError> {
+pub async fn start(config: RunConfig) -> Result<Arc<RunContext>, SetupError> {
     preflight::validate(&config).map_err(SetupError::Configuration)?;
     let selection = config.selection();
     catalogue::check_selection(&selection).map_err(SetupError::Configuration)?;
     let mut session = Session::setup(config).await.map_err(SetupError::Start)?;
     match preflight::check(&mut session).await {
-        Ok(notes) => Ok((RunContext::new(session), notes)),
+        Ok(()) => Ok(RunContext::new(session)),
         Err(e) => {
             session.shutdown().await;
             Err(SetupError::Preflight(e))
@@ -36,8 +36,8 @@ pub async fn start(config: RunConfig) -> Result<(Arc<RunContext>, Vec<String>), 
 /// What a run tells as it goes (the terminal's progress lines; `report::progress`). Reports
 /// depend on the runner, never the reverse: the runner only calls this.
 pub trait Progress: Send + Sync {
-    /// The run started: `cases` cases against `server`, with the preflight's notes.
-    fn started(&self, server: &str, seed: u64, cases: usize, notes: &[String]);
+    /// The run started: `cases` cases against `server`.
+    fn started(&self, server: &str, seed: u64, cases: usize);
     /// A case's result is final; `gating` says whether its level gates, `expected` whether the
     /// `--expect` file expects its outcome.
     fn finished(&self, result: &CaseResult, gating: bool, expected: bool);
@@ -70,13 +70,20 @@ pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) 
         Ok(e) => e,
         Err(e) => return not_run(SetupError::Expectations(e)),
     };
-    let (ctx, notes) = match start(config).await {
+    let ctx = match start(config).await {
         Ok(started) => started,
         Err(e) => return not_run(e),
     };
     let cases = selected(&ctx);
+    // The first deliveries are awaited beside the cases, from now on.
+    tokio::spawn({
+        let ctx = ctx.clone();
+        async move {
+            ctx.heard().await;
+        }
+    });
     if let Some(p) = &progress {
-        p.started(&ctx.server, ctx.seed, cases.len(), &notes);
+        p.started(&ctx.server, ctx.seed, cases.len());
     }
     let gate = ctx.config.gate();
     let ticker = progress.clone().map(|p| {
@@ -103,8 +110,12 @@ pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) 
     if let Some(p) = &progress {
         p.done();
     }
-    // Notes only the end of the run can give: late deliveries, 429s.
-    let mut notes = notes;
+    // Notes only the end of the run can give: the first deliveries, late ones, 429s.
+    let mut notes = Vec::new();
+    match ctx.heard().await {
+        Ok(heard) => notes.extend(heard.iter().cloned()),
+        Err(diagnosis) => notes.insert(0, diagnosis.clone()),
+    }
     if let Ok(r) = ctx.receiver() {
         notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
     }
@@ -172,7 +183,7 @@ async fn run_flow(ctx: Arc<RunContext>, case: &'static Case) -> Outcome {
     let waits = super::patience::MAX_WAIT.max(ctx.config.event_wait());
     let limit = Duration::from_secs(60) + waits * 6 + ctx.config.request_wait() * 2;
     let mut task = tokio::spawn(har::in_case(Some(case.id.as_str()), (code.flow)(ctx.clone())));
-    match tokio::time::timeout(limit, &mut task).await {
+    let outcome = match tokio::time::timeout(limit, &mut task).await {
         Ok(Ok(result)) => Outcome::from(result),
         Ok(Err(join)) => {
             Outcome::Error { source: ErrorSource::Harness, message: format!("the check stopped unexpectedly: {join}") }
@@ -187,7 +198,14 @@ async fn run_flow(ctx: Arc<RunContext>, case: &'static Case) -> Outcome {
                 ),
             }
         }
+    };
+    // Silent webhooks are the setup's problem: an event case's outcome is this diagnosis.
+    if case.needs.contains(&Need::Webhooks) {
+        if let Err(diagnosis) = ctx.heard().await {
+            return Outcome::Error { source: ErrorSource::Receiver, message: diagnosis.clone() };
+        }
     }
+    outcome
 }
 
 /// A case's result: its flow's outcome and what its response checks found over the run's

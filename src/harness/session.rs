@@ -27,9 +27,16 @@ pub enum Webhooks {
     Unavailable(String),
     /// The driver failed (the preflight stops the run with this).
     Failed(String),
-    /// Registered, but no delivery at all reached the receiver during the preflight probe: the
-    /// event cases end in an error naming this diagnosis instead of judging zero deliveries.
-    Silent(String),
+}
+
+/// The connections the preflight created, whose first deliveries show that webhooks reach the
+/// receiver at all (`preflight::listen`, awaited beside the cases rather than before them).
+pub struct FirstDeliveries {
+    pub connection_id: String,
+    /// The second client's connection, whose `clientId` should differ.
+    pub second: Option<String>,
+    /// When the preflight created them.
+    pub since: std::time::Instant,
 }
 
 /// One run's access to the server under test.
@@ -55,6 +62,8 @@ pub struct Session {
     /// The connection the preflight created and had the driver connect: the shared CONNECTED
     /// connection of the read-only cases (`RunContext::connected`), when there is one.
     pub connected_early: Option<String>,
+    /// What the preflight left for `preflight::listen` to await, when webhooks are registered.
+    pub first_deliveries: Option<FirstDeliveries>,
     /// What the report's notes say of the run's own bounds, by topic (see [`Session::note`]).
     notes: std::sync::Mutex<BTreeMap<&'static str, BTreeSet<String>>>,
 }
@@ -158,6 +167,7 @@ impl Session {
             unregistered: Default::default(),
             notes: Default::default(),
             connected_early: None,
+            first_deliveries: None,
         })
     }
 
@@ -165,7 +175,7 @@ impl Session {
     /// run's receiver is gone, and the target should stop delivering and retrying there. A
     /// driver that cannot (exit 3) is fine; another failure is a note for the report.
     pub async fn unregister_webhook(&self) -> Option<String> {
-        if !matches!(self.webhooks, Webhooks::Registered | Webhooks::Silent(_))
+        if !matches!(self.webhooks, Webhooks::Registered)
             || self.unregistered.swap(true, std::sync::atomic::Ordering::Relaxed)
         {
             return None;
@@ -240,7 +250,6 @@ impl Session {
                 Err(Stop::Error(ErrorSource::Receiver, format!("registering the webhook receiver failed: {m}")))
             }
             (Webhooks::Unavailable(m), _) => Err(Stop::ignore(m.clone())),
-            (Webhooks::Silent(m), _) => Err(Stop::Error(ErrorSource::Receiver, m.clone())),
             (Webhooks::Registered, None) => Err(Stop::ignore("no webhook receiver")),
         }
     }

@@ -30,12 +30,9 @@ impl Default for Terminal {
 }
 
 impl Progress for Terminal {
-    fn started(&self, server: &str, seed: u64, cases: usize, notes: &[String]) {
+    fn started(&self, server: &str, seed: u64, cases: usize) {
         self.total.store(cases, Ordering::Relaxed);
         println!("{}", terminal::header(server, Some(seed), cases));
-        for note in notes {
-            println!("{}", sanitize::visible(note));
-        }
     }
 
     fn finished(&self, result: &CaseResult, gating: bool, expected: bool) {
