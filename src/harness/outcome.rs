@@ -45,6 +45,9 @@ pub enum IgnoreCause {
     /// A request went unanswered: timeouts, refused or reset connections, or 429/503 past
     /// their budget (transport trouble is not evidence, §8).
     Transport,
+    /// A rule rests on an event's absence, but no delivery reached the receiver after the read
+    /// it concerns: deliveries stopped, so the absence is no evidence.
+    NoDeliveries,
 }
 
 impl IgnoreCause {
@@ -55,6 +58,7 @@ impl IgnoreCause {
             Self::Unsupported => "unsupported",
             Self::TimedOut => "timed-out",
             Self::Transport => "transport",
+            Self::NoDeliveries => "no-deliveries",
         }
     }
 }

@@ -43,6 +43,9 @@ pub trait Progress: Send + Sync {
     fn finished(&self, result: &CaseResult, gating: bool, expected: bool);
     /// Every second: what the run waits for, when it has waited over 2 s.
     fn waiting(&self, status: &str);
+    /// The setup is wrong in a way found only while cases run (no webhook delivery reaches the
+    /// receiver): said at once, before the cases it turns into errors end.
+    fn diagnosis(&self, _message: &str) {}
     /// The last case is done.
     fn done(&self);
 }
@@ -75,11 +78,14 @@ pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) 
         Err(e) => return not_run(e),
     };
     let cases = selected(&ctx);
-    // The first deliveries are awaited beside the cases, from now on.
+    // The first deliveries are awaited beside the cases, from now on; a silent receiver is said
+    // the moment it is known.
     tokio::spawn({
-        let ctx = ctx.clone();
+        let (ctx, progress) = (ctx.clone(), progress.clone());
         async move {
-            ctx.heard().await;
+            if let (Err(diagnosis), Some(p)) = (ctx.heard().await, progress) {
+                p.diagnosis(&ctx.redactor.redact(diagnosis));
+            }
         }
     });
     if let Some(p) = &progress {
@@ -235,6 +241,10 @@ fn conclude(
             let outcome = Outcome::from(problems.finish());
             (outcome, evidence)
         }
+        // Nothing failed, but a rule lacked its evidence (no delivery after the read it rests on).
+        (Outcome::Passed, Some(Judged { unjudged: Some(reason), .. })) => {
+            (Outcome::Ignored { cause: IgnoreCause::NoDeliveries, reason }, None)
+        }
         (Outcome::Passed, Some(judged)) if judged.answers == 0 => {
             let reason = "no 2xx answer (or delivery) that its rules judge came in, so they went unjudged".to_string();
             (Outcome::Ignored { cause: IgnoreCause::Unsupported, reason }, None)
@@ -293,6 +303,7 @@ pub async fn run_all(
         let all = judged.entry(id).or_default();
         all.answers += found.answers;
         all.problems.extend(found.problems);
+        all.unjudged = all.unjudged.take().or(found.unjudged);
     }
     for (i, flow) in flows.into_iter().enumerate() {
         let Some((outcome, took)) = flow else { continue };

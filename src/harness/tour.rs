@@ -190,8 +190,8 @@ async fn run_leg(ctx: &Session, client: Auth, path: &'static [Action]) -> Leg {
 struct Started {
     action: Action,
     before: Option<Before>,
-    /// Deliveries from here on are the step's.
-    since: u64,
+    /// The events known before the step was driven: none of them is the step's.
+    known: std::collections::HashSet<String>,
     at: std::time::Instant,
 }
 
@@ -203,28 +203,37 @@ async fn start_step(ctx: &Session, connection: &Created, action: Action) -> Resu
         Action::UpdateAccounts | Action::DeleteTransaction => Some(Before::prepare(ctx, id, action).await?),
         _ => None,
     };
-    if action == Action::DeleteTransaction && before.as_ref().is_some_and(|b| b.transaction.is_none()) {
-        return Err(Stop::ignore("no account of the connection has a transaction to delete"));
+    // Never sent blind: a data action goes to what the connection lists (§4.2, §4.3).
+    if before.as_ref().is_some_and(|b| b.target(action).is_none()) {
+        return Err(Stop::ignore(format!(
+            "{action} not sent: the connection lists no {} to act on",
+            Before::target_kind(action)
+        )));
     }
     let (account, transaction) = before.as_ref().map_or((None, None), |b| (b.account.clone(), b.transaction.clone()));
-    let since = receiver.arrived_so_far();
+    let known = super::delivery::identities(&receiver.for_connection(id));
     let at = std::time::Instant::now();
     ctx.drive(action, connection, account.as_deref(), transaction.as_deref()).await?;
-    Ok(Started { action, before, since, at })
+    Ok(Started { action, before, known, at })
 }
 
 /// Waits for the event that announces a driven step, and checks the reaction (§6.3).
 async fn finish_step(ctx: &Session, connection: &Created, step: Started, client: &Auth) -> Result<(), Stop> {
     let receiver = ctx.receiver()?;
     let id = &connection.connection_id;
-    let Started { action, before, since, at } = step;
+    let Started { action, before, known, at } = step;
     let expected = announcing_event(action);
+    let names = |d: &Delivery| before.as_ref().is_none_or(|b| b.named_by(action, d));
+    // The step's own event: not known before it, naming what it was driven on (a late copy of
+    // an earlier event, or an event of another step, is not it).
     let (arrived, seen) = receiver
         .wait_until(&format!("{expected} for {id}"), id, ctx.config.event_wait(), |ds| {
-            ds.iter().any(|d| d.event_type() == Some(expected) && d.seq >= since)
+            super::delivery::step_event(ds, &known, expected, names).is_some_and(|d| names(d))
         })
         .await;
-    if !arrived {
+    // A wrong one is judged below (it names another object); none at all fails here.
+    let event = super::delivery::step_event(&seen, &known, expected, names).cloned();
+    if !arrived && event.is_none() {
         return Err(Stop::fail(format!(
             "drove {action} on {id}, but no {expected} arrived ({}); received {}{}{}",
             receiver.patience.describe(at.elapsed()),
@@ -233,7 +242,6 @@ async fn finish_step(ctx: &Session, connection: &Created, step: Started, client:
             receiver.refusals()
         )));
     }
-    let event = seen.iter().find(|d| d.event_type() == Some(expected) && d.seq >= since).cloned();
     react(ctx, id, action, event.as_ref(), before.as_ref(), client).await
 }
 
@@ -269,6 +277,31 @@ impl Before {
             before.accounts.push((id.to_string(), ids));
         }
         Ok(before)
+    }
+
+    /// What `action` is driven on: the account to update or the transaction to delete; `None`
+    /// when the connection lists none (the action is then not sent).
+    pub(crate) fn target(&self, action: Action) -> Option<&str> {
+        match action {
+            Action::UpdateAccounts => self.account.as_deref(),
+            Action::DeleteTransaction => self.transaction.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// `account` or `transaction`, for messages.
+    pub(crate) fn target_kind(action: Action) -> &'static str {
+        if action == Action::DeleteTransaction {
+            "transaction"
+        } else {
+            "account"
+        }
+    }
+
+    /// Whether `event` names what `action` was driven on (§6.2: `accountId`, `transactionId`).
+    pub(crate) fn named_by(&self, action: Action, event: &Delivery) -> bool {
+        let field = if action == Action::DeleteTransaction { "transactionId" } else { "accountId" };
+        self.target(action).is_some_and(|t| event.data_str(field) == Some(t))
     }
 
     fn has_account(&self, account: &str) -> bool {
