@@ -281,9 +281,10 @@ fn a_closed_stdout_ends_the_run_quietly() {
 // ------------------------------------------------- the reproduction is the evidence
 
 /// For every failed case of a run against a mutant with an API failure and one with a webhook
-/// payload failure: the curl replays the request the message names (and only such a request),
-/// a payload failure points at the delivery in the HAR, and the rerun command, pasted into a
-/// shell, fails the same case.
+/// payload failure: every failure has a reproduction; a curl replays the request the message
+/// names (and only such a request); a failure that rests on deliveries pipes them into
+/// `bankconf check-events -`, which fails again; a payload failure points at the delivery in the
+/// HAR; and the rerun command, pasted into a shell, fails the same case.
 #[test]
 fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_fails_the_same_case() {
     for mutant in ["transaction-prefix", "event-prefix"] {
@@ -298,14 +299,26 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
         assert!(!failed.is_empty(), "{mutant}");
         for case in &failed {
             let message = case["message"].as_str().unwrap();
-            match case["reproduction"].as_str() {
-                Some(curl) => {
-                    let method = curl.split(" -X ").nth(1).and_then(|r| r.split(' ').next()).unwrap();
-                    let url = curl.rsplit('\'').nth(1).unwrap();
-                    let path = &url[url.find("/v1").unwrap_or(0)..];
-                    assert!(message.contains(&format!("{method} {path}")), "{mutant}: {curl}\n{message}");
+            let reproduction = case["reproduction"].as_str();
+            let reproduction = reproduction.unwrap_or_else(|| panic!("{mutant}: no reproduction for {message}"));
+            if reproduction.starts_with("curl ") {
+                let method = reproduction.split(" -X ").nth(1).and_then(|r| r.split(' ').next()).unwrap();
+                let url = reproduction.rsplit('\'').nth(1).unwrap();
+                let path = &url[url.find("/v1").unwrap_or(0)..];
+                assert!(message.contains(&format!("{method} {path}")), "{mutant}: {reproduction}\n{message}");
+            } else {
+                // The deliveries it rests on, judged again offline: the same case fails.
+                assert!(reproduction.ends_with("| bankconf check-events -"), "{mutant}: {reproduction}");
+                let pasted = reproduction.replace("bankconf check-events", &format!("{BIN} check-events"));
+                let output = Command::new("sh").arg("-c").arg(&pasted).env_clear().output().unwrap();
+                let out = text(&output);
+                assert_eq!(output.status.code(), Some(1), "{mutant}: {pasted}\n{out}");
+                // The offline cases fail as they did; a run-only case (a lifecycle) by the rule it broke.
+                let id = case["id"].as_str().unwrap();
+                if bankconf::harness::check_events::CASE_IDS.contains(&id) {
+                    let line = out.lines().find(|l| l.contains(id)).unwrap_or_default();
+                    assert!(line.contains("FAIL"), "{mutant}: {id} fails again offline:\n{out}");
                 }
-                None => assert!(!message.contains(" /v1/"), "{mutant}: no reproduction for {message}"),
             }
             let entry = &har["log"]["entries"][case["har"]["entry"].as_u64().unwrap() as usize];
             assert_eq!(entry["_id"], case["har"]["id"], "{mutant}");

@@ -87,11 +87,7 @@ impl Delivery {
 /// `events.unique-ids` (§6.1: the id identifies the event).
 pub fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
     let mut seen = std::collections::HashSet::new();
-    deliveries
-        .iter()
-        .filter(|d| seen.insert(d.identity()))
-        .cloned()
-        .collect()
+    deliveries.iter().filter(|d| seen.insert(d.identity())).cloned().collect()
 }
 
 /// How many events of `event_type` the deliveries hold, each counted once however many copies

@@ -457,7 +457,8 @@ impl Api {
                 Ok(response) => response,
                 Err(e) => {
                     drop(permit);
-                    let pause = unanswered(&self.throttle, &endpoint, &request, &e, idempotent, tries, clock.elapsed())?;
+                    let pause =
+                        unanswered(&self.throttle, &endpoint, &request, &e, idempotent, tries, clock.elapsed())?;
                     tokio::time::sleep(pause).await;
                     continue;
                 }

@@ -255,10 +255,34 @@ fn conclude(
         }
         (flow, _) => (flow, None),
     };
-    // The curl replays the request the failure names (else the case's last one).
-    let reproduction = evidence.map(|answer| ctx.redactor.redact(&answer.sent.curl()));
+    // The curl replays the request the failure names (else the case's last one); a failure
+    // that names no request rests on deliveries: they are judged again offline.
+    let reproduction = match (evidence, &outcome) {
+        (Some(answer), _) => Some(answer.sent.curl()),
+        (None, Outcome::Failed(f)) => delivery_reproduction(ctx, &f.message),
+        _ => None,
+    };
+    let reproduction = reproduction.map(|r| ctx.redactor.redact(&r));
     let outcome = outcome.map_text(|m| ctx.redactor.redact(m));
     CaseResult { case, outcome, duration, reproduction }
+}
+
+/// `printf '%s\n' '{…}' … | bankconf check-events -`: the deliveries of the connection a failure
+/// names (each event once), piped into the offline judge of the same rules, for a failure that
+/// rests on deliveries rather than on a request.
+fn delivery_reproduction(ctx: &RunContext, message: &str) -> Option<String> {
+    let receiver = ctx.receiver().ok()?;
+    let timeline = receiver.timeline();
+    let named = timeline.iter().map(|(_, d)| d).find(|d| {
+        d.connection_id().is_some_and(|c| message.contains(c))
+            || d.body.get("id").and_then(serde_json::Value::as_str).is_some_and(|id| message.contains(id))
+    })?;
+    let deliveries = match named.connection_id() {
+        Some(connection) => super::delivery::unique(&receiver.for_connection(connection)),
+        None => vec![named.clone()],
+    };
+    let quoted: Vec<String> = deliveries.iter().map(|d| super::sanitize::shell_word(&d.body.to_string())).collect();
+    Some(format!("printf '%s\\n' {} | bankconf check-events -", quoted.join(" ")))
 }
 
 /// The cases the configuration selects, in catalogue order.

@@ -613,7 +613,10 @@ async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result
     if !agrees(&deliveries) {
         let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))?;
         let problem = if served {
-            format!("{}: the chain of events ends {state}, but accounts are served (status {})", exchange.request, exchange.status)
+            format!(
+                "{}: the chain of events ends {state}, but accounts are served (status {})",
+                exchange.request, exchange.status
+            )
         } else {
             format!(
                 "{}: the chain of events ends with connection.connected, but accounts are refused ({})",
