@@ -124,6 +124,7 @@ pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) 
     }
     if let Ok(r) = ctx.receiver() {
         notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
+        notes.extend(copies_note(&r.timeline().into_iter().map(|(_, d)| d).collect::<Vec<_>>()));
     }
     notes.extend(ctx.api.throttle().note());
     notes.extend(ctx.notes());
@@ -150,6 +151,20 @@ pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) 
     };
     ctx.shutdown().await;
     report
+}
+
+/// `webhook deliveries: 12 received, 6 events …` when some deliveries were copies of an event
+/// already received: each event was judged once (§6.3 leaves retries open).
+fn copies_note(deliveries: &[super::delivery::Delivery]) -> Option<String> {
+    let events = super::delivery::unique(deliveries).len();
+    let copies = deliveries.len() - events;
+    (copies > 0).then(|| {
+        format!(
+            "webhook deliveries: {} received, {events} events; {copies} were copies of an event already received \
+             (a retry or a duplicate, which §6.3 leaves open), each event judged once",
+            deliveries.len()
+        )
+    })
 }
 
 /// Writes the `--har` file, if asked; returns it with where each failure's evidence is in it.

@@ -98,7 +98,7 @@ fn string(v: &Value, key: &str) -> Option<String> {
 }
 
 impl Model {
-    /// The model of `answers` and `deliveries` (each with its arrival).
+    /// The model of `answers` and `deliveries` (each with its arrival, in arrival order).
     pub fn of(answers: &[Arc<Answer>], deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
         let mut model = Model { lists: Vec::new(), pages: Vec::new(), balances: Vec::new(), events: Vec::new() };
         for answer in answers {
@@ -142,7 +142,13 @@ impl Model {
                 _ => {}
             }
         }
+        // Events are a set: each one counts from its first arrival, so a late copy of an earlier
+        // event never stands in for an announcement that did not come.
+        let mut seen = std::collections::HashSet::new();
         for (arrived, d) in deliveries {
+            if !seen.insert(d.identity()) {
+                continue;
+            }
             let Some(kind) = d.event_type() else { continue };
             let data = d.body.get("data").unwrap_or(&d.body);
             model.events.push(Event {
