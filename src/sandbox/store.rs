@@ -296,6 +296,11 @@ impl Store {
         // The mutant forgets an account once `update_accounts` changed it.
         let dropped = |a: &&Account| self.flavor.is(Mutant::AccountDropsAfterUpdate) && a.updates > 0;
         let mut accounts = render::accounts(self.flavor, listed.filter(|a| !dropped(a)));
+        if let (true, Some(list)) = (self.flavor.is(Mutant::AccountListedTwice), accounts.as_array_mut()) {
+            if let Some(first) = list.first().cloned() {
+                list.push(first);
+            }
+        }
         // The mutant's balances creep up a cent a read, with no event.
         if self.flavor.is(Mutant::SilentBalanceChange) {
             let cents = f64::from(self.count_read(conn_id)) / 100.0;
@@ -554,7 +559,14 @@ impl Store {
         }
         account.balance_cents += txn.amount_cents;
         account.available_cents += txn.amount_cents;
-        account.last_synced_at = now;
+        account.last_synced_at = if self.flavor.is(Mutant::LastSyncedGoesBack) {
+            account.last_synced_at - chrono::Duration::hours(6)
+        } else {
+            now
+        };
+        if self.flavor.is(Mutant::CreatedAtRestamped) {
+            account.created_at += chrono::Duration::days(1);
+        }
         account.updates += 1;
         if self.flavor.is(Mutant::ForeignTransactionAfterUpdate) {
             // The new transaction names another account of the connection as its owner.
