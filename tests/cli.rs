@@ -38,19 +38,28 @@ fn an_external_run_with_the_example_driver_passes_every_case() {
     assert_eq!(report["summary"]["ignored"], 0);
 }
 
-/// A wrong `--service` is one preflight diagnosis naming the flag (exit 2), not failures of the
-/// widget cases blamed on the target.
+/// A wrong `--service`, and a target that serves no widget script (they look alike from
+/// outside), are one diagnosis naming both causes: the widget cases end in it (error, exit 2),
+/// and every other case is judged, none blamed on the target.
 #[test]
-fn a_wrong_service_is_one_diagnosis() {
-    let server = serve(&[]);
-    let mut args = external(&server.url, KEY, SECOND_KEY);
-    let at = args.iter().position(|a| *a == "--service").unwrap();
-    args[at + 1] = "acme";
-    let output = run(&args);
-    let out = text(&output);
-    assert_eq!(output.status.code(), Some(2), "{out}");
-    assert!(out.contains("--service \"acme\"") && out.contains("/widget/acme-connect.js"), "{out}");
-    assert!(!out.contains("FAIL "), "{out}");
+fn a_wrong_service_or_a_missing_widget_is_one_diagnosis_and_the_rest_is_judged() {
+    for (name, serve_args, service) in
+        [("wrong-service", &[][..], "acme"), ("no-widget", &["--mutant", "widget-missing"][..], "bankconf")]
+    {
+        let server = serve(serve_args);
+        let mut args = external(&server.url, KEY, SECOND_KEY);
+        let at = args.iter().position(|a| *a == "--service").unwrap();
+        args[at + 1] = service;
+        let (code, out, report) = run_with_report(name, &args);
+        assert_eq!(code, Some(2), "{name}: {out}");
+        let first = out.lines().find(|l| l.starts_with("setup: ")).unwrap_or_default();
+        assert!(first.contains(&format!("--service \"{service}\"")), "{name}: said at once: {out}");
+        assert!(out.contains(&format!("/widget/{service}-connect.js")) && out.contains("serves no widget"), "{out}");
+        assert!(!out.contains("FAIL "), "{name}: {out}");
+        let report = report.expect("a report");
+        let widget = bankconf::harness::catalogue::all().iter().filter(|c| c.id.starts_with("widget.")).count();
+        assert_eq!(report["summary"]["passed"], catalogue_len() - widget, "{name}: the rest is judged: {report:#}");
+    }
 }
 
 #[test]

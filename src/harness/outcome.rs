@@ -18,6 +18,9 @@ pub enum ErrorSource {
     Receiver,
     /// The harness itself: a check stopped unexpectedly.
     Harness,
+    /// The widget script is not served where `--service` says (§1): a wrong `--service`, or a
+    /// target that serves no widget; from outside the two look alike.
+    Service,
 }
 
 impl ErrorSource {
@@ -26,6 +29,7 @@ impl ErrorSource {
             Self::Driver => "driver",
             Self::Receiver => "receiver",
             Self::Harness => "harness",
+            Self::Service => "service",
         }
     }
 }

@@ -90,6 +90,9 @@ pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) 
     });
     if let Some(p) = &progress {
         p.started(&ctx.server, ctx.seed, cases.len());
+        if let Some(diagnosis) = &ctx.widget_missing {
+            p.diagnosis(diagnosis);
+        }
     }
     let gate = ctx.config.gate();
     let ticker = progress.clone().map(|p| {
@@ -195,6 +198,9 @@ fn write_har(
 async fn run_flow(ctx: Arc<RunContext>, case: &'static Case) -> Outcome {
     if let Some(reason) = ctx.missing(case) {
         return Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason };
+    }
+    if let (true, Some(diagnosis)) = (case.needs.contains(&Need::Service), &ctx.widget_missing) {
+        return Outcome::Error { source: ErrorSource::Service, message: diagnosis.clone() };
     }
     let Some(code) = checks::code_of(&case.id) else {
         return Outcome::Error { source: ErrorSource::Harness, message: format!("no code for case {}", case.id) };

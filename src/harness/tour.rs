@@ -228,7 +228,7 @@ async fn finish_step(ctx: &Session, connection: &Created, step: Started, client:
     // an earlier event, or an event of another step, is not it).
     let (arrived, seen) = receiver
         .wait_until(&format!("{expected} for {id}"), id, ctx.config.event_wait(), |ds| {
-            super::delivery::step_event(ds, &known, expected, names).is_some_and(|d| names(d))
+            super::delivery::step_event(ds, &known, expected, names).is_some_and(&names)
         })
         .await;
     // A wrong one is judged below (it names another object); none at all fails here.
@@ -245,6 +245,66 @@ async fn finish_step(ctx: &Session, connection: &Created, step: Started, client:
     react(ctx, id, action, event.as_ref(), before.as_ref(), client).await
 }
 
+/// §6.3: the read that answers `accounts.updated` sees what it announces. The driver's
+/// `update_accounts` changes the account (docs/driver.md), so the account's fields or its
+/// transactions read after the event differ from the reads before the action. A reaction read
+/// that shows nothing new is read again (bounded by the event wait): a change that shows up
+/// later, with no `accounts.updated` of the account after the reaction read, means the event
+/// came before the data, and the client that re-read on it missed the change (§6, §6.3). One
+/// that never shows is not judged (an update that changed nothing visible).
+async fn shows_update(
+    ctx: &Session,
+    connection_id: &str,
+    account: &str,
+    before: &Before,
+    walked: Vec<String>,
+) -> Result<(), Stop> {
+    let (Some(old), Some(old_ids)) = (&before.updated, before.transactions(account)) else { return Ok(()) };
+    if old.get("id").and_then(Value::as_str) != Some(account) {
+        return Ok(());
+    }
+    let receiver = ctx.receiver()?;
+    // The account as listed now, and its transactions (walked again unless given).
+    let read = |walked: Option<Vec<String>>| async move {
+        let listed = ctx.accounts_when_ready(connection_id).await?;
+        let now = listed.into_iter().find(|a| a.get("id").and_then(Value::as_str) == Some(account));
+        let ids = match walked {
+            Some(ids) => ids,
+            None => {
+                pagination::forget(&ctx.api, account);
+                pagination::walk(&ctx.api, account, None, None).await?.ids()
+            }
+        };
+        Ok::<_, Stop>(now.as_ref() != Some(old) || ids != old_ids)
+    };
+    let known = super::delivery::identities(&receiver.for_connection(connection_id));
+    let reacted = std::time::Instant::now();
+    if read(Some(walked)).await? {
+        return Ok(());
+    }
+    let mut pause = std::time::Duration::from_millis(100);
+    while reacted.elapsed() < ctx.config.event_wait() {
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_secs(1));
+        if read(None).await? {
+            let later = receiver.for_connection(connection_id);
+            let announced_again = later.iter().any(|d| {
+                d.event_type() == Some(ACCOUNTS_UPDATED)
+                    && d.data_str("accountId") == Some(account)
+                    && !known.contains(&d.identity())
+            });
+            if announced_again {
+                return Ok(());
+            }
+            return Err(Stop::fail(format!(
+                "after accounts.updated for {account}, GET /v1/connections/{connection_id}/accounts and                  GET /v1/accounts/{account}/transactions still showed the account as before the update; the change                  showed {:.1}s later with no accounts.updated after it: the event came before the data (§6, §6.3)",
+                reacted.elapsed().as_secs_f64()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Before a data action (§6.3): what it applies to, and what the client could read then (the
 /// accounts of the connection and, for a deletion, the transactions of the target account).
 /// The events that follow must name these (§6, §6.2).
@@ -254,6 +314,8 @@ pub(crate) struct Before {
     pub transaction: Option<String>,
     /// Each account, with its transaction ids when they were read.
     accounts: Vec<(String, Option<Vec<String>>)>,
+    /// The account an update is driven on, as the list showed it before (§4.2).
+    updated: Option<Value>,
 }
 
 impl Before {
@@ -273,6 +335,8 @@ impl Before {
             }
             if action == Action::UpdateAccounts && before.account.is_none() {
                 before.account = Some(id.to_string());
+                before.updated = Some(account.clone());
+                ids = Some(pagination::walk(&ctx.api, id, None, None).await?.ids());
             }
             before.accounts.push((id.to_string(), ids));
         }
@@ -361,8 +425,11 @@ pub(crate) async fn react(
             }
             let exchange = ctx.api.get(&["v1", "accounts", &account], &[]).await?;
             exchange.success_json().map_err(after("accounts.updated"))?;
-            pagination::walk(&ctx.api, &account, None, None).await.map_err(after("accounts.updated"))?;
-            Ok(())
+            let walk = pagination::walk(&ctx.api, &account, None, None).await.map_err(after("accounts.updated"))?;
+            match before {
+                Some(before) => shows_update(ctx, connection_id, &account, before, walk.ids()).await,
+                None => Ok(()),
+            }
         }
         // §6.3: the deleted transaction is gone from the list.
         Action::DeleteTransaction => {

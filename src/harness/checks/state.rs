@@ -617,11 +617,12 @@ fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
     for ((_, id), reads) in reads_of_accounts(model) {
         // The latest time a read showed, with the read (answered before the later ones were sent).
         let mut latest: Option<(&Arc<Answer>, chrono::DateTime<chrono::FixedOffset>, &Value)> = None;
-        for (answer, fields) in reads {
+        for (i, (answer, fields)) in reads.iter().enumerate() {
+            // Every later read is judged: an account without the optional field keeps the rule.
+            judged += usize::from(i > 0);
             let Some((at, value)) = fields.get(LAST_SYNCED_AT).and_then(|v| Some((time(v)?, v))) else { continue };
             match latest {
                 Some((earlier, before, old)) if earlier.answered_at <= answer.sent_at => {
-                    judged += 1;
                     if at < before {
                         findings.push(finding(
                             format!(
@@ -629,7 +630,7 @@ fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
                                  before: the last sync cannot move back in time (§2.2)",
                                 answer.sent.request, earlier.sent.request
                             ),
-                            answer,
+                            *answer,
                             false,
                         ));
                         continue;
@@ -639,7 +640,7 @@ fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
                 Some((_, before, _)) if at < before => continue,
                 _ => {}
             }
-            latest = Some((answer, at, value));
+            latest = Some((*answer, at, value));
         }
     }
     (judged, findings)
