@@ -622,19 +622,17 @@ fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
             judged += usize::from(i > 0);
             let Some((at, value)) = fields.get(LAST_SYNCED_AT).and_then(|v| Some((time(v)?, v))) else { continue };
             match latest {
-                Some((earlier, before, old)) if earlier.answered_at <= answer.sent_at => {
-                    if at < before {
-                        findings.push(finding(
-                            format!(
-                                "{}: account {id} has {LAST_SYNCED_AT} {value}, earlier than {old}, which {} showed \
-                                 before: the last sync cannot move back in time (§2.2)",
-                                answer.sent.request, earlier.sent.request
-                            ),
-                            *answer,
-                            false,
-                        ));
-                        continue;
-                    }
+                Some((earlier, before, old)) if at < before && earlier.answered_at <= answer.sent_at => {
+                    findings.push(finding(
+                        format!(
+                            "{}: account {id} has {LAST_SYNCED_AT} {value}, earlier than {old}, which {} showed \
+                             before: the last sync cannot move back in time (§2.2)",
+                            answer.sent.request, earlier.sent.request
+                        ),
+                        answer,
+                        false,
+                    ));
+                    continue;
                 }
                 // Reads in flight together: either may show the later sync.
                 Some((_, before, _)) if at < before => continue,
