@@ -209,7 +209,7 @@ pub fn judge_responses(cases: &[&str], answers: &[Arc<Answer>]) -> BTreeMap<&'st
 /// Runs the model rules of `cases` over the run's answers and deliveries. A finding that a
 /// late delivery could explain is judged again on each arrival until the run's event wait has
 /// passed since the read that shows it: only an event that never comes fails. And only with
-/// evidence that deliveries still came through after that read ([`delivery_evidence`]): an
+/// evidence that deliveries still came through after that read (`delivery_evidence`): an
 /// absence proves nothing on a receiver that hears nothing.
 pub async fn judge_models(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'static str, Judged> {
     let registrations: Vec<&Registration> =

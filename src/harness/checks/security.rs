@@ -166,25 +166,33 @@ fn leaks_to(ctx: &RunContext, exchange: &Exchange, ids: &[String], reader: Auth)
 fn own_ids(ctx: &RunContext, reader: &Auth) -> std::collections::HashSet<String> {
     use serde_json::Value;
     let answers = ctx.api.answers().all();
-    let mine: Vec<(&Vec<String>, Value)> = answers
-        .iter()
-        .filter(|a| a.sent.auth == *reader && (200..300).contains(&a.status))
-        .filter_map(|a| Some((&a.segments, serde_json::from_str(a.body.as_deref()?).ok()?)))
-        .collect();
-    let id = |v: &Value| v.get("id").and_then(Value::as_str).map(str::to_string);
-    let mut own: std::collections::HashSet<String> = mine
-        .iter()
-        .filter(|(path, _)| *path == &["v1", "connections"])
-        .filter_map(|(_, body)| body.get("connectionId").and_then(Value::as_str).map(str::to_string))
+    // Only the reader's own 2xx reads of these shapes, each parsed on its own and dropped (the
+    // log may hold a hostile target's fat pages: no two parsed at once).
+    let mine = |path: Vec<&'static str>| {
+        let path_matches = move |a: &&Arc<crate::harness::http::Answer>| {
+            a.sent.auth == *reader
+                && (200..300).contains(&a.status)
+                && a.segments.len() == path.len()
+                && a.segments.iter().zip(&path).all(|(s, p)| p.is_empty() || s == p)
+        };
+        answers.iter().filter(path_matches).collect::<Vec<_>>()
+    };
+    let parsed = |a: &crate::harness::http::Answer| -> Option<Value> {
+        let text = a.body.as_deref()?;
+        crate::harness::budget::too_dense(text.as_bytes()).is_none().then(|| serde_json::from_str(text).ok())?
+    };
+    let mut own: std::collections::HashSet<String> = mine(vec!["v1", "connections"])
+        .into_iter()
+        .filter_map(|a| parsed(a)?.get("connectionId")?.as_str().map(str::to_string))
         .collect();
     // Accounts under own connections, then transactions under own accounts.
     for (parent, child) in [("connections", "accounts"), ("accounts", "transactions")] {
-        let found: Vec<String> = mine
-            .iter()
-            .filter(|(path, _)| path.len() == 4 && path[1] == parent && path[3] == child && own.contains(&path[2]))
-            .flat_map(|(_, body)| body.as_array().or_else(|| body.get("data")?.as_array()).into_iter().flatten())
-            .filter_map(id)
-            .collect();
+        let mut found = Vec::new();
+        for a in mine(vec!["v1", parent, "", child]).into_iter().filter(|a| own.contains(&a.segments[2])) {
+            let Some(body) = parsed(a) else { continue };
+            let items = body.as_array().or_else(|| body.get("data")?.as_array());
+            found.extend(items.into_iter().flatten().filter_map(|i| i.get("id")?.as_str().map(str::to_string)));
+        }
         own.extend(found);
     }
     own

@@ -109,6 +109,12 @@ fn string(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
+/// A string field short enough to be a timestamp (a hostile page may hold thousands of items
+/// with huge strings: only what can be a time is kept; the schema judges the rest).
+fn timestamp(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).filter(|s| s.len() <= 64).map(str::to_string)
+}
+
 impl Model {
     /// The model of `answers` and `deliveries` (each with its arrival, in arrival order).
     pub fn of(answers: &[Arc<Answer>], deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
@@ -148,7 +154,7 @@ impl Model {
                         cursor: answer.query.iter().find(|(k, _)| k == "starting_after").map(|(_, v)| v.clone()),
                         items: items
                             .iter()
-                            .filter_map(|t| Some((string(t, "id")?, fingerprint(t), string(t, CREATED_AT))))
+                            .filter_map(|t| Some((string(t, "id")?, fingerprint(t), timestamp(t, CREATED_AT))))
                             .collect(),
                         has_more,
                         next_cursor: string(&body, "next_cursor"),
