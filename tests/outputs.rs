@@ -188,6 +188,7 @@ fn synthetic() -> Report {
         expectations: None,
         latency: Default::default(),
         har: None,
+        stopped: None,
     }
 }
 
@@ -248,6 +249,7 @@ fn with_failures() -> Report {
         expectations: Some(expectations),
         latency: Default::default(),
         har: None,
+        stopped: None,
     }
 }
 

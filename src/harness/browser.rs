@@ -3,6 +3,7 @@
 //! process that is alive at once (the self-test's runs share it), started on first use and
 //! killed when the last run lets go of it.
 
+use super::orphans;
 use super::outcome::{ErrorSource, Stop};
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::{Browser, BrowserConfig};
@@ -30,6 +31,8 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct Session {
     browser: Browser,
     handler: JoinHandle<()>,
+    /// The browser's process id, watched by [`orphans`] until it has ended.
+    pid: Option<i32>,
     /// Held only to be removed once the browser is gone (declared last: dropped last).
     _profile: Profile,
 }
@@ -43,6 +46,9 @@ impl Drop for Session {
             while !matches!(child.try_wait(), Ok(Some(_)) | Err(_)) && std::time::Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(20));
             }
+        }
+        if let Some(pid) = self.pid {
+            orphans::unwatch(pid);
         }
         self.handler.abort();
     }
@@ -68,9 +74,12 @@ struct Profile(PathBuf);
 impl Profile {
     /// The `n`th profile of this process, in `base` (the temporary directory); folders left
     /// there by bankconf processes that no longer run (killed before their cleanup) go first.
+    /// It is removed when dropped, or else when this process ends ([`orphans`]).
     fn new(base: &Path, n: u32) -> Self {
         sweep(base);
-        Self(base.join(format!("{PROFILE_PREFIX}{}-{n}", std::process::id())))
+        let dir = base.join(format!("{PROFILE_PREFIX}{}-{n}", std::process::id()));
+        orphans::remove_at_exit(&dir);
+        Self(dir)
     }
 }
 
@@ -174,13 +183,18 @@ async fn launch(path: &Path) -> Result<Session, String> {
         builder = builder.no_sandbox();
     }
     let config = builder.build().map_err(|e| format!("browser {}: {e}", path.display()))?;
-    let (browser, mut handler) =
+    let (mut browser, mut handler) =
         Browser::launch(config).await.map_err(|e| format!("browser {} did not start: {e}", path.display()))?;
+    // The real browser (Debian's `chromium` wrapper execs it): its helpers end with it.
+    let pid = browser.get_mut_child().and_then(|c| c.as_mut_inner().id()).and_then(|id| i32::try_from(id).ok());
+    if let Some(pid) = pid {
+        orphans::watch(pid);
+    }
     let handler = tokio::spawn(async move {
         use futures::StreamExt;
         while handler.next().await.is_some() {}
     });
-    Ok(Session { browser, handler, _profile: profile })
+    Ok(Session { browser, handler, pid, _profile: profile })
 }
 
 fn running_as_root() -> bool {

@@ -45,6 +45,10 @@ pub enum IgnoreCause {
     /// A request went unanswered: timeouts, refused or reset connections, or 429/503 past
     /// their budget (transport trouble is not evidence, §8).
     Transport,
+    /// The run was interrupted (SIGINT, SIGTERM) before the case finished.
+    Interrupted,
+    /// The run's deadline (`--deadline`) passed before the case finished.
+    Deadline,
 }
 
 impl IgnoreCause {
@@ -55,6 +59,8 @@ impl IgnoreCause {
             Self::Unsupported => "unsupported",
             Self::TimedOut => "timed-out",
             Self::Transport => "transport",
+            Self::Interrupted => "interrupted",
+            Self::Deadline => "deadline",
         }
     }
 }
