@@ -152,7 +152,11 @@ impl Run {
 
 fn json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()))
+    let report = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+    if let Err(v) = bankconf::schemas::validate(bankconf::schemas::Schema::Report, &report) {
+        panic!("{} breaks schemas/report.json: {v:?}", path.display());
+    }
+    report
 }
 
 /// SIGINT or SIGTERM mid-run: every report says INCOMPLETE with the interrupted cases, the exit
@@ -237,4 +241,59 @@ fn a_run_past_its_deadline_is_incomplete_with_every_report_written() {
     assert!(std::fs::read_to_string(&run.junit).unwrap().trim_end().ends_with("</testsuites>"));
     assert!(printed.contains("--deadline 1.5 s"), "{printed}");
     assert!(run.survivors(Duration::from_secs(5)).is_empty());
+}
+
+/// The browsers this process started that still run (its own children, not zombies).
+fn own_browsers() -> Vec<u32> {
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        if stat[open + 1..close].contains("chrom") && rest.first() != Some(&"Z") && rest.get(1) == Some(&me.as_str()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// `Conformance::run` cancelled by dropping its future (a test's timeout) cleans up as a run
+/// cut short does: its browser ends and its profile folder goes.
+#[test]
+fn a_library_run_dropped_mid_way_leaves_no_browser() {
+    if bankconf::harness::browser::find(None).is_none() {
+        return;
+    }
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let run = bankconf::Conformance::default()
+            .configure(|c| c.sandbox_conditions.sandbox_latency_ms = 100)
+            .run();
+        let mut run = std::pin::pin!(run);
+        let since = Instant::now();
+        while own_browsers().is_empty() {
+            assert!(since.elapsed() < Duration::from_secs(30), "no browser started within 30 s");
+            assert!(tokio::time::timeout(Duration::from_millis(50), &mut run).await.is_err(), "the run ended first");
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(500), &mut run).await;
+    });
+    let prefix = format!("bankconf-chromium-{}-", std::process::id());
+    let profiles = || -> Vec<String> {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&prefix))
+            .collect()
+    };
+    let since = Instant::now();
+    while !(own_browsers().is_empty() && profiles().is_empty()) && since.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(own_browsers(), Vec::<u32>::new(), "a browser outlived the dropped run");
+    assert_eq!(profiles(), Vec::<String>::new(), "profile folders left");
+    drop(runtime);
 }

@@ -110,7 +110,12 @@ pub fn test_main(mut config: RunConfig, args: Arguments) -> ExitCode {
     if let Err(e) = report::write(&outputs, &report) {
         eprintln!("bankconf: {e}");
     }
-    libtest_mimic::run(&args, report::libtest::trials(&report, embedded)).exit_code()
+    let tests = libtest_mimic::run(&args, report::libtest::trials(&report, embedded)).exit_code();
+    // Interrupted: the signal's exit code (130, 143), once the trials are reported.
+    match report.stopped {
+        Some(Cause::Interrupted(signal)) => ExitCode::from(signal.exit_code() as u8),
+        _ => tests,
+    }
 }
 
 /// The case ids libtest's filter and `--skip` select, as libtest matches test names.
