@@ -54,10 +54,9 @@ impl Run {
             .spawn()
             .expect("start bankconf run");
         let (send, output) = std::sync::mpsc::channel();
-        for mut stream in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
-            Box::new(child.stderr.take().unwrap()),
-        ] {
+        for mut stream in
+            [Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>, Box::new(child.stderr.take().unwrap())]
+        {
             let send = send.clone();
             std::thread::spawn(move || {
                 let mut text = String::new();
@@ -181,7 +180,8 @@ fn interrupted_by(signal: i32, name: &str, code: i32) {
     assert_eq!(report["verdict"], "INCOMPLETE", "{printed}");
     assert_eq!(report["exit_code"], code);
     assert_eq!(report["stopped"]["cause"], "interrupted");
-    let interrupted: Vec<&Value> = report["cases"].as_array().unwrap().iter().filter(|c| c["cause"] == "interrupted").collect();
+    let interrupted: Vec<&Value> =
+        report["cases"].as_array().unwrap().iter().filter(|c| c["cause"] == "interrupted").collect();
     assert!(!interrupted.is_empty(), "no case was interrupted:\n{printed}");
     assert!(interrupted.iter().all(|c| c["outcome"] == "ignored"));
     let junit = std::fs::read_to_string(&run.junit).unwrap();
@@ -269,9 +269,7 @@ fn a_library_run_dropped_mid_way_leaves_no_browser() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
-        let run = bankconf::Conformance::default()
-            .configure(|c| c.sandbox_conditions.sandbox_latency_ms = 100)
-            .run();
+        let run = bankconf::Conformance::default().configure(|c| c.sandbox_conditions.sandbox_latency_ms = 100).run();
         let mut run = std::pin::pin!(run);
         let since = Instant::now();
         while own_browsers().is_empty() {

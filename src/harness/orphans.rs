@@ -128,13 +128,8 @@ mod tests {
         // The supervisor's bookkeeping alone, fed a script and ended at end-of-file: it kills
         // only what is still watched (here: echo instead of kill).
         let script = SCRIPT.replace("kill -9 $id 2>/dev/null", "echo $id").replace("sleep 1", ":");
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child =
+            Command::new("sh").arg("-c").arg(script).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
         child.stdin.take().unwrap().write_all(b"k -12\nk 13\nk -14\nu 13\nu -12\nk 15\n").unwrap();
         let out = child.wait_with_output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "-14\n15\n");

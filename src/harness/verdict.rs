@@ -324,9 +324,7 @@ impl Report {
             EXIT_NOT_RUN
         } else if self.stopped.is_some() {
             EXIT_INCOMPLETE
-        } else if counts.passed + counts.failed == 0
-            || gating(|o| matches!(o, Outcome::Error { .. }))
-        {
+        } else if counts.passed + counts.failed == 0 || gating(|o| matches!(o, Outcome::Error { .. })) {
             EXIT_NOT_RUN
         } else if gating(|o| matches!(o, Outcome::Ignored { .. })) {
             EXIT_INCOMPLETE
