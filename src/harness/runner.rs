@@ -71,7 +71,7 @@ impl<T> Drop for Aborting<T> {
 
 /// [`run_report`], cut short when `cancel` fires (a signal) or the deadline passes: no new work
 /// starts, the running cases end ignored with the cause, the cleanup runs (bounded by
-/// [`CLEANUP`]), and the report holds what was judged, with the cause in `stopped`.
+/// 5 s), and the report holds what was judged, with the cause in `stopped`.
 pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progress>>, cancel: Cancel) -> Report {
     let started = Instant::now();
     let _deadline = config.deadline().map(|after| Aborting(cancel.deadline(after)));
