@@ -154,7 +154,8 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
     if let Some(p) = &progress {
         p.done();
     }
-    let stopped = cancel.cause();
+    // Cut short: some case was left unfinished (a cause that came after the last case is none).
+    let stopped = cancel.cause().filter(|cause| results.iter().any(|r| ignored_by(r, *cause)));
     // Notes only the end of the run can give: the first deliveries, late ones, 429s.
     let mut notes = Vec::new();
     if let Some(cause) = stopped {
@@ -166,9 +167,10 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         ));
     }
     // A run cut short does not wait for its first deliveries.
-    let heard = match stopped {
-        None => Some(ctx.heard().await),
-        Some(_) => ctx.heard_now(),
+    let heard = tokio::select! {
+        biased;
+        _ = cancel.fired() => ctx.heard_now(),
+        heard = ctx.heard() => Some(heard),
     };
     match heard {
         Some(Ok(heard)) => notes.extend(heard.iter().cloned()),
@@ -186,7 +188,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
             "{unkept} answers were too large to keep within the memory budget: their response rules went unjudged"
         ));
     }
-    let unregistered = match stopped {
+    let unregistered = match cancel.cause() {
         None => ctx.unregister_webhook().await,
         Some(_) => tokio::time::timeout(CLEANUP, ctx.unregister_webhook()).await.unwrap_or_else(|_| {
             Some(format!("the driver did not unregister the webhook receiver within {CLEANUP:?} of the run's end"))
@@ -208,7 +210,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         har,
         stopped,
     };
-    match stopped {
+    match cancel.cause() {
         None => ctx.shutdown().await,
         // What the bound cuts off ends as it drops (the browser and driver processes are killed).
         Some(_) => drop(tokio::time::timeout(CLEANUP, ctx.shutdown()).await),
@@ -381,7 +383,7 @@ pub async fn run_all(
             results[i] = Some(result);
         }
     }
-    let stopped = cancel.cause();
+    let stopped = if aborted { cancel.cause() } else { None };
     let unfinished = |cause: Cause| Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() };
     if let Some(cause) = stopped {
         for (i, case) in cases.iter().enumerate() {
