@@ -28,6 +28,7 @@ struct Run {
     tmp: PathBuf,
     json: PathBuf,
     junit: PathBuf,
+    har: PathBuf,
     output: std::sync::mpsc::Receiver<String>,
 }
 
@@ -38,13 +39,15 @@ impl Run {
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).unwrap();
         let (json, junit) = (temp_path(&format!("{name}.json")), temp_path(&format!("{name}.xml")));
-        for file in [&json, &junit] {
+        let har = temp_path(&format!("{name}.har"));
+        for file in [&json, &junit, &har] {
             let _ = std::fs::remove_file(file);
         }
         let mut child = Command::new(BIN)
             .arg("run")
             .args(args)
             .args(["--report-json", json.to_str().unwrap(), "--junit", junit.to_str().unwrap()])
+            .args(["--har", har.to_str().unwrap()])
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("TMPDIR", &tmp)
@@ -64,7 +67,7 @@ impl Run {
                 let _ = send.send(text);
             });
         }
-        Run { child, tag, tmp, json, junit, output }
+        Run { child, tag, tmp, json, junit, har, output }
     }
 
     /// Waits (at most 30 s) until the run has started its browser, if this machine has one,
@@ -187,6 +190,11 @@ fn interrupted_by(signal: i32, name: &str, code: i32) {
     let junit = std::fs::read_to_string(&run.junit).unwrap();
     assert!(junit.trim_end().ends_with("</testsuites>") && junit.contains("interrupted"), "{junit}");
     assert!(printed.contains("INCOMPLETE") && printed.contains("interrupted by"), "{printed}");
+    // The webhook receiver was unregistered through the driver, as the HAR shows.
+    let har: Value = serde_json::from_str(&std::fs::read_to_string(&run.har).unwrap()).unwrap();
+    let urls: Vec<&str> =
+        har["log"]["entries"].as_array().unwrap().iter().filter_map(|e| e["request"]["url"].as_str()).collect();
+    assert!(urls.iter().any(|u| u.starts_with("driver:unregister_webhook")), "no unregister_webhook in the HAR");
     assert!(!printed.contains(KEY) && !printed.contains(SECOND_KEY), "a key was printed");
 }
 
@@ -215,7 +223,7 @@ fn sigkill_mid_run_leaves_no_browser_and_no_empty_report() {
     let left = run.descendants();
     assert!(left.is_empty(), "alive 5 s after SIGKILL: {left:?} (before: {before:?})");
     assert_eq!(run.profiles(), Vec::<String>::new(), "profile folders left");
-    for file in [&run.json, &run.junit] {
+    for file in [&run.json, &run.junit, &run.har] {
         if let Ok(meta) = std::fs::metadata(file) {
             assert!(meta.len() > 0, "{} is empty", file.display());
         }
