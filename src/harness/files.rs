@@ -37,8 +37,32 @@ fn temporary(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
-/// Writes `text` to `path` whole: a temporary file beside it, synced, then renamed into place.
+/// Removes the temporary files beside `path` that processes no longer running left (killed
+/// while writing).
+fn sweep(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else { return };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&format!(".{name}.")))
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Writes `text` to `path` whole: a temporary file beside it, synced, then renamed into place
+/// (temporaries that killed runs left beside it go first).
 pub fn write_atomically(path: &Path, text: &[u8]) -> Result<(), WriteError> {
+    sweep(path);
     let temp = temporary(path);
     let written = std::fs::File::create(&temp)
         .and_then(|mut f| f.write_all(text).and_then(|()| f.sync_all()))
@@ -78,6 +102,13 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "second");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "a temporary file is left");
         assert!(writable(&dir.join("missing/report.json")).is_err());
+        // A killed writer's temporary (no process has a pid above 2^22) goes; another file stays.
+        std::fs::write(dir.join(".report.json.99999999.tmp"), "half").unwrap();
+        std::fs::write(dir.join(".other.json.99999999.tmp"), "not ours").unwrap();
+        write_atomically(&path, b"third").unwrap();
+        assert!(!dir.join(".report.json.99999999.tmp").exists());
+        assert!(dir.join(".other.json.99999999.tmp").exists());
+        std::fs::remove_file(dir.join(".other.json.99999999.tmp")).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
