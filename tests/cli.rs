@@ -38,19 +38,28 @@ fn an_external_run_with_the_example_driver_passes_every_case() {
     assert_eq!(report["summary"]["ignored"], 0);
 }
 
-/// A wrong `--service` is one preflight diagnosis naming the flag (exit 2), not failures of the
-/// widget cases blamed on the target.
+/// A wrong `--service`, and a target that serves no widget script (they look alike from
+/// outside), are one diagnosis naming both causes: the widget cases end in it (error, exit 2),
+/// and every other case is judged, none blamed on the target.
 #[test]
-fn a_wrong_service_is_one_diagnosis() {
-    let server = serve(&[]);
-    let mut args = external(&server.url, KEY, SECOND_KEY);
-    let at = args.iter().position(|a| *a == "--service").unwrap();
-    args[at + 1] = "acme";
-    let output = run(&args);
-    let out = text(&output);
-    assert_eq!(output.status.code(), Some(2), "{out}");
-    assert!(out.contains("--service \"acme\"") && out.contains("/widget/acme-connect.js"), "{out}");
-    assert!(!out.contains("FAIL "), "{out}");
+fn a_wrong_service_or_a_missing_widget_is_one_diagnosis_and_the_rest_is_judged() {
+    for (name, serve_args, service) in
+        [("wrong-service", &[][..], "acme"), ("no-widget", &["--mutant", "widget-missing"][..], "bankconf")]
+    {
+        let server = serve(serve_args);
+        let mut args = external(&server.url, KEY, SECOND_KEY);
+        let at = args.iter().position(|a| *a == "--service").unwrap();
+        args[at + 1] = service;
+        let (code, out, report) = run_with_report(name, &args);
+        assert_eq!(code, Some(2), "{name}: {out}");
+        let first = out.lines().find(|l| l.starts_with("setup: ")).unwrap_or_default();
+        assert!(first.contains(&format!("--service \"{service}\"")), "{name}: said at once: {out}");
+        assert!(out.contains(&format!("/widget/{service}-connect.js")) && out.contains("serves no widget"), "{out}");
+        assert!(!out.contains("FAIL "), "{name}: {out}");
+        let report = report.expect("a report");
+        let widget = bankconf::harness::catalogue::all().iter().filter(|c| c.id.starts_with("widget.")).count();
+        assert_eq!(report["summary"]["passed"], catalogue_len() - widget, "{name}: the rest is judged: {report:#}");
+    }
 }
 
 #[test]
@@ -234,10 +243,11 @@ fn webhooks_that_never_arrive_are_diagnosed_not_judged() {
             "http://127.0.0.1:9/nobody-listens",
             "--event-timeout",
             "1",
-            "events.",
         ],
     );
     assert_eq!(code, Some(2), "errors are the setup's: {out}");
+    // Said at once on stderr, before the closing block.
+    assert!(out.contains("setup: no webhook delivery reached the receiver"), "{out}");
     assert!(out.contains("no webhook delivery reached the receiver"), "{out}");
     assert!(out.contains("--webhook-public-url") && out.contains("--webhook-listen 0.0.0.0:PORT"), "{out}");
     assert!(
@@ -250,9 +260,17 @@ fn webhooks_that_never_arrive_are_diagnosed_not_judged() {
     let report = report.expect("a report");
     let outcomes: Vec<&str> =
         report["cases"].as_array().unwrap().iter().map(|c| c["outcome"].as_str().unwrap()).collect();
+    assert!(!outcomes.contains(&"failed"), "nothing fails on zero deliveries: {outcomes:?}");
+    let events: Vec<&str> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["id"].as_str().unwrap().starts_with("events."))
+        .map(|c| c["outcome"].as_str().unwrap())
+        .collect();
     assert!(
-        outcomes.iter().all(|o| *o == "error" || *o == "ignored"),
-        "no event case passes or fails on zero deliveries: {outcomes:?}"
+        events.iter().all(|o| *o == "error" || *o == "ignored"),
+        "no event case passes on zero deliveries: {events:?}"
     );
 }
 
@@ -272,9 +290,10 @@ fn a_closed_stdout_ends_the_run_quietly() {
 // ------------------------------------------------- the reproduction is the evidence
 
 /// For every failed case of a run against a mutant with an API failure and one with a webhook
-/// payload failure: the curl replays the request the message names (and only such a request),
-/// a payload failure points at the delivery in the HAR, and the rerun command, pasted into a
-/// shell, fails the same case.
+/// payload failure: every failure has a reproduction; a curl replays the request the message
+/// names (and only such a request); a failure that rests on deliveries pipes them into
+/// `bankconf check-events -`, which fails again; a payload failure points at the delivery in the
+/// HAR; and the rerun command, pasted into a shell, fails the same case.
 #[test]
 fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_fails_the_same_case() {
     for mutant in ["transaction-prefix", "event-prefix"] {
@@ -289,14 +308,26 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
         assert!(!failed.is_empty(), "{mutant}");
         for case in &failed {
             let message = case["message"].as_str().unwrap();
-            match case["reproduction"].as_str() {
-                Some(curl) => {
-                    let method = curl.split(" -X ").nth(1).and_then(|r| r.split(' ').next()).unwrap();
-                    let url = curl.rsplit('\'').nth(1).unwrap();
-                    let path = &url[url.find("/v1").unwrap_or(0)..];
-                    assert!(message.contains(&format!("{method} {path}")), "{mutant}: {curl}\n{message}");
+            let reproduction = case["reproduction"].as_str();
+            let reproduction = reproduction.unwrap_or_else(|| panic!("{mutant}: no reproduction for {message}"));
+            if reproduction.starts_with("curl ") {
+                let method = reproduction.split(" -X ").nth(1).and_then(|r| r.split(' ').next()).unwrap();
+                let url = reproduction.rsplit('\'').nth(1).unwrap();
+                let path = &url[url.find("/v1").unwrap_or(0)..];
+                assert!(message.contains(&format!("{method} {path}")), "{mutant}: {reproduction}\n{message}");
+            } else {
+                // The deliveries it rests on, judged again offline: the same case fails.
+                assert!(reproduction.ends_with("| bankconf check-events -"), "{mutant}: {reproduction}");
+                let pasted = reproduction.replace("bankconf check-events", &format!("{BIN} check-events"));
+                let output = Command::new("sh").arg("-c").arg(&pasted).env_clear().output().unwrap();
+                let out = text(&output);
+                assert_eq!(output.status.code(), Some(1), "{mutant}: {pasted}\n{out}");
+                // The offline cases fail as they did; a run-only case (a lifecycle) by the rule it broke.
+                let id = case["id"].as_str().unwrap();
+                if bankconf::harness::check_events::CASE_IDS.contains(&id) {
+                    let line = out.lines().find(|l| l.contains(id)).unwrap_or_default();
+                    assert!(line.contains("FAIL"), "{mutant}: {id} fails again offline:\n{out}");
                 }
-                None => assert!(!message.contains(" /v1/"), "{mutant}: no reproduction for {message}"),
             }
             let entry = &har["log"]["entries"][case["har"]["entry"].as_u64().unwrap() as usize];
             assert_eq!(entry["_id"], case["har"]["id"], "{mutant}");

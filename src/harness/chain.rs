@@ -8,7 +8,15 @@ use crate::spec::ConnectionState;
 use serde_json::Value;
 
 /// Checks that the connection events among `deliveries` form one chain from
-/// `connection.created`. Returns the final state of the chain.
+/// `connection.created`. Returns the state the chain ends in: the first of [`ends`].
+pub fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
+    ends(deliveries).map(|ends| ends[0])
+}
+
+/// Every state the chain of the connection events among `deliveries` can end in (never empty),
+/// or why no order links them from `connection.created`. Arrival order plays no part: one end
+/// is forced by the events alone, except where short forms (which may be taken again) leave a
+/// choice; a read is then judged against any of them.
 ///
 /// The question is order-free, so it is one of degrees: each event is an edge (previousStatus →
 /// announced state) of a multigraph on the eight states, and an order links them all exactly
@@ -17,7 +25,7 @@ use serde_json::Value;
 /// previousStatus and no id, so its deliveries cannot be told from retries: they make one edge
 /// into its state that may be taken any number of times (at least once), from any other state.
 /// Linear in the events, so it decides for any flood.
-pub fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
+pub fn ends(deliveries: &[Delivery]) -> Result<Vec<ConnectionState>, String> {
     let events = unique(deliveries);
     let mut created = false;
     let mut graph = Graph::default();
@@ -47,19 +55,14 @@ pub fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
     if !created {
         return Err("no connection.created event: the chain has no start".to_string());
     }
-    // Where the chain ends is not always forced (a short form may be taken again): prefer the
-    // state of the connection event that arrived last.
-    let last = deliveries
-        .iter()
-        .filter(|d| d.event_type().and_then(ConnectionState::from_event_type).is_some())
-        .max_by_key(|d| d.seq)
-        .and_then(|d| d.event_type().and_then(ConnectionState::from_event_type));
-    last.into_iter().chain(ConnectionState::ALL).find(|end| graph.trail_ends_at(*end)).ok_or_else(|| {
-        format!(
+    let ends: Vec<ConnectionState> = ConnectionState::ALL.into_iter().filter(|end| graph.trail_ends_at(*end)).collect();
+    if ends.is_empty() {
+        return Err(format!(
             "no order of these events links each previousStatus to the state announced before it, from connection.created: {}",
             super::delivery::labels(deliveries)
-        )
-    })
+        ));
+    }
+    Ok(ends)
 }
 
 /// §6.2 `occurredAt` says when an event occurred, and the chain orders the events (§3.1): an
@@ -286,10 +289,24 @@ mod tests {
         for (seq, d) in events.iter_mut().enumerate() {
             d.seq = seq as u64;
         }
-        assert_eq!(resolve(&events), Ok(ConnectionState::Disconnected));
-        // Ending on the repeated short form: the chain ends connected.
+        assert!(ends(&events).unwrap().contains(&ConnectionState::Disconnected));
+        // Ending on the repeated short form: the chain may end connected, whatever arrived last.
         events.pop();
-        assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
+        assert!(ends(&events).unwrap().contains(&ConnectionState::Connected));
+        events.reverse();
+        assert!(ends(&events).unwrap().contains(&ConnectionState::Connected));
+    }
+
+    #[test]
+    fn the_end_follows_the_chain_not_the_last_arrival() {
+        let mut events = happy();
+        events.push(event("evt_5", "connection.disconnected", json!("connected")));
+        // A late copy of connection.connected arrives last.
+        events.push(events[3].clone());
+        for (seq, d) in events.iter_mut().enumerate() {
+            d.seq = seq as u64;
+        }
+        assert_eq!(ends(&events), Ok(vec![ConnectionState::Disconnected]));
     }
 
     #[test]

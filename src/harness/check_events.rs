@@ -25,7 +25,8 @@ use std::time::Instant;
 
 #[derive(Args, Clone, Debug)]
 pub struct CheckEventsConfig {
-    /// The capture: JSON Lines (one delivery body per line) or one JSON array of bodies.
+    /// The capture: JSON Lines (one delivery body per line) or one JSON array of bodies; `-`
+    /// reads standard input.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// Levels whose failures decide the exit code.
@@ -166,7 +167,13 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
 pub fn check_events(config: CheckEventsConfig) -> i32 {
     let started = Instant::now();
     let file = config.file.display().to_string();
-    let text = match std::fs::read_to_string(&config.file) {
+    // `-`: standard input, as a failure's reproduction pipes the deliveries it rests on.
+    let read = if config.file.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(&config.file)
+    };
+    let text = match read {
         Ok(t) => t,
         Err(e) => {
             eprintln!("bankconf check-events: cannot read {file}: {e}");

@@ -68,6 +68,16 @@ impl Delivery {
             Some(other) => format!("{ty}(prev={other})"),
         }
     }
+
+    /// What makes two deliveries one event (see [`unique`]): copies share it.
+    pub fn identity(&self) -> String {
+        self.content_key().unwrap_or_else(|| format!("{}{}", self.dedup_key(), self.body))
+    }
+
+    /// A string field of `data` (or of the short form's flat object).
+    pub fn data_str(&self, field: &str) -> Option<&str> {
+        self.body.get("data").unwrap_or(&self.body).get(field).and_then(Value::as_str)
+    }
 }
 
 /// Deliveries counted once per event: a duplicate (a retry, allowed by §6.3) has the same
@@ -77,11 +87,37 @@ impl Delivery {
 /// `events.unique-ids` (§6.1: the id identifies the event).
 pub fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
     let mut seen = std::collections::HashSet::new();
-    deliveries
-        .iter()
-        .filter(|d| seen.insert(d.content_key().unwrap_or_else(|| format!("{}{}", d.dedup_key(), d.body))))
-        .cloned()
-        .collect()
+    deliveries.iter().filter(|d| seen.insert(d.identity())).cloned().collect()
+}
+
+/// How many events of `event_type` the deliveries hold, each counted once however many copies
+/// arrived (§6.3 leaves retries open: a copy is never a second event).
+pub fn count(deliveries: &[Delivery], event_type: &str) -> usize {
+    unique(deliveries).iter().filter(|d| d.event_type() == Some(event_type)).count()
+}
+
+/// The identities of the events among `deliveries` (see [`Delivery::identity`]): what was
+/// known at some moment, so that a later copy of one of them is never taken for a new event.
+pub fn identities(deliveries: &[Delivery]) -> std::collections::HashSet<String> {
+    deliveries.iter().map(Delivery::identity).collect()
+}
+
+/// The one helper that answers "which event belongs to this step": an event of `event_type`
+/// that was not known when the step began (`known`, see [`identities`]), preferring one that
+/// `names` what the step was driven on. Arrival order plays no part: among several candidates
+/// the one that occurred first (`occurredAt`, then id) is taken, so copies, retries and late
+/// deliveries of earlier events never stand in for this step's.
+pub fn step_event<'a>(
+    deliveries: &'a [Delivery],
+    known: &std::collections::HashSet<String>,
+    event_type: &str,
+    names: impl Fn(&Delivery) -> bool,
+) -> Option<&'a Delivery> {
+    let order = |d: &&Delivery| (d.data_str("occurredAt").unwrap_or("").to_string(), d.dedup_key());
+    let mut candidates: Vec<&Delivery> =
+        deliveries.iter().filter(|d| d.event_type() == Some(event_type) && !known.contains(&d.identity())).collect();
+    candidates.sort_by_key(order);
+    candidates.iter().find(|d| names(d)).or(candidates.first()).copied()
 }
 
 /// `[connection.created, connection.verifying(prev=…)]`, for messages.
@@ -108,5 +144,17 @@ mod tests {
         let revisit = delivery("evt_3", "2026-01-01T00:00:00.002Z");
         assert_eq!(unique(&[first.clone(), first.clone(), restamped]).len(), 1);
         assert_eq!(unique(&[first, revisit]).len(), 2, "another moment is another event");
+    }
+
+    #[test]
+    fn a_step_takes_its_own_event_never_a_late_copy_of_an_earlier_one() {
+        let earlier = delivery("evt_1", "2026-01-01T00:00:00.001Z");
+        let own = delivery("evt_2", "2026-01-01T00:00:00.005Z");
+        let known = identities(std::slice::from_ref(&earlier));
+        // The earlier event's copy arrives after the step began, and after the step's own event.
+        let arrived = [own.clone(), earlier.clone(), earlier];
+        let found = step_event(&arrived, &known, "connection.connected", |_| true);
+        assert_eq!(found.map(|d| d.dedup_key()), Some("evt_2".to_string()));
+        assert_eq!(count(&arrived, "connection.connected"), 2, "three deliveries, two events");
     }
 }

@@ -457,7 +457,8 @@ impl Api {
                 Ok(response) => response,
                 Err(e) => {
                     drop(permit);
-                    let pause = unanswered(&self.throttle, &request, &e, idempotent, tries, clock.elapsed())?;
+                    let pause =
+                        unanswered(&self.throttle, &endpoint, &request, &e, idempotent, tries, clock.elapsed())?;
                     tokio::time::sleep(pause).await;
                     continue;
                 }
@@ -507,7 +508,7 @@ impl Api {
             };
             drop(permit);
             if let Err(e) = read {
-                let pause = unanswered(&self.throttle, &request, &e, idempotent, tries, clock.elapsed())?;
+                let pause = unanswered(&self.throttle, &endpoint, &request, &e, idempotent, tries, clock.elapsed())?;
                 tokio::time::sleep(pause).await;
                 continue;
             }
@@ -528,6 +529,7 @@ const MAX_TRIES: u32 = 3;
 /// idempotent read is tried again, within the run's budget ([`super::throttle::RUN_RETRIES`]).
 fn unanswered(
     throttle: &super::throttle::Throttle,
+    endpoint: &str,
     request: &str,
     error: &reqwest::Error,
     idempotent: bool,
@@ -536,12 +538,14 @@ fn unanswered(
 ) -> Result<Duration, Stop> {
     use super::throttle::Failure;
     let failure = if error.is_timeout() { Failure::Timeout } else { Failure::Connection };
-    let budget = throttle.failed(failure);
+    let budget = throttle.failed(endpoint, failure);
     if idempotent && tries < MAX_TRIES && budget {
         return Ok(Duration::from_millis(500) * 2u32.pow(tries - 1));
     }
     throttle.unanswered();
-    let why = if !idempotent {
+    let why = if let Some(tripped) = throttle.tripped(endpoint) {
+        tripped
+    } else if !idempotent {
         "not retried: it is not idempotent".to_string()
     } else if tries < MAX_TRIES {
         "not retried: the run's retry budget is spent".to_string()
@@ -594,6 +598,36 @@ fn transport_error(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A body that trickles (headers at once, then a byte a second) ends at the request's
+    /// total deadline, not when some chunk takes too long.
+    #[tokio::test]
+    async fn a_trickling_body_ends_at_the_request_deadline() {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut head = [0u8; 1024];
+                    let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut head).await;
+                    let _ = socket.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n").await;
+                    for _ in 0..100 {
+                        if socket.write_all(b" ").await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                    }
+                });
+            }
+        });
+        let api = Api::new(&format!("http://{addr}"), None, None, Duration::from_secs(1)).unwrap();
+        let started = std::time::Instant::now();
+        let result = api.get(&["v1", "accounts", "acc_1"], &[]).await;
+        assert!(result.is_err_and(|e| e.is_transport()), "unjudged, not failed");
+        // Three tries of about a second each, and the pauses between them: far below 100 × 0.3 s.
+        assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+    }
 
     #[test]
     fn retry_after_is_read_defensively() {

@@ -18,6 +18,9 @@ pub enum ErrorSource {
     Receiver,
     /// The harness itself: a check stopped unexpectedly.
     Harness,
+    /// The widget script is not served where `--service` says (§1): a wrong `--service`, or a
+    /// target that serves no widget; from outside the two look alike.
+    Service,
 }
 
 impl ErrorSource {
@@ -26,6 +29,7 @@ impl ErrorSource {
             Self::Driver => "driver",
             Self::Receiver => "receiver",
             Self::Harness => "harness",
+            Self::Service => "service",
         }
     }
 }
@@ -45,6 +49,9 @@ pub enum IgnoreCause {
     /// A request went unanswered: timeouts, refused or reset connections, or 429/503 past
     /// their budget (transport trouble is not evidence, §8).
     Transport,
+    /// A rule rests on an event's absence, but no delivery reached the receiver after the read
+    /// it concerns: deliveries stopped, so the absence is no evidence.
+    NoDeliveries,
     /// The run was interrupted (SIGINT, SIGTERM) before the case finished.
     Interrupted,
     /// The run's deadline (`--deadline`) passed before the case finished.
@@ -59,6 +66,7 @@ impl IgnoreCause {
             Self::Unsupported => "unsupported",
             Self::TimedOut => "timed-out",
             Self::Transport => "transport",
+            Self::NoDeliveries => "no-deliveries",
             Self::Interrupted => "interrupted",
             Self::Deadline => "deadline",
         }

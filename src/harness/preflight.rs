@@ -65,7 +65,8 @@ pub async fn check(session: &mut Session) -> Result<(), String> {
     let first = probe_key(session, Auth::Primary, "--api-key").await?;
     let second =
         if session.api.has_second_key() { probe_key(session, Auth::Second, "--second-api-key").await? } else { None };
-    probe_service(session).await?;
+    // A missing widget ends the widget cases only (see `runner::run_flow`), never the run.
+    session.widget_missing = probe_service(session).await.err();
     if let Some(id) = session.config.connection_id.clone() {
         let exchange =
             session.api.get(&["v1", "connections", &id, "accounts"], &[]).await.map_err(|e| e.to_string())?;
@@ -150,9 +151,9 @@ async fn probe_key(session: &Session, auth: Auth, flag: &str) -> Result<Option<C
 }
 
 /// A `--service` given for a target must name its widget script (§1): a widget path that
-/// answers non-2xx is one diagnosis naming `--service`, not failures blamed on the target. (The
-/// embedded sandbox names its own service; a target that leaves the path unanswered is left to
-/// the cases.)
+/// answers non-2xx is one diagnosis naming both causes (a wrong `--service`, or no widget
+/// served), which the widget cases end in; the rest of the run is judged. (The embedded sandbox
+/// names its own service; a target that leaves the path unanswered is left to the cases.)
 async fn probe_service(session: &Session) -> Result<(), String> {
     let (Some(service), Some(_)) = (&session.config.service, &session.config.base_url) else { return Ok(()) };
     let Ok(exchange) = session.api.fetch_asset(&["widget", &format!("{service}-connect.js")]).await else {
@@ -163,7 +164,8 @@ async fn probe_service(session: &Session) -> Result<(), String> {
     }
     Err(format!(
         "--service {service:?}: {} answered {}; the widget script is served at /widget/<service>-connect.js (§1): \
-         check --service (BANKCONF_SERVICE)",
+         either --service (BANKCONF_SERVICE) is wrong, or the target serves no widget script; the widget cases \
+         are not judged, every other case is",
         exchange.request, exchange.status
     ))
 }

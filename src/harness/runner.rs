@@ -44,6 +44,9 @@ pub trait Progress: Send + Sync {
     fn finished(&self, result: &CaseResult, gating: bool, expected: bool);
     /// Every second: what the run waits for, when it has waited over 2 s.
     fn waiting(&self, status: &str);
+    /// The setup is wrong in a way found only while cases run (no webhook delivery reaches the
+    /// receiver): said at once, before the cases it turns into errors end.
+    fn diagnosis(&self, _message: &str) {}
     /// The last case is done.
     fn done(&self);
 }
@@ -121,15 +124,21 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         }
     };
     let cases = selected(&ctx);
-    // The first deliveries are awaited beside the cases, from now on.
+    // The first deliveries are awaited beside the cases, from now on; a silent receiver is said
+    // the moment it is known.
     let _heard = Aborting(tokio::spawn({
-        let ctx = ctx.clone();
+        let (ctx, progress) = (ctx.clone(), progress.clone());
         async move {
-            ctx.heard().await;
+            if let (Err(diagnosis), Some(p)) = (ctx.heard().await, progress) {
+                p.diagnosis(&ctx.redactor.redact(diagnosis));
+            }
         }
     }));
     if let Some(p) = &progress {
         p.started(&ctx.server, ctx.seed, cases.len());
+        if let Some(diagnosis) = &ctx.widget_missing {
+            p.diagnosis(diagnosis);
+        }
     }
     let gate = ctx.config.gate();
     let ticker = progress.clone().map(|p| {
@@ -179,6 +188,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
     }
     if let Ok(r) = ctx.receiver() {
         notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
+        notes.extend(copies_note(&r.timeline().into_iter().map(|(_, d)| d).collect::<Vec<_>>()));
     }
     notes.extend(ctx.api.throttle().note());
     notes.extend(ctx.notes());
@@ -223,6 +233,20 @@ fn ignored_by(result: &CaseResult, cause: Cause) -> bool {
     matches!(&result.outcome, Outcome::Ignored { cause: c, .. } if *c == cause.ignore_cause())
 }
 
+/// `webhook deliveries: 12 received, 6 events …` when some deliveries were copies of an event
+/// already received: each event was judged once (§6.3 leaves retries open).
+fn copies_note(deliveries: &[super::delivery::Delivery]) -> Option<String> {
+    let events = super::delivery::unique(deliveries).len();
+    let copies = deliveries.len() - events;
+    (copies > 0).then(|| {
+        format!(
+            "webhook deliveries: {} received, {events} events; {copies} were copies of an event already received \
+             (a retry or a duplicate, which §6.3 leaves open), each event judged once",
+            deliveries.len()
+        )
+    })
+}
+
 /// Writes the `--har` file, if asked; returns it with where each failure's evidence is in it.
 /// (Its path was checked writable before the run; a failure to write it now is a note.)
 fn write_har(
@@ -251,6 +275,9 @@ fn write_har(
 async fn run_flow(ctx: Arc<RunContext>, case: &'static Case) -> Outcome {
     if let Some(reason) = ctx.missing(case) {
         return Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason };
+    }
+    if let (true, Some(diagnosis)) = (case.needs.contains(&Need::Service), &ctx.widget_missing) {
+        return Outcome::Error { source: ErrorSource::Service, message: diagnosis.clone() };
     }
     let Some(code) = checks::code_of(&case.id) else {
         return Outcome::Error { source: ErrorSource::Harness, message: format!("no code for case {}", case.id) };
@@ -313,6 +340,10 @@ fn conclude(
             let outcome = Outcome::from(problems.finish());
             (outcome, evidence)
         }
+        // Nothing failed, but a rule lacked its evidence (no delivery after the read it rests on).
+        (Outcome::Passed, Some(Judged { unjudged: Some(reason), .. })) => {
+            (Outcome::Ignored { cause: IgnoreCause::NoDeliveries, reason }, None)
+        }
         (Outcome::Passed, Some(judged)) if judged.answers == 0 => {
             let reason = "no 2xx answer (or delivery) that its rules judge came in, so they went unjudged".to_string();
             (Outcome::Ignored { cause: IgnoreCause::Unsupported, reason }, None)
@@ -323,10 +354,34 @@ fn conclude(
         }
         (flow, _) => (flow, None),
     };
-    // The curl replays the request the failure names (else the case's last one).
-    let reproduction = evidence.map(|answer| ctx.redactor.redact(&answer.sent.curl()));
+    // The curl replays the request the failure names (else the case's last one); a failure
+    // that names no request rests on deliveries: they are judged again offline.
+    let reproduction = match (evidence, &outcome) {
+        (Some(answer), _) => Some(answer.sent.curl()),
+        (None, Outcome::Failed(f)) => delivery_reproduction(ctx, &f.message),
+        _ => None,
+    };
+    let reproduction = reproduction.map(|r| ctx.redactor.redact(&r));
     let outcome = outcome.map_text(|m| ctx.redactor.redact(m));
     CaseResult { case, outcome, duration, reproduction }
+}
+
+/// `printf '%s\n' '{…}' … | bankconf check-events -`: the deliveries of the connection a failure
+/// names (each event once), piped into the offline judge of the same rules, for a failure that
+/// rests on deliveries rather than on a request.
+fn delivery_reproduction(ctx: &RunContext, message: &str) -> Option<String> {
+    let receiver = ctx.receiver().ok()?;
+    let timeline = receiver.timeline();
+    let named = timeline.iter().map(|(_, d)| d).find(|d| {
+        d.connection_id().is_some_and(|c| message.contains(c))
+            || d.body.get("id").and_then(serde_json::Value::as_str).is_some_and(|id| message.contains(id))
+    })?;
+    let deliveries = match named.connection_id() {
+        Some(connection) => super::delivery::unique(&receiver.for_connection(connection)),
+        None => vec![named.clone()],
+    };
+    let quoted: Vec<String> = deliveries.iter().map(|d| super::sanitize::shell_word(&d.body.to_string())).collect();
+    Some(format!("printf '%s\\n' {} | bankconf check-events -", quoted.join(" ")))
 }
 
 /// The cases the configuration selects, in catalogue order.
@@ -411,6 +466,7 @@ pub async fn run_all(
         let all = judged.entry(id).or_default();
         all.answers += found.answers;
         all.problems.extend(found.problems);
+        all.unjudged = all.unjudged.take().or(found.unjudged);
     }
     for (i, flow) in flows.into_iter().enumerate() {
         let Some((outcome, took)) = flow else { continue };

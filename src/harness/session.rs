@@ -64,6 +64,9 @@ pub struct Session {
     pub connected_early: Option<String>,
     /// What the preflight left for `preflight::listen` to await, when webhooks are registered.
     pub first_deliveries: Option<FirstDeliveries>,
+    /// Why the widget script is not served, when the preflight found it missing: the widget
+    /// cases end in this one diagnosis, and every other case is judged.
+    pub widget_missing: Option<String>,
     /// What the report's notes say of the run's own bounds, by topic (see [`Session::note`]).
     notes: std::sync::Mutex<BTreeMap<&'static str, BTreeSet<String>>>,
 }
@@ -168,6 +171,7 @@ impl Session {
             notes: Default::default(),
             connected_early: None,
             first_deliveries: None,
+            widget_missing: None,
         })
     }
 

@@ -33,6 +33,10 @@ const MAX_PAUSE: Duration = Duration::from_secs(8);
 /// `GIVE_UP_COUNT` times, is given up.
 pub const GIVE_UP_AFTER: Duration = Duration::from_secs(10);
 const GIVE_UP_COUNT: u32 = 6;
+/// Timeouts in a row, with no answer between, that trip an endpoint's breaker: its remaining
+/// requests are not sent (a stalled or trickling endpoint would otherwise hold every case that
+/// reads it for a request timeout per try).
+pub const TIMEOUTS_TO_TRIP: u32 = 3;
 /// Transport retries (timeouts, refused or reset connections) the whole run may spend.
 pub const RUN_RETRIES: u64 = 200;
 /// The window a run starts with (below `--concurrency` when that is larger).
@@ -118,6 +122,8 @@ pub struct Throttle {
     trouble: Mutex<Trouble>,
     /// Refusal streaks by endpoint (`GET /v1/accounts/{id}`), and of the whole target (`""`).
     streaks: Mutex<HashMap<String, Streak>>,
+    /// Timeouts in a row by endpoint; at [`TIMEOUTS_TO_TRIP`] the endpoint is given up.
+    stalls: Mutex<HashMap<String, u32>>,
     retries_left: AtomicU64,
     sent: AtomicU64,
     /// Reads the run's cases share instead of sending twice (see `pagination::walk`), by key;
@@ -161,6 +167,7 @@ impl Throttle {
             freed: Notify::new(),
             trouble: Mutex::default(),
             streaks: Mutex::default(),
+            stalls: Mutex::default(),
             retries_left: AtomicU64::new(RUN_RETRIES),
             sent: AtomicU64::new(0),
             shared: Mutex::default(),
@@ -241,6 +248,11 @@ impl Throttle {
                 s.answered();
             }
         }
+        drop(streaks);
+        let mut stalls = self.stalls.lock().unwrap_or_else(|e| e.into_inner());
+        if stalls.get(endpoint).is_some_and(|n| *n < TIMEOUTS_TO_TRIP) {
+            stalls.remove(endpoint);
+        }
     }
 
     /// Trouble: the window halves (once per burst).
@@ -261,6 +273,10 @@ impl Throttle {
 
     /// Why requests to `endpoint` are not sent any more, if they are not.
     pub fn given_up(&self, endpoint: &str) -> Option<String> {
+        if let Some(why) = self.tripped(endpoint) {
+            self.trouble.lock().unwrap_or_else(|e| e.into_inner()).given_up += 1;
+            return Some(format!("not sent: {why}"));
+        }
         let streaks = self.streaks.lock().unwrap_or_else(|e| e.into_inner());
         let gave_up = |key: &str| streaks.get(key).is_some_and(|s| s.given_up);
         let whom = if gave_up("") {
@@ -322,13 +338,33 @@ impl Throttle {
         Refusal::Retry(pause)
     }
 
-    /// A transport failure; whether the run's retry budget allows one more try.
-    pub fn failed(&self, failure: Failure) -> bool {
+    /// Why `endpoint`'s breaker tripped, if it did: it timed out again and again.
+    pub fn tripped(&self, endpoint: &str) -> Option<String> {
+        let stalls = self.stalls.lock().unwrap_or_else(|e| e.into_inner());
+        stalls.get(endpoint).is_some_and(|n| *n >= TIMEOUTS_TO_TRIP).then(|| {
+            format!(
+                "{endpoint} timed out {TIMEOUTS_TO_TRIP} times in a row with no answer between, so the harness stopped \
+                 sending to it (§8 fixes no time; see --request-timeout)"
+            )
+        })
+    }
+
+    /// A transport failure of a request to `endpoint`; whether the run's retry budget allows
+    /// one more try (never once the endpoint's breaker tripped).
+    pub fn failed(&self, endpoint: &str, failure: Failure) -> bool {
         {
             let mut t = self.trouble.lock().unwrap_or_else(|e| e.into_inner());
             match failure {
                 Failure::Timeout => t.timeouts += 1,
                 Failure::Connection => t.connections += 1,
+            }
+        }
+        if failure == Failure::Timeout {
+            let mut stalls = self.stalls.lock().unwrap_or_else(|e| e.into_inner());
+            let n = stalls.entry(endpoint.to_string()).or_default();
+            *n += 1;
+            if *n >= TIMEOUTS_TO_TRIP {
+                return false;
             }
         }
         self.congestion();
@@ -411,6 +447,18 @@ mod tests {
     }
 
     #[test]
+    fn an_endpoint_that_keeps_timing_out_trips_its_breaker() {
+        let t = Throttle::new(0.0);
+        assert!(t.failed("GET /a", Failure::Timeout), "a retry");
+        t.answered("GET /a");
+        assert!(t.failed("GET /a", Failure::Timeout) && t.failed("GET /a", Failure::Timeout), "an answer reset it");
+        assert!(!t.failed("GET /a", Failure::Timeout), "the third in a row trips it");
+        t.answered("GET /a");
+        assert!(t.given_up("GET /a").is_some_and(|why| why.contains("timed out 3 times")), "for the rest of the run");
+        assert!(t.given_up("GET /b").is_none() && t.failed("GET /b", Failure::Connection));
+    }
+
+    #[test]
     fn an_endpoint_that_only_refuses_is_given_up() {
         let t = Throttle::new(0.0);
         t.streaks.lock().unwrap().insert(
@@ -434,7 +482,7 @@ mod tests {
         }
         assert_eq!(t.window.lock().unwrap().limit, 8.0, "never above the ceiling");
         let permits = [t.acquire().await, t.acquire().await, t.acquire().await];
-        assert!(t.failed(Failure::Timeout));
+        assert!(t.failed("GET /t", Failure::Timeout));
         assert_eq!(t.window.lock().unwrap().limit, 4.0);
         assert!(t.note().is_some_and(|n| n.contains("1 timeouts") && n.contains("began with 3")), "{:?}", t.note());
         drop(permits);

@@ -190,8 +190,8 @@ async fn run_leg(ctx: &Session, client: Auth, path: &'static [Action]) -> Leg {
 struct Started {
     action: Action,
     before: Option<Before>,
-    /// Deliveries from here on are the step's.
-    since: u64,
+    /// The events known before the step was driven: none of them is the step's.
+    known: std::collections::HashSet<String>,
     at: std::time::Instant,
 }
 
@@ -203,28 +203,37 @@ async fn start_step(ctx: &Session, connection: &Created, action: Action) -> Resu
         Action::UpdateAccounts | Action::DeleteTransaction => Some(Before::prepare(ctx, id, action).await?),
         _ => None,
     };
-    if action == Action::DeleteTransaction && before.as_ref().is_some_and(|b| b.transaction.is_none()) {
-        return Err(Stop::ignore("no account of the connection has a transaction to delete"));
+    // Never sent blind: a data action goes to what the connection lists (§4.2, §4.3).
+    if before.as_ref().is_some_and(|b| b.target(action).is_none()) {
+        return Err(Stop::ignore(format!(
+            "{action} not sent: the connection lists no {} to act on",
+            Before::target_kind(action)
+        )));
     }
     let (account, transaction) = before.as_ref().map_or((None, None), |b| (b.account.clone(), b.transaction.clone()));
-    let since = receiver.arrived_so_far();
+    let known = super::delivery::identities(&receiver.for_connection(id));
     let at = std::time::Instant::now();
     ctx.drive(action, connection, account.as_deref(), transaction.as_deref()).await?;
-    Ok(Started { action, before, since, at })
+    Ok(Started { action, before, known, at })
 }
 
 /// Waits for the event that announces a driven step, and checks the reaction (§6.3).
 async fn finish_step(ctx: &Session, connection: &Created, step: Started, client: &Auth) -> Result<(), Stop> {
     let receiver = ctx.receiver()?;
     let id = &connection.connection_id;
-    let Started { action, before, since, at } = step;
+    let Started { action, before, known, at } = step;
     let expected = announcing_event(action);
+    let names = |d: &Delivery| before.as_ref().is_none_or(|b| b.named_by(action, d));
+    // The step's own event: not known before it, naming what it was driven on (a late copy of
+    // an earlier event, or an event of another step, is not it).
     let (arrived, seen) = receiver
         .wait_until(&format!("{expected} for {id}"), id, ctx.config.event_wait(), |ds| {
-            ds.iter().any(|d| d.event_type() == Some(expected) && d.seq >= since)
+            super::delivery::step_event(ds, &known, expected, names).is_some_and(&names)
         })
         .await;
-    if !arrived {
+    // A wrong one is judged below (it names another object); none at all fails here.
+    let event = super::delivery::step_event(&seen, &known, expected, names).cloned();
+    if !arrived && event.is_none() {
         return Err(Stop::fail(format!(
             "drove {action} on {id}, but no {expected} arrived ({}); received {}{}{}",
             receiver.patience.describe(at.elapsed()),
@@ -233,8 +242,67 @@ async fn finish_step(ctx: &Session, connection: &Created, step: Started, client:
             receiver.refusals()
         )));
     }
-    let event = seen.iter().find(|d| d.event_type() == Some(expected) && d.seq >= since).cloned();
     react(ctx, id, action, event.as_ref(), before.as_ref(), client).await
+}
+
+/// §6.3: the read that answers `accounts.updated` sees what it announces. The driver's
+/// `update_accounts` changes the account (docs/driver.md), so the account's fields or its
+/// transactions read after the event differ from the reads before the action. A reaction read
+/// that shows nothing new is read again (bounded by the event wait): a change that shows up
+/// later, with no `accounts.updated` of the account after the reaction read, means the event
+/// came before the data, and the client that re-read on it missed the change (§6, §6.3). One
+/// that never shows is not judged (an update that changed nothing visible).
+async fn shows_update(
+    ctx: &Session,
+    connection_id: &str,
+    account: &str,
+    before: &Before,
+    walked: Vec<String>,
+) -> Result<(), Stop> {
+    let (Some(old), Some(old_ids)) = (&before.updated, before.transactions(account)) else { return Ok(()) };
+    if old.get("id").and_then(Value::as_str) != Some(account) {
+        return Ok(());
+    }
+    let receiver = ctx.receiver()?;
+    // The account as listed now, and its transactions (walked again unless given).
+    let read = |walked: Option<Vec<String>>| async move {
+        let listed = ctx.accounts_when_ready(connection_id).await?;
+        let now = listed.into_iter().find(|a| a.get("id").and_then(Value::as_str) == Some(account));
+        let ids = match walked {
+            Some(ids) => ids,
+            None => {
+                pagination::forget(&ctx.api, account);
+                pagination::walk(&ctx.api, account, None, None).await?.ids()
+            }
+        };
+        Ok::<_, Stop>(now.as_ref() != Some(old) || ids != old_ids)
+    };
+    let known = super::delivery::identities(&receiver.for_connection(connection_id));
+    let reacted = std::time::Instant::now();
+    if read(Some(walked)).await? {
+        return Ok(());
+    }
+    let mut pause = std::time::Duration::from_millis(100);
+    while reacted.elapsed() < ctx.config.event_wait() {
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_secs(1));
+        if read(None).await? {
+            let later = receiver.for_connection(connection_id);
+            let announced_again = later.iter().any(|d| {
+                d.event_type() == Some(ACCOUNTS_UPDATED)
+                    && d.data_str("accountId") == Some(account)
+                    && !known.contains(&d.identity())
+            });
+            if announced_again {
+                return Ok(());
+            }
+            return Err(Stop::fail(format!(
+                "after accounts.updated for {account}, GET /v1/connections/{connection_id}/accounts and                  GET /v1/accounts/{account}/transactions still showed the account as before the update; the change                  showed {:.1}s later with no accounts.updated after it: the event came before the data (§6, §6.3)",
+                reacted.elapsed().as_secs_f64()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Before a data action (§6.3): what it applies to, and what the client could read then (the
@@ -246,6 +314,8 @@ pub(crate) struct Before {
     pub transaction: Option<String>,
     /// Each account, with its transaction ids when they were read.
     accounts: Vec<(String, Option<Vec<String>>)>,
+    /// The account an update is driven on, as the list showed it before (§4.2).
+    updated: Option<Value>,
 }
 
 impl Before {
@@ -265,10 +335,37 @@ impl Before {
             }
             if action == Action::UpdateAccounts && before.account.is_none() {
                 before.account = Some(id.to_string());
+                before.updated = Some(account.clone());
+                ids = Some(pagination::walk(&ctx.api, id, None, None).await?.ids());
             }
             before.accounts.push((id.to_string(), ids));
         }
         Ok(before)
+    }
+
+    /// What `action` is driven on: the account to update or the transaction to delete; `None`
+    /// when the connection lists none (the action is then not sent).
+    pub(crate) fn target(&self, action: Action) -> Option<&str> {
+        match action {
+            Action::UpdateAccounts => self.account.as_deref(),
+            Action::DeleteTransaction => self.transaction.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// `account` or `transaction`, for messages.
+    pub(crate) fn target_kind(action: Action) -> &'static str {
+        if action == Action::DeleteTransaction {
+            "transaction"
+        } else {
+            "account"
+        }
+    }
+
+    /// Whether `event` names what `action` was driven on (§6.2: `accountId`, `transactionId`).
+    pub(crate) fn named_by(&self, action: Action, event: &Delivery) -> bool {
+        let field = if action == Action::DeleteTransaction { "transactionId" } else { "accountId" };
+        self.target(action).is_some_and(|t| event.data_str(field) == Some(t))
     }
 
     fn has_account(&self, account: &str) -> bool {
@@ -328,8 +425,11 @@ pub(crate) async fn react(
             }
             let exchange = ctx.api.get(&["v1", "accounts", &account], &[]).await?;
             exchange.success_json().map_err(after("accounts.updated"))?;
-            pagination::walk(&ctx.api, &account, None, None).await.map_err(after("accounts.updated"))?;
-            Ok(())
+            let walk = pagination::walk(&ctx.api, &account, None, None).await.map_err(after("accounts.updated"))?;
+            match before {
+                Some(before) => shows_update(ctx, connection_id, &account, before, walk.ids()).await,
+                None => Ok(()),
+            }
         }
         // §6.3: the deleted transaction is gone from the list.
         Action::DeleteTransaction => {

@@ -94,6 +94,8 @@ departures! {
             "savings accounts carry `positions`";
         AccountConnectionIdWrong = "account-connection-id-wrong", "§2.2", ["accounts.connection-id"],
             "accounts name another connection in `connectionId`";
+        AccountListedTwice = "account-listed-twice", "§4.2", ["accounts.distinct-ids"],
+            "a connection's accounts list carries its first account twice, as two identical elements";
         AccountsBeforeConnected = "accounts-before-connected", "§3.2", ["accounts.refused-before-connected"],
             "the accounts of a connection that is not CONNECTED are served (200 [])";
         AccountEndpointMissing = "account-endpoint-missing", "§4.4", ["account.readable", "reactions.accounts-updated"],
@@ -102,6 +104,8 @@ departures! {
             "GET /v1/accounts/{id} answers 500 once the account was updated";
         AccountDropsAfterUpdate = "account-drops-after-update", "§4.2", ["reactions.account-balance"],
             "an account drops out of its connection's accounts list once `update_accounts` changed it";
+        EventBeforeData = "event-before-data", "§6.3", ["reactions.accounts-updated"],
+            "accounts.updated goes out at once, but the update becomes readable only 0.7 s later";
         AccountBalanceStale = "account-balance-stale", "§4.4", ["reactions.account-balance"],
             "GET /v1/accounts/{id} keeps serving the balance of before accounts.updated";
         // What reads imply over time (the state model)
@@ -113,6 +117,10 @@ departures! {
             "from the second listing of an account on, its oldest transaction is gone, with no transaction.deleted";
         SilentBalanceChange = "silent-balance-change", "§1", ["state.changes-announced"],
             "each read of a connection's accounts shows balances a cent higher than the read before, with no event";
+        CreatedAtRestamped = "created-at-restamped", "§2.2", ["state.fixed-fields"],
+            "`update_accounts` re-stamps the account's createdAt a day later (announced by accounts.updated)";
+        LastSyncedGoesBack = "last-synced-goes-back", "§2.2", ["state.sync-moves-forward"],
+            "`update_accounts` moves the account's lastSyncedAt six hours back from the last sync (announced by accounts.updated)";
         // §2.3, §4.3 transactions
         SecondClientTransactionAccount = "second-client-transaction-account", "§2.3", ["transactions.account-id"],
             "only the second client's transactions name another account in accountId";

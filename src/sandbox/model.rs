@@ -57,6 +57,7 @@ pub(crate) struct Position {
     pub value_cents: i64,
 }
 
+#[derive(Clone)]
 pub(crate) struct Account {
     pub id: String,
     pub connection_id: String,

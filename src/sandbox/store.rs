@@ -73,6 +73,9 @@ pub(crate) struct Store {
     reads: std::sync::Mutex<HashMap<String, u32>>,
     /// Deleted transactions the state mutant lists again, with the account's reads at deletion.
     returning: HashMap<String, Vec<(u32, Transaction)>>,
+    /// Mutant `event-before-data`: an updated account as it was before the update, served until
+    /// the instant given (the event goes out at once).
+    stale: HashMap<String, (std::time::Instant, Account)>,
 }
 
 impl Store {
@@ -89,6 +92,7 @@ impl Store {
             batch: Vec::new(),
             reads: Default::default(),
             returning: HashMap::new(),
+            stale: HashMap::new(),
         }
     }
 
@@ -271,11 +275,20 @@ impl Store {
         }
     }
 
+    /// The account as reads show it: under mutant `event-before-data`, as it was before its
+    /// update for a moment after the update was announced.
+    fn account_as_read(&self, account_id: &str) -> Option<&Account> {
+        match self.stale.get(account_id) {
+            Some((until, before)) if std::time::Instant::now() < *until => Some(before),
+            _ => self.accounts.get(account_id),
+        }
+    }
+
     /// An account of this client. Readable whatever the connection's later status: only the
     /// connection-accounts endpoint is tied to CONNECTED (§4.2). `any_client`: a mutant's hole.
     pub fn own_account(&self, client_id: &str, account_id: &str, any_client: bool) -> Result<&Account, ReadError> {
         let any_client = any_client || self.first_reads_all(client_id);
-        match self.accounts.get(account_id) {
+        match self.account_as_read(account_id) {
             Some(a) if a.client_id == client_id || any_client => Ok(a),
             _ => Err(ReadError::NotFound),
         }
@@ -292,10 +305,15 @@ impl Store {
         if conn.status != ConnectionState::Connected && !served {
             return Err(ReadError::NotConnected(conn.status));
         }
-        let listed = conn.account_ids.iter().map(|id| &self.accounts[id]);
+        let listed = conn.account_ids.iter().filter_map(|id| self.account_as_read(id));
         // The mutant forgets an account once `update_accounts` changed it.
         let dropped = |a: &&Account| self.flavor.is(Mutant::AccountDropsAfterUpdate) && a.updates > 0;
         let mut accounts = render::accounts(self.flavor, listed.filter(|a| !dropped(a)));
+        if let (true, Some(list)) = (self.flavor.is(Mutant::AccountListedTwice), accounts.as_array_mut()) {
+            if let Some(first) = list.first().cloned() {
+                list.push(first);
+            }
+        }
         // The mutant's balances creep up a cent a read, with no event.
         if self.flavor.is(Mutant::SilentBalanceChange) {
             let cents = f64::from(self.count_read(conn_id)) / 100.0;
@@ -457,6 +475,10 @@ impl Store {
         let (account_id, transaction_id, detail, kind) = match action {
             Action::UpdateAccounts => {
                 let account_id = self.target_account(conn_id, target.account_id.as_deref())?;
+                if self.flavor.is(Mutant::EventBeforeData) {
+                    let until = std::time::Instant::now() + std::time::Duration::from_millis(700);
+                    self.stale.insert(account_id.clone(), (until, self.accounts[&account_id].clone()));
+                }
                 let txn_id = self.update_account(conn_id, &account_id, now);
                 let detail = EventDetail::AccountsUpdated { account_id: account_id.clone() };
                 (account_id, txn_id, detail, ACCOUNTS_UPDATED)
@@ -554,7 +576,14 @@ impl Store {
         }
         account.balance_cents += txn.amount_cents;
         account.available_cents += txn.amount_cents;
-        account.last_synced_at = now;
+        account.last_synced_at = if self.flavor.is(Mutant::LastSyncedGoesBack) {
+            account.last_synced_at - chrono::Duration::hours(6)
+        } else {
+            now
+        };
+        if self.flavor.is(Mutant::CreatedAtRestamped) {
+            account.created_at += chrono::Duration::days(1);
+        }
         account.updates += 1;
         if self.flavor.is(Mutant::ForeignTransactionAfterUpdate) {
             // The new transaction names another account of the connection as its owner.

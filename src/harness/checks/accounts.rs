@@ -13,6 +13,7 @@ crate::cases! {
     RESPONSE_SCHEMA = "accounts.response-schema" => reads_accounts, responds [ConnectionAccounts => schema];
     CONNECTION_ID = "accounts.connection-id" => reads_accounts, responds [ConnectionAccounts => connection_id];
     ID_PREFIX = "accounts.id-prefix" => reads_accounts, responds [ConnectionAccounts => id_prefix];
+    DISTINCT_IDS = "accounts.distinct-ids" => reads_accounts, responds [ConnectionAccounts => distinct_ids];
     CONDITIONAL_FIELDS = "accounts.conditional-fields" => reads_accounts, responds [ConnectionAccounts => conditional_fields];
     MASKED_NUMBERS = "accounts.masked-numbers" => reads_accounts, responds [ConnectionAccounts => masked_numbers];
     READABLE = "account.readable" => account_readable;
@@ -54,6 +55,26 @@ async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> {
 /// §4.2: every accounts answer validates against accounts.json.
 fn schema(reply: &Reply) -> Vec<String> {
     schemas::check(Schema::Accounts, reply.body, reply.request).err().into_iter().collect()
+}
+
+/// §4.2 lists the accounts linked to the connection, and an id identifies one account (§2): a
+/// list is a set, holding each account once.
+fn distinct_ids(reply: &Reply) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let twice: std::collections::BTreeSet<&str> = accounts(reply)
+        .filter(|(a, _)| a.get("id").is_some())
+        .map(|(_, id)| id)
+        .filter(|id| !seen.insert(*id))
+        .collect();
+    twice
+        .into_iter()
+        .map(|id| {
+            format!(
+                "{}: lists account {id} more than once (§4.2: the accounts linked to the connection)",
+                reply.request
+            )
+        })
+        .collect()
 }
 
 /// §2.2: each account names the connection asked for.

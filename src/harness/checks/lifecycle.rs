@@ -5,7 +5,7 @@
 //! contradict each other or the API.
 
 use crate::harness::chain;
-use crate::harness::delivery::{labels, Delivery};
+use crate::harness::delivery::{self, labels, Delivery};
 use crate::harness::driver::{DriveArgs, DriveError, DriverAction};
 use crate::harness::event_rules;
 use crate::harness::fixtures::RunContext;
@@ -138,8 +138,14 @@ struct Plan {
 }
 
 impl Atlas {
+    /// The actions not yet tried from `state`. A data action is tried only where it has a
+    /// target the harness listed (a CONNECTED connection's account or transaction): it is never
+    /// sent blind ([`Walk::step`]).
     fn untried(&self, state: ConnectionState) -> impl Iterator<Item = Action> + '_ {
-        Action::ALL.into_iter().filter(move |a| !self.claimed.contains(&(state, *a)))
+        Action::ALL
+            .into_iter()
+            .filter(move |a| state == ConnectionState::Connected || !is_data(*a))
+            .filter(move |a| !self.claimed.contains(&(state, *a)))
     }
 
     fn unclaimed(&self) -> usize {
@@ -286,6 +292,11 @@ async fn explore_with(
     }
 }
 
+/// Whether `action` acts on data (an account or a transaction) rather than on the connection.
+fn is_data(action: Action) -> bool {
+    matches!(action, Action::UpdateAccounts | Action::DeleteTransaction)
+}
+
 /// Records the graph explored so far, for the reports of a failed exploration.
 fn record_partial(ctx: &RunContext, graph: &TransitionGraph) {
     ctx.record_graph(graph.clone().canonical());
@@ -371,7 +382,7 @@ pub struct Pending {
     expected: Vec<&'static str>,
     /// The last data action the target accepted, when no state change followed it: its
     /// reaction is judged after its event (§6.3).
-    reaction: Option<(Action, u64, Option<Before>)>,
+    reaction: Option<(Action, std::collections::HashSet<String>, Option<Before>)>,
 }
 
 /// Drives `actions` on a fresh connection (see [`Walk`]).
@@ -420,13 +431,19 @@ impl Walk {
         let driver = ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
         self.actions.push(action);
         let Pending { id, trace, expected, reaction } = &mut self.pending;
-        // Data actions target what a CONNECTED connection lists; otherwise the driver picks.
-        let data_action = matches!(action, Action::UpdateAccounts | Action::DeleteTransaction);
+        // A data action goes only to what a CONNECTED connection lists: where nothing is listed
+        // to act on, it is not sent (the same target whatever the seed, never the driver's pick).
+        let data_action = is_data(action);
         let before = if data_action && self.state == ConnectionState::Connected {
             Some(Before::prepare(ctx, id, action).await?)
         } else {
             None
         };
+        if data_action && before.as_ref().is_none_or(|b| b.target(action).is_none()) {
+            trace.steps.push(format!("{action} (not sent: no listed {})", Before::target_kind(action)));
+            self.played.push((self.state, action, Transition::Unsupported));
+            return Ok(Transition::Unsupported);
+        }
         let (account, transaction) =
             before.as_ref().map_or((None, None), |b| (b.account.clone(), b.transaction.clone()));
         let args = DriveArgs {
@@ -442,8 +459,8 @@ impl Walk {
         // Two steps within one millisecond could announce events of equal content and
         // `occurredAt`, which read as one re-stamped retry (`delivery::unique`): a step apart.
         tokio::time::sleep(std::time::Duration::from_millis(3)).await;
-        // Deliveries from here on are the step's: the target may announce before the driver returns.
-        let since = receiver.arrived_so_far();
+        // The events known before the step: none of them (nor a late copy) is the step's own.
+        let known = delivery::identities(&receiver.for_connection(id));
         let from = self.state;
         let call = driver.run(DriverAction::Act(action), &args);
         let driven = ctx.api.recorder().driven(DriverAction::Act(action), &args, call).await;
@@ -461,7 +478,7 @@ impl Walk {
                         *reaction = None;
                     }
                     if data_action {
-                        *reaction = Some((action, since, before));
+                        *reaction = Some((action, known, before));
                     }
                 }
                 Transition::Accepted(action.target_state().unwrap_or(from))
@@ -491,8 +508,8 @@ impl Walk {
     pub async fn checkpoint(&mut self, ctx: &Session) -> Result<(), Stop> {
         let deliveries = self.pending.settle(ctx, Some(self.state)).await?;
         let Pending { id, trace, reaction, .. } = &mut self.pending;
-        let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))?;
-        accounts_follow_state(ctx, id, state, trace).await?;
+        chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))?;
+        accounts_follow_state(ctx, id, trace).await?;
         if let Some(reaction) = reaction.take() {
             judge_reaction(ctx, id, trace, reaction, &deliveries).await?;
         }
@@ -511,17 +528,18 @@ impl Pending {
     async fn settle(&self, ctx: &Session, state: Option<ConnectionState>) -> Result<Vec<Delivery>, Stop> {
         let Pending { id, trace, expected, .. } = self;
         let receiver = ctx.receiver()?;
+        // Events are a set: copies of one event count once (§6.3 leaves retries open).
         let missing = |ds: &[Delivery]| {
             expected.iter().copied().find(|t| {
                 let want = expected.iter().filter(|e| e == &t).count();
-                ds.iter().filter(|d| d.event_type() == Some(t)).count() < want
+                delivery::count(ds, t) < want
             })
         };
         let started = std::time::Instant::now();
         let what = format!("{} for {id}", expected.join(", "));
         let (_, deliveries) = receiver
             .wait_until(&what, id, ctx.config.event_wait(), |ds| {
-                missing(ds).is_none() && chain::resolve(ds).is_ok_and(|end| state.is_none_or(|s| s == end))
+                missing(ds).is_none() && chain::ends(ds).is_ok_and(|ends| state.is_none_or(|s| ends.contains(&s)))
             })
             .await;
         if let Some(absent) = missing(&deliveries) {
@@ -547,8 +565,8 @@ impl Pending {
         event_rules::schema(&deliveries)
             .and_then(|()| event_rules::envelope_agrees(&deliveries))
             .map_err(|problem| trace.fail(&id, problem.to_string(), &deliveries))?;
-        let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(&id, problem, &deliveries))?;
-        accounts_follow_state(ctx, &id, state, &trace).await?;
+        chain::resolve(&deliveries).map_err(|problem| trace.fail(&id, problem, &deliveries))?;
+        accounts_follow_state(ctx, &id, &trace).await?;
         if let Some(reaction) = reaction {
             judge_reaction(ctx, &id, &trace, reaction, &deliveries).await?;
         }
@@ -561,23 +579,13 @@ async fn judge_reaction(
     ctx: &Session,
     id: &str,
     trace: &Trace,
-    (action, since, before): (Action, u64, Option<Before>),
+    (action, known, before): (Action, std::collections::HashSet<String>, Option<Before>),
     deliveries: &[Delivery],
 ) -> Result<(), Stop> {
-    // Steps are not awaited one by one, so an earlier step's event may arrive after this
-    // one began: the event of this step names what it was driven on (else the latest).
-    let (field, wanted) = match (action, &before) {
-        (Action::DeleteTransaction, Some(b)) => ("/data/transactionId", b.transaction.clone()),
-        (_, Some(b)) => ("/data/accountId", b.account.clone()),
-        _ => ("", None),
-    };
-    let candidates: Vec<&Delivery> =
-        deliveries.iter().filter(|d| d.event_type() == Some(announcing_event(action)) && d.seq >= since).collect();
-    let event = candidates
-        .iter()
-        .find(|d| wanted.is_some() && d.body.pointer(field).and_then(Value::as_str) == wanted.as_deref())
-        .or(candidates.last())
-        .copied();
+    // Steps are not awaited one by one, so an earlier step's event may arrive after this one
+    // began: the step's event is one not known before it, naming what it was driven on.
+    let names = |d: &Delivery| before.as_ref().is_some_and(|b| b.named_by(action, d));
+    let event = delivery::step_event(deliveries, &known, announcing_event(action), names);
     react(ctx, id, action, event, before.as_ref(), &Auth::Primary).await.map_err(|e| {
         if e.is_fail() {
             trace.fail(id, e.to_string(), deliveries)
@@ -587,47 +595,53 @@ async fn judge_reaction(
     })
 }
 
-/// Accounts are readable exactly when the last announced state is connected (§3.2, §4.2).
-async fn accounts_follow_state(ctx: &Session, id: &str, state: ConnectionState, trace: &Trace) -> Result<(), Stop> {
+/// Accounts are readable exactly when the chain of the connection's events ends connected
+/// (§3.2, §4.2). A read that disagrees with every end the chain allows waits (bounded) for a
+/// delivery still in flight that could explain it: only a chain that still disagrees fails.
+async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result<(), Stop> {
+    let receiver = ctx.receiver()?;
     let exchange = ctx.api.get(&["v1", "connections", id, "accounts"], &[]).await?;
-    let deliveries = || ctx.receiver.as_ref().map(|r| r.for_connection(id)).unwrap_or_default();
-    match (state == ConnectionState::Connected, exchange.is_success()) {
-        (true, false) => Err(trace.fail(
-            id,
+    let served = exchange.is_success();
+    let agrees = |ds: &[Delivery]| {
+        chain::ends(ds).is_ok_and(|ends| ends.iter().any(|s| (*s == ConnectionState::Connected) == served))
+    };
+    let mut deliveries = receiver.for_connection(id);
+    if !agrees(&deliveries) {
+        let what = format!("an event of {id} that explains {} ({})", exchange.request, exchange.status);
+        deliveries = receiver.wait_until(&what, id, ctx.config.event_wait(), agrees).await.1;
+    }
+    if !agrees(&deliveries) {
+        let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))?;
+        let problem = if served {
             format!(
-                "{}: connection.connected was announced last, but accounts are refused ({})",
+                "{}: the chain of events ends {state}, but accounts are served (status {})",
+                exchange.request, exchange.status
+            )
+        } else {
+            format!(
+                "{}: the chain of events ends with connection.connected, but accounts are refused ({})",
                 exchange.request,
                 exchange.summary()
-            ),
-            &deliveries(),
-        )),
-        (false, true) => Err(trace.fail(
-            id,
-            format!(
-                "{}: the last announced state is {state}, but accounts are served (status {})",
-                exchange.request, exchange.status
-            ),
-            &deliveries(),
-        )),
-        _ => {
-            if state == ConnectionState::Connected {
-                if let Ok(Value::Array(accounts)) = exchange.success_json() {
-                    if let Some(bad) = accounts
-                        .iter()
-                        .filter_map(|a| a.get("id").and_then(Value::as_str))
-                        .find(|a| !a.starts_with(prefix::ACCOUNT))
-                    {
-                        return Err(trace.fail(
-                            id,
-                            format!("{}: account id {bad:?} does not start with {}", exchange.request, prefix::ACCOUNT),
-                            &deliveries(),
-                        ));
-                    }
-                }
+            )
+        };
+        return Err(trace.fail(id, problem, &deliveries));
+    }
+    if served {
+        if let Ok(Value::Array(accounts)) = exchange.success_json() {
+            if let Some(bad) = accounts
+                .iter()
+                .filter_map(|a| a.get("id").and_then(Value::as_str))
+                .find(|a| !a.starts_with(prefix::ACCOUNT))
+            {
+                return Err(trace.fail(
+                    id,
+                    format!("{}: account id {bad:?} does not start with {}", exchange.request, prefix::ACCOUNT),
+                    &deliveries,
+                ));
             }
-            Ok(())
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -679,7 +693,8 @@ mod tests {
             atlas.positions.clear();
         }
         assert_eq!(atlas.graph.reached.len(), 6);
-        assert_eq!(atlas.graph.edges.len(), 6 * Action::ALL.len());
+        // Data actions only from the connected state: never sent without a listed target.
+        assert_eq!(atlas.graph.edges.len(), 6 * Action::ALL.len() - 5 * 2);
         assert_eq!(atlas.claimed.len(), atlas.graph.edges.len(), "each pair once");
         assert!(atlas.graph.reached.iter().all(|s| atlas.judged.contains(s)));
         // Each disconnection ends a connection: five, and no more.

@@ -166,6 +166,8 @@ pub struct Judged {
     pub answers: usize,
     /// Each problem with the answer that showed it.
     pub problems: Vec<(String, Arc<Answer>)>,
+    /// Why some of its rules were not judged (their evidence is missing), if so.
+    pub unjudged: Option<String>,
 }
 
 /// Most problems kept per case (the first ones; the count says how many more there were).
@@ -205,8 +207,10 @@ pub fn judge_responses(cases: &[&str], answers: &[Arc<Answer>]) -> BTreeMap<&'st
 }
 
 /// Runs the model rules of `cases` over the run's answers and deliveries. A finding that a
-/// late delivery could explain is judged again once the run's event wait has passed since the
-/// read that shows it: only an event that never comes fails.
+/// late delivery could explain is judged again on each arrival until the run's event wait has
+/// passed since the read that shows it: only an event that never comes fails. And only with
+/// evidence that deliveries still came through after that read ([`delivery_evidence`]): an
+/// absence proves nothing on a receiver that hears nothing.
 pub async fn judge_models(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'static str, Judged> {
     let registrations: Vec<&Registration> =
         cases.iter().filter_map(|id| code_of(id)).filter(|r| !r.models.is_empty()).collect();
@@ -216,34 +220,77 @@ pub async fn judge_models(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'static
     let deliveries = || ctx.receiver.as_ref().map(|r| r.timeline()).unwrap_or_default();
     let answers = ctx.api.answers().all();
     let judge = |model: &state::Model| {
-        let mut judged: BTreeMap<&'static str, Judged> = BTreeMap::new();
-        let mut awaited = None::<std::time::Instant>;
-        for registration in &registrations {
-            let found = judged.entry(registration.id).or_default();
-            for rule in registration.models {
-                let (answers, findings) = rule(model);
-                found.answers += answers;
-                for f in findings {
-                    if f.awaits_event {
-                        awaited = awaited.max(Some(f.answer.answered_at));
-                    }
-                    if found.problems.len() < MAX_PROBLEMS {
-                        found.problems.push((f.problem, f.answer));
-                    }
+        registrations
+            .iter()
+            .map(|r| {
+                let (answers, findings) =
+                    r.models.iter().map(|rule| rule(model)).fold((0, Vec::new()), |(n, mut all), (m, found)| {
+                        all.extend(found);
+                        (n + m, all)
+                    });
+                (r.id, answers, findings)
+            })
+            .collect::<Vec<_>>()
+    };
+    let awaited = |judged: &[(&str, usize, Vec<Finding>)]| {
+        judged.iter().flat_map(|(_, _, f)| f).filter(|f| f.awaits_event).map(|f| f.answer.answered_at).max()
+    };
+    let mut judged = judge(&state::Model::of(&answers, &deliveries()));
+    if let (Some(latest), Some(receiver)) = (awaited(&judged), ctx.receiver.as_ref()) {
+        let wait = ctx.config.event_wait();
+        let until = (latest + wait).min(std::time::Instant::now() + wait);
+        // Judged again on each delivery, until none is awaited or the wait is over.
+        while awaited(&judged).is_some() && receiver.next_arrival(until).await {
+            judged = judge(&state::Model::of(&answers, &deliveries()));
+        }
+    }
+    let unheard = match awaited(&judged) {
+        Some(latest) => delivery_evidence(ctx, latest).await.err(),
+        None => None,
+    };
+    judged
+        .into_iter()
+        .map(|(id, answers, findings)| {
+            let mut found = Judged { answers, ..Judged::default() };
+            for f in findings {
+                if f.awaits_event && unheard.is_some() {
+                    found.unjudged = unheard.clone();
+                } else if found.problems.len() < MAX_PROBLEMS {
+                    found.problems.push((f.problem, f.answer));
                 }
             }
-        }
-        (judged, awaited)
-    };
-    let (mut judged, mut awaited) = judge(&state::Model::of(&answers, &deliveries()));
-    let (Some(latest), Some(receiver)) = (awaited, ctx.receiver.as_ref()) else { return judged };
-    let wait = ctx.config.event_wait();
-    let until = (latest + wait).min(std::time::Instant::now() + wait);
-    // Judged again on each delivery, until none is awaited or the wait is over.
-    while awaited.is_some() && receiver.next_arrival(until).await {
-        (judged, awaited) = judge(&state::Model::of(&answers, &deliveries()));
+            (id, found)
+        })
+        .collect()
+}
+
+/// Whether deliveries reach the receiver after `read` (when the latest read that a missing
+/// event is held against was answered): `Ok` when one arrived since, else when a fresh
+/// connection's `connection.created` (§3.2) arrives within the event wait; `Err` says why the
+/// rules that rest on a missing event are not judged (deliveries stopped, or never came).
+async fn delivery_evidence(ctx: &RunContext, read: std::time::Instant) -> Result<(), String> {
+    if let Err(diagnosis) = ctx.heard().await {
+        return Err(diagnosis.clone());
     }
-    judged
+    let receiver = ctx.receiver().map_err(|e| e.to_string())?;
+    if receiver.timeline().iter().any(|(arrived, _)| *arrived > read) {
+        return Ok(());
+    }
+    let stopped = || {
+        format!(
+            "not judged: no webhook delivery reached the receiver after the read that an absent event is held              against, not even a new connection's {} (§3.2): deliveries stopped, so an absence proves nothing",
+            crate::spec::ConnectionState::Created.event_type()
+        )
+    };
+    let canary = ctx.create_connection().await.map_err(|_| stopped())?;
+    let id = &canary.connection_id;
+    let what = format!("a delivery for {id}, proof that deliveries still arrive");
+    let (arrived, _) = receiver.wait_until(&what, id, ctx.config.event_wait(), |ds| !ds.is_empty()).await;
+    if arrived {
+        Ok(())
+    } else {
+        Err(stopped())
+    }
 }
 
 #[cfg(test)]

@@ -116,18 +116,78 @@ fn near_misses(key: &str) -> Vec<(String, &'static str)> {
     out
 }
 
-/// A 2xx answer to another client leaks data when it names any of `ids`.
-fn leaks(exchange: &Exchange, ids: &[String]) -> Option<String> {
-    leaks_to(exchange, ids, "the second client's key")
+/// A 2xx answer to the second client leaks the first client's data (see [`leaks_to`]).
+fn leaks(ctx: &RunContext, exchange: &Exchange, ids: &[String]) -> Option<String> {
+    leaks_to(ctx, exchange, ids, Auth::Second)
 }
 
-fn leaks_to(exchange: &Exchange, ids: &[String], whose: &str) -> Option<String> {
+/// A 2xx answer read with `reader`'s key leaks another client's data when it names any of
+/// `ids` (that client's objects) that is not also an id of `reader`'s own data: ids are opaque
+/// (§2) and need not be unique across clients, so the reader's own object under an equal id
+/// string is no leak (an advisory note says the ids repeat); the other client's data is.
+fn leaks_to(ctx: &RunContext, exchange: &Exchange, ids: &[String], reader: Auth) -> Option<String> {
     if !exchange.is_success() {
         return None;
     }
-    ids.iter().find(|id| exchange.body.contains(id.as_str())).map(|id| {
-        format!("{} with {whose}: expected a refusal, got status {} naming {id}", exchange.request, exchange.status)
-    })
+    let named: Vec<&String> = ids.iter().filter(|id| exchange.body.contains(id.as_str())).collect();
+    if named.is_empty() {
+        return None;
+    }
+    let own = own_ids(ctx, &reader);
+    let whose = match reader {
+        Auth::Primary => "the first client's key, of the second client's data",
+        _ => "the second client's key",
+    };
+    match named.iter().find(|id| !own.contains(id.as_str())) {
+        Some(id) => Some(format!(
+            "{} with {whose}: expected a refusal, got status {} naming {id}",
+            exchange.request, exchange.status
+        )),
+        None => {
+            ctx.note(
+                "advisory",
+                format!(
+                    "{} with {whose} answered {}, naming ids that are also the reader's own ({}): ids repeat across \
+                     clients, which §2 allows; only the other client's data would be a leak",
+                    exchange.request,
+                    exchange.status,
+                    named.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// The ids of `reader`'s own data, as its own reads showed them: the connections it created
+/// (§4.1), the accounts listed under those (§4.2), and the transactions of those accounts (§4.3).
+/// Derived from creations only, never from an answer to a probe, so a leak cannot make itself
+/// own.
+fn own_ids(ctx: &RunContext, reader: &Auth) -> std::collections::HashSet<String> {
+    use serde_json::Value;
+    let answers = ctx.api.answers().all();
+    let mine: Vec<(&Vec<String>, Value)> = answers
+        .iter()
+        .filter(|a| a.sent.auth == *reader && (200..300).contains(&a.status))
+        .filter_map(|a| Some((&a.segments, serde_json::from_str(a.body.as_deref()?).ok()?)))
+        .collect();
+    let id = |v: &Value| v.get("id").and_then(Value::as_str).map(str::to_string);
+    let mut own: std::collections::HashSet<String> = mine
+        .iter()
+        .filter(|(path, _)| *path == &["v1", "connections"])
+        .filter_map(|(_, body)| body.get("connectionId").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    // Accounts under own connections, then transactions under own accounts.
+    for (parent, child) in [("connections", "accounts"), ("accounts", "transactions")] {
+        let found: Vec<String> = mine
+            .iter()
+            .filter(|(path, _)| path.len() == 4 && path[1] == parent && path[3] == child && own.contains(&path[2]))
+            .flat_map(|(_, body)| body.as_array().or_else(|| body.get("data")?.as_array()).into_iter().flatten())
+            .filter_map(id)
+            .collect();
+        own.extend(found);
+    }
+    own
 }
 
 /// The other direction: the second client's CONNECTED connection from the tour (§5: each
@@ -161,7 +221,7 @@ async fn first_reads_second(
     for (path, ids) in read(&connection, &accounts) {
         let path: Vec<&str> = path.iter().map(String::as_str).collect();
         let exchange = ctx.api.send(Method::GET, &path, &[], Auth::Primary).await?;
-        if let Some(m) = leaks_to(&exchange, &ids, "the first client's key, of the second client's data") {
+        if let Some(m) = leaks_to(ctx, &exchange, &ids, Auth::Primary) {
             problems.add(m);
         }
     }
@@ -177,7 +237,7 @@ async fn isolation_accounts(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let mut ids = fixture.account_ids();
     ids.push(fixture.connection_id.clone());
     let mut problems = Problems::default();
-    if let Some(m) = leaks(&exchange, &ids) {
+    if let Some(m) = leaks(&ctx, &exchange, &ids) {
         problems.add(m);
     }
     first_reads_second(&ctx, &mut problems, |connection, accounts| {
@@ -193,7 +253,7 @@ async fn isolation_account(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let mut problems = Problems::default();
     for id in fixture.account_ids() {
         let exchange = ctx.api.send(Method::GET, &["v1", "accounts", &id], &[], Auth::Second).await?;
-        if let Some(m) = leaks(&exchange, std::slice::from_ref(&id)) {
+        if let Some(m) = leaks(&ctx, &exchange, std::slice::from_ref(&id)) {
             problems.add(m);
         }
     }
@@ -212,7 +272,7 @@ async fn isolation_transactions(ctx: Arc<RunContext>) -> Result<(), Stop> {
         ids.push(account.to_string());
         let exchange =
             ctx.api.send(Method::GET, &["v1", "accounts", account, "transactions"], &[], Auth::Second).await?;
-        if let Some(m) = leaks(&exchange, &ids) {
+        if let Some(m) = leaks(&ctx, &exchange, &ids) {
             problems.add(m);
         }
     }
@@ -367,7 +427,7 @@ async fn request_shapes(ctx: Arc<RunContext>) -> Result<(), Stop> {
             let query = crate::harness::pagination::query(limit, after);
             let exchange =
                 ctx.api.send(Method::GET, &["v1", "accounts", account, "transactions"], &query, Auth::Second).await?;
-            if let Some(m) = leaks(&exchange, &secret) {
+            if let Some(m) = leaks(&ctx, &exchange, &secret) {
                 problems.add(m);
             }
         }

@@ -23,6 +23,8 @@ use std::time::Instant;
 
 crate::cases! {
     ONE_OWNER = "state.one-owner" => reread, models [one_owner];
+    FIXED_FIELDS = "state.fixed-fields" => reread, models [fixed_fields];
+    SYNC_MOVES_FORWARD = "state.sync-moves-forward" => reread, models [sync_moves_forward];
     DELETIONS_HOLD = "state.deletions-hold" => reread, models [deletions_hold];
     NOTHING_VANISHES = "state.nothing-vanishes" => reread, models [nothing_vanishes];
     CHANGES_ANNOUNCED = "state.changes-announced" => reread, models [changes_announced];
@@ -32,6 +34,14 @@ crate::cases! {
 /// `lastSyncedAt` is left out: a sync that found nothing new changes it and nothing else.
 const ACCOUNT_FIELDS: [&str; 8] =
     ["connectionId", "name", "type", "currency", "balance", "availableBalance", "accountNumber", "createdAt"];
+
+/// What each field's meaning allows over time (the rulings of `cases/README.md`): ids and owners
+/// never change (the owners are `state.one-owner`'s), `createdAt` (when the object was created,
+/// §2.2, §2.3) is fixed for the object's life even across an announced update, and `lastSyncedAt`
+/// (when the account was last synced, §2.2) never goes back. Every other field may change with
+/// an announcement (`state.changes-announced`).
+const CREATED_AT: &str = "createdAt";
+const LAST_SYNCED_AT: &str = "lastSyncedAt";
 
 /// The reads the model judges, with the deliveries of the run.
 pub struct Model {
@@ -56,8 +66,9 @@ struct PageRead {
     account: String,
     limit: Option<u64>,
     cursor: Option<String>,
-    /// Each transaction's id and [`fingerprint`] (a page may hold thousands: no copy is kept).
-    items: Vec<(String, u64)>,
+    /// Each transaction's id, [`fingerprint`] (a page may hold thousands: no copy is kept) and
+    /// `createdAt`, when it is a string.
+    items: Vec<(String, u64, Option<String>)>,
     has_more: bool,
     next_cursor: Option<String>,
 }
@@ -98,7 +109,7 @@ fn string(v: &Value, key: &str) -> Option<String> {
 }
 
 impl Model {
-    /// The model of `answers` and `deliveries` (each with its arrival).
+    /// The model of `answers` and `deliveries` (each with its arrival, in arrival order).
     pub fn of(answers: &[Arc<Answer>], deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
         let mut model = Model { lists: Vec::new(), pages: Vec::new(), balances: Vec::new(), events: Vec::new() };
         for answer in answers {
@@ -115,8 +126,8 @@ impl Model {
                 ("GET", ["v1", "connections", connection, "accounts"]) => {
                     let Value::Array(items) = body else { continue };
                     let fields = |a: &Value| -> Value {
-                        let kept = ACCOUNT_FIELDS.iter().filter_map(|f| Some((f.to_string(), a.get(*f)?.clone())));
-                        Value::Object(kept.collect())
+                        let kept = ACCOUNT_FIELDS.iter().chain([&LAST_SYNCED_AT]);
+                        Value::Object(kept.filter_map(|f| Some((f.to_string(), a.get(*f)?.clone()))).collect())
                     };
                     let accounts = items.iter().filter_map(|a| Some((string(a, "id")?, fields(a)))).collect();
                     model.lists.push(ListRead { answer: answer.clone(), connection: connection.to_string(), accounts });
@@ -134,7 +145,10 @@ impl Model {
                         account: account.to_string(),
                         limit: answer.limit(),
                         cursor: answer.query.iter().find(|(k, _)| k == "starting_after").map(|(_, v)| v.clone()),
-                        items: items.iter().filter_map(|t| Some((string(t, "id")?, fingerprint(t)))).collect(),
+                        items: items
+                            .iter()
+                            .filter_map(|t| Some((string(t, "id")?, fingerprint(t), string(t, CREATED_AT))))
+                            .collect(),
                         has_more,
                         next_cursor: string(&body, "next_cursor"),
                     });
@@ -142,7 +156,13 @@ impl Model {
                 _ => {}
             }
         }
+        // Events are a set: each one counts from its first arrival, so a late copy of an earlier
+        // event never stands in for an announcement that did not come.
+        let mut seen = std::collections::HashSet::new();
         for (arrived, d) in deliveries {
+            if !seen.insert(d.identity()) {
+                continue;
+            }
             let Some(kind) = d.event_type() else { continue };
             let data = d.body.get("data").unwrap_or(&d.body);
             model.events.push(Event {
@@ -195,7 +215,7 @@ impl Model {
             let (mut last, mut ids) = (first, BTreeSet::new());
             // Bounded by the pages read: each step moves to a later read.
             for _ in 0..=self.pages.len() {
-                ids.extend(last.items.iter().map(|(id, _)| id.as_str()));
+                ids.extend(last.items.iter().map(|(id, _, _)| id.as_str()));
                 if !last.has_more {
                     listings.push(Listing { first, last, ids });
                     continue 'first;
@@ -258,7 +278,8 @@ fn finding(problem: String, answer: &Arc<Answer>, awaits_event: bool) -> Finding
 fn one_owner(model: &Model) -> (usize, Vec<Finding>) {
     let accounts =
         model.lists.iter().flat_map(|l| l.accounts.iter().map(move |(id, _)| (&l.answer, id, &l.connection)));
-    let transactions = model.pages.iter().flat_map(|p| p.items.iter().map(move |(id, _)| (&p.answer, id, &p.account)));
+    let transactions =
+        model.pages.iter().flat_map(|p| p.items.iter().map(move |(id, _, _)| (&p.answer, id, &p.account)));
     let mut findings = owned_once("account", "connection", accounts);
     findings.extend(owned_once("transaction", "account", transactions));
     (model.lists.len() + model.pages.len(), findings)
@@ -304,7 +325,7 @@ fn deletions_hold(model: &Model) -> (usize, Vec<Finding>) {
         }
     }
     for page in &model.pages {
-        for (id, _) in &page.items {
+        for (id, _, _) in &page.items {
             let Some(event) = removed.get(id.as_str()) else { continue };
             if page.answer.sent_at <= event.arrived {
                 continue;
@@ -383,7 +404,7 @@ fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
                 && view(&p.answer) == view(&listing.first.answer)
                 && p.answer.answered_at <= listing.first.answer.sent_at
         }) {
-            for (id, _) in &page.items {
+            for (id, _, _) in &page.items {
                 let gone = !listing.ids.contains(id.as_str()) && !deleted.contains(id.as_str());
                 if gone && !missing.iter().any(|(m, _)| m == id) {
                     missing.push((id, &page.answer));
@@ -438,7 +459,7 @@ fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
         let connection = model.connection_of(v, &id);
         let mut last: HashMap<String, (&Arc<Answer>, Value)> = HashMap::new();
         for (_, answer, fields) in &seen {
-            for (field, value) in fields.as_object().into_iter().flatten() {
+            for (field, value) in fields.as_object().into_iter().flatten().filter(|(f, _)| *f != LAST_SYNCED_AT) {
                 if let Some((before, old)) = last.get(field) {
                     judged += 1;
                     if !same(old, value) && !model.announced(&id, connection, before.sent_at) {
@@ -460,7 +481,7 @@ fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
     let mut last: HashMap<InView, (&Arc<Answer>, u64)> = HashMap::new();
     for page in &model.pages {
         let connection = model.connection_of(view(&page.answer), &page.account);
-        for (id, item) in &page.items {
+        for (id, item, _) in &page.items {
             let key = (view(&page.answer), id.as_str());
             if let Some((before, old)) = last.get(&key) {
                 judged += 1;
@@ -505,6 +526,121 @@ fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
                 &later.last.answer,
                 true,
             ));
+        }
+    }
+    (judged, findings)
+}
+
+/// Each view's reads of each account, in the order they were sent, with the fields kept.
+fn reads_of_accounts(model: &Model) -> HashMap<InView<'_>, Vec<(&Arc<Answer>, &Value)>> {
+    let mut reads: HashMap<InView, Vec<(&Arc<Answer>, &Value)>> = HashMap::new();
+    for list in &model.lists {
+        for (id, fields) in &list.accounts {
+            reads.entry((view(&list.answer), id)).or_default().push((&list.answer, fields));
+        }
+    }
+    for seen in reads.values_mut() {
+        seen.sort_by_key(|(a, _)| (a.sent_at, a.seq));
+    }
+    reads
+}
+
+/// §2.2, §2.3 `createdAt` says when the object was created: it reads the same in every read of a
+/// view, announced update or not (a re-stamp on sync is not a change any event can announce).
+fn fixed_fields(model: &Model) -> (usize, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut judged = 0;
+    for ((_, id), reads) in reads_of_accounts(model) {
+        let mut first: Option<(&Arc<Answer>, &Value)> = None;
+        for (answer, fields) in reads {
+            let Some(value) = fields.get(CREATED_AT) else { continue };
+            let Some((earlier, old)) = first else {
+                first = Some((answer, value));
+                continue;
+            };
+            judged += 1;
+            if !same_moment(old, value) {
+                findings.push(finding(
+                    format!(
+                        "{}: account {id} has {CREATED_AT} {value}, but {} showed {old}: when an account was created \
+                         does not change (§2.2)",
+                        answer.sent.request, earlier.sent.request
+                    ),
+                    answer,
+                    false,
+                ));
+            }
+        }
+    }
+    let mut created: HashMap<InView, (&Arc<Answer>, &str)> = HashMap::new();
+    for page in &model.pages {
+        for (id, _, at) in &page.items {
+            let Some(at) = at else { continue };
+            let Some((earlier, old)) = created.get(&(view(&page.answer), id.as_str())).copied() else {
+                created.insert((view(&page.answer), id), (&page.answer, at));
+                continue;
+            };
+            judged += 1;
+            if !same_moment(&Value::from(old), &Value::from(at.as_str())) {
+                findings.push(finding(
+                    format!(
+                        "{}: transaction {id} has {CREATED_AT} {at:?}, but {} showed {old:?}: when a transaction was \
+                         created does not change (§2.3)",
+                        page.answer.sent.request, earlier.sent.request
+                    ),
+                    &page.answer,
+                    false,
+                ));
+            }
+        }
+    }
+    (judged, findings)
+}
+
+/// Two readings of a timestamp name the same moment (`…00Z` and `…00.000Z` do); values that
+/// are not timestamps compare as read.
+fn same_moment(a: &Value, b: &Value) -> bool {
+    let time = |v: &Value| v.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
+    match (time(a), time(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => same(a, b),
+    }
+}
+
+/// §2.2 `lastSyncedAt` says when the account was last synced: a later read never shows an
+/// earlier time than a read answered before it was sent (a sync may come or not; time does not
+/// run back). Values that are not timestamps are the schema's to judge.
+fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut judged = 0;
+    let time = |v: &Value| v.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
+    for ((_, id), reads) in reads_of_accounts(model) {
+        // The latest time a read showed, with the read (answered before the later ones were sent).
+        let mut latest: Option<(&Arc<Answer>, chrono::DateTime<chrono::FixedOffset>, &Value)> = None;
+        for (i, (answer, fields)) in reads.iter().enumerate() {
+            // Every later read is judged: an account without the optional field keeps the rule.
+            judged += usize::from(i > 0);
+            let Some((at, value)) = fields.get(LAST_SYNCED_AT).and_then(|v| Some((time(v)?, v))) else { continue };
+            match latest {
+                Some((earlier, before, old)) if earlier.answered_at <= answer.sent_at => {
+                    if at < before {
+                        findings.push(finding(
+                            format!(
+                                "{}: account {id} has {LAST_SYNCED_AT} {value}, earlier than {old}, which {} showed \
+                                 before: the last sync cannot move back in time (§2.2)",
+                                answer.sent.request, earlier.sent.request
+                            ),
+                            *answer,
+                            false,
+                        ));
+                        continue;
+                    }
+                }
+                // Reads in flight together: either may show the later sync.
+                Some((_, before, _)) if at < before => continue,
+                _ => {}
+            }
+            latest = Some((*answer, at, value));
         }
     }
     (judged, findings)
@@ -653,6 +789,37 @@ mod tests {
         assert!(found.iter().all(|f| f.awaits_event));
         let updated = event("accounts.updated", json!({"accountId": "acc_1", "connectionId": "conn_1"}));
         assert!(changes_announced(&log.model(&[(900, updated)])).1.is_empty());
+    }
+
+    fn accounts(log: &mut Log, created: &str, synced: &str) {
+        let account = json!({"id": "acc_1", "connectionId": "conn_1", "createdAt": created, "lastSyncedAt": synced});
+        log.read("v1/connections/conn_1/accounts", &[], json!([account]));
+    }
+
+    #[test]
+    fn created_at_is_fixed_even_when_an_update_is_announced() {
+        let mut log = Log::new();
+        accounts(&mut log, "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z");
+        accounts(&mut log, "2026-01-01T00:00:00.000Z", "2026-01-03T00:00:00Z");
+        let updated = event("accounts.updated", json!({"accountId": "acc_1", "connectionId": "conn_1"}));
+        assert!(fixed_fields(&log.model(&[(5, updated.clone())])).1.is_empty(), "the same moment, written otherwise");
+        accounts(&mut log, "2026-05-05T00:00:00Z", "2026-01-03T00:00:00Z");
+        assert_eq!(fixed_fields(&log.model(&[(5, updated.clone()), (15, updated)])).1.len(), 1);
+        log.page("acc_1", json!([{"id": "txn_1", "createdAt": "2026-01-01T00:00:00Z"}]));
+        log.page("acc_1", json!([{"id": "txn_1", "createdAt": "2026-02-01T00:00:00Z"}]));
+        assert_eq!(fixed_fields(&log.model(&[])).1.len(), 2, "and a transaction's");
+    }
+
+    #[test]
+    fn the_last_sync_never_moves_back() {
+        let mut log = Log::new();
+        accounts(&mut log, "2026-01-01T00:00:00Z", "2026-01-02T06:00:00Z");
+        accounts(&mut log, "2026-01-01T00:00:00Z", "2026-01-02T07:00:00Z");
+        assert!(sync_moves_forward(&log.model(&[])).1.is_empty());
+        accounts(&mut log, "2026-01-01T00:00:00Z", "2026-01-02T01:00:00Z");
+        let (judged, found) = sync_moves_forward(&log.model(&[]));
+        assert_eq!((judged, found.len()), (2, 1));
+        assert!(found[0].problem.contains("cannot move back"), "{}", found[0].problem);
     }
 
     #[test]

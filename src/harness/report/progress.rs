@@ -55,6 +55,14 @@ impl Progress for Terminal {
         }
     }
 
+    fn diagnosis(&self, message: &str) {
+        // On stderr with the other setup errors; on a line of its own at a TTY.
+        let clear = if self.tty { "\r\x1b[2K" } else { "" };
+        print!("{clear}");
+        let _ = std::io::stdout().flush();
+        eprintln!("setup: {}", sanitize::visible(message));
+    }
+
     fn done(&self) {
         if self.tty {
             print!("\r\x1b[2K");
