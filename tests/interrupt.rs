@@ -303,3 +303,21 @@ fn a_library_run_dropped_mid_way_leaves_no_browser() {
     assert_eq!(profiles(), Vec::<String>::new(), "profile folders left");
     drop(runtime);
 }
+
+/// A second signal ends the process at once, still without leaving children.
+#[test]
+fn a_second_signal_ends_at_once_and_leaves_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start(&[KEY, SECOND_KEY], &["--latency-ms", "100"]);
+    let mut run = Run::start("twice", &external(&server.url, KEY, SECOND_KEY));
+    run.until_mid_run();
+    run.signal(libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(20));
+    run.signal(libc::SIGINT);
+    let (exit, took) = run.exit();
+    assert_eq!(exit, Some(130), "{}", run.printed());
+    assert!(took < Duration::from_secs(3), "{took:?} from the signals to the exit");
+    let left = run.survivors(Duration::from_secs(5));
+    assert!(left.is_empty(), "left running: {left:?}");
+    assert_eq!(run.profiles(), Vec::<String>::new(), "profile folders left");
+}
