@@ -32,31 +32,52 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct Session {
     browser: Browser,
     handler: JoinHandle<()>,
-    /// The browser process, leader of a process group of its own (its helpers): watched by
-    /// [`orphans`] from its start until it has ended, so that it dies with the harness.
-    child: tokio::process::Child,
-    group: Option<i32>,
+    process: Process,
     /// Held only to be removed once the browser is gone (declared last: dropped last).
     _profile: Profile,
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        let child = &mut self.child;
-        if !matches!(child.try_wait(), Ok(Some(_))) {
-            let _ = child.start_kill();
+        self.handler.abort();
+    }
+}
+
+/// The browser process, leader of a process group of its own (its helpers): watched by
+/// [`orphans`] from its start until it has ended, so that it dies with the harness. Dropped
+/// (a run ended, or a launch cancelled), it kills the group and waits (briefly) for the leader,
+/// so that the profile can then be removed.
+struct Process {
+    child: tokio::process::Child,
+    group: Option<i32>,
+}
+
+impl Process {
+    fn spawn(command: &mut tokio::process::Command) -> std::io::Result<Self> {
+        let child = command.process_group(0).kill_on_drop(true).spawn()?;
+        let group = child.id().and_then(|id| i32::try_from(id).ok());
+        if let Some(group) = group {
+            orphans::watch(-group);
         }
+        Ok(Self { child, group })
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Some(group) = self.group {
+            // SAFETY: signals the process group of the browser this harness started; while the
+            // group has a member, its id names no other group (and once empty, nothing).
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
+        let child = &mut self.child;
         let until = std::time::Instant::now() + Duration::from_secs(2);
         while !matches!(child.try_wait(), Ok(Some(_)) | Err(_)) && std::time::Instant::now() < until {
             std::thread::sleep(Duration::from_millis(20));
         }
         if let Some(group) = self.group {
-            // SAFETY: signals the process group of the browser this session started; its
-            // leader is reaped, but helpers may linger a moment.
-            unsafe { libc::kill(-group, libc::SIGKILL) };
             orphans::unwatch(-group);
         }
-        self.handler.abort();
     }
 }
 
@@ -65,7 +86,7 @@ impl Session {
     async fn close(mut self) {
         let bound = Duration::from_secs(5);
         if tokio::time::timeout(bound, self.browser.close()).await.is_ok() {
-            let _ = tokio::time::timeout(bound, self.child.wait()).await;
+            let _ = tokio::time::timeout(bound, self.process.child.wait()).await;
         }
     }
 }
@@ -218,28 +239,17 @@ async fn launch(path: &Path) -> Result<Session, String> {
         .arg(format!("--user-data-dir={}", profile.0.display()))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .stderr(std::process::Stdio::piped());
     if running_as_root() {
         // Chromium refuses to start as root with its sandbox on.
         command.args(["--no-sandbox", "--disable-setuid-sandbox"]);
     }
     command.arg("about:blank");
-    let mut child = command.spawn().map_err(|e| format!("browser {} did not start: {e}", path.display()))?;
-    let group = child.id().and_then(|id| i32::try_from(id).ok());
-    if let Some(group) = group {
-        orphans::watch(-group);
-    }
-    let unwatch = |group: Option<i32>| {
-        if let Some(group) = group {
-            // SAFETY: signals the process group of the browser just started.
-            unsafe { libc::kill(-group, libc::SIGKILL) };
-            orphans::unwatch(-group);
-        }
-    };
+    // Declared after the profile: dropped before it (a failed or cancelled launch included).
+    let mut process =
+        Process::spawn(&mut command).map_err(|e| format!("browser {} did not start: {e}", path.display()))?;
     // `DevTools listening on ws://…/devtools/browser/…` on stderr; the rest is dropped.
-    let stderr = child.stderr.take().map(tokio::io::BufReader::new);
+    let stderr = process.child.stderr.take().map(tokio::io::BufReader::new);
     let address = async {
         let mut lines = stderr?.lines();
         while let Ok(Some(line)) = lines.next_line().await {
@@ -254,11 +264,9 @@ async fn launch(path: &Path) -> Result<Session, String> {
     let address = match tokio::time::timeout(LAUNCH_TIMEOUT, address).await {
         Ok(Some(address)) => address,
         Ok(None) => {
-            unwatch(group);
             return Err(format!("browser {} exited before it listened for DevTools", path.display()));
         }
         Err(_) => {
-            unwatch(group);
             return Err(format!("browser {} gave no DevTools address within {LAUNCH_TIMEOUT:?}", path.display()));
         }
     };
@@ -266,7 +274,6 @@ async fn launch(path: &Path) -> Result<Session, String> {
     let (browser, mut handler) = match Browser::connect_with_config(address, config).await {
         Ok(connected) => connected,
         Err(e) => {
-            unwatch(group);
             return Err(format!("browser {}: cannot connect to DevTools: {e}", path.display()));
         }
     };
@@ -274,7 +281,7 @@ async fn launch(path: &Path) -> Result<Session, String> {
         use futures::StreamExt;
         while handler.next().await.is_some() {}
     });
-    Ok(Session { browser, handler, child, group, _profile: profile })
+    Ok(Session { browser, handler, process, _profile: profile })
 }
 
 fn running_as_root() -> bool {
