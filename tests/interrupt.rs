@@ -321,3 +321,75 @@ fn a_second_signal_ends_at_once_and_leaves_nothing() {
     assert!(left.is_empty(), "left running: {left:?}");
     assert_eq!(run.profiles(), Vec::<String>::new(), "profile folders left");
 }
+
+/// Run by [`a_test_binary_that_panics_or_is_killed_leaves_no_browser`] in a process of its own
+/// (this test binary, started again): a library run that panics, or hangs until killed, once
+/// its browser runs. Without `BANKCONF_TEST_CHILD` it does nothing.
+#[test]
+fn library_child() {
+    let Ok(mode) = std::env::var("BANKCONF_TEST_CHILD") else { return };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let run = bankconf::Conformance::default().configure(|c| c.sandbox_conditions.sandbox_latency_ms = 100).run();
+        let mut run = std::pin::pin!(run);
+        while own_browsers().is_empty() {
+            assert!(tokio::time::timeout(Duration::from_millis(50), &mut run).await.is_err(), "the run ended first");
+        }
+        println!("browser running");
+        if mode == "panic" {
+            panic!("a test that fails while its run is under way");
+        }
+        std::future::pending::<()>().await;
+    });
+}
+
+/// A test binary that panics mid-run, or is killed (SIGTERM, which a test binary does not
+/// handle; SIGKILL), leaves no browser behind and no profile folder.
+#[test]
+fn a_test_binary_that_panics_or_is_killed_leaves_no_browser() {
+    if bankconf::harness::browser::find(None).is_none() {
+        return;
+    }
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for (mode, signal) in [("panic", None), ("hang", Some(libc::SIGTERM)), ("hang", Some(libc::SIGKILL))] {
+        let tag = format!("child-{mode}-{signal:?}-{}", std::process::id());
+        let tmp = temp_path(&format!("{tag}-tmp"));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "library_child", "--nocapture", "--test-threads", "1"])
+            .env("BANKCONF_TEST_CHILD", mode)
+            .env("BANKCONF_TEST_TAG", &tag)
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("browser running") {
+            line.clear();
+            if std::io::BufRead::read_line(&mut stdout, &mut line).unwrap() == 0 {
+                break;
+            }
+        }
+        assert!(line.contains("browser running"), "{mode}: the child ended before its browser ran");
+        if let Some(signal) = signal {
+            // SAFETY: signals the child this test started, not yet waited for.
+            unsafe { libc::kill(child.id() as i32, signal) };
+        }
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "{mode}: {status:?}");
+        let run = Run {
+            child,
+            tag,
+            tmp,
+            json: PathBuf::new(),
+            junit: PathBuf::new(),
+            har: PathBuf::new(),
+            output: std::sync::mpsc::channel().1,
+        };
+        let left = run.survivors(Duration::from_secs(5));
+        assert!(left.is_empty(), "{mode} {signal:?}: left running: {left:?}");
+        assert_eq!(run.profiles(), Vec::<String>::new(), "{mode} {signal:?}: profile folders left");
+    }
+}
