@@ -239,9 +239,10 @@ fn copies_note(deliveries: &[super::delivery::Delivery]) -> Option<String> {
     let events = super::delivery::unique(deliveries).len();
     let copies = deliveries.len() - events;
     (copies > 0).then(|| {
+        let were = if copies == 1 { "was a copy" } else { "were copies" };
         format!(
-            "webhook deliveries: {} received, {events} events; {copies} were copies of an event already received \
-             (a retry or a duplicate, which §6.3 leaves open), each event judged once",
+            "webhook deliveries: {} received, {events} events; {copies} {were} of an event already received (a \
+             retry or a duplicate, which §6.3 leaves open), each event judged once",
             deliveries.len()
         )
     })

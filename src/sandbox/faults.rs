@@ -113,6 +113,8 @@ departures! {
             "the newest transaction of a connection's second account has the id of the first account's newest";
         DeletedTransactionReturns = "deleted-transaction-returns", "§6", ["state.deletions-hold"],
             "a deleted transaction is listed again from the second listing of its account after the deletion, with no event";
+        DeletedReturnsOnNeighbourUpdate = "deleted-returns-on-neighbour-update", "§6", ["state.deletions-hold"],
+            "a deleted transaction is listed again once any account of its connection is updated (the event names only that account)";
         TransactionVanishes = "transaction-vanishes", "§4.3", ["state.nothing-vanishes"],
             "from the second listing of an account on, its oldest transaction is gone, with no transaction.deleted";
         SilentBalanceChange = "silent-balance-change", "§1", ["state.changes-announced"],

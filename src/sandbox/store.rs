@@ -73,6 +73,9 @@ pub(crate) struct Store {
     reads: std::sync::Mutex<HashMap<String, u32>>,
     /// Deleted transactions the state mutant lists again, with the account's reads at deletion.
     returning: HashMap<String, Vec<(u32, Transaction)>>,
+    /// Mutant `deleted-returns-on-neighbour-update`: deleted transactions by connection, each
+    /// with its account, put back on the connection's next `update_accounts`.
+    resurrecting: HashMap<String, Vec<(String, Transaction)>>,
     /// Mutant `event-before-data`: an updated account as it was before the update, served until
     /// the instant given (the event goes out at once).
     stale: HashMap<String, (std::time::Instant, Account)>,
@@ -93,6 +96,7 @@ impl Store {
             reads: Default::default(),
             returning: HashMap::new(),
             stale: HashMap::new(),
+            resurrecting: HashMap::new(),
         }
     }
 
@@ -480,6 +484,11 @@ impl Store {
                     self.stale.insert(account_id.clone(), (until, self.accounts[&account_id].clone()));
                 }
                 let txn_id = self.update_account(conn_id, &account_id, now);
+                for (owner, txn) in self.resurrecting.remove(conn_id).unwrap_or_default() {
+                    if let Some(account) = self.accounts.get_mut(&owner) {
+                        account.insert_transaction(txn);
+                    }
+                }
                 let detail = EventDetail::AccountsUpdated { account_id: account_id.clone() };
                 (account_id, txn_id, detail, ACCOUNTS_UPDATED)
             }
@@ -491,6 +500,9 @@ impl Store {
                 } else {
                     account.remove_transaction(index)
                 };
+                if self.flavor.is(Mutant::DeletedReturnsOnNeighbourUpdate) {
+                    self.resurrecting.entry(conn_id.to_string()).or_default().push((account_id.clone(), txn.clone()));
+                }
                 if self.flavor.is(Mutant::DeletedTransactionReturns) {
                     let at = self.reads_of(&account_id);
                     self.returning.entry(account_id.clone()).or_default().push((at, txn.clone()));

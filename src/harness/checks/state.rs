@@ -11,11 +11,12 @@
 //! every rule has a later read to judge, whatever else the run selected.
 
 use super::Finding;
+use crate::harness::delivery;
 use crate::harness::fixtures::RunContext;
 use crate::harness::http::{Answer, Auth};
 use crate::harness::outcome::Stop;
 use crate::harness::pagination;
-use crate::spec;
+use crate::spec::{self, Action};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -258,6 +259,7 @@ async fn reread_once(ctx: &RunContext) -> Result<(), Stop> {
         connections
             .extend(kept.filter_map(|l| l.created.as_ref().ok()).map(|c| (c.connection_id.clone(), Auth::Primary)));
     }
+    neighbours(ctx).await?;
     for (connection, auth) in connections {
         let api = ctx.api.reading_as(auth.clone());
         let listed = api.send(reqwest::Method::GET, &["v1", "connections", &connection, "accounts"], &[], auth).await?;
@@ -266,6 +268,61 @@ async fn reread_once(ctx: &RunContext) -> Result<(), Stop> {
             pagination::walk_again(&api, id).await?;
         }
     }
+    Ok(())
+}
+
+/// Where an update could hide an unannounced change, change one object and re-read its
+/// neighbours: on a connection of its own, a transaction is deleted from account A, account B
+/// of the same connection is updated, and A is read whole. A removed transaction listed again
+/// is legal only after an `accounts.updated` of its own account (`cases/README.md`); the model
+/// judges the reads (`state.deletions-hold`, and every other rule). A connection with fewer than
+/// two accounts cannot show it: a note says so.
+async fn neighbours(ctx: &RunContext) -> Result<(), Stop> {
+    if ctx.driver.is_none() || ctx.receiver.is_none() {
+        return Ok(());
+    }
+    let receiver = ctx.receiver()?;
+    let created = ctx.connect_new().await?;
+    let id = created.connection_id.clone();
+    let accounts: Vec<String> = ctx
+        .accounts_when_ready(&id)
+        .await?
+        .iter()
+        .filter_map(|a| a.get("id").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let mut removed = None;
+    for account in &accounts {
+        if let Some(first) = pagination::walk(&ctx.api, account, None, None).await?.ids().first() {
+            removed = Some((account.clone(), first.clone()));
+            break;
+        }
+    }
+    let Some((a, txn)) = removed else {
+        ctx.note("not judged", format!("the neighbour scenario: no account of {id} lists a transaction"));
+        return Ok(());
+    };
+    let Some(b) = accounts.iter().find(|b| **b != a).cloned() else {
+        ctx.note("not judged", format!("the neighbour scenario needs a connection with two accounts; {id} has one"));
+        return Ok(());
+    };
+    // Each step's event is awaited before the next, so the reads fall after both.
+    for (action, account, transaction, kind) in [
+        (Action::DeleteTransaction, &a, Some(txn.as_str()), spec::TRANSACTION_DELETED),
+        (Action::UpdateAccounts, &b, None, spec::ACCOUNTS_UPDATED),
+    ] {
+        let known = delivery::identities(&receiver.for_connection(&id));
+        let names = |d: &delivery::Delivery| d.data_str("accountId") == Some(account.as_str());
+        pagination::forget(&ctx.api, account);
+        ctx.drive(action, &created, Some(account), transaction).await?;
+        let what = format!("{kind} for {account}");
+        receiver
+            .wait_until(&what, &id, ctx.config.event_wait(), |ds| {
+                delivery::step_event(ds, &known, kind, names).is_some_and(names)
+            })
+            .await;
+    }
+    pagination::forget(&ctx.api, &a);
+    pagination::walk(&ctx.api, &a, None, None).await?;
     Ok(())
 }
 
@@ -622,19 +679,17 @@ fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
             judged += usize::from(i > 0);
             let Some((at, value)) = fields.get(LAST_SYNCED_AT).and_then(|v| Some((time(v)?, v))) else { continue };
             match latest {
-                Some((earlier, before, old)) if earlier.answered_at <= answer.sent_at => {
-                    if at < before {
-                        findings.push(finding(
-                            format!(
-                                "{}: account {id} has {LAST_SYNCED_AT} {value}, earlier than {old}, which {} showed \
-                                 before: the last sync cannot move back in time (§2.2)",
-                                answer.sent.request, earlier.sent.request
-                            ),
-                            *answer,
-                            false,
-                        ));
-                        continue;
-                    }
+                Some((earlier, before, old)) if at < before && earlier.answered_at <= answer.sent_at => {
+                    findings.push(finding(
+                        format!(
+                            "{}: account {id} has {LAST_SYNCED_AT} {value}, earlier than {old}, which {} showed \
+                             before: the last sync cannot move back in time (§2.2)",
+                            answer.sent.request, earlier.sent.request
+                        ),
+                        answer,
+                        false,
+                    ));
+                    continue;
                 }
                 // Reads in flight together: either may show the later sync.
                 Some((_, before, _)) if at < before => continue,
