@@ -21,11 +21,11 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 LAYERS = [
     ("base", ["spec", "schemas", "sandbox", "harness::embedded"]),
     ("vocabulary", ["harness::catalogue", "harness::outcome", "harness::sanitize", "harness::budget",
-                    "harness::redact"]),
+                    "harness::redact", "harness::cancel"]),
     ("pure rules", ["harness::delivery", "harness::chain", "harness::event_rules", "harness::graph",
                     "harness::expect", "harness::latency", "harness::verdict"]),
     # The run's flags hold the driver a library user gives: beside the driver.
-    ("access to the target", ["harness::config", "harness::throttle", "harness::http", "harness::har", "harness::browser",
+    ("access to the target", ["harness::config", "harness::files", "harness::throttle", "harness::http", "harness::har", "harness::browser", "harness::orphans",
                               "harness::pagination", "harness::patience", "harness::receiver",
                               "harness::driver", "harness::session", "harness::steps", "harness::preflight"]),
     ("fixtures", ["harness::tour", "harness::fixtures", "harness::property"]),

@@ -124,6 +124,18 @@ impl Conformance {
         self
     }
 
+    /// How long the whole run may take (default 300 s; `Duration::ZERO`: no deadline). Past
+    /// it, the unfinished cases are ignored and the run is INCOMPLETE (exit code 3).
+    ///
+    /// ```
+    /// let run = bankconf::Conformance::default().deadline(std::time::Duration::from_secs(60));
+    /// assert_eq!(run.config().deadline, 60.0);
+    /// ```
+    pub fn deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.config.deadline = deadline.as_secs_f64();
+        self
+    }
+
     /// Writes the JSON report (`schemas/report.json`) to `path`.
     pub fn report_json(mut self, path: impl Into<PathBuf>) -> Self {
         self.config.outputs.report_json = Some(path.into());

@@ -188,6 +188,7 @@ fn synthetic() -> Report {
         expectations: None,
         latency: Default::default(),
         har: None,
+        stopped: None,
     }
 }
 
@@ -248,6 +249,7 @@ fn with_failures() -> Report {
         expectations: Some(expectations),
         latency: Default::default(),
         har: None,
+        stopped: None,
     }
 }
 
@@ -650,4 +652,44 @@ fn openapi_is_a_structurally_valid_3_1_document() {
             );
         }
     }
+}
+
+/// A run cut short: INCOMPLETE naming the cause, exit 130/143 for a signal and 3 for the
+/// deadline; a failure judged before the cut still makes it FAILED (the exit code stays the
+/// signal's); the JSON report says why.
+#[test]
+fn a_run_cut_short_is_incomplete_and_names_its_cause() {
+    use bankconf::harness::cancel::{Cause, Signal};
+    let case = |id: &str| catalogue::find(id).unwrap();
+    let cut = |cause: Cause| CaseResult {
+        case: case("isolation.accounts"),
+        outcome: Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() },
+        duration: Duration::from_millis(12),
+        reproduction: None,
+    };
+    let passed = CaseResult {
+        case: case("create.status-created"),
+        outcome: Outcome::Passed,
+        duration: Duration::ZERO,
+        reproduction: None,
+    };
+    let stopped =
+        |cause: Cause| Report { results: vec![passed.clone(), cut(cause)], stopped: Some(cause), ..synthetic() };
+    let deadline = stopped(Cause::Deadline(Duration::from_secs(300)));
+    assert_eq!((deadline.verdict(), deadline.exit_code()), ("INCOMPLETE", 3));
+    assert!(deadline.decided().starts_with("the run's deadline (--deadline 300 s) passed"), "{}", deadline.decided());
+    let json = bankconf::harness::report::json::render(&deadline);
+    assert_eq!(json["stopped"]["cause"], "deadline");
+    assert_eq!(json["cases"][1]["cause"], "deadline");
+    bankconf::schemas::validate(bankconf::schemas::Schema::Report, &json).unwrap();
+    for (signal, code) in [(Signal::Interrupt, 130), (Signal::Terminate, 143)] {
+        let report = stopped(Cause::Interrupted(signal));
+        assert_eq!((report.verdict(), report.exit_code()), ("INCOMPLETE", code));
+        assert!(report.decided().contains(&format!("interrupted by {}", signal.name())));
+        let json = bankconf::harness::report::json::render(&report);
+        assert_eq!((json["exit_code"].as_i64(), &json["stopped"]["cause"]), (Some(code.into()), &"interrupted".into()));
+    }
+    // A failure judged before the signal is still a failure.
+    let failed = Report { stopped: Some(Cause::Interrupted(Signal::Interrupt)), ..synthetic() };
+    assert_eq!((failed.verdict(), failed.exit_code()), ("FAILED", 130));
 }

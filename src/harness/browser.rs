@@ -3,9 +3,11 @@
 //! process that is alive at once (the self-test's runs share it), started on first use and
 //! killed when the last run lets go of it.
 
+use super::orphans;
 use super::outcome::{ErrorSource, Stop};
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
-use chromiumoxide::{Browser, BrowserConfig};
+use chromiumoxide::handler::HandlerConfig;
+use chromiumoxide::Browser;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex as StdMutex, Weak};
@@ -30,21 +32,52 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct Session {
     browser: Browser,
     handler: JoinHandle<()>,
+    process: Process,
     /// Held only to be removed once the browser is gone (declared last: dropped last).
     _profile: Profile,
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if let Some(child) = self.browser.get_mut_child() {
-            let child = child.as_mut_inner();
-            let _ = child.start_kill();
-            let until = std::time::Instant::now() + Duration::from_secs(2);
-            while !matches!(child.try_wait(), Ok(Some(_)) | Err(_)) && std::time::Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
         self.handler.abort();
+    }
+}
+
+/// The browser process, leader of a process group of its own (its helpers): watched by
+/// [`orphans`] from its start until it has ended, so that it dies with the harness. Dropped
+/// (a run ended, or a launch cancelled), it kills the group and waits (briefly) for the leader,
+/// so that the profile can then be removed.
+struct Process {
+    child: tokio::process::Child,
+    group: Option<i32>,
+}
+
+impl Process {
+    fn spawn(command: &mut tokio::process::Command) -> std::io::Result<Self> {
+        let child = command.process_group(0).kill_on_drop(true).spawn()?;
+        let group = child.id().and_then(|id| i32::try_from(id).ok());
+        if let Some(group) = group {
+            orphans::watch(-group);
+        }
+        Ok(Self { child, group })
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Some(group) = self.group {
+            // SAFETY: signals the process group of the browser this harness started; while the
+            // group has a member, its id names no other group (and once empty, nothing).
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
+        let child = &mut self.child;
+        let until = std::time::Instant::now() + Duration::from_secs(2);
+        while !matches!(child.try_wait(), Ok(Some(_)) | Err(_)) && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(group) = self.group {
+            orphans::unwatch(-group);
+        }
     }
 }
 
@@ -53,7 +86,7 @@ impl Session {
     async fn close(mut self) {
         let bound = Duration::from_secs(5);
         if tokio::time::timeout(bound, self.browser.close()).await.is_ok() {
-            let _ = tokio::time::timeout(bound, self.browser.wait()).await;
+            let _ = tokio::time::timeout(bound, self.process.child.wait()).await;
         }
     }
 }
@@ -68,9 +101,12 @@ struct Profile(PathBuf);
 impl Profile {
     /// The `n`th profile of this process, in `base` (the temporary directory); folders left
     /// there by bankconf processes that no longer run (killed before their cleanup) go first.
+    /// It is removed when dropped, or else when this process ends ([`orphans`]).
     fn new(base: &Path, n: u32) -> Self {
         sweep(base);
-        Self(base.join(format!("{PROFILE_PREFIX}{}-{n}", std::process::id())))
+        let dir = base.join(format!("{PROFILE_PREFIX}{}-{n}", std::process::id()));
+        orphans::remove_at_exit(&dir);
+        Self(dir)
     }
 }
 
@@ -158,29 +194,94 @@ async fn shared(path: &Path) -> Result<Arc<Session>, String> {
     Ok(session)
 }
 
+/// What Chromium runs with (puppeteer's and chromiumoxide's defaults, headless): quiet,
+/// nothing in the background, and a DevTools port of its own choosing.
+const ARGS: &[&str] = &[
+    "--headless",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--remote-debugging-port=0",
+    "--disable-extensions",
+    "--disable-background-networking",
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+    "--disable-breakpad",
+    "--disable-client-side-phishing-detection",
+    "--disable-component-extensions-with-background-pages",
+    "--disable-default-apps",
+    "--disable-dev-shm-usage",
+    "--disable-features=TranslateUI",
+    "--disable-hang-monitor",
+    "--disable-ipc-flooding-protection",
+    "--disable-popup-blocking",
+    "--disable-prompt-on-repost",
+    "--disable-renderer-backgrounding",
+    "--disable-sync",
+    "--force-color-profile=srgb",
+    "--metrics-recording-only",
+    "--no-first-run",
+    "--password-store=basic",
+    "--use-mock-keychain",
+    "--lang=en_US",
+];
+
+/// Starts the browser (started here, not by chromiumoxide, so that it leads a process group
+/// that [`orphans`] watches from its first moment) and connects to its DevTools address.
 async fn launch(path: &Path) -> Result<Session, String> {
+    use tokio::io::AsyncBufReadExt;
     static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // Its own profile: the default one is locked by any other Chromium of this user.
     let profile = Profile::new(&std::env::temp_dir(), n);
-    let mut builder = BrowserConfig::builder()
-        .chrome_executable(path)
-        .user_data_dir(&profile.0)
-        .launch_timeout(LAUNCH_TIMEOUT)
-        .request_timeout(PROBE_TIMEOUT)
-        .arg("--disable-dev-shm-usage");
+    let mut command = tokio::process::Command::new(path);
+    command
+        .args(ARGS)
+        .arg(format!("--user-data-dir={}", profile.0.display()))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
     if running_as_root() {
         // Chromium refuses to start as root with its sandbox on.
-        builder = builder.no_sandbox();
+        command.args(["--no-sandbox", "--disable-setuid-sandbox"]);
     }
-    let config = builder.build().map_err(|e| format!("browser {}: {e}", path.display()))?;
-    let (browser, mut handler) =
-        Browser::launch(config).await.map_err(|e| format!("browser {} did not start: {e}", path.display()))?;
+    command.arg("about:blank");
+    // Declared after the profile: dropped before it (a failed or cancelled launch included).
+    let mut process =
+        Process::spawn(&mut command).map_err(|e| format!("browser {} did not start: {e}", path.display()))?;
+    // `DevTools listening on ws://…/devtools/browser/…` on stderr; the rest is dropped.
+    let stderr = process.child.stderr.take().map(tokio::io::BufReader::new);
+    let address = async {
+        let mut lines = stderr?.lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some((_, ws)) = line.rsplit_once("listening on ") {
+                if ws.starts_with("ws") && ws.contains("devtools/browser") {
+                    return Some(ws.trim().to_string());
+                }
+            }
+        }
+        None
+    };
+    let address = match tokio::time::timeout(LAUNCH_TIMEOUT, address).await {
+        Ok(Some(address)) => address,
+        Ok(None) => {
+            return Err(format!("browser {} exited before it listened for DevTools", path.display()));
+        }
+        Err(_) => {
+            return Err(format!("browser {} gave no DevTools address within {LAUNCH_TIMEOUT:?}", path.display()));
+        }
+    };
+    let config = HandlerConfig { request_timeout: PROBE_TIMEOUT, ..HandlerConfig::default() };
+    let (browser, mut handler) = match Browser::connect_with_config(address, config).await {
+        Ok(connected) => connected,
+        Err(e) => {
+            return Err(format!("browser {}: cannot connect to DevTools: {e}", path.display()));
+        }
+    };
     let handler = tokio::spawn(async move {
         use futures::StreamExt;
         while handler.next().await.is_some() {}
     });
-    Ok(Session { browser, handler, _profile: profile })
+    Ok(Session { browser, handler, process, _profile: profile })
 }
 
 fn running_as_root() -> bool {

@@ -207,6 +207,7 @@ pub fn check_events(config: CheckEventsConfig) -> i32 {
         expectations: None,
         latency: Default::default(),
         har: None,
+        stopped: None,
     };
     report::finish(&report, &config.outputs)
 }

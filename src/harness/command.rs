@@ -3,16 +3,19 @@
 //! report files, or libtest's trials): the top layer, so that reports never import the runner's
 //! callers and the runner never imports a report.
 
+use super::cancel::{Cancel, Cause, Signal};
 use super::catalogue;
 use super::config::RunConfig;
 use super::report::{self, progress, EXIT_NOT_RUN};
-use super::{redact, runner, sanitize};
+use super::{orphans, redact, runner, sanitize};
 use libtest_mimic::Arguments;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 /// `bankconf run`: runs the selected cases, prints and writes the reports, returns the exit code.
-/// Report files are checked writable before anything runs, and written on every exit.
+/// Report files are checked writable before anything runs, and written on every exit: a first
+/// SIGINT or SIGTERM cuts the run short (exit 130 or 143 once the reports are written), a
+/// second ends the process at once.
 pub async fn run(config: RunConfig) -> i32 {
     let outputs = config.outputs.clone();
     let har = config.har.as_deref().map_or(Ok(()), report::writable);
@@ -20,12 +23,41 @@ pub async fn run(config: RunConfig) -> i32 {
         eprintln!("bankconf: {e}");
         return EXIT_NOT_RUN;
     }
+    let cancel = Cancel::default();
+    on_signals(cancel.clone());
     // No process a driver started outlives the run: the session's shutdown stops its driver.
-    let report = runner::run_report(config, Some(Arc::new(progress::Terminal::new()))).await;
+    let report = runner::run_report_until(config, Some(Arc::new(progress::Terminal::new())), cancel).await;
     if let Some(e) = &report.setup_error {
         eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(&e.to_string())));
     }
     report::finish(&report, &outputs)
+}
+
+/// Cancels the run on the first SIGINT or SIGTERM; on a second, kills what the run started and
+/// exits at once. Once installed, the handler stays for the life of the process.
+fn on_signals(cancel: Cancel) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+    else {
+        return;
+    };
+    tokio::spawn(async move {
+        let mut next = async || {
+            tokio::select! {
+                _ = interrupt.recv() => Signal::Interrupt,
+                _ = terminate.recv() => Signal::Terminate,
+            }
+        };
+        let first = next().await;
+        eprintln!(
+            "bankconf: {}: stopping the cases and writing the reports (a second signal ends at once)",
+            first.name()
+        );
+        cancel.fire(Cause::Interrupted(first));
+        let second = next().await;
+        orphans::kill_now();
+        std::process::exit(second.exit_code());
+    });
 }
 
 /// `cargo test --test conformance`: the run configured by the `BANKCONF_*` variables (the
@@ -62,7 +94,11 @@ pub fn test_main(mut config: RunConfig, args: Arguments) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let report = runtime.block_on(runner::run_report(config, None));
+    let cancel = Cancel::default();
+    let report = runtime.block_on(async {
+        on_signals(cancel.clone());
+        runner::run_report_until(config, None, cancel).await
+    });
     if let Some(e) = &report.setup_error {
         eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(&e.to_string())));
         return ExitCode::from(2);
@@ -74,7 +110,12 @@ pub fn test_main(mut config: RunConfig, args: Arguments) -> ExitCode {
     if let Err(e) = report::write(&outputs, &report) {
         eprintln!("bankconf: {e}");
     }
-    libtest_mimic::run(&args, report::libtest::trials(&report, embedded)).exit_code()
+    let tests = libtest_mimic::run(&args, report::libtest::trials(&report, embedded)).exit_code();
+    // Interrupted: the signal's exit code (130, 143), once the trials are reported.
+    match report.stopped {
+        Some(Cause::Interrupted(signal)) => ExitCode::from(signal.exit_code() as u8),
+        _ => tests,
+    }
 }
 
 /// The case ids libtest's filter and `--skip` select, as libtest matches test names.

@@ -89,6 +89,10 @@ pub struct RunConfig {
     /// Seconds one driver call may take.
     #[arg(long, env = "BANKCONF_DRIVER_TIMEOUT", default_value_t = 30.0)]
     pub driver_timeout: f64,
+    /// Seconds the whole run may take: past them its unfinished cases are ignored, the run is
+    /// INCOMPLETE (exit 3) and every report is still written (0: no deadline).
+    #[arg(long, env = "BANKCONF_DEADLINE", default_value_t = DEFAULT_DEADLINE)]
+    pub deadline: f64,
     /// Advanced: the embedded sandbox breaks this rule (`bankconf serve --list-mutants`).
     #[arg(long, hide = true, value_parser = parse_mutant)]
     pub sandbox_mutant: Option<Mutant>,
@@ -138,6 +142,7 @@ impl RunConfig {
             event_timeout: 5.0,
             request_timeout: 10.0,
             driver_timeout: 30.0,
+            deadline: DEFAULT_DEADLINE,
             browser: None,
             expect: None,
             har: None,
@@ -241,7 +246,16 @@ impl RunConfig {
     pub fn driver_wait(&self) -> Duration {
         secs(self.driver_timeout)
     }
+
+    /// How long the whole run may take (`--deadline`); `None`: no deadline (0, or not a number).
+    pub fn deadline(&self) -> Option<Duration> {
+        (self.deadline.is_finite() && self.deadline > 0.0).then(|| Duration::from_secs_f64(self.deadline.min(1e7)))
+    }
 }
+
+/// `--deadline`: a few minutes, far beyond a plain run (tens of seconds against the sandbox,
+/// a minute or two against a slow staging server), so that only a stuck run meets it.
+pub const DEFAULT_DEADLINE: f64 = 300.0;
 
 /// A duration from user-given seconds, kept within sane bounds (0.05 s to one hour).
 fn secs(s: f64) -> Duration {

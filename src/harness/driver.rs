@@ -8,6 +8,7 @@
 //! - any type of a library user's own, which moves their in-process server's state directly.
 
 use super::embedded::{ActionArgs, Control, ControlError};
+use super::orphans;
 use super::redact;
 use crate::spec::Action;
 use std::future::Future;
@@ -315,7 +316,9 @@ impl CommandDriver {
         Self { command, base_url, timeout, keys, groups: Mutex::new(Vec::new()) }
     }
 
+    /// Remembers `group` until it is empty; it dies with the harness meanwhile, even on SIGKILL.
     fn remember(&self, group: i32) {
+        orphans::watch(-group);
         self.groups.lock().unwrap_or_else(|e| e.into_inner()).push(group);
     }
 
@@ -323,6 +326,7 @@ impl CommandDriver {
     fn forget_if_empty(&self, group: i32) {
         if !alive(group) {
             self.groups.lock().unwrap_or_else(|e| e.into_inner()).retain(|g| *g != group);
+            orphans::unwatch(-group);
         }
     }
 
@@ -426,9 +430,12 @@ impl Driver for CommandDriver {
     fn stop(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
             let groups = std::mem::take(&mut *self.groups.lock().unwrap_or_else(|e| e.into_inner()));
-            let groups: Vec<i32> = groups.into_iter().filter(|g| alive(*g)).collect();
-            if !groups.is_empty() {
-                terminate(&groups).await;
+            let live: Vec<i32> = groups.iter().copied().filter(|g| alive(*g)).collect();
+            if !live.is_empty() {
+                terminate(&live).await;
+            }
+            for group in groups {
+                orphans::unwatch(-group);
             }
         })
     }
@@ -443,6 +450,7 @@ impl Drop for CommandDriver {
                 // SAFETY: signals only a process group this driver created for one of its calls.
                 unsafe { libc::kill(-group, libc::SIGKILL) };
             }
+            orphans::unwatch(-group);
         }
     }
 }

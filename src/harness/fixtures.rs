@@ -168,6 +168,11 @@ impl RunContext {
         self.heard.get_or_init(|| super::preflight::listen(&self.session)).await
     }
 
+    /// [`RunContext::heard`] if it is known by now, without waiting (a run cut short).
+    pub fn heard_now(&self) -> Option<&Result<Vec<String>, String>> {
+        self.heard.get()
+    }
+
     /// The shared tour of driven lifecycles that the event and reaction cases judge.
     pub async fn tour(&self) -> Result<Arc<Tour>, Stop> {
         self.session.receiver()?;

@@ -297,7 +297,7 @@ impl Recorder {
         let text = redactor.redact(&serde_json::to_string(&har).unwrap_or_default());
         drop(entries);
         log.index = index;
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        super::files::write_atomically(path, text.as_bytes()).map_err(|e| e.to_string())
     }
 }
 

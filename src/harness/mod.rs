@@ -6,14 +6,17 @@
 //! 0. base: `spec`, `schemas`, and the sandbox through its one seam, [`embedded`];
 //! 1. vocabulary: [`catalogue`] (the cases of `cases/*.toml`), [`outcome`] (typed outcomes,
 //!    problems, schema validation), [`sanitize`] (target text made safe for each medium),
-//!    [`budget`] (the run's memory budget), [`redact`] (secrets);
+//!    [`budget`] (the run's memory budget), [`redact`] (secrets), [`cancel`] (a run cut short by a
+//!    signal or its deadline);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
 //!    explored [`graph`] of transitions, the [`expect`] file of a release gate, [`latency`],
 //!    and [`verdict`] (a finished run: its results, gate and exit code);
 //! 3. access to the server under test: [`config`] (the run's flags, holding the driver),
+//!    [`files`] (report files written whole),
 //!    [`http`] (paced by [`throttle`]; every exchange kept
 //!    in its answer log for the response checks, and recorded by [`har`]), [`browser`] (the
-//!    headless Chromium of the widget cases), [`pagination`], [`receiver`] (waits bounded by
+//!    headless Chromium of the widget cases), [`orphans`] (what dies with the harness, even on
+//!    SIGKILL), [`pagination`], [`receiver`] (waits bounded by
 //!    [`patience`]), [`driver`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and
 //!    driver steps) and [`preflight`] (the setup checked before any case);
 //! 4. fixtures shared by cases: [`tour`], [`fixtures`] (the [`fixtures::RunContext`] a check
@@ -28,6 +31,7 @@
 
 pub mod browser;
 pub mod budget;
+pub mod cancel;
 pub mod catalogue;
 pub mod chain;
 pub mod check_events;
@@ -39,11 +43,13 @@ pub mod driver;
 pub mod embedded;
 pub mod event_rules;
 pub mod expect;
+pub mod files;
 pub mod fixtures;
 pub mod graph;
 pub mod har;
 pub mod http;
 pub mod latency;
+pub mod orphans;
 pub mod outcome;
 pub mod pagination;
 pub mod patience;

@@ -52,6 +52,10 @@ pub enum IgnoreCause {
     /// A rule rests on an event's absence, but no delivery reached the receiver after the read
     /// it concerns: deliveries stopped, so the absence is no evidence.
     NoDeliveries,
+    /// The run was interrupted (SIGINT, SIGTERM) before the case finished.
+    Interrupted,
+    /// The run's deadline (`--deadline`) passed before the case finished.
+    Deadline,
 }
 
 impl IgnoreCause {
@@ -63,6 +67,8 @@ impl IgnoreCause {
             Self::TimedOut => "timed-out",
             Self::Transport => "transport",
             Self::NoDeliveries => "no-deliveries",
+            Self::Interrupted => "interrupted",
+            Self::Deadline => "deadline",
         }
     }
 }

@@ -2,6 +2,7 @@
 //! `bankconf run` and by `cargo test --test conformance`; and the whole run, from the session's
 //! setup to the report.
 
+use super::cancel::{Cancel, Cause};
 use super::catalogue::{self, Case, Need};
 use super::checks;
 use super::checks::Judged;
@@ -51,43 +52,88 @@ pub trait Progress: Send + Sync {
 }
 
 /// Runs the selected cases and returns the report, telling `progress` as it goes. A run that
-/// cannot start is a report with its `setup_error` (exit 2).
+/// cannot start is a report with its `setup_error` (exit 2). Its only cancellation is its
+/// deadline (`--deadline`); see [`run_report_until`].
 pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) -> Report {
+    run_report_until(config, progress, Cancel::default()).await
+}
+
+/// How long the cleanup of a run cut short may take (unregistering the webhook, closing the
+/// browser): an interrupted run must end within seconds, whatever the driver does.
+const CLEANUP: Duration = Duration::from_secs(5);
+
+/// A task aborted when its handle is dropped: what a run spawned ends with it, even when the
+/// run's own future is dropped (a library caller's cancellation).
+struct Aborting<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for Aborting<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// [`run_report`], cut short when `cancel` fires (a signal) or the deadline passes: no new work
+/// starts, the running cases end ignored with the cause, the cleanup runs (bounded by
+/// 5 s), and the report holds what was judged, with the cause in `stopped`.
+pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progress>>, cancel: Cancel) -> Report {
     let started = Instant::now();
+    let _deadline = config.deadline().map(|after| Aborting(cancel.deadline(after)));
     let (settings, gate) = (config.rerun_settings(), config.gate());
-    let not_run = |setup_error: SetupError| Report {
+    let selection = config.selection();
+    let empty = |setup_error: Option<SetupError>| Report {
         origin: Origin::Run { seed: 0, settings: settings.clone() },
         server: String::new(),
         gate: gate.clone(),
         results: Vec::new(),
         duration: started.elapsed(),
         notes: Vec::new(),
-        setup_error: Some(setup_error),
+        setup_error,
         transition_graph: None,
         expectations: None,
         latency: Default::default(),
         har: None,
+        stopped: None,
     };
+    let not_run = |setup_error: SetupError| empty(Some(setup_error));
     // A broken expectations file is found before anything runs.
     let expectations = match config.expect.as_deref().map(Expectations::load).transpose() {
         Ok(e) => e,
         Err(e) => return not_run(SetupError::Expectations(e)),
     };
-    let ctx = match start(config).await {
-        Ok(started) => started,
-        Err(e) => return not_run(e),
+    let ctx = tokio::select! {
+        biased;
+        ctx = start(config) => match ctx {
+            Ok(started) => started,
+            Err(e) => return not_run(e),
+        },
+        // Cut short during the setup: every selected case is unfinished.
+        cause = cancel.fired() => {
+            let unfinished = catalogue::all().iter().filter(|c| selection.matches(c)).map(|case| CaseResult {
+                case,
+                outcome: Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() },
+                duration: Duration::ZERO,
+                reproduction: None,
+            });
+            return Report {
+                results: unfinished.collect(),
+                notes: vec![format!("the run was cut short before its cases started: {}", cause.describe())],
+                stopped: Some(cause),
+                expectations,
+                ..empty(None)
+            };
+        }
     };
     let cases = selected(&ctx);
     // The first deliveries are awaited beside the cases, from now on; a silent receiver is said
     // the moment it is known.
-    tokio::spawn({
+    let _heard = Aborting(tokio::spawn({
         let (ctx, progress) = (ctx.clone(), progress.clone());
         async move {
             if let (Err(diagnosis), Some(p)) = (ctx.heard().await, progress) {
                 p.diagnosis(&ctx.redactor.redact(diagnosis));
             }
         }
-    });
+    }));
     if let Some(p) = &progress {
         p.started(&ctx.server, ctx.seed, cases.len());
         if let Some(diagnosis) = &ctx.widget_missing {
@@ -97,33 +143,48 @@ pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) 
     let gate = ctx.config.gate();
     let ticker = progress.clone().map(|p| {
         let ctx = ctx.clone();
-        tokio::spawn(async move {
+        Aborting(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 if let Some(status) = ctx.receiver().ok().and_then(|r| r.waiting(Duration::from_secs(2))) {
                     p.waiting(&status);
                 }
             }
-        })
+        }))
     });
-    let results = run_all(ctx.clone(), cases, |r: &CaseResult| {
+    let results = run_all(ctx.clone(), cases, &cancel, |r: &CaseResult| {
         if let Some(p) = &progress {
             let expected = expectations.as_ref().is_some_and(|e| e.standing(r) == Some(Standing::Held));
             p.finished(r, gate.gates(r.case.level), expected);
         }
     })
     .await;
-    if let Some(ticker) = ticker {
-        ticker.abort();
-    }
+    drop(ticker);
     if let Some(p) = &progress {
         p.done();
     }
+    // Cut short: some case was left unfinished (a cause that came after the last case is none).
+    let stopped = cancel.cause().filter(|cause| results.iter().any(|r| ignored_by(r, *cause)));
     // Notes only the end of the run can give: the first deliveries, late ones, 429s.
     let mut notes = Vec::new();
-    match ctx.heard().await {
-        Ok(heard) => notes.extend(heard.iter().cloned()),
-        Err(diagnosis) => notes.insert(0, diagnosis.clone()),
+    if let Some(cause) = stopped {
+        let unfinished = results.iter().filter(|r| ignored_by(r, cause)).count();
+        notes.push(format!(
+            "the run was cut short after {:.1} s ({}): {unfinished} unfinished cases are ignored; the reports hold what was judged",
+            started.elapsed().as_secs_f64(),
+            cause.describe()
+        ));
+    }
+    // A run cut short does not wait for its first deliveries.
+    let heard = tokio::select! {
+        biased;
+        _ = cancel.fired() => ctx.heard_now(),
+        heard = ctx.heard() => Some(heard),
+    };
+    match heard {
+        Some(Ok(heard)) => notes.extend(heard.iter().cloned()),
+        Some(Err(diagnosis)) => notes.insert(0, diagnosis.clone()),
+        None => {}
     }
     if let Ok(r) = ctx.receiver() {
         notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
@@ -137,7 +198,13 @@ pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) 
             "{unkept} answers were too large to keep within the memory budget: their response rules went unjudged"
         ));
     }
-    notes.extend(ctx.unregister_webhook().await);
+    let unregistered = match cancel.cause() {
+        None => ctx.unregister_webhook().await,
+        Some(_) => tokio::time::timeout(CLEANUP, ctx.unregister_webhook()).await.unwrap_or_else(|_| {
+            Some(format!("the driver did not unregister the webhook receiver within {CLEANUP:?} of the run's end"))
+        }),
+    };
+    notes.extend(unregistered);
     let har = write_har(&ctx, &results, &mut notes);
     let report = Report {
         origin: Origin::Run { seed: ctx.seed, settings },
@@ -151,9 +218,19 @@ pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) 
         expectations,
         latency: ctx.api.recorder().latency.summary(),
         har,
+        stopped,
     };
-    ctx.shutdown().await;
+    match cancel.cause() {
+        None => ctx.shutdown().await,
+        // What the bound cuts off ends as it drops (the browser and driver processes are killed).
+        Some(_) => drop(tokio::time::timeout(CLEANUP, ctx.shutdown()).await),
+    }
     report
+}
+
+/// Whether `result` is a case the cut-short run left unfinished.
+fn ignored_by(result: &CaseResult, cause: Cause) -> bool {
+    matches!(&result.outcome, Outcome::Ignored { cause: c, .. } if *c == cause.ignore_cause())
 }
 
 /// `webhook deliveries: 12 received, 6 events …` when some deliveries were copies of an event
@@ -210,15 +287,16 @@ async fn run_flow(ctx: Arc<RunContext>, case: &'static Case) -> Outcome {
     // `patience::MAX_WAIT`), and walks many pages.
     let waits = super::patience::MAX_WAIT.max(ctx.config.event_wait());
     let limit = Duration::from_secs(60) + waits * 6 + ctx.config.request_wait() * 2;
-    let mut task = tokio::spawn(har::in_case(Some(case.id.as_str()), (code.flow)(ctx.clone())));
-    let outcome = match tokio::time::timeout(limit, &mut task).await {
+    // Aborted if this case is (the run cut short), so that its flow stops too.
+    let mut task = Aborting(tokio::spawn(har::in_case(Some(case.id.as_str()), (code.flow)(ctx.clone()))));
+    let outcome = match tokio::time::timeout(limit, &mut task.0).await {
         Ok(Ok(result)) => Outcome::from(result),
         Ok(Err(join)) => {
             Outcome::Error { source: ErrorSource::Harness, message: format!("the check stopped unexpectedly: {join}") }
         }
         // Slowness is not a violation the spec states (§8 fixes no time): not judged.
         Err(_) => {
-            task.abort();
+            task.0.abort();
             Outcome::Ignored {
                 cause: IgnoreCause::TimedOut,
                 reason: format!(
@@ -316,12 +394,16 @@ pub fn selected(ctx: &RunContext) -> Vec<&'static Case> {
 /// Runs the flows of `cases` concurrently (they share only read-only fixtures), then the
 /// response checks once over every answer the run read; results in catalogue order.
 /// `on_result` sees each result when it is final: a case without response checks as its flow
-/// ends, the others after the last flow.
+/// ends, the others after the last flow. When `cancel` fires, the flows still running are
+/// aborted and their cases ignored with its cause; the answers read so far are still judged,
+/// and a violation they show still fails its case (a pass over part of the run is not one).
 pub async fn run_all(
     ctx: Arc<RunContext>,
     cases: Vec<&'static Case>,
+    cancel: &Cancel,
     on_result: impl Fn(&CaseResult),
 ) -> Vec<CaseResult> {
+    let began = Instant::now();
     let responds = |case: &Case| checks::code_of(&case.id).is_some_and(checks::Registration::judges_answers);
     let mut set = tokio::task::JoinSet::new();
     for (i, case) in cases.iter().copied().enumerate() {
@@ -333,7 +415,21 @@ pub async fn run_all(
     }
     let mut results: Vec<Option<CaseResult>> = vec![None; cases.len()];
     let mut flows: Vec<Option<(Outcome, Duration)>> = vec![None; cases.len()];
-    while let Some(joined) = set.join_next().await {
+    let mut aborted = false;
+    loop {
+        let joined = tokio::select! {
+            biased;
+            joined = set.join_next() => match joined {
+                Some(joined) => joined,
+                None => break,
+            },
+            // No new work: the running flows stop; those that finished meanwhile still count.
+            _ = cancel.fired(), if !aborted => {
+                set.abort_all();
+                aborted = true;
+                continue;
+            }
+        };
         let Ok((i, outcome, took)) = joined else { continue };
         if responds(cases[i]) {
             flows[i] = Some((outcome, took));
@@ -343,9 +439,31 @@ pub async fn run_all(
             results[i] = Some(result);
         }
     }
+    let stopped = if aborted { cancel.cause() } else { None };
+    let unfinished = |cause: Cause| Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() };
+    if let Some(cause) = stopped {
+        for (i, case) in cases.iter().enumerate() {
+            if results[i].is_none() && flows[i].is_none() {
+                if responds(case) {
+                    flows[i] = Some((unfinished(cause), began.elapsed()));
+                } else {
+                    let result = conclude(&ctx, case, unfinished(cause), None, began.elapsed());
+                    on_result(&result);
+                    results[i] = Some(result);
+                }
+            }
+        }
+    }
     let answered: Vec<&str> = cases.iter().filter(|c| responds(c)).map(|c| c.id.as_str()).collect();
     let mut judged = checks::judge_responses(&answered, &ctx.api.answers().all());
-    for (id, found) in checks::judge_models(&ctx, &answered).await {
+    // A run cut short does not wait for the deliveries a model's findings await: those
+    // findings go unjudged.
+    let models = tokio::select! {
+        biased;
+        models = checks::judge_models(&ctx, &answered) => models,
+        _ = cancel.fired() => Default::default(),
+    };
+    for (id, found) in models {
         let all = judged.entry(id).or_default();
         all.answers += found.answers;
         all.problems.extend(found.problems);
@@ -353,8 +471,14 @@ pub async fn run_all(
     }
     for (i, flow) in flows.into_iter().enumerate() {
         let Some((outcome, took)) = flow else { continue };
-        let result =
+        let mut result =
             conclude(&ctx, cases[i], outcome, Some(judged.remove(cases[i].id.as_str()).unwrap_or_default()), took);
+        if let (Some(cause), Outcome::Passed) = (stopped, &result.outcome) {
+            result.outcome = Outcome::Ignored {
+                cause: cause.ignore_cause(),
+                reason: format!("{}: its response rules judged only the answers read before", cause.unfinished()),
+            };
+        }
         on_result(&result);
         results[i] = Some(result);
     }

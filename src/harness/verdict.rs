@@ -1,6 +1,7 @@
 //! The data every report renders: a finished run's results, its gate, and the verdict and
 //! exit code they lead to.
 
+use crate::harness::cancel::Cause;
 use crate::harness::catalogue::Level;
 use crate::harness::expect::{Expectations, Standing};
 use crate::harness::graph::TransitionGraph;
@@ -91,6 +92,9 @@ pub struct Report {
     pub latency: latency::Summary,
     /// The `--har` file, and where each failed case's evidence is in it.
     pub har: Option<(String, BTreeMap<String, Link>)>,
+    /// Why the run was cut short (a signal, its deadline), if it was: its unfinished cases are
+    /// ignored with this cause, and the run is INCOMPLETE at best.
+    pub stopped: Option<Cause>,
 }
 
 impl Report {
@@ -185,7 +189,7 @@ impl Report {
         let gating =
             |pred: fn(&Outcome) -> bool| self.results.iter().filter(|r| pred(&r.outcome) && self.gates(r)).count();
         let mut reasons = Vec::new();
-        match self.exit_code() {
+        match self.judged_code() {
             EXIT_FAILED => {
                 let failed = gating(Outcome::is_failed);
                 if failed > 0 {
@@ -202,8 +206,11 @@ impl Report {
                 }
             }
             EXIT_INCOMPLETE => {
-                reasons.push(count(gating(|o| matches!(o, Outcome::Ignored { .. })), "gating case", "gating cases"));
-                reasons[0] += " not judged";
+                if let Some(cause) = self.stopped {
+                    reasons.push(cause.describe());
+                }
+                let ignored = gating(|o| matches!(o, Outcome::Ignored { .. }));
+                reasons.push(count(ignored, "gating case", "gating cases") + " not judged");
             }
             EXIT_NOT_RUN if self.setup_error.is_some() => {
                 reasons.push("the run could not start (setup error above)".into())
@@ -216,7 +223,7 @@ impl Report {
             _ => {}
         }
         let held = self.expected();
-        if !held.is_empty() && self.exit_code() == EXIT_PASSED {
+        if !held.is_empty() && self.judged_code() == EXIT_PASSED {
             let all_failed = held.iter().all(|(r, _)| r.outcome.is_failed());
             let (one, many) = if all_failed {
                 ("expected failure", "expected failures")
@@ -295,19 +302,29 @@ impl Report {
             .collect()
     }
 
-    /// 1 when a gating case failed or deviated from the `--expect` file (the target's
-    /// problem, or a stale file); else 2 when the run could not start,
-    /// nothing ran, or a gating case ended in an error (the setup's); else 3 when a gating case
-    /// went unjudged (coverage); else 0.
+    /// The process's exit code: 130 or 143 when a signal interrupted the run (as a shell
+    /// reports a process the signal ended, whatever was judged), else [`Report::judged_code`].
     pub fn exit_code(&self) -> i32 {
+        match self.stopped {
+            Some(Cause::Interrupted(signal)) => signal.exit_code(),
+            _ => self.judged_code(),
+        }
+    }
+
+    /// What the results decide: 1 when a gating case failed or deviated from the `--expect` file
+    /// (the target's problem, or a stale file); else 2 when the run could not start, or (run
+    /// whole) nothing ran or a gating case ended in an error (the setup's); else 3 when the run
+    /// was cut short (signal, deadline) or a gating case went unjudged (coverage); else 0.
+    pub fn judged_code(&self) -> i32 {
         let counts = self.counts(None);
         let gating = |pred: fn(&Outcome) -> bool| self.results.iter().any(|r| pred(&r.outcome) && self.gates(r));
         if gating(Outcome::is_failed) || !self.deviations().is_empty() {
             EXIT_FAILED
-        } else if self.setup_error.is_some()
-            || counts.passed + counts.failed == 0
-            || gating(|o| matches!(o, Outcome::Error { .. }))
-        {
+        } else if self.setup_error.is_some() {
+            EXIT_NOT_RUN
+        } else if self.stopped.is_some() {
+            EXIT_INCOMPLETE
+        } else if counts.passed + counts.failed == 0 || gating(|o| matches!(o, Outcome::Error { .. })) {
             EXIT_NOT_RUN
         } else if gating(|o| matches!(o, Outcome::Ignored { .. })) {
             EXIT_INCOMPLETE
@@ -317,7 +334,7 @@ impl Report {
     }
 
     pub fn verdict(&self) -> &'static str {
-        match self.exit_code() {
+        match self.judged_code() {
             EXIT_PASSED => "PASSED",
             EXIT_FAILED => "FAILED",
             EXIT_INCOMPLETE => "INCOMPLETE",
@@ -344,6 +361,12 @@ impl Report {
                 }
                 Outcome::Ignored { cause: IgnoreCause::Transport, .. } => {
                     "the target left requests unanswered (timeouts, dropped connections, 429/503): see the robustness note".into()
+                }
+                Outcome::Ignored { cause: IgnoreCause::Interrupted, .. } => {
+                    "the run was interrupted before these cases finished: run them again".into()
+                }
+                Outcome::Ignored { cause: IgnoreCause::Deadline, .. } => {
+                    "the run's deadline passed before these cases finished: raise --deadline".into()
                 }
                 Outcome::Error { source, .. } => format!("the {} failed: see each case's message", source.as_str()),
                 _ => continue,

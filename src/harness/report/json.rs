@@ -74,6 +74,7 @@ pub fn render(report: &Report) -> Value {
         "exit_code": report.exit_code(),
         "duration_ms": millis(report.duration),
         "setup_error": report.setup_error.as_ref().map(ToString::to_string),
+        "stopped": report.stopped.map(|cause| json!({"cause": cause.as_str(), "reason": cause.describe()})),
         "transition_graph": report.transition_graph.as_ref().map(|g| json!({
             "reached": g.reached.iter().map(|s| s.lower()).collect::<Vec<_>>(),
             "transitions": g.edges.iter().map(|(from, action, t)| {

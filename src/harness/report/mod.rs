@@ -15,6 +15,7 @@ use super::verdict;
 pub use verdict::{Origin, Report, SetupError, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
 
 use super::config::OutputPaths;
+use super::files;
 use super::sanitize;
 
 /// A message's first line split into the request it names and the problem: `GET URL: problem`
@@ -33,7 +34,8 @@ pub fn request_and_problem(line: &str) -> (Option<&str>, &str) {
     }
 }
 
-/// Writes every report asked for; an error names the file that could not be written.
+/// Writes every report asked for, each whole ([`files::write_atomically`]); an error names the
+/// file that could not be written.
 pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), String> {
     let files = [
         (&paths.report_json, json::render_text(report)),
@@ -44,7 +46,7 @@ pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), String> {
     let expectations = report.setup_error.is_none().then(|| (&paths.write_expectations, expectations(report)));
     for (path, text) in files.into_iter().chain(expectations) {
         if let Some(path) = path {
-            std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            files::write_atomically(path, text.as_bytes()).map_err(|e| e.to_string())?;
         }
     }
     Ok(())
@@ -72,14 +74,10 @@ pub fn check_writable(paths: &OutputPaths) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether `path` can be written (created if missing, never truncated).
+/// Whether `path` can be written, without creating or truncating it (a run cut short must not
+/// leave an empty report behind).
 pub fn writable(path: &std::path::Path) -> Result<(), String> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map(drop)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    files::writable(path).map_err(|e| e.to_string())
 }
 
 /// Prints the summary, writes the report files, and returns the exit code (2 when a file

@@ -1,0 +1,395 @@
+//! A run cut short loses nothing and leaves nothing behind: `bankconf run` against `bankconf
+//! serve` with 100 ms of latency and the example shell driver, stopped mid-run by SIGINT,
+//! SIGTERM or SIGKILL, and a run past its `--deadline`. Every process the run starts carries a
+//! tag in its environment, so that what outlives it is found wherever it was reparented.
+//! Loopback only.
+
+use serde_json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{external, temp_path, Server, BIN};
+const KEY: &str = "bankconf_test_interruptprimary00001";
+const SECOND_KEY: &str = "bankconf_test_interruptsecond00002";
+
+/// One run at a time: each starts a browser, and the timings below assume a machine not
+/// starved by several.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A `bankconf run` whose every descendant carries `BANKCONF_TEST_TAG=<tag>`, with its own
+/// temporary folder (where the browser's profile goes) and report paths.
+struct Run {
+    child: Child,
+    tag: String,
+    tmp: PathBuf,
+    json: PathBuf,
+    junit: PathBuf,
+    har: PathBuf,
+    output: std::sync::mpsc::Receiver<String>,
+}
+
+impl Run {
+    fn start(name: &str, args: &[&str]) -> Run {
+        let tag = format!("{name}-{}", std::process::id());
+        let tmp = temp_path(&format!("{name}-tmp"));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).unwrap();
+        let (json, junit) = (temp_path(&format!("{name}.json")), temp_path(&format!("{name}.xml")));
+        let har = temp_path(&format!("{name}.har"));
+        for file in [&json, &junit, &har] {
+            let _ = std::fs::remove_file(file);
+        }
+        let mut child = Command::new(BIN)
+            .arg("run")
+            .args(args)
+            .args(["--report-json", json.to_str().unwrap(), "--junit", junit.to_str().unwrap()])
+            .args(["--har", har.to_str().unwrap()])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("TMPDIR", &tmp)
+            .env("BANKCONF_TEST_TAG", &tag)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start bankconf run");
+        let (send, output) = std::sync::mpsc::channel();
+        for mut stream in
+            [Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>, Box::new(child.stderr.take().unwrap())]
+        {
+            let send = send.clone();
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = stream.read_to_string(&mut text);
+                let _ = send.send(text);
+            });
+        }
+        Run { child, tag, tmp, json, junit, har, output }
+    }
+
+    /// Waits (at most 30 s) until the run has started its browser, if this machine has one,
+    /// and a little longer: mid-run, with cases in flight.
+    fn until_mid_run(&self) {
+        let since = Instant::now();
+        if bankconf::harness::browser::find(None).is_some() {
+            while !self.descendants().iter().any(|(_, name)| name.contains("chrom")) {
+                assert!(since.elapsed() < Duration::from_secs(30), "no browser started within 30 s");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    /// The live processes (not zombies) carrying this run's tag, as (pid, name).
+    fn descendants(&self) -> Vec<(u32, String)> {
+        let needle = format!("BANKCONF_TEST_TAG={}\0", self.tag).into_bytes();
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
+            if !environ.windows(needle.len()).any(|w| w == needle) {
+                continue;
+            }
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+            if stat[close + 1..].trim_start().starts_with('Z') {
+                continue;
+            }
+            found.push((pid, stat[open + 1..close].to_string()));
+        }
+        found
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: signals the child this test started, which has not been waited for yet.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
+    /// Waits for the exit (at most 60 s, else kills it and fails): the exit code and the time.
+    fn exit(&mut self) -> (Option<i32>, Duration) {
+        use std::os::unix::process::ExitStatusExt;
+        let since = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return (status.code().or(status.signal().map(|s| 128 + s)), since.elapsed());
+            }
+            if since.elapsed() > Duration::from_secs(60) {
+                let _ = self.child.kill();
+                panic!("the run did not end within 60 s of the signal");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// What the run printed.
+    fn printed(&self) -> String {
+        self.output.iter().take(2).collect::<Vec<_>>().join("")
+    }
+
+    /// Waits (at most `cap`) until no tagged process is left; what is left then.
+    fn survivors(&self, cap: Duration) -> Vec<(u32, String)> {
+        let since = Instant::now();
+        loop {
+            let left = self.descendants();
+            if left.is_empty() || since.elapsed() > cap {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The browser profile folders left in the run's temporary folder.
+    fn profiles(&self) -> Vec<String> {
+        std::fs::read_dir(&self.tmp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("bankconf-chromium-"))
+            .collect()
+    }
+}
+
+fn json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let report = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+    if let Err(v) = bankconf::schemas::validate(bankconf::schemas::Schema::Report, &report) {
+        panic!("{} breaks schemas/report.json: {v:?}", path.display());
+    }
+    report
+}
+
+/// SIGINT or SIGTERM mid-run: every report says INCOMPLETE with the interrupted cases, the exit
+/// code is the signal's, and no process or profile folder is left.
+fn interrupted_by(signal: i32, name: &str, code: i32) {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start(&[KEY, SECOND_KEY], &["--latency-ms", "100"]);
+    let mut run = Run::start(name, &external(&server.url, KEY, SECOND_KEY));
+    run.until_mid_run();
+    let before = run.descendants();
+    run.signal(signal);
+    let (exit, took) = run.exit();
+    let printed = run.printed();
+    eprintln!("{name}: {} processes before the signal, exit {exit:?} {took:?} after it", before.len() + 1);
+    assert_eq!(exit, Some(code), "{printed}");
+    assert!(took < Duration::from_secs(10), "{took:?} from the signal to the exit\n{printed}");
+    let left = run.survivors(Duration::from_secs(5));
+    assert!(left.is_empty(), "left running: {left:?} (before the signal: {before:?})");
+    assert_eq!(run.profiles(), Vec::<String>::new(), "profile folders left");
+
+    let report = json(&run.json);
+    assert_eq!(report["verdict"], "INCOMPLETE", "{printed}");
+    assert_eq!(report["exit_code"], code);
+    assert_eq!(report["stopped"]["cause"], "interrupted");
+    let interrupted: Vec<&Value> =
+        report["cases"].as_array().unwrap().iter().filter(|c| c["cause"] == "interrupted").collect();
+    assert!(!interrupted.is_empty(), "no case was interrupted:\n{printed}");
+    assert!(interrupted.iter().all(|c| c["outcome"] == "ignored"));
+    let junit = std::fs::read_to_string(&run.junit).unwrap();
+    assert!(junit.trim_end().ends_with("</testsuites>") && junit.contains("interrupted"), "{junit}");
+    assert!(printed.contains("INCOMPLETE") && printed.contains("interrupted by"), "{printed}");
+    // The webhook receiver was unregistered through the driver, as the HAR shows.
+    let har: Value = serde_json::from_str(&std::fs::read_to_string(&run.har).unwrap()).unwrap();
+    let urls: Vec<&str> =
+        har["log"]["entries"].as_array().unwrap().iter().filter_map(|e| e["request"]["url"].as_str()).collect();
+    assert!(urls.iter().any(|u| u.starts_with("driver:unregister_webhook")), "no unregister_webhook in the HAR");
+    assert!(!printed.contains(KEY) && !printed.contains(SECOND_KEY), "a key was printed");
+}
+
+#[test]
+fn sigint_mid_run_writes_every_report_and_leaves_nothing() {
+    interrupted_by(libc::SIGINT, "sigint", 130);
+}
+
+#[test]
+fn sigterm_mid_run_writes_every_report_and_leaves_nothing() {
+    interrupted_by(libc::SIGTERM, "sigterm", 143);
+}
+
+/// SIGKILL, which the harness never sees: its browser dies with it, its profile goes, and no
+/// report file is left empty (none was written yet, and none was created ahead).
+#[test]
+fn sigkill_mid_run_leaves_no_browser_and_no_empty_report() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start(&[KEY, SECOND_KEY], &["--latency-ms", "100"]);
+    let mut run = Run::start("sigkill", &external(&server.url, KEY, SECOND_KEY));
+    run.until_mid_run();
+    let before = run.descendants();
+    run.signal(libc::SIGKILL);
+    assert_eq!(run.exit().0, Some(128 + libc::SIGKILL));
+    std::thread::sleep(Duration::from_secs(5));
+    let left = run.descendants();
+    assert!(left.is_empty(), "alive 5 s after SIGKILL: {left:?} (before: {before:?})");
+    assert_eq!(run.profiles(), Vec::<String>::new(), "profile folders left");
+    for file in [&run.json, &run.junit, &run.har] {
+        if let Ok(meta) = std::fs::metadata(file) {
+            assert!(meta.len() > 0, "{} is empty", file.display());
+        }
+    }
+}
+
+/// A run past its deadline: INCOMPLETE (exit 3) naming it, every report whole.
+#[test]
+fn a_run_past_its_deadline_is_incomplete_with_every_report_written() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut run = Run::start("deadline", &["--sandbox-latency-ms", "100", "--deadline", "1.5"]);
+    let since = Instant::now();
+    let (exit, _) = run.exit();
+    let took = since.elapsed();
+    let printed = run.printed();
+    assert_eq!(exit, Some(3), "{printed}");
+    assert!(took < Duration::from_secs(20), "{took:?}\n{printed}");
+    let report = json(&run.json);
+    assert_eq!(report["verdict"], "INCOMPLETE");
+    assert_eq!(report["exit_code"], 3);
+    assert_eq!(report["stopped"]["cause"], "deadline");
+    assert!(report["cases"].as_array().unwrap().iter().any(|c| c["cause"] == "deadline"), "{printed}");
+    assert!(std::fs::read_to_string(&run.junit).unwrap().trim_end().ends_with("</testsuites>"));
+    assert!(printed.contains("--deadline 1.5 s"), "{printed}");
+    assert!(run.survivors(Duration::from_secs(5)).is_empty());
+}
+
+/// The browsers this process started that still run (its own children, not zombies).
+fn own_browsers() -> Vec<u32> {
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        if stat[open + 1..close].contains("chrom") && rest.first() != Some(&"Z") && rest.get(1) == Some(&me.as_str()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// `Conformance::run` cancelled by dropping its future (a test's timeout) cleans up as a run
+/// cut short does: its browser ends and its profile folder goes.
+#[test]
+fn a_library_run_dropped_mid_way_leaves_no_browser() {
+    if bankconf::harness::browser::find(None).is_none() {
+        return;
+    }
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let run = bankconf::Conformance::default().configure(|c| c.sandbox_conditions.sandbox_latency_ms = 100).run();
+        let mut run = std::pin::pin!(run);
+        let since = Instant::now();
+        while own_browsers().is_empty() {
+            assert!(since.elapsed() < Duration::from_secs(30), "no browser started within 30 s");
+            assert!(tokio::time::timeout(Duration::from_millis(50), &mut run).await.is_err(), "the run ended first");
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(500), &mut run).await;
+    });
+    let prefix = format!("bankconf-chromium-{}-", std::process::id());
+    let profiles = || -> Vec<String> {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&prefix))
+            .collect()
+    };
+    let since = Instant::now();
+    while !(own_browsers().is_empty() && profiles().is_empty()) && since.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(own_browsers(), Vec::<u32>::new(), "a browser outlived the dropped run");
+    assert_eq!(profiles(), Vec::<String>::new(), "profile folders left");
+    drop(runtime);
+}
+
+/// A second signal ends the process at once, still without leaving children.
+#[test]
+fn a_second_signal_ends_at_once_and_leaves_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start(&[KEY, SECOND_KEY], &["--latency-ms", "100"]);
+    let mut run = Run::start("twice", &external(&server.url, KEY, SECOND_KEY));
+    run.until_mid_run();
+    run.signal(libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(20));
+    run.signal(libc::SIGINT);
+    let (exit, took) = run.exit();
+    assert_eq!(exit, Some(130), "{}", run.printed());
+    assert!(took < Duration::from_secs(3), "{took:?} from the signals to the exit");
+    let left = run.survivors(Duration::from_secs(5));
+    assert!(left.is_empty(), "left running: {left:?}");
+    assert_eq!(run.profiles(), Vec::<String>::new(), "profile folders left");
+}
+
+/// Run by [`a_test_binary_that_panics_or_is_killed_leaves_no_browser`] in a process of its own
+/// (this test binary, started again): a library run that panics, or hangs until killed, once
+/// its browser runs. Without `BANKCONF_TEST_CHILD` it does nothing.
+#[test]
+fn library_child() {
+    let Ok(mode) = std::env::var("BANKCONF_TEST_CHILD") else { return };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let run = bankconf::Conformance::default().configure(|c| c.sandbox_conditions.sandbox_latency_ms = 100).run();
+        let mut run = std::pin::pin!(run);
+        while own_browsers().is_empty() {
+            assert!(tokio::time::timeout(Duration::from_millis(50), &mut run).await.is_err(), "the run ended first");
+        }
+        println!("browser running");
+        if mode == "panic" {
+            panic!("a test that fails while its run is under way");
+        }
+        std::future::pending::<()>().await;
+    });
+}
+
+/// A test binary that panics mid-run, or is killed (SIGTERM, which a test binary does not
+/// handle; SIGKILL), leaves no browser behind and no profile folder.
+#[test]
+fn a_test_binary_that_panics_or_is_killed_leaves_no_browser() {
+    if bankconf::harness::browser::find(None).is_none() {
+        return;
+    }
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for (mode, signal) in [("panic", None), ("hang", Some(libc::SIGTERM)), ("hang", Some(libc::SIGKILL))] {
+        let tag = format!("child-{mode}-{signal:?}-{}", std::process::id());
+        let tmp = temp_path(&format!("{tag}-tmp"));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "library_child", "--nocapture", "--test-threads", "1"])
+            .env("BANKCONF_TEST_CHILD", mode)
+            .env("BANKCONF_TEST_TAG", &tag)
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("browser running") {
+            line.clear();
+            if std::io::BufRead::read_line(&mut stdout, &mut line).unwrap() == 0 {
+                break;
+            }
+        }
+        assert!(line.contains("browser running"), "{mode}: the child ended before its browser ran");
+        if let Some(signal) = signal {
+            // SAFETY: signals the child this test started, not yet waited for.
+            unsafe { libc::kill(child.id() as i32, signal) };
+        }
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "{mode}: {status:?}");
+        let run = Run {
+            child,
+            tag,
+            tmp,
+            json: PathBuf::new(),
+            junit: PathBuf::new(),
+            har: PathBuf::new(),
+            output: std::sync::mpsc::channel().1,
+        };
+        let left = run.survivors(Duration::from_secs(5));
+        assert!(left.is_empty(), "{mode} {signal:?}: left running: {left:?}");
+        assert_eq!(run.profiles(), Vec::<String>::new(), "{mode} {signal:?}: profile folders left");
+    }
+}
