@@ -233,6 +233,8 @@ departures! {
             "unknown keys are served as the first client";
         KeyPrefixMatch = "key-prefix-match", "§5", ["auth.near-miss-key"],
             "any key that starts with a real key is served as that key's client";
+        KeyShapeMatch = "key-shape-match", "§5", ["auth.near-miss-key"],
+            "any key of a real key's length that starts with its service prefix is served as that key's client";
         IsolationAccounts = "isolation-accounts", "§5", ["isolation.accounts"],
             "any client can read any connection's accounts";
         IsolationAccount = "isolation-account", "§5", ["isolation.account"],

@@ -118,6 +118,11 @@ impl Store {
         if exact.is_none() && self.flavor.is(Mutant::KeyPrefixMatch) {
             return self.clients.iter().find(|(k, _)| key.starts_with(k.as_str())).map(|(_, c)| c.clone());
         }
+        if exact.is_none() && self.flavor.is(Mutant::KeyShapeMatch) {
+            let prefix = |k: &str| k.find('_').map(|i| k[..=i].to_string());
+            let shaped = |k: &str| k.len() == key.len() && prefix(k).is_some_and(|p| key.starts_with(&p));
+            return self.clients.iter().find(|(k, _)| shaped(k)).map(|(_, c)| c.clone());
+        }
         exact
     }
 

@@ -91,7 +91,82 @@ async fn near_miss_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
         ctx.redactor.add(&near);
         refused_everywhere(&ctx, Auth::Header(format!("Bearer {near}")), what).await?;
     }
-    Ok(())
+    // Keys of the right shape: one request each, to the connection's accounts.
+    let fixture = ctx.connected().await?;
+    let path = ["v1", "connections", fixture.connection_id.as_str(), "accounts"];
+    let mut problems = Problems::default();
+    let mut tried = std::collections::HashSet::new();
+    for (near, what) in shapes(key) {
+        if near.is_empty() || keys.contains(&near) || !tried.insert(near.clone()) {
+            continue;
+        }
+        // The service prefix alone is no secret (`auth.unknown-key` sends it too).
+        if near.len() > shape_prefix(key).len() {
+            ctx.redactor.add(&near);
+        }
+        let exchange = ctx.api.send(Method::GET, &path, &[], Auth::Header(format!("Bearer {near}"))).await?;
+        if exchange.is_success() {
+            problems.add(format!(
+                "{} {what}: expected a refusal (any non-2xx), got {}",
+                exchange.request,
+                exchange.summary()
+            ));
+        }
+    }
+    problems.finish()
+}
+
+/// The service prefix of a key (§5: a fixed prefix and an underscore), `""` when it has none.
+fn shape_prefix(key: &str) -> &str {
+    key.find('_').map_or("", |i| &key[..=i])
+}
+
+/// Keys of the real key's shape that the service never issued: every simple edit
+/// (substitution, insertion, deletion, case change) at the first, middle and last character
+/// after the service prefix, the same length with every such character replaced, and the
+/// prefix alone. A target that compares a prefix and a length, or a few characters, accepts
+/// some of them.
+fn shapes(key: &str) -> Vec<(String, String)> {
+    let prefix = shape_prefix(key);
+    let rest: Vec<char> = key[prefix.len()..].chars().collect();
+    let Some(last) = rest.len().checked_sub(1) else { return Vec::new() };
+    // Another character of the same class: a digit for a digit, a letter of the same case.
+    let other = |c: char| match c {
+        '0'..='8' | 'a'..='y' | 'A'..='Y' => char::from(c as u8 + 1),
+        '9' => '0',
+        'z' => 'a',
+        'Z' => 'A',
+        _ => 'x',
+    };
+    let word = |chars: &[char]| format!("{prefix}{}", chars.iter().collect::<String>());
+    let mut out = Vec::new();
+    for (at, place) in [(0, "first"), (rest.len() / 2, "middle"), (last, "last")] {
+        let mut edited = rest.clone();
+        edited[at] = other(rest[at]);
+        out.push((word(&edited), format!("with the API key's {place} character after its prefix replaced")));
+        let mut edited = rest.clone();
+        edited.insert(at, other(rest[at]));
+        out.push((word(&edited), format!("with the API key and a character inserted at its {place} after its prefix")));
+        let mut edited = rest.clone();
+        edited.remove(at);
+        out.push((word(&edited), format!("with the API key short of its {place} character after its prefix")));
+        if rest[at].is_ascii_alphabetic() {
+            let mut edited = rest.clone();
+            edited[at] = if rest[at].is_ascii_lowercase() {
+                rest[at].to_ascii_uppercase()
+            } else {
+                rest[at].to_ascii_lowercase()
+            };
+            out.push((
+                word(&edited),
+                format!("with the API key's {place} character after its prefix in the other case"),
+            ));
+        }
+    }
+    let replaced: Vec<char> = rest.iter().map(|c| other(*c)).collect();
+    out.push((word(&replaced), "with a key of the API key's prefix and length, every other character replaced".into()));
+    out.push((prefix.to_string(), "with the API key's service prefix alone".into()));
+    out
 }
 
 /// The near misses of `key`, each with what it is, for messages.
@@ -444,4 +519,20 @@ async fn request_shapes(ctx: Arc<RunContext>) -> Result<(), Stop> {
         return Err(Stop::ignore("no account of the connection has a transaction to take a cursor from"));
     }
     problems.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_edit_after_the_prefix_and_never_equal_the_key() {
+        let key = "bank_Ab3z9";
+        let shapes = shapes(key);
+        assert!(shapes.iter().all(|(k, _)| k != key && k.starts_with("bank_")), "{shapes:?}");
+        let keys: Vec<&str> = shapes.iter().map(|(k, _)| k.as_str()).collect();
+        for expected in ["bank_Bb3z9", "bank_BAb3z9", "bank_b3z9", "bank_ab3z9", "bank_Ab3z0", "bank_Bc4a0", "bank_"] {
+            assert!(keys.contains(&expected), "{expected} in {keys:?}");
+        }
+    }
 }
