@@ -66,6 +66,24 @@ enum Command {
         /// Answer every request with `Connection: close` (no keep-alive).
         #[arg(long)]
         connection_close: bool,
+        /// Deliver every webhook event this many times in all, same id (at-least-once delivery).
+        #[arg(long, default_value_t = 0)]
+        delivery_copies: u32,
+        /// Deliver every webhook event once more, this many milliseconds later.
+        #[arg(long, default_value_t = 0)]
+        delivery_copy_late_ms: u64,
+        /// Hold every webhook delivery a random 0 to this many milliseconds (order shuffled).
+        #[arg(long, default_value_t = 0)]
+        delivery_shuffle_ms: u64,
+        /// Deliver nothing, as if the registered address could not be reached.
+        #[arg(long)]
+        delivery_unreachable: bool,
+        /// The transactions endpoint accepts requests and never answers.
+        #[arg(long)]
+        stall_transactions: bool,
+        /// The transactions endpoint sends its body one byte every 2 s.
+        #[arg(long)]
+        trickle_transactions: bool,
         /// Print every mutant with the cases that must catch it, and exit.
         #[arg(long)]
         list_mutants: bool,
@@ -153,10 +171,28 @@ fn main() -> ExitCode {
             rate_limit,
             backlog,
             connection_close,
+            delivery_copies,
+            delivery_copy_late_ms,
+            delivery_shuffle_ms,
+            delivery_unreachable,
+            stall_transactions,
+            trickle_transactions,
             ..
         } => {
-            let conditions =
-                Conditions { latency_ms, delivery_delay_ms, delivery_serial_ms, rate_limit, backlog, connection_close };
+            let conditions = Conditions {
+                latency_ms,
+                delivery_delay_ms,
+                delivery_serial_ms,
+                rate_limit,
+                backlog,
+                connection_close,
+                delivery_copies,
+                delivery_copy_late_ms,
+                delivery_shuffle_ms,
+                delivery_unreachable,
+                stall_transactions,
+                trickle_transactions,
+            };
             runtime.block_on(serve(SandboxConfig { listen, api_keys, service, mutant, variant, conditions }))
         }
         Command::SelfTest { parallel, event_timeout } => {

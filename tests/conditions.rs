@@ -57,6 +57,12 @@ const NONE: SandboxConditions = SandboxConditions {
     sandbox_rate_limit: 0,
     sandbox_backlog: 0,
     sandbox_connection_close: false,
+    sandbox_delivery_copies: 0,
+    sandbox_delivery_copy_late_ms: 0,
+    sandbox_delivery_shuffle_ms: 0,
+    sandbox_delivery_unreachable: false,
+    sandbox_stall_transactions: false,
+    sandbox_trickle_transactions: false,
 };
 
 /// A weak server: an accept queue of 5 and no keep-alive (as Python's `http.server`).

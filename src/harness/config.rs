@@ -305,6 +305,18 @@ pub struct SandboxConditions {
     pub sandbox_backlog: u32,
     #[arg(long, hide = true)]
     pub sandbox_connection_close: bool,
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub sandbox_delivery_copies: u32,
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub sandbox_delivery_copy_late_ms: u64,
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub sandbox_delivery_shuffle_ms: u64,
+    #[arg(long, hide = true)]
+    pub sandbox_delivery_unreachable: bool,
+    #[arg(long, hide = true)]
+    pub sandbox_stall_transactions: bool,
+    #[arg(long, hide = true)]
+    pub sandbox_trickle_transactions: bool,
 }
 
 impl SandboxConditions {
@@ -316,23 +328,37 @@ impl SandboxConditions {
             rate_limit: self.sandbox_rate_limit,
             backlog: self.sandbox_backlog,
             connection_close: self.sandbox_connection_close,
+            delivery_copies: self.sandbox_delivery_copies,
+            delivery_copy_late_ms: self.sandbox_delivery_copy_late_ms,
+            delivery_shuffle_ms: self.sandbox_delivery_shuffle_ms,
+            delivery_unreachable: self.sandbox_delivery_unreachable,
+            stall_transactions: self.sandbox_stall_transactions,
+            trickle_transactions: self.sandbox_trickle_transactions,
         }
     }
 
     /// The flags that set them, for rerun commands.
     fn flags(&self) -> Vec<String> {
-        let close = self.sandbox_connection_close.then(|| "--sandbox-connection-close".to_string());
+        let switches = [
+            ("--sandbox-connection-close", self.sandbox_connection_close),
+            ("--sandbox-delivery-unreachable", self.sandbox_delivery_unreachable),
+            ("--sandbox-stall-transactions", self.sandbox_stall_transactions),
+            ("--sandbox-trickle-transactions", self.sandbox_trickle_transactions),
+        ];
         [
             ("--sandbox-latency-ms", self.sandbox_latency_ms),
             ("--sandbox-delivery-delay-ms", self.sandbox_delivery_delay_ms),
             ("--sandbox-delivery-serial-ms", self.sandbox_delivery_serial_ms),
             ("--sandbox-rate-limit", u64::from(self.sandbox_rate_limit)),
             ("--sandbox-backlog", u64::from(self.sandbox_backlog)),
+            ("--sandbox-delivery-copies", u64::from(self.sandbox_delivery_copies)),
+            ("--sandbox-delivery-copy-late-ms", self.sandbox_delivery_copy_late_ms),
+            ("--sandbox-delivery-shuffle-ms", self.sandbox_delivery_shuffle_ms),
         ]
         .into_iter()
         .filter(|(_, v)| *v > 0)
         .map(|(flag, v)| format!("{flag} {v}"))
-        .chain(close)
+        .chain(switches.into_iter().filter(|(_, on)| *on).map(|(flag, _)| flag.to_string()))
         .collect()
     }
 }

@@ -31,6 +31,18 @@ pub struct Conditions {
     pub backlog: u32,
     /// Every answer says `Connection: close`, and the connection closes after it.
     pub connection_close: bool,
+    /// Every event is delivered this many times in all (same `id`), the copies alongside.
+    pub delivery_copies: u32,
+    /// Every event is delivered once more, this many milliseconds later (after later events).
+    pub delivery_copy_late_ms: u64,
+    /// Every delivery is held a random 0 to this many milliseconds: the order changes.
+    pub delivery_shuffle_ms: u64,
+    /// Deliveries never arrive: the registered address cannot be reached from here.
+    pub delivery_unreachable: bool,
+    /// The transactions endpoint accepts a request and never answers.
+    pub stall_transactions: bool,
+    /// The transactions endpoint sends its headers, then its body one byte every 2 s.
+    pub trickle_transactions: bool,
 }
 
 impl Conditions {
@@ -58,6 +70,24 @@ impl Conditions {
         }
         if self.connection_close {
             parts.push("Connection: close".to_string());
+        }
+        if self.delivery_copies > 1 {
+            parts.push(format!("each event delivered {} times", self.delivery_copies));
+        }
+        if self.delivery_copy_late_ms > 0 {
+            parts.push(format!("each event delivered again {}ms later", self.delivery_copy_late_ms));
+        }
+        if self.delivery_shuffle_ms > 0 {
+            parts.push(format!("deliveries shuffled within {}ms", self.delivery_shuffle_ms));
+        }
+        if self.delivery_unreachable {
+            parts.push("deliveries never arrive (an unreachable address)".to_string());
+        }
+        if self.stall_transactions {
+            parts.push("the transactions endpoint never answers".to_string());
+        }
+        if self.trickle_transactions {
+            parts.push("the transactions endpoint trickles its body, a byte every 2 s".to_string());
         }
         parts.join(", ")
     }
@@ -112,7 +142,33 @@ pub(crate) async fn api_gate(State(gate): State<Gate>, request: Request, next: N
     if gate.conditions.latency_ms > 0 {
         tokio::time::sleep(Duration::from_millis(gate.conditions.latency_ms)).await;
     }
-    next.run(request).await
+    let transactions = request.uri().path().ends_with("/transactions");
+    if transactions && gate.conditions.stall_transactions {
+        // Accepted, never answered: the client must bound its wait.
+        std::future::pending::<()>().await;
+    }
+    let response = next.run(request).await;
+    if transactions && gate.conditions.trickle_transactions {
+        return trickle(response).await;
+    }
+    response
+}
+
+/// The answer with its headers at once and its body a byte every 2 s.
+async fn trickle(response: Response) -> Response {
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let stream = futures::stream::unfold(0, move |at| {
+        let bytes = bytes.clone();
+        async move {
+            if at >= bytes.len() {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Some((Ok::<_, std::io::Error>(bytes.slice(at..at + 1)), at + 1))
+        }
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(stream))
 }
 
 /// Applied to every route with `--connection-close`: each answer closes its connection (hyper

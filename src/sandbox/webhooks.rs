@@ -116,6 +116,27 @@ async fn worker(
     conditions: Conditions,
 ) {
     while let Some(event) = rx.recv().await {
+        if conditions.delivery_unreachable {
+            // The address cannot be reached from here: nothing arrives.
+            continue;
+        }
+        // Copies (same id), a late copy, a shuffled order: every delivery on its own, held as
+        // the conditions say.
+        let copies = conditions.delivery_copies.max(1);
+        if copies > 1 || conditions.delivery_copy_late_ms > 0 || conditions.delivery_shuffle_ms > 0 {
+            let mut holds: Vec<u64> = (0..copies).map(|_| shuffled(conditions.delivery_shuffle_ms)).collect();
+            if conditions.delivery_copy_late_ms > 0 {
+                holds.push(conditions.delivery_copy_late_ms + shuffled(conditions.delivery_shuffle_ms));
+            }
+            for hold in holds {
+                let (client, url, event) = (client.clone(), url.clone(), event.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(hold)).await;
+                    deliver(&client, &url, &event).await;
+                });
+            }
+            continue;
+        }
         if conditions.delivery_delay_ms > 0 {
             // Late, in parallel: each event its delay after its emission.
             let (client, url) = (client.clone(), url.clone());
@@ -157,6 +178,16 @@ async fn worker(
             tokio::spawn(async move { deliver(&client, &url, &event).await });
         }
         deliver(&client, &url, &event).await;
+    }
+}
+
+/// A random hold of 0 to `window` milliseconds (0 when there is no window).
+fn shuffled(window: u64) -> u64 {
+    use rand::Rng;
+    if window == 0 {
+        0
+    } else {
+        rand::rng().random_range(0..=window)
     }
 }
 
