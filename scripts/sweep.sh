@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The stability sweep (issue "Same server, same verdict"): the same server must get the same
+# verdict whatever the seed, the order or the number of copies in which its webhooks arrive, and
+# however busy the CPU is. Runs against the embedded sandbox, with one busy loop per core
+# loading the machine the whole time:
+#
+#   1. every legal variant (and the plain sandbox) under 3 seeds and 3 delivery conditions
+#      (each event twice with a late copy, each event three times, deliveries shuffled within
+#      0.8 s): every run must exit 0, else it is a false verdict;
+#   2. real violations under the same delivery conditions: each mutant of MUTANTS must still
+#      fail the cases that catch it (exit 1);
+#   3. a setup that hears no webhook (an unreachable receiver address) must exit 2 with no case
+#      failed; an endpoint that never answers, or that trickles its body, must end within its
+#      plain run's time + 90 s, exit 3 or 2, naming the cause, with no case failed.
+#
+# Prints one line per run that went wrong, then the counts, the slowest run and the total time;
+# exits 1 when any verdict was false. Usage: scripts/sweep.sh [SEEDS] (default "1 2 3").
+# Environment: BIN, the bankconf to run (default: target/debug/bankconf, built here if missing);
+# PARALLEL, runs at a time (default 2).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-target/debug/bankconf}
+[ -x "$BIN" ] || cargo build --quiet
+PARALLEL=${PARALLEL:-2}
+SEEDS=${1:-1 2 3}
+CONDITIONS=(
+  "--sandbox-delivery-copies 2 --sandbox-delivery-copy-late-ms 1500"
+  "--sandbox-delivery-copies 3"
+  "--sandbox-delivery-shuffle-ms 800"
+)
+# Mutants whose violation lives in the events or what they imply: still caught under each
+# delivery condition.
+MUTANTS="previous-status-wrong accounts-after-disconnected deleted-transaction-listed no-connected-event \
+event-before-data deleted-returns-on-neighbour-update verifying-after-mfa-silent"
+out=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$out"' EXIT
+
+# One busy loop per core, for the whole sweep.
+for _ in $(seq "$(nproc)"); do (while :; do :; done) & done
+
+# One run: its expectation (pass, caught:CASES, setup, unjudged), its name, then bankconf flags.
+# Writes "ok|FALSE <seconds> <name> <exit> <detail>" to a file of its own.
+one() {
+  local expect=$1 name=$2
+  shift 2
+  local json="$out/$name.json" started ended code detail verdict=ok
+  started=$(date +%s.%N)
+  "$BIN" run "$@" --report-json "$json" >"$out/$name.log" 2>&1
+  code=$?
+  ended=$(date +%s.%N)
+  local failed
+  failed=$(python3 -c 'import json,sys
+try: r=json.load(open(sys.argv[1]))
+except Exception: print("?"); sys.exit()
+print(",".join(c["id"] for c in r.get("cases", []) if c["outcome"] == "failed"))' "$json")
+  case $expect in
+    pass) [ "$code" = 0 ] || verdict=FALSE ;;
+    setup) [ "$code" = 2 ] && [ -z "$failed" ] || verdict=FALSE ;;
+    unjudged) { [ "$code" = 3 ] || [ "$code" = 2 ]; } && [ -z "$failed" ] || verdict=FALSE ;;
+    caught:*)
+      [ "$code" = 1 ] || verdict=FALSE
+      for c in ${expect#caught:}; do case ",$failed," in *",$c,"*) ;; *) verdict=FALSE ;; esac; done ;;
+  esac
+  detail="failed=[$failed] $(tail -n 1 "$out/$name.log")"
+  echo "$verdict $(awk -v a="$started" -v b="$ended" 'BEGIN {printf "%.1f", b - a}') $name $code $detail \
+| rerun: bankconf run $*" >"$out/$name.result"
+}
+export -f one
+export BIN out
+
+jobs_file="$out/jobs"
+: >"$jobs_file"
+n=0
+variants=$("$BIN" serve --list-variants | awk '{print $1}')
+for seed in $SEEDS; do
+  for c in "${CONDITIONS[@]}"; do
+    for v in plain $variants; do
+      n=$((n + 1))
+      flavor=$([ "$v" = plain ] || echo "--sandbox-variant $v")
+      echo "pass legal-$n --seed $seed $c $flavor" >>"$jobs_file"
+    done
+  done
+done
+for c in "${CONDITIONS[@]}"; do
+  for m in $MUTANTS; do
+    n=$((n + 1))
+    cases=$("$BIN" serve --list-mutants | awk -v m="$m" '$1 == m {getline; sub(/.*caught by: /, ""); gsub(/,/, ""); print}')
+    echo "caught:${cases// /\ } mutant-$n --seed 1 $c --sandbox-mutant $m $cases" >>"$jobs_file"
+  done
+done
+echo "setup unreachable-receiver --seed 1 --sandbox-delivery-unreachable" >>"$jobs_file"
+echo "unjudged stalled-endpoint --seed 1 --sandbox-stall-transactions" >>"$jobs_file"
+echo "unjudged trickling-endpoint --seed 1 --sandbox-trickle-transactions" >>"$jobs_file"
+echo "pass plain-reference --seed 1" >>"$jobs_file"
+
+total=$(wc -l <"$jobs_file")
+echo "sweep: $total runs, $PARALLEL at a time, with $(nproc) busy loops"
+started=$(date +%s)
+# shellcheck disable=SC2016
+tr '\n' '\0' <"$jobs_file" | xargs -0 -P "$PARALLEL" -I{} bash -c 'eval "one $1"' _ {}
+elapsed=$(($(date +%s) - started))
+
+cat "$out"/*.result | grep -v '^ok ' || true
+false_verdicts=$(cat "$out"/*.result | grep -c '^FALSE ' || true)
+legal=$(grep -c '^pass ' "$jobs_file")
+slowest=$(cat "$out"/*.result | sort -k2 -n -r | head -n 1 | cut -d' ' -f2-4)
+plain=$(grep -h ' plain-reference ' "$out"/*.result | cut -d' ' -f2)
+limit=$(awk -v p="${plain:-0}" 'BEGIN {print p + 90}')
+over=$(cat "$out"/*.result | awk -v l="$limit" '$2 > l' | wc -l)
+echo "sweep: $total runs ($legal of legal variants), $false_verdicts false verdicts, slowest $slowest s," \
+  "$over over the plain run's ${plain:-?} s + 90 s, in ${elapsed} s"
+[ "$false_verdicts" = 0 ] && [ "$over" = 0 ]
