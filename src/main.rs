@@ -48,42 +48,9 @@ enum Command {
         /// Serve a conforming variant that reads the spec's freedoms differently (see --list-variants).
         #[arg(long, value_parser = parse_variant)]
         variant: Option<Variant>,
-        /// Milliseconds added to every API answer.
-        #[arg(long, default_value_t = 0)]
-        latency_ms: u64,
-        /// Every webhook delivery goes out this many milliseconds late (deliveries in parallel).
-        #[arg(long, default_value_t = 0)]
-        delivery_delay_ms: u64,
-        /// Webhook deliveries go out one at a time, each taking this many milliseconds.
-        #[arg(long, default_value_t = 0, conflicts_with = "delivery_delay_ms")]
-        delivery_serial_ms: u64,
-        /// Requests per second per API key; more are answered 429 with `Retry-After: 1` (0: none).
-        #[arg(long, default_value_t = 0)]
-        rate_limit: u32,
-        /// Listen backlog (accept queue) of the API socket, e.g. 5 for a weak server (0: 1024).
-        #[arg(long, default_value_t = 0)]
-        backlog: u32,
-        /// Answer every request with `Connection: close` (no keep-alive).
-        #[arg(long)]
-        connection_close: bool,
-        /// Deliver every webhook event this many times in all, same id (at-least-once delivery).
-        #[arg(long, default_value_t = 0)]
-        delivery_copies: u32,
-        /// Deliver every webhook event once more, this many milliseconds later.
-        #[arg(long, default_value_t = 0)]
-        delivery_copy_late_ms: u64,
-        /// Hold every webhook delivery a random 0 to this many milliseconds (order shuffled).
-        #[arg(long, default_value_t = 0)]
-        delivery_shuffle_ms: u64,
-        /// Deliver nothing, as if the registered address could not be reached.
-        #[arg(long)]
-        delivery_unreachable: bool,
-        /// The transactions endpoint accepts requests and never answers.
-        #[arg(long)]
-        stall_transactions: bool,
-        /// The transactions endpoint sends its body one byte every 2 s.
-        #[arg(long)]
-        trickle_transactions: bool,
+        /// Conditions of a real deployment (none is a violation).
+        #[command(flatten)]
+        conditions: Conditions,
         /// Print every mutant with the cases that must catch it, and exit.
         #[arg(long)]
         list_mutants: bool,
@@ -159,40 +126,7 @@ fn main() -> ExitCode {
                 .map(|v| format!("{:<32} {:<5} {}\n", v.name(), v.section(), v.description()))
                 .collect::<String>(),
         ),
-        Command::Serve {
-            listen,
-            api_keys,
-            service,
-            mutant,
-            variant,
-            latency_ms,
-            delivery_delay_ms,
-            delivery_serial_ms,
-            rate_limit,
-            backlog,
-            connection_close,
-            delivery_copies,
-            delivery_copy_late_ms,
-            delivery_shuffle_ms,
-            delivery_unreachable,
-            stall_transactions,
-            trickle_transactions,
-            ..
-        } => {
-            let conditions = Conditions {
-                latency_ms,
-                delivery_delay_ms,
-                delivery_serial_ms,
-                rate_limit,
-                backlog,
-                connection_close,
-                delivery_copies,
-                delivery_copy_late_ms,
-                delivery_shuffle_ms,
-                delivery_unreachable,
-                stall_transactions,
-                trickle_transactions,
-            };
+        Command::Serve { listen, api_keys, service, mutant, variant, conditions, .. } => {
             runtime.block_on(serve(SandboxConfig { listen, api_keys, service, mutant, variant, conditions }))
         }
         Command::SelfTest { parallel, event_timeout } => {

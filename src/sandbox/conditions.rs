@@ -16,32 +16,45 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The conditions; all zero (the default) is a local, unlimited sandbox.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Each is a `bankconf serve` flag of its name (`--latency-ms`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::Args)]
 pub struct Conditions {
     /// Milliseconds added to every API answer.
+    #[arg(long, default_value_t = 0)]
     pub latency_ms: u64,
     /// Every webhook delivery goes out this many milliseconds after its event, in parallel.
+    #[arg(long, default_value_t = 0)]
     pub delivery_delay_ms: u64,
     /// Deliveries go out one at a time through one queue, each taking this many milliseconds.
+    #[arg(long, default_value_t = 0, conflicts_with = "delivery_delay_ms")]
     pub delivery_serial_ms: u64,
     /// Requests per second per API key (each second counted on its own); more are answered 429
     /// with `Retry-After: 1`. Zero: no limit.
+    #[arg(long, default_value_t = 0)]
     pub rate_limit: u32,
     /// The listen backlog (accept queue) of the API socket; zero: the usual 1024.
+    #[arg(long, default_value_t = 0)]
     pub backlog: u32,
     /// Every answer says `Connection: close`, and the connection closes after it.
+    #[arg(long)]
     pub connection_close: bool,
     /// Every event is delivered this many times in all (same `id`), the copies alongside.
+    #[arg(long, default_value_t = 0)]
     pub delivery_copies: u32,
     /// Every event is delivered once more, this many milliseconds later (after later events).
+    #[arg(long, default_value_t = 0)]
     pub delivery_copy_late_ms: u64,
     /// Every delivery is held a random 0 to this many milliseconds: the order changes.
+    #[arg(long, default_value_t = 0)]
     pub delivery_shuffle_ms: u64,
     /// Deliveries never arrive: the registered address cannot be reached from here.
+    #[arg(long)]
     pub delivery_unreachable: bool,
     /// The transactions endpoint accepts a request and never answers.
+    #[arg(long)]
     pub stall_transactions: bool,
     /// The transactions endpoint sends its headers, then its body one byte every 2 s.
+    #[arg(long)]
     pub trickle_transactions: bool,
 }
 

@@ -39,16 +39,29 @@ async fn refused_everywhere(ctx: &RunContext, auth: Auth, what: &str) -> Result<
     let mut problems = Problems::default();
     for (method, segments) in endpoints(&fixture) {
         let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
-        let exchange = ctx.api.send(method, &segments, &[], auth.clone()).await?;
-        if exchange.is_success() {
-            problems.add(format!(
-                "{} {what}: expected a refusal (any non-2xx), got {}",
-                exchange.request,
-                exchange.summary()
-            ));
-        }
+        refused(ctx, method, &segments, auth.clone(), what, &mut problems).await?;
     }
     problems.finish()
+}
+
+/// Sends `auth` to one endpoint: a 2xx is a problem (§5, any refusal will do, §7).
+async fn refused(
+    ctx: &RunContext,
+    method: Method,
+    segments: &[&str],
+    auth: Auth,
+    what: &str,
+    problems: &mut Problems,
+) -> Result<(), Stop> {
+    let exchange = ctx.api.send(method, segments, &[], auth).await?;
+    if exchange.is_success() {
+        problems.add(format!(
+            "{} {what}: expected a refusal (any non-2xx), got {}",
+            exchange.request,
+            exchange.summary()
+        ));
+    }
+    Ok(())
 }
 
 async fn missing_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -104,14 +117,7 @@ async fn near_miss_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
         if near.len() > shape_prefix(key).len() {
             ctx.redactor.add(&near);
         }
-        let exchange = ctx.api.send(Method::GET, &path, &[], Auth::Header(format!("Bearer {near}"))).await?;
-        if exchange.is_success() {
-            problems.add(format!(
-                "{} {what}: expected a refusal (any non-2xx), got {}",
-                exchange.request,
-                exchange.summary()
-            ));
-        }
+        refused(&ctx, Method::GET, &path, Auth::Header(format!("Bearer {near}")), &what, &mut problems).await?;
     }
     problems.finish()
 }
