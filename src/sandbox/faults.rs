@@ -105,7 +105,7 @@ departures! {
         AccountDropsAfterUpdate = "account-drops-after-update", "§4.2", ["reactions.account-balance"],
             "an account drops out of its connection's accounts list once `update_accounts` changed it";
         EventBeforeData = "event-before-data", "§6.3", ["reactions.accounts-updated"],
-            "accounts.updated goes out at once, but the update becomes readable only 0.7 s later";
+            "accounts.updated goes out at once, but the update becomes readable only 2.5 s later";
         AccountBalanceStale = "account-balance-stale", "§4.4", ["reactions.account-balance"],
             "GET /v1/accounts/{id} keeps serving the balance of before accounts.updated";
         // What reads imply over time (the state model)

@@ -485,7 +485,7 @@ impl Store {
             Action::UpdateAccounts => {
                 let account_id = self.target_account(conn_id, target.account_id.as_deref())?;
                 if self.flavor.is(Mutant::EventBeforeData) {
-                    let until = std::time::Instant::now() + std::time::Duration::from_millis(700);
+                    let until = std::time::Instant::now() + std::time::Duration::from_millis(2500);
                     self.stale.insert(account_id.clone(), (until, self.accounts[&account_id].clone()));
                 }
                 let txn_id = self.update_account(conn_id, &account_id, now);
