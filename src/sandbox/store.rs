@@ -121,7 +121,14 @@ impl Store {
         if exact.is_none() && self.flavor.is(Mutant::KeyShapeMatch) {
             let prefix = |k: &str| k.find('_').map(|i| k[..=i].to_string());
             let shaped = |k: &str| k.len() == key.len() && prefix(k).is_some_and(|p| key.starts_with(&p));
-            return self.clients.iter().find(|(k, _)| shaped(k)).map(|(_, c)| c.clone());
+            // The client whose key it resembles most, whatever the map's order.
+            let alike = |k: &str| k.chars().zip(key.chars()).filter(|(a, b)| a == b).count();
+            return self
+                .clients
+                .iter()
+                .filter(|(k, _)| shaped(k))
+                .max_by_key(|(k, _)| (alike(k), k.as_str()))
+                .map(|(_, c)| c.clone());
         }
         exact
     }

@@ -104,9 +104,9 @@ async fn near_miss_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
         ctx.redactor.add(&near);
         refused_everywhere(&ctx, Auth::Header(format!("Bearer {near}")), what).await?;
     }
-    // Keys of the right shape: one request each, to the connection's accounts.
-    let fixture = ctx.connected().await?;
-    let path = ["v1", "connections", fixture.connection_id.as_str(), "accounts"];
+    // Keys of the right shape: one creation each (§4.1), which any client may do: accepted as
+    // whichever client, a key the service never issued shows.
+    let path = ["v1", "connections"];
     let mut problems = Problems::default();
     let mut tried = std::collections::HashSet::new();
     for (near, what) in shapes(key) {
@@ -117,7 +117,7 @@ async fn near_miss_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
         if near.len() > shape_prefix(key).len() {
             ctx.redactor.add(&near);
         }
-        refused(&ctx, Method::GET, &path, Auth::Header(format!("Bearer {near}")), &what, &mut problems).await?;
+        refused(&ctx, Method::POST, &path, Auth::Header(format!("Bearer {near}")), &what, &mut problems).await?;
     }
     problems.finish()
 }
