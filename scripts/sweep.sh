@@ -38,7 +38,8 @@ for _ in $(seq "$(nproc)"); do (while :; do :; done) & done
 # One run: its expectation (pass, caught:CASES, setup, unjudged), its name, then bankconf flags.
 # Writes "ok|FALSE <seconds> <name> <exit> <detail>" to a file of its own.
 one() {
-  local expect=$1 name=$2
+  # The cases a mutant must fail come comma-separated (one word of the job line).
+  local expect=${1//,/ } name=$2
   shift 2
   local json="$out/$name.json" started ended code detail verdict=ok
   started=$(date +%s.%N)
@@ -86,7 +87,7 @@ for c in "${CONDITIONS[@]}"; do
   for m in $MUTANTS; do
     n=$((n + 1))
     cases=$("$BIN" serve --list-mutants | awk -v m="$m" '$1 == m {getline; sub(/.*caught by: /, ""); gsub(/,/, ""); print}')
-    echo "caught:${cases// /\ } mutant-$n --seed 1 $c --sandbox-mutant $m $cases" >>"$jobs_file"
+    echo "caught:${cases// /,} mutant-$n --seed 1 $c --sandbox-mutant $m $cases" >>"$jobs_file"
   done
 done
 echo "setup unreachable-receiver --seed 1 --sandbox-delivery-unreachable" >>"$jobs_file"

@@ -96,6 +96,14 @@ pub fn count(deliveries: &[Delivery], event_type: &str) -> usize {
     unique(deliveries).iter().filter(|d| d.event_type() == Some(event_type)).count()
 }
 
+/// Whether the deliveries hold `want` events of `event_type`, each counted once ([`count`]).
+/// A short form (§6.2) has no id and a timestamp of whole seconds: two events of one second
+/// cannot be told from a copy, so once one arrived it stands for any number.
+pub fn holds(deliveries: &[Delivery], event_type: &str, want: usize) -> bool {
+    count(deliveries, event_type) >= want
+        || deliveries.iter().any(|d| d.is_short_form() && d.event_type() == Some(event_type))
+}
+
 /// The identities of the events among `deliveries` (see [`Delivery::identity`]): what was
 /// known at some moment, so that a later copy of one of them is never taken for a new event.
 pub fn identities(deliveries: &[Delivery]) -> std::collections::HashSet<String> {
@@ -156,5 +164,11 @@ mod tests {
         let found = step_event(&arrived, &known, "connection.connected", |_| true);
         assert_eq!(found.map(|d| d.dedup_key()), Some("evt_2".to_string()));
         assert_eq!(count(&arrived, "connection.connected"), 2, "three deliveries, two events");
+        assert!(holds(&arrived, "connection.connected", 2) && !holds(&arrived, "connection.connected", 3));
+        let short = Delivery {
+            seq: 3,
+            body: json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
+        };
+        assert!(holds(&[short.clone(), short], "connection.connected", 2), "two reconnects in one second, or a copy");
     }
 }

@@ -530,10 +530,7 @@ impl Pending {
         let receiver = ctx.receiver()?;
         // Events are a set: copies of one event count once (§6.3 leaves retries open).
         let missing = |ds: &[Delivery]| {
-            expected.iter().copied().find(|t| {
-                let want = expected.iter().filter(|e| e == &t).count();
-                delivery::count(ds, t) < want
-            })
+            expected.iter().copied().find(|t| !delivery::holds(ds, t, expected.iter().filter(|e| e == &t).count()))
         };
         let started = std::time::Instant::now();
         let what = format!("{} for {id}", expected.join(", "));
