@@ -609,27 +609,18 @@ fn reads_of_accounts(model: &Model) -> HashMap<InView<'_>, Vec<(&Arc<Answer>, &V
 }
 
 /// §2.2, §2.3 `createdAt` says when the object was created: it reads the same in every read of a
-/// view, announced update or not (a re-stamp on sync is not a change any event can announce).
-/// Across a reconnection of its connection an account may be linked anew: those reads are not
-/// compared.
+/// view, announced update or not (a re-stamp on sync is not a change any event can announce),
+/// reconnection or not (an id names one object, §2: a new account takes a new id).
 fn fixed_fields(model: &Model) -> (usize, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut judged = 0;
-    for ((v, id), reads) in reads_of_accounts(model) {
-        let connection = model.connection_of(v, id);
+    for ((_, id), reads) in reads_of_accounts(model) {
         let mut before: Option<(&Arc<Answer>, &Value)> = None;
         for (answer, fields) in reads {
             let Some(value) = fields.get(CREATED_AT) else { continue };
             let Some((earlier, old)) = before.replace((answer, value)) else { continue };
             judged += 1;
-            // A reconnection may link the account anew (as for a vanished account): not judged.
-            let relinked = model.events.iter().any(|e| {
-                e.kind.starts_with("connection.")
-                    && connection.is_some()
-                    && e.connection.as_deref() == connection
-                    && e.arrived >= earlier.sent_at
-            });
-            if !relinked && !same_moment(old, value) {
+            if !same_moment(old, value) {
                 findings.push(finding(
                     format!(
                         "{}: account {id} has {CREATED_AT} {value}, but {} showed {old}: when an account was created \
