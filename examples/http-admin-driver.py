@@ -6,13 +6,16 @@ arguments in BANKCONF_* environment variables. This driver turns each action int
 to the server's admin API, which it assumes to be:
 
     POST   {admin}/webhooks                            {"url": ...}   register a webhook address
+                                                                      for the key's client
     DELETE {admin}/webhooks                            {"url": ...}   remove it
     POST   {admin}/connections/{connectionId}/{action} {"accountId", "transactionId"} (optional)
 
 where {admin} is BANKCONF_ADMIN_URL, by default BANKCONF_BASE_URL + "/sandbox" (the control
 routes of `bankconf serve`, so this driver can be tried against it). Each request carries
-`Authorization: Bearer $BANKCONF_API_KEY`, the client the action is for; adapt `admin_request`
-to your own admin API's paths and authentication.
+`Authorization: Bearer $BANKCONF_API_KEY`, the client the action is for; the second client's
+webhook address (BANKCONF_SECOND_WEBHOOK_URL, given with a second key) is registered with
+BANKCONF_SECOND_API_KEY, so that each client's events go to its own address. Adapt
+`admin_request` to your own admin API's paths and authentication.
 
 Exit status: 0 done (the action was accepted; its events may follow later); 3 the server cannot
 do this action (an unknown action, or 404/501 to unregister_webhook); 4 refused from the
@@ -35,11 +38,11 @@ def fail(code, message):
     sys.exit(code)
 
 
-def admin_request(method, url, body):
+def admin_request(method, url, body, key_variable="BANKCONF_API_KEY"):
     data = json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method=method)
     request.add_header("Content-Type", "application/json")
-    key = os.environ.get("BANKCONF_API_KEY")
+    key = os.environ.get(key_variable)
     if key:
         request.add_header("Authorization", f"Bearer {key}")
     try:
@@ -61,6 +64,9 @@ def main():
         hook = os.environ.get("BANKCONF_WEBHOOK_URL") or fail(1, "BANKCONF_WEBHOOK_URL is not set")
         method = "POST" if action == "register_webhook" else "DELETE"
         status, text = admin_request(method, f"{admin}/webhooks", {"url": hook})
+        second = os.environ.get("BANKCONF_SECOND_WEBHOOK_URL")
+        if second and 200 <= status < 300:
+            status, text = admin_request(method, f"{admin}/webhooks", {"url": second}, "BANKCONF_SECOND_API_KEY")
     elif action in ACTIONS:
         connection = os.environ.get("BANKCONF_CONNECTION_ID") or fail(1, "BANKCONF_CONNECTION_ID is not set")
         body = {}

@@ -266,8 +266,22 @@ async fn admin(State(state): State<Arc<AdminState>>, body: Bytes) -> StatusCode 
     }
     let control = &state.control;
     match (action.as_str(), text("webhookUrl"), text("connectionId")) {
-        ("register_webhook", Some(url), _) => control.register_webhook(&url).await,
-        ("unregister_webhook", Some(url), _) => control.unregister_webhook(&url).await,
+        // Each client's address for its own events (the second's is given with a second key).
+        ("register_webhook", Some(url), _) => match text("secondWebhookUrl") {
+            None => control.register_webhook(&url).await,
+            Some(second) => {
+                for (url, key) in [(url, KEY), (second, SECOND_KEY)] {
+                    if control.register_client_webhook(&url, Some(key)).await.is_err() {
+                        return StatusCode::UNPROCESSABLE_ENTITY;
+                    }
+                }
+            }
+        },
+        ("unregister_webhook", Some(url), _) => {
+            for url in std::iter::once(url).chain(text("secondWebhookUrl")) {
+                control.unregister_webhook(&url).await;
+            }
+        }
         (name, _, Some(connection)) => {
             let Some(action) = Action::parse(name) else { return StatusCode::NOT_IMPLEMENTED };
             let target = ActionArgs { account_id: text("accountId"), transaction_id: text("transactionId") };

@@ -221,10 +221,7 @@ mod tests {
     use serde_json::json;
 
     fn event(id: &str, ty: &str, prev: Value) -> Delivery {
-        Delivery {
-            seq: 0,
-            body: json!({"id": id, "type": ty, "data": {"previousStatus": prev, "connectionId": "conn_1"}}),
-        }
+        Delivery::new(0, json!({"id": id, "type": ty, "data": {"previousStatus": prev, "connectionId": "conn_1"}}))
     }
 
     fn happy() -> Vec<Delivery> {
@@ -275,9 +272,11 @@ mod tests {
 
     #[test]
     fn short_connected_forms_in_the_same_second_link_every_reconnect() {
-        let short = |seq| Delivery {
-            seq,
-            body: json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
+        let short = |seq| {
+            Delivery::new(
+                seq,
+                json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
+            )
         };
         let mut events = happy();
         events[3] = short(3);

@@ -58,7 +58,7 @@ pub const CASE_IDS: [&str; 6] = [
 /// Reads a capture. Errors mean the check cannot start (exit 2).
 pub fn parse(text: &str) -> Result<Vec<Delivery>, String> {
     // As the receiver keeps them: a body that is not JSON is `null`.
-    let delivery = |seq: usize, body: Value| Delivery { seq: seq as u64, body };
+    let delivery = |seq: usize, body: Value| Delivery::new(seq as u64, body);
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Err("the capture is empty".into());

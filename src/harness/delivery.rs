@@ -10,9 +10,28 @@ pub struct Delivery {
     pub seq: u64,
     /// The body, or `Value::Null` when it was not JSON.
     pub body: Value,
+    /// Which client's address it was posted to (§6: events go to the client's server).
+    pub to: Recipient,
+}
+
+/// The receiver serves one address per client: the one registered for the client under test,
+/// and the second client's. Where a delivery was posted says whose server the target sent it
+/// to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Recipient {
+    /// The client under test's address (`--api-key`), and any path the receiver does not know.
+    #[default]
+    First,
+    /// The second client's address (`--second-api-key`).
+    Second,
 }
 
 impl Delivery {
+    /// A delivery posted to the first client's address (captures, tests).
+    pub fn new(seq: u64, body: Value) -> Self {
+        Self { seq, body, to: Recipient::First }
+    }
+
     /// The connection the event concerns: `data.connectionId`, or the short form's `connectionId`.
     pub fn connection_id(&self) -> Option<&str> {
         self.body.pointer("/data/connectionId").or_else(|| self.body.get("connectionId")).and_then(Value::as_str)
@@ -142,7 +161,7 @@ mod tests {
     fn delivery(id: &str, occurred: &str) -> Delivery {
         let data =
             json!({"eventId": id, "type": "connection.connected", "connectionId": "conn_1", "occurredAt": occurred});
-        Delivery { seq: 0, body: json!({"id": id, "type": "connection.connected", "created_at": id, "data": data}) }
+        Delivery::new(0, json!({"id": id, "type": "connection.connected", "created_at": id, "data": data}))
     }
 
     #[test]
@@ -165,10 +184,10 @@ mod tests {
         assert_eq!(found.map(|d| d.dedup_key()), Some("evt_2".to_string()));
         assert_eq!(count(&arrived, "connection.connected"), 2, "three deliveries, two events");
         assert!(holds(&arrived, "connection.connected", 2) && !holds(&arrived, "connection.connected", 3));
-        let short = Delivery {
-            seq: 3,
-            body: json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
-        };
+        let short = Delivery::new(
+            3,
+            json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
+        );
         assert!(holds(&[short.clone(), short], "connection.connected", 2), "two reconnects in one second, or a copy");
     }
 }

@@ -94,7 +94,7 @@ pub type DriveFuture<'a> = Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
 /// struct MyDriver; // would hold a handle on the server's state
 ///
 /// impl Driver for MyDriver {
-///     fn register_webhook<'a>(&'a self, _url: &'a str) -> DriveFuture<'a> {
+///     fn register_webhook<'a>(&'a self, _url: &'a str, _second: Option<&'a str>) -> DriveFuture<'a> {
 ///         Box::pin(async { Answer::Done })
 ///     }
 ///     fn connect<'a>(&'a self, connection_id: &'a str, _widget_token: Option<&'a str>) -> DriveFuture<'a> {
@@ -113,13 +113,16 @@ pub trait Driver: Send + Sync {
         let (account, transaction) = (args.account_id.as_deref(), args.transaction_id.as_deref());
         let act = match action {
             DriverAction::RegisterWebhook => {
-                return args.webhook_url.as_deref().map_or_else(|| missing("webhook URL"), |u| self.register_webhook(u))
+                return args.webhook_url.as_deref().map_or_else(
+                    || missing("webhook URL"),
+                    |u| self.register_webhook(u, args.second_webhook_url.as_deref()),
+                )
             }
             DriverAction::UnregisterWebhook => {
-                return args
-                    .webhook_url
-                    .as_deref()
-                    .map_or_else(|| missing("webhook URL"), |u| self.unregister_webhook(u))
+                return args.webhook_url.as_deref().map_or_else(
+                    || missing("webhook URL"),
+                    |u| self.unregister_webhook(u, args.second_webhook_url.as_deref()),
+                )
             }
             DriverAction::Act(act) => act,
         };
@@ -135,17 +138,20 @@ pub trait Driver: Send + Sync {
         }
     }
 
-    /// Deliver the events of the run's clients (§6) to `webhook_url` from now on. Called once,
-    /// before any case; not supported: the event cases are not judged.
-    fn register_webhook<'a>(&'a self, webhook_url: &'a str) -> DriveFuture<'a> {
-        let _ = webhook_url;
+    /// Deliver the client under test's events (§6) to `webhook_url` from now on, and, when
+    /// `second_webhook_url` is given, the second client's events there (each client's events to
+    /// its own server; registering `webhook_url` for both still works, but then delivery
+    /// isolation is not judged). Called once, before any case; not supported: the event cases
+    /// are not judged.
+    fn register_webhook<'a>(&'a self, webhook_url: &'a str, second_webhook_url: Option<&'a str>) -> DriveFuture<'a> {
+        let _ = (webhook_url, second_webhook_url);
         not_supported("register_webhook")
     }
 
-    /// Stop delivering, and retrying, to `webhook_url`. Called once, at the end of the run;
+    /// Stop delivering, and retrying, to both addresses. Called once, at the end of the run;
     /// not supported is fine.
-    fn unregister_webhook<'a>(&'a self, webhook_url: &'a str) -> DriveFuture<'a> {
-        let _ = webhook_url;
+    fn unregister_webhook<'a>(&'a self, webhook_url: &'a str, second_webhook_url: Option<&'a str>) -> DriveFuture<'a> {
+        let _ = (webhook_url, second_webhook_url);
         not_supported("unregister_webhook")
     }
 
@@ -253,8 +259,10 @@ pub struct DriveArgs {
     pub account_id: Option<String>,
     /// The transaction to delete; absent: the driver picks one.
     pub transaction_id: Option<String>,
-    /// The harness's webhook receiver.
+    /// The harness's webhook receiver: the client under test's address.
     pub webhook_url: Option<String>,
+    /// The receiver's address for the second client's events, when a second key is given.
+    pub second_webhook_url: Option<String>,
 }
 
 /// The API keys a command driver gets: `BANKCONF_API_KEY`, and `BANKCONF_SECOND_API_KEY`
@@ -268,16 +276,34 @@ pub struct Keys {
 }
 
 /// The embedded sandbox, driven through its control handle (the same code as its `/sandbox`
-/// routes).
-pub struct SandboxDriver(pub Control);
+/// routes), with the keys of the run's clients (each address is registered for its client).
+pub struct SandboxDriver {
+    pub control: Control,
+    pub keys: Keys,
+}
 
 impl Driver for SandboxDriver {
     fn act<'a>(&'a self, action: DriverAction, args: &'a DriveArgs) -> DriveFuture<'a> {
         Box::pin(async move {
-            let control = &self.0;
+            let control = &self.control;
+            let second = args.second_webhook_url.as_deref();
             match (action, args.webhook_url.as_deref(), args.connection_id.as_deref()) {
-                (DriverAction::RegisterWebhook, Some(url), _) => control.register_webhook(url).await,
-                (DriverAction::UnregisterWebhook, Some(url), _) => control.unregister_webhook(url).await,
+                (DriverAction::RegisterWebhook, Some(url), _) => {
+                    let Some(second) = second else {
+                        control.register_webhook(url).await;
+                        return Answer::Done;
+                    };
+                    for (url, key) in [(url, &self.keys.api_key), (second, &self.keys.second_api_key)] {
+                        if let Err(e) = control.register_client_webhook(url, key.as_deref()).await {
+                            return Answer::Error(e.to_string());
+                        }
+                    }
+                }
+                (DriverAction::UnregisterWebhook, Some(url), _) => {
+                    for url in std::iter::once(url).chain(second) {
+                        control.unregister_webhook(url).await;
+                    }
+                }
                 (DriverAction::Act(a), _, Some(connection)) => {
                     let target =
                         ActionArgs { account_id: args.account_id.clone(), transaction_id: args.transaction_id.clone() };
@@ -348,6 +374,7 @@ impl CommandDriver {
             ("BANKCONF_ACCOUNT_ID", &args.account_id),
             ("BANKCONF_TRANSACTION_ID", &args.transaction_id),
             ("BANKCONF_WEBHOOK_URL", &args.webhook_url),
+            ("BANKCONF_SECOND_WEBHOOK_URL", &args.second_webhook_url),
             ("BANKCONF_API_KEY", &self.keys.api_key),
             ("BANKCONF_SECOND_API_KEY", &self.keys.second_api_key),
         ];
@@ -530,6 +557,7 @@ impl HttpDriver {
             ("accountId", &args.account_id),
             ("transactionId", &args.transaction_id),
             ("webhookUrl", &args.webhook_url),
+            ("secondWebhookUrl", &args.second_webhook_url),
         ];
         for (name, value) in fields {
             if let Some(v) = value {

@@ -186,7 +186,7 @@ mod tests {
     use serde_json::json;
 
     fn d(body: Value) -> Delivery {
-        Delivery { seq: 0, body }
+        Delivery::new(0, body)
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! The webhook receiver: listens for the whole run, answers every POST at once, keeps every
 //! delivery, and lets cases wait (bounded) for the deliveries they expect. Delivery order,
 //! duplicates and retries are not specified (§6.3), so nothing here depends on them.
+//!
+//! It serves one address per client ([`Recipient`]): the second client's is the first's with
+//! [`SECOND_CLIENT_PATH`] appended, so a delivery says whose server the target sent it to.
 
 use super::budget;
-use super::delivery::Delivery;
+use super::delivery::{Delivery, Recipient};
 use super::har::Recorder;
 use super::patience::Patience;
 use axum::body::Bytes;
@@ -25,11 +28,13 @@ const MAX_DELIVERIES: usize = 100_000;
 const MAX_BYTES: usize = budget::MAX_HELD;
 /// Largest delivery body accepted.
 const MAX_DELIVERY: usize = 1024 * 1024;
+/// What the second client's address appends to the first's.
+pub const SECOND_CLIENT_PATH: &str = "/second-client";
 
 struct Store {
     /// The run's evidence: each delivery, and how late it came.
     recorder: Arc<Recorder>,
-    /// The URL the target delivers to, for the HAR.
+    /// The URL the target delivers to, for the HAR (the first client's).
     url: Mutex<String>,
     deliveries: Mutex<Vec<Delivery>>,
     /// When each delivery arrived, by `seq`.
@@ -125,9 +130,14 @@ impl Receiver {
         })
     }
 
-    /// The address to register with the target.
+    /// The address to register with the target for the client under test.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The address to register for the second client: deliveries there are [`Recipient::Second`].
+    pub fn second_url(&self) -> String {
+        second_url(&self.url)
     }
 
     /// The address it listens on, with the port the system bound.
@@ -283,12 +293,27 @@ impl Drop for Receiver {
     }
 }
 
+/// The second client's address for a first client's `url`.
+fn second_url(url: &str) -> String {
+    format!("{}{SECOND_CLIENT_PATH}", url.trim_end_matches('/'))
+}
+
 async fn receive(
     State((store, tx)): State<(Arc<Store>, Arc<watch::Sender<u64>>)>,
+    uri: axum::http::Uri,
     body: Result<Bytes, BytesRejection>,
 ) -> StatusCode {
     use std::sync::atomic::Ordering;
-    let url = store.url.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let first = store.url.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let to = if uri.path().trim_end_matches('/').ends_with(SECOND_CLIENT_PATH) {
+        Recipient::Second
+    } else {
+        Recipient::First
+    };
+    let url = match to {
+        Recipient::First => first,
+        Recipient::Second => second_url(&first),
+    };
     let refuse = |status: StatusCode| {
         store.recorder.delivery(&url, b"", status.as_u16(), None);
         store.refused.fetch_add(1, Ordering::Relaxed);
@@ -312,7 +337,7 @@ async fn receive(
             return refuse(StatusCode::INSUFFICIENT_STORAGE);
         }
         let seq = all.len() as u64;
-        let delivery = Delivery { seq, body: parsed };
+        let delivery = Delivery { seq, body: parsed, to };
         store.recorder.delivery(&url, &body, StatusCode::NO_CONTENT.as_u16(), delivery.connection_id());
         store.arrivals.lock().unwrap_or_else(|e| e.into_inner()).push(std::time::Instant::now());
         all.push(delivery);
@@ -336,5 +361,17 @@ mod tests {
         });
         assert_eq!(status.as_deref(), Some("waiting for connection.connected for conn_1 (0s, at most 120s)"));
         assert_eq!(receiver.waiting(Duration::ZERO), None, "an ended wait is gone");
+    }
+
+    #[tokio::test]
+    async fn each_delivery_says_which_client_address_it_was_posted_to() {
+        let receiver = Receiver::start(([127, 0, 0, 1], 0).into(), None, Arc::default()).await.unwrap();
+        assert_eq!(receiver.second_url(), format!("{}{SECOND_CLIENT_PATH}", receiver.url()));
+        let client = reqwest::Client::new();
+        for url in [receiver.url().to_string(), receiver.second_url()] {
+            client.post(&url).body(r#"{"type":"connection.created"}"#).send().await.unwrap();
+        }
+        let to: Vec<Recipient> = receiver.timeline().into_iter().map(|(_, d)| d.to).collect();
+        assert_eq!(to, [Recipient::First, Recipient::Second]);
     }
 }

@@ -128,7 +128,10 @@ impl Session {
                 config.driver_wait(),
                 Keys { api_key: key.clone(), second_api_key: second_key.clone() },
             ))),
-            (None, None, None, Some(sandbox)) => Some(Arc::new(SandboxDriver(sandbox.control.clone()))),
+            (None, None, None, Some(sandbox)) => Some(Arc::new(SandboxDriver {
+                control: sandbox.control.clone(),
+                keys: Keys { api_key: key.clone(), second_api_key: second_key.clone() },
+            })),
             (None, None, None, None) => None,
         };
         let (receiver, webhooks) = match &driver {
@@ -140,7 +143,7 @@ impl Session {
                 let receiver = Receiver::start(config.webhook_listen, config.webhook_public_url.clone(), recorder)
                     .await
                     .map_err(|e| e.to_string())?;
-                let args = DriveArgs { webhook_url: Some(receiver.url().to_string()), ..Default::default() };
+                let args = webhook_args(&receiver, second_key.is_some());
                 let call = driver.run(DriverAction::RegisterWebhook, &args);
                 let webhooks = match api.recorder().driven(DriverAction::RegisterWebhook, &args, call).await {
                     Ok(()) => Webhooks::Registered,
@@ -185,7 +188,7 @@ impl Session {
             return None;
         }
         let (driver, receiver) = (self.driver.as_ref()?, self.receiver.as_ref()?);
-        let args = DriveArgs { webhook_url: Some(receiver.url().to_string()), ..Default::default() };
+        let args = webhook_args(receiver, self.api.has_second_key());
         let call = driver.run(DriverAction::UnregisterWebhook, &args);
         match self.api.recorder().driven(DriverAction::UnregisterWebhook, &args, call).await {
             Ok(()) | Err(DriveError::Unsupported(_)) => None,
@@ -267,5 +270,15 @@ impl Session {
     /// An id with the prefix `kind` (`conn_`, `acc_`, …) that no target issued, for probes.
     pub fn unknown_id(&self, kind: &str) -> String {
         format!("{kind}BANKCONFUNKNOWN0000000000000")
+    }
+}
+
+/// The receiver's addresses for `register_webhook` and `unregister_webhook`: the second client's
+/// only when a second key is given (its events are the only ones to go there).
+fn webhook_args(receiver: &Receiver, second: bool) -> DriveArgs {
+    DriveArgs {
+        webhook_url: Some(receiver.url().to_string()),
+        second_webhook_url: second.then(|| receiver.second_url()),
+        ..Default::default()
     }
 }

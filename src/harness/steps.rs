@@ -67,6 +67,7 @@ impl Session {
             account_id: account_id.map(str::to_string),
             transaction_id: transaction_id.map(str::to_string),
             webhook_url: self.receiver.as_ref().map(|r| r.url().to_string()),
+            second_webhook_url: None,
         };
         // The account's walks are read again after a data action (before: none starts stale).
         let forget = || account_id.into_iter().for_each(|a| super::pagination::forget(&self.api, a));

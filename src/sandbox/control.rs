@@ -4,7 +4,8 @@
 //!
 //! - `POST /sandbox/webhooks` with `{"url": "http(s)://..."}`: 201 `{"url", "registered": true}`,
 //!   200 with `"registered": false` if it was already registered, 400 on a missing or non-HTTP
-//!   URL.
+//!   URL. With `Authorization: Bearer <API_KEY>`, the address takes that client's events only
+//!   (404 for an unknown key); without, every client's.
 //! - `POST /sandbox/connections/{connectionId}/{action}` with an optional body
 //!   `{"accountId", "transactionId"}` (absent, empty or `{}` all mean no target): 200 with
 //!   `{"connectionId", "action", "status", "eventIds", "accountId", "transactionId"}`;
@@ -71,14 +72,25 @@ fn optional_string(map: &serde_json::Map<String, Value>, field: &str) -> Result<
     }
 }
 
-async fn register_webhook(State(shared): State<Arc<Shared>>, body: Bytes) -> Result<Response, ApiError> {
+async fn register_webhook(
+    State(shared): State<Arc<Shared>>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let map = json_body(&body)?.ok_or_else(|| invalid_body("expected {\"url\": \"...\"}"))?;
     let url = optional_string(&map, "url")?.ok_or_else(|| invalid_body("url is required"))?;
     match reqwest::Url::parse(&url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
         _ => return Err(invalid_body(format!("url must be an http(s) URL, got {url:?}"))),
     }
-    let registered = shared.register_webhook(&url);
+    let key = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .map(|h| h.strip_prefix("Bearer ").unwrap_or(h).trim());
+    let registered = match shared.register_webhook(&url, key) {
+        Ok(registered) => registered,
+        Err(e) => return Err(ApiError::not_found(e.to_string())),
+    };
     let status = if registered { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(json!({ "url": url, "registered": registered }))).into_response())
 }

@@ -249,6 +249,8 @@ departures! {
             "a starting_after that names a transaction of another connection of the same client continues that account's list";
         FirstClientReadsAll = "first-client-reads-all", "§5", ["isolation.accounts", "isolation.account", "isolation.transactions"],
             "the first client can read every client's connections, accounts and transactions (the other direction stays closed)";
+        EventsToOtherClient = "events-to-other-client", "§6", ["isolation.deliveries"],
+            "every event goes to every registered address, also those registered for another client";
         // §1 widget
         WidgetMissing = "widget-missing", "§1", ["widget.served"],
             "the widget script answers 404";

@@ -95,10 +95,18 @@ pub struct Control {
 }
 
 impl Control {
-    /// Registers a webhook delivery address (like `POST /sandbox/webhooks`). Registering the
-    /// same address twice has no further effect.
+    /// Registers a webhook delivery address for every client's events (like `POST
+    /// /sandbox/webhooks` without a key). Registering the same address twice has no further
+    /// effect.
     pub async fn register_webhook(&self, url: &str) {
-        self.shared.register_webhook(url);
+        let _ = self.shared.register_webhook(url, None);
+    }
+
+    /// Registers `url` for the events of the client whose API key is `key` only (like `POST
+    /// /sandbox/webhooks` with `Authorization: Bearer <key>`); `None`: every client's. An unknown
+    /// key is refused.
+    pub async fn register_client_webhook(&self, url: &str, key: Option<&str>) -> Result<(), ControlError> {
+        self.shared.register_webhook(url, key).map(drop)
     }
 
     /// Removes a webhook delivery address (like `DELETE /sandbox/webhooks`).

@@ -19,8 +19,17 @@ impl Shared {
         self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub(crate) fn register_webhook(&self, url: &str) -> bool {
-        self.lock().outbox_mut().register(url)
+    /// Registers `url` for the events of the client whose key is `key` (`None`: every
+    /// client's); an unknown key is refused.
+    pub(crate) fn register_webhook(&self, url: &str, key: Option<&str>) -> Result<bool, ControlError> {
+        let mut store = self.lock();
+        let client = match key {
+            None => None,
+            Some(key) => {
+                Some(store.client_for_key(key).ok_or_else(|| ControlError::NotFound("no client has that key".into()))?)
+            }
+        };
+        Ok(store.outbox_mut().register(url, client))
     }
 
     pub(crate) fn unregister_webhook(&self, url: &str) -> bool {

@@ -67,8 +67,9 @@ pub(crate) struct Store {
     /// The client of the first configured key (what the auth mutants serve to anyone).
     first_client: Option<String>,
     flavor: Flavor,
-    /// Events of the change in progress, delivered together by [`Store::flush`].
-    batch: Vec<Arc<Value>>,
+    /// Events of the change in progress, with their client, delivered together by
+    /// [`Store::flush`].
+    batch: Vec<(Arc<Value>, String)>,
     /// First-page reads per account and list reads per connection (for the state mutants).
     reads: std::sync::Mutex<HashMap<String, u32>>,
     /// Deleted transactions the state mutant lists again, with the account's reads at deletion.
@@ -177,7 +178,7 @@ impl Store {
         }
         let body = Arc::new(render::event(self.flavor, &event));
         self.events.push(body.clone());
-        self.batch.push(body);
+        self.batch.push((body, event.client_id));
         id
     }
 
@@ -188,8 +189,8 @@ impl Store {
         if self.flavor.has(Variant::ReversedEvents) {
             batch.reverse();
         }
-        for body in batch {
-            self.outbox.deliver(body);
+        for (body, client) in batch {
+            self.outbox.deliver(body, client);
         }
     }
 

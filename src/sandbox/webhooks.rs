@@ -1,8 +1,9 @@
 //! Webhook delivery (§6; registration, retries and ordering are left open by §6.3, these are the
 //! sandbox's choices):
 //!
-//! - every registered address receives every event emitted after its registration, whatever
-//!   the client (events carry `clientId`, §6.2); earlier events are not replayed;
+//! - an address registered for a client (with its key) receives that client's events emitted
+//!   after its registration; one registered without a key receives every client's (events carry
+//!   `clientId`, §6.2); earlier events are not replayed;
 //! - a delivery is a JSON `POST` of the §6.1 envelope; any 2xx answer counts as delivered;
 //! - up to 3 attempts per event and address, 100 ms then 400 ms apart, each with a 2 s timeout;
 //!   proxies from the environment are not used;
@@ -12,9 +13,9 @@
 //! - [`Conditions`] can make every delivery late, or each one slow in that one-at-a-time queue.
 
 use super::conditions::Conditions;
-use super::faults::{Flavor, Variant};
+use super::faults::{Flavor, Mutant, Variant};
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -25,46 +26,53 @@ const BACKOFF: [Duration; 2] = [Duration::from_millis(100), Duration::from_milli
 const TIMEOUT: Duration = Duration::from_secs(2);
 
 enum Msg {
-    Register(String),
+    /// An address, and the client whose events it takes (`None`: every client's).
+    Register(String, Option<String>),
     Unregister(String),
-    Deliver(Arc<Value>),
+    /// An event and its client.
+    Deliver(Arc<Value>, String),
 }
 
 /// The sending end of the delivery queue, kept in the store.
 pub(crate) struct Outbox {
     tx: UnboundedSender<Msg>,
-    urls: HashSet<String>,
+    /// Each address and the client it was registered for (`None`: every client).
+    urls: HashMap<String, Option<String>>,
 }
 
 impl Outbox {
-    /// Adds a delivery address; `false` if it was already registered.
-    pub fn register(&mut self, url: &str) -> bool {
-        if !self.urls.insert(url.to_string()) {
+    /// Adds a delivery address for `client`'s events (`None`: every client's); `false` if it
+    /// was already registered so (registering it for another client moves it).
+    pub fn register(&mut self, url: &str, client: Option<String>) -> bool {
+        if self.urls.get(url) == Some(&client) {
             return false;
         }
-        let _ = self.tx.send(Msg::Register(url.to_string()));
+        if self.urls.insert(url.to_string(), client.clone()).is_some() {
+            let _ = self.tx.send(Msg::Unregister(url.to_string()));
+        }
+        let _ = self.tx.send(Msg::Register(url.to_string(), client));
         true
     }
 
     /// Removes a delivery address: nothing more is sent there, retries included (a finished
     /// run's receiver is gone); `false` if it was not registered.
     pub fn unregister(&mut self, url: &str) -> bool {
-        if !self.urls.remove(url) {
+        if self.urls.remove(url).is_none() {
             return false;
         }
         let _ = self.tx.send(Msg::Unregister(url.to_string()));
         true
     }
 
-    /// Queues an event for every registered address; never waits.
-    pub fn deliver(&self, event: Arc<Value>) {
+    /// Queues `client`'s event for the addresses that take it; never waits.
+    pub fn deliver(&self, event: Arc<Value>, client: String) {
         if !self.urls.is_empty() {
-            let _ = self.tx.send(Msg::Deliver(event));
+            let _ = self.tx.send(Msg::Deliver(event, client));
         }
     }
 
     pub fn urls(&self) -> Vec<String> {
-        let mut urls: Vec<String> = self.urls.iter().cloned().collect();
+        let mut urls: Vec<String> = self.urls.keys().cloned().collect();
         urls.sort();
         urls
     }
@@ -74,7 +82,7 @@ impl Outbox {
 pub(crate) fn start(flavor: Flavor, conditions: Conditions) -> (Outbox, JoinHandle<()>) {
     let (tx, rx) = unbounded_channel();
     let task = tokio::spawn(dispatch(rx, flavor, conditions));
-    (Outbox { tx, urls: HashSet::new() }, task)
+    (Outbox { tx, urls: HashMap::new() }, task)
 }
 
 async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor, conditions: Conditions) {
@@ -84,28 +92,39 @@ async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor, conditions: Co
         .user_agent(concat!("bankconf-sandbox/", env!("CARGO_PKG_VERSION")))
         .build()
         .expect("reqwest client");
-    let mut workers: Vec<(String, UnboundedSender<Arc<Value>>, JoinHandle<()>)> = Vec::new();
+    let mut workers: Vec<Worker> = Vec::new();
     while let Some(msg) = rx.recv().await {
         match msg {
-            Msg::Register(url) => {
+            Msg::Register(url, only) => {
                 let (tx, rx) = unbounded_channel();
                 let task = tokio::spawn(worker(client.clone(), url.clone(), rx, flavor, conditions));
-                workers.push((url, tx, task));
+                workers.push(Worker { url, only, tx, task });
             }
             Msg::Unregister(url) => {
                 // The worker stops at once: no queued event, no retry goes out to the address.
-                for (_, _, task) in workers.iter().filter(|(u, _, _)| *u == url) {
-                    task.abort();
+                for w in workers.iter().filter(|w| w.url == url) {
+                    w.task.abort();
                 }
-                workers.retain(|(u, _, _)| *u != url);
+                workers.retain(|w| w.url != url);
             }
-            Msg::Deliver(event) => {
-                for (_, w, _) in &workers {
-                    let _ = w.send(event.clone());
+            Msg::Deliver(event, of) => {
+                // The mutant sends every event to every address, whoever registered it.
+                let anywhere = flavor.is(Mutant::EventsToOtherClient);
+                for w in workers.iter().filter(|w| anywhere || w.only.as_ref().is_none_or(|c| *c == of)) {
+                    let _ = w.tx.send(event.clone());
                 }
             }
         }
     }
+}
+
+/// One address's delivery queue.
+struct Worker {
+    url: String,
+    /// The client whose events it takes (`None`: every client's).
+    only: Option<String>,
+    tx: UnboundedSender<Arc<Value>>,
+    task: JoinHandle<()>,
 }
 
 async fn worker(

@@ -12,13 +12,25 @@ pub async fn start(mutant: Option<Mutant>) -> Sandbox {
 }
 
 /// The driver: it moves the server's state directly, with no process and no admin route.
-pub struct StateDriver(pub Control);
+pub struct StateDriver {
+    pub control: Control,
+    /// The API keys of the two clients the run uses: each client's events go to its own address.
+    pub keys: [String; 2],
+}
+
+impl StateDriver {
+    /// The driver of `server`, for its first two clients.
+    pub fn of(server: &Sandbox) -> Self {
+        let key = |i: usize| server.clients[i].api_key.clone();
+        Self { control: server.control.clone(), keys: [key(0), key(1)] }
+    }
+}
 
 impl StateDriver {
     fn apply<'a>(&'a self, id: &'a str, action: Action, account: Option<&str>, txn: Option<&str>) -> DriveFuture<'a> {
         let target = ActionArgs { account_id: account.map(Into::into), transaction_id: txn.map(Into::into) };
         Box::pin(async move {
-            match self.0.apply(id, action, target).await {
+            match self.control.apply(id, action, target).await {
                 Ok(()) => Answer::Done,
                 Err(ControlError::NotPossible(why)) => Answer::Refused(why),
                 Err(ControlError::NotFound(what)) => Answer::Error(format!("not found: {what}")),
@@ -28,16 +40,27 @@ impl StateDriver {
 }
 
 impl Driver for StateDriver {
-    fn register_webhook<'a>(&'a self, url: &'a str) -> DriveFuture<'a> {
+    fn register_webhook<'a>(&'a self, url: &'a str, second: Option<&'a str>) -> DriveFuture<'a> {
         Box::pin(async move {
-            self.0.register_webhook(url).await;
+            // Each client's events to its own address; one address takes every client's.
+            let Some(second) = second else {
+                self.control.register_webhook(url).await;
+                return Answer::Done;
+            };
+            for (url, key) in [(url, &self.keys[0]), (second, &self.keys[1])] {
+                if let Err(e) = self.control.register_client_webhook(url, Some(key)).await {
+                    return Answer::Error(e.to_string());
+                }
+            }
             Answer::Done
         })
     }
 
-    fn unregister_webhook<'a>(&'a self, url: &'a str) -> DriveFuture<'a> {
+    fn unregister_webhook<'a>(&'a self, url: &'a str, second: Option<&'a str>) -> DriveFuture<'a> {
         Box::pin(async move {
-            self.0.unregister_webhook(url).await;
+            for url in std::iter::once(url).chain(second) {
+                self.control.unregister_webhook(url).await;
+            }
             Answer::Done
         })
     }

@@ -11,7 +11,7 @@ fn main() -> std::process::ExitCode {
         .api_key(&server.clients[0].api_key)
         .second_api_key(&server.clients[1].api_key)
         .service(&server.service)
-        .driver(StateDriver(server.control.clone()))
+        .driver(StateDriver::of(&server))
         .seed(7)
         .tests()
 }

@@ -10,7 +10,7 @@ async fn a_broken_server_fails() {
     let report = Conformance::new(&server.base_url)
         .api_key(&server.clients[0].api_key)
         .service(&server.service)
-        .driver(StateDriver(server.control.clone()))
+        .driver(StateDriver::of(&server))
         .cases(["create."])
         .run()
         .await;

@@ -452,6 +452,7 @@ impl Walk {
             account_id: account,
             transaction_id: transaction,
             webhook_url: Some(receiver.url().to_string()),
+            second_webhook_url: None,
         };
         if let Some(account) = &args.account_id {
             crate::harness::pagination::forget(&ctx.api, account);

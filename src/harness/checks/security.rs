@@ -5,7 +5,11 @@ use crate::harness::fixtures::{Connected, RunContext};
 use crate::harness::http::{Auth, Exchange};
 use crate::harness::outcome::{Problems, Stop};
 
+use super::{state, Finding};
+use crate::harness::delivery::{Delivery, Recipient};
+use crate::harness::http::Answer;
 use reqwest::Method;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 crate::cases! {
@@ -18,6 +22,7 @@ crate::cases! {
     TRANSACTIONS = "isolation.transactions" => isolation_transactions;
     FOREIGN_CURSOR = "isolation.foreign-cursor" => foreign_cursor;
     REQUEST_SHAPES = "isolation.request-shapes" => request_shapes;
+    DELIVERIES = "isolation.deliveries" => separate_addresses, models [deliveries_isolated];
 }
 
 /// Every endpoint of §4, with the fixture's ids.
@@ -525,6 +530,102 @@ async fn request_shapes(ctx: Arc<RunContext>) -> Result<(), Stop> {
         return Err(Stop::ignore("no account of the connection has a transaction to take a cursor from"));
     }
     problems.finish()
+}
+
+/// §1 step 3, §6: each client's events go to its own server. The tour drives a connection of
+/// each client; the receiver has an address per client. The rule is judged over every delivery
+/// of the run ([`deliveries_isolated`]) once the separation is evidenced: some of the second
+/// client's events reached its own address. A driver that registers one address for both
+/// clients leaves it unjudged, saying so.
+async fn separate_addresses(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let tour = ctx.tour().await?;
+    let groups = tour.by_client()?;
+    let second: Vec<&Delivery> = groups.iter().skip(1).flat_map(|(_, ds)| ds).collect();
+    if second.is_empty() {
+        return Err(Stop::ignore("no event of the second client's connection arrived: delivery isolation not judged"));
+    }
+    if !second.iter().any(|d| d.to == Recipient::Second) {
+        return Err(Stop::ignore(
+            "the second client's events all arrived at the first client's address: the driver registered one \
+             address for both clients (register BANKCONF_SECOND_WEBHOOK_URL / secondWebhookUrl for the second \
+             client, docs/driver.md), so delivery isolation is not judged",
+        ));
+    }
+    Ok(())
+}
+
+/// Every event at one client's address names that client's connection or `clientId` (§6.2),
+/// never the other client's: a connection's owner is the key that created it (§4.1), a
+/// `clientId`'s owner the client whose connections carry it. Judged only once some of the
+/// second client's events arrived at its own address (else nothing is separated to judge).
+fn deliveries_isolated(model: &state::Model) -> (usize, Vec<Finding>) {
+    let owner = |connection: Option<&str>| connection.and_then(|c| model.creation(c));
+    // Each clientId with the creation answers of the connections whose events carry it.
+    let mut client_ids: HashMap<&str, Vec<&Arc<Answer>>> = HashMap::new();
+    for p in model.posted() {
+        if let (Some(id), Some(created)) = (p.client_id.as_deref(), owner(p.connection.as_deref())) {
+            client_ids.entry(id).or_default().push(created);
+        }
+    }
+    // A clientId speaks for one client only when every connection carrying it is that client's.
+    let by_client_id = |id: Option<&str>| {
+        let created = client_ids.get(id?)?;
+        let first = created.first()?;
+        created.iter().all(|a| a.sent.auth == first.sent.auth).then_some(*first)
+    };
+    let whose = |p: &state::Posted| owner(p.connection.as_deref()).or_else(|| by_client_id(p.client_id.as_deref()));
+    let address_of = |to: Recipient| match to {
+        Recipient::First => Auth::Primary,
+        Recipient::Second => Auth::Second,
+    };
+    let separated = model
+        .posted()
+        .iter()
+        .any(|p| p.to == Recipient::Second && whose(p).is_some_and(|a| a.sent.auth == Auth::Second));
+    if !separated {
+        return (0, Vec::new());
+    }
+    let mut judged = 0;
+    // One finding per connection and address: the connection's creation, its events there.
+    type Leak<'a> = (Arc<Answer>, Vec<&'a str>);
+    let mut leaks: BTreeMap<(String, &str), Leak> = BTreeMap::new();
+    for p in model.posted() {
+        let Some(created) = whose(p) else { continue };
+        judged += 1;
+        if created.sent.auth == address_of(p.to) {
+            continue;
+        }
+        let address = match p.to {
+            Recipient::First => "the client under test's",
+            Recipient::Second => "the second client's",
+        };
+        let connection =
+            p.connection.clone().unwrap_or_else(|| format!("clientId {}", p.client_id.as_deref().unwrap_or("?")));
+        leaks.entry((connection, address)).or_insert_with(|| (created.clone(), Vec::new())).1.push(&p.kind);
+    }
+    let findings = leaks
+        .into_iter()
+        .map(|((connection, address), (created, mut kinds))| {
+            let count = kinds.len();
+            kinds.sort_unstable();
+            kinds.dedup();
+            let owner = match created.sent.auth {
+                Auth::Second => "the second client's",
+                _ => "the client under test's",
+            };
+            Finding {
+                problem: format!(
+                    "{address} webhook address got {count} event{} of {owner} connection {connection} ({}): each \
+                     client's events go to its own server",
+                    if count == 1 { "" } else { "s" },
+                    kinds.join(", ")
+                ),
+                answer: created,
+                awaits_event: false,
+            }
+        })
+        .collect();
+    (judged, findings)
 }
 
 #[cfg(test)]

@@ -51,6 +51,20 @@ pub struct Model {
     /// `GET /v1/accounts/{id}` answers with a numeric `balance` (§4.4; its shape is not shown).
     balances: Vec<(Arc<Answer>, String, f64)>,
     events: Vec<Event>,
+    /// Each connection created with a client's key (§4.1), with the creation's answers: whose
+    /// connection it is (ids may repeat across clients, §2: then it is not known).
+    created: HashMap<String, Vec<Arc<Answer>>>,
+    /// Every event at each address it was posted to (the same event at two addresses is two).
+    posted: Vec<Posted>,
+}
+
+/// An event as posted to one of the receiver's addresses (for isolation between clients).
+pub(crate) struct Posted {
+    pub to: delivery::Recipient,
+    pub kind: String,
+    pub connection: Option<String>,
+    /// `data.clientId` (§6.2).
+    pub client_id: Option<String>,
 }
 
 /// A 2xx `GET /v1/connections/{id}/accounts`.
@@ -118,7 +132,14 @@ fn timestamp(v: &Value, key: &str) -> Option<String> {
 impl Model {
     /// The model of `answers` and `deliveries` (each with its arrival, in arrival order).
     pub fn of(answers: &[Arc<Answer>], deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
-        let mut model = Model { lists: Vec::new(), pages: Vec::new(), balances: Vec::new(), events: Vec::new() };
+        let mut model = Model {
+            lists: Vec::new(),
+            pages: Vec::new(),
+            balances: Vec::new(),
+            events: Vec::new(),
+            created: HashMap::new(),
+            posted: Vec::new(),
+        };
         for answer in answers {
             let (Some(text), Some(_)) = (answer.body.as_deref(), view(answer)) else { continue };
             // Only a page size and a cursor, each well-formed: other input may be answered anyhow.
@@ -130,6 +151,11 @@ impl Model {
             let Ok(body) = serde_json::from_str::<Value>(text) else { continue };
             let path: Vec<&str> = answer.segments.iter().map(String::as_str).collect();
             match (answer.sent.method.as_str(), path.as_slice()) {
+                ("POST", ["v1", "connections"]) => {
+                    if let Some(connection) = string(&body, "connectionId") {
+                        model.created.entry(connection).or_default().push(answer.clone());
+                    }
+                }
                 ("GET", ["v1", "connections", connection, "accounts"]) => {
                     let Value::Array(items) = body else { continue };
                     let fields = |a: &Value| -> Value {
@@ -166,12 +192,21 @@ impl Model {
         // Events are a set: each one counts from its first arrival, so a late copy of an earlier
         // event never stands in for an announcement that did not come.
         let mut seen = std::collections::HashSet::new();
+        let mut posted = std::collections::HashSet::new();
         for (arrived, d) in deliveries {
+            let Some(kind) = d.event_type() else { continue };
+            let data = d.body.get("data").unwrap_or(&d.body);
+            if posted.insert((d.identity(), d.to)) {
+                model.posted.push(Posted {
+                    to: d.to,
+                    kind: kind.to_string(),
+                    connection: d.connection_id().map(str::to_string),
+                    client_id: string(data, "clientId"),
+                });
+            }
             if !seen.insert(d.identity()) {
                 continue;
             }
-            let Some(kind) = d.event_type() else { continue };
-            let data = d.body.get("data").unwrap_or(&d.body);
             model.events.push(Event {
                 arrived: *arrived,
                 kind: kind.to_string(),
@@ -181,6 +216,19 @@ impl Model {
             });
         }
         model
+    }
+
+    /// Every event at each address it was posted to, once per address.
+    pub(crate) fn posted(&self) -> &[Posted] {
+        &self.posted
+    }
+
+    /// The answer that created `connection` (§4.1), whose key says whose connection it is;
+    /// `None` when no key or both created a connection of that id.
+    pub(crate) fn creation(&self, connection: &str) -> Option<&Arc<Answer>> {
+        let answers = self.created.get(connection)?;
+        let first = answers.first()?;
+        answers.iter().all(|a| a.sent.auth == first.sent.auth).then_some(first)
     }
 
     /// Whether an event that announces a change of `account` (of `connection`) arrived after
@@ -789,7 +837,7 @@ mod tests {
             let deliveries: Vec<(Instant, Delivery)> = events
                 .iter()
                 .enumerate()
-                .map(|(i, (ms, b))| (self.at(*ms), Delivery { seq: i as u64, body: b.clone() }))
+                .map(|(i, (ms, b))| (self.at(*ms), Delivery::new(i as u64, b.clone())))
                 .collect();
             Model::of(&self.answers, &deliveries)
         }
