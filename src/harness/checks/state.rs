@@ -91,10 +91,19 @@ struct PageRead {
 /// A delivery the rules read: when it arrived, its type and the ids it names.
 struct Event {
     arrived: Instant,
+    /// `data.occurredAt` (§6.2): the server's order of its events, whatever order they arrive in.
+    occurred: Option<chrono::DateTime<chrono::FixedOffset>>,
     kind: String,
     connection: Option<String>,
     account: Option<String>,
     transaction: Option<String>,
+}
+
+impl Event {
+    /// Whether the server dates this event strictly before `other` (both with `occurredAt`).
+    fn occurred_before(&self, other: &Event) -> bool {
+        matches!((self.occurred, other.occurred), (Some(a), Some(b)) if a < b)
+    }
 }
 
 /// A complete listing of an account: a first page and the pages its cursors lead to, up to one
@@ -209,6 +218,10 @@ impl Model {
             }
             model.events.push(Event {
                 arrived: *arrived,
+                occurred: data
+                    .get("occurredAt")
+                    .and_then(Value::as_str)
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()),
                 kind: kind.to_string(),
                 connection: d.connection_id().map(str::to_string),
                 account: string(data, "accountId"),
@@ -316,7 +329,11 @@ async fn reread_once(ctx: &RunContext) -> Result<(), Stop> {
     neighbours(ctx).await?;
     for (connection, auth) in connections {
         let api = ctx.api.reading_as(auth.clone());
-        let listed = api.send(reqwest::Method::GET, &["v1", "connections", &connection, "accounts"], &[], auth).await?;
+        let path = ["v1", "connections", connection.as_str(), "accounts"];
+        let listed = api.send(reqwest::Method::GET, &path, &[], auth.clone()).await?;
+        // Read again at once: by now every event the run caused has arrived, so no late
+        // delivery can stand for a change between these two (`state.changes-announced`).
+        api.send(reqwest::Method::GET, &path, &[], auth).await?;
         let Ok(Value::Array(accounts)) = listed.success_json() else { continue };
         for id in accounts.iter().filter_map(|a| a.get("id").and_then(Value::as_str)) {
             pagination::walk_again(&api, id).await?;
@@ -442,11 +459,14 @@ fn deletions_hold(model: &Model) -> (usize, Vec<Finding>) {
                 continue;
             }
             judged += 1;
+            // An update that the server dates before the removal is no resync, however late it
+            // arrived (delivery order is open, §6.3; occurredAt is the server's own order).
             let resynced = model.events.iter().any(|e| {
                 e.kind == spec::ACCOUNTS_UPDATED
                     && e.account.as_deref() == Some(page.account.as_str())
                     && e.arrived > event.arrived
                     && e.arrived < page.answer.sent_at
+                    && !e.occurred_before(event)
             });
             if !resynced {
                 findings.push(finding(
