@@ -5,6 +5,9 @@
 
 use super::orphans;
 use super::outcome::{ErrorSource, Stop};
+use chromiumoxide::cdp::browser_protocol::network::{
+    EventLoadingFinished, EventResponseReceived, GetResponseBodyParams, RequestId,
+};
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::handler::HandlerConfig;
 use chromiumoxide::Browser;
@@ -26,6 +29,13 @@ const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Cap on one probe of the script (navigation, load, grace for the global, the call of `open`).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Bounds on what the probe keeps of everything the page receives: responses (frames, fetch,
+/// XHR, any load), `postMessage` payloads and `onSuccess` arguments, each cut to
+/// [`MAX_RECEIVED_BYTES`], at most [`MAX_RECEIVED_TOTAL`] in all.
+const MAX_RECEIVED: usize = 32;
+const MAX_RECEIVED_BYTES: usize = 256 * 1024;
+const MAX_RECEIVED_TOTAL: usize = 2 * 1024 * 1024;
 
 /// One running browser; dropping it kills the process and waits (briefly) for it to exit, so
 /// that its profile can then be removed (fields drop in order: the profile last).
@@ -210,7 +220,10 @@ const ARGS: &[&str] = &[
     "--disable-component-extensions-with-background-pages",
     "--disable-default-apps",
     "--disable-dev-shm-usage",
-    "--disable-features=TranslateUI",
+    // Frames of other sites stay in the page's process, so that its network events (what the
+    // widget's frames load included) reach the probe.
+    "--disable-features=TranslateUI,IsolateOrigins,site-per-process",
+    "--disable-site-isolation-trials",
     "--disable-hang-monitor",
     "--disable-ipc-flooding-protection",
     "--disable-popup-blocking",
@@ -306,6 +319,33 @@ pub struct Probe {
     /// The outcome of calling `open`: `None` if not called; `Some(Ok(form))` the form that
     /// did not throw; `Some(Err(text))` what both forms threw.
     pub call: Option<Call>,
+    /// `postMessage` payloads the page got, as text (JSON for objects).
+    pub messages: Vec<String>,
+    /// The arguments `onSuccess` was called with, as JSON, when the widget called it.
+    pub successes: Vec<String>,
+    /// Every response the page loaded after the script was added (frames, `fetch`, XHR, any
+    /// other load), bounded; the script's own URL left out (the script cases judge it).
+    #[serde(skip)]
+    pub responses: Vec<Received>,
+}
+
+/// One thing the page received: where it came from, and its text (kept in the harness only
+/// to be searched, never printed).
+#[derive(Clone, Debug, Default)]
+pub struct Received {
+    /// `GET <url>` for a response, `postMessage`, or `onSuccess`.
+    pub what: String,
+    pub text: String,
+}
+
+impl Probe {
+    /// Everything the page received that the probe kept: responses, messages, `onSuccess`.
+    pub fn received(&self) -> Vec<Received> {
+        let mut all = self.responses.clone();
+        all.extend(self.messages.iter().map(|m| Received { what: "a postMessage payload".into(), text: m.clone() }));
+        all.extend(self.successes.iter().map(|s| Received { what: "the onSuccess metadata".into(), text: s.clone() }));
+        all
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -322,6 +362,11 @@ const PROBE_JS: &str = r#"(async () => {
   const text = (e) => { try { return String(e && e.message !== undefined ? e.message : e).slice(0, 300); } catch (_) { return "unprintable"; } };
   const before = new Set(Object.getOwnPropertyNames(window));
   const errors = [];
+  const cut = (s) => String(s).slice(0, __MAX_BYTES__);
+  const asText = (v) => { try { return typeof v === "string" ? v : JSON.stringify(v); } catch (_) { return text(v); } };
+  const messages = [];
+  window.addEventListener("message", (e) => { if (messages.length < __MAX__) messages.push(cut(asText(e.data))); });
+  const successes = [];
   window.addEventListener("error", (e) => errors.push(text(e.error !== undefined && e.error !== null ? e.error : e.message)));
   window.addEventListener("unhandledrejection", (e) => e.preventDefault());
   const loadFailed = await new Promise((done) => {
@@ -342,7 +387,7 @@ const PROBE_JS: &str = r#"(async () => {
   let call = null;
   if (global && token !== null) {
     const api = window[global];
-    const onSuccess = () => {};
+    const onSuccess = (...args) => { if (successes.length < __MAX__) successes.push(cut(asText(args))); };
     const thrown = [];
     let accepted = null;
     const attempt = (form, args) => {
@@ -352,10 +397,14 @@ const PROBE_JS: &str = r#"(async () => {
     attempt("object", [{ token, connectionId, onSuccess }]);
     if (accepted === null) attempt("positional", [token, connectionId, onSuccess]);
     call = { accepted, thrown };
+    // What the widget loads and sends after `open` (frames, a session, onSuccess where it
+    // calls it without a user): up to 1.5 s, less once onSuccess came.
+    for (let i = 0; i < 15 && accepted !== null && successes.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    if (accepted !== null) await new Promise((r) => setTimeout(r, 200));
   }
   const names = added();
   return { loadFailed, errors: errors.slice(0, 5), added: names.slice(0, 20), global,
-    openTypes: names.slice(0, 20).map((n) => n + ": " + typeof openOf(n)), call };
+    openTypes: names.slice(0, 20).map((n) => n + ": " + typeof openOf(n)), call, messages, successes };
 })()"#;
 
 impl Session {
@@ -373,18 +422,101 @@ impl Session {
         let browser_error = |e: chromiumoxide::error::CdpError| harness_error(format!("the browser: {e}"));
         // The script's own URL as the page: same origin, so error events carry their text.
         let page = self.browser.new_page(src).await.map_err(browser_error)?;
+        let loads = Loads::watch(&page).await.map_err(browser_error)?;
         let (token, connection) = credentials.unzip();
         let args = serde_json::json!([src, token, connection]).to_string();
+        let js = PROBE_JS
+            .replace("__ARGS__", &args)
+            .replace("__MAX_BYTES__", &MAX_RECEIVED_BYTES.to_string())
+            .replace("__MAX__", &MAX_RECEIVED.to_string());
         let params = EvaluateParams::builder()
-            .expression(PROBE_JS.replace("__ARGS__", &args))
+            .expression(js)
             .await_promise(true)
             .return_by_value(true)
             .build()
             .map_err(|e| harness_error(format!("the browser: {e}")))?;
         let result = page.evaluate_expression(params).await;
+        let responses = loads.bodies(&page, src).await;
         let _ = page.close().await;
         let value = result.map_err(browser_error)?;
-        value.into_value().map_err(|e| harness_error(format!("the browser's probe answered oddly: {e}")))
+        let mut probe: Probe =
+            value.into_value().map_err(|e| harness_error(format!("the browser's probe answered oddly: {e}")))?;
+        probe.responses = responses;
+        Ok(probe)
+    }
+}
+
+/// The responses a page loads, from the DevTools network events: which requests finished, and
+/// their URLs (bounded), collected aside while the probe runs.
+struct Loads {
+    seen: Arc<StdMutex<Vec<(RequestId, String)>>>,
+    finished: Arc<StdMutex<std::collections::HashSet<RequestId>>>,
+    tasks: [JoinHandle<()>; 2],
+}
+
+impl Drop for Loads {
+    fn drop(&mut self) {
+        self.tasks.iter().for_each(JoinHandle::abort);
+    }
+}
+
+impl Loads {
+    async fn watch(page: &chromiumoxide::Page) -> Result<Self, chromiumoxide::error::CdpError> {
+        use futures::StreamExt;
+        let mut responses = page.event_listener::<EventResponseReceived>().await?;
+        let mut finished = page.event_listener::<EventLoadingFinished>().await?;
+        let seen: Arc<StdMutex<Vec<(RequestId, String)>>> = Arc::default();
+        let done: Arc<StdMutex<std::collections::HashSet<RequestId>>> = Arc::default();
+        let (s, d) = (seen.clone(), done.clone());
+        let tasks = [
+            tokio::spawn(async move {
+                while let Some(event) = responses.next().await {
+                    let mut seen = s.lock().unwrap_or_else(|e| e.into_inner());
+                    if seen.len() < MAX_RECEIVED {
+                        seen.push((event.request_id.clone(), event.response.url.clone()));
+                    }
+                }
+            }),
+            tokio::spawn(async move {
+                while let Some(event) = finished.next().await {
+                    let mut done = d.lock().unwrap_or_else(|e| e.into_inner());
+                    if done.len() < 4 * MAX_RECEIVED {
+                        done.insert(event.request_id.clone());
+                    }
+                }
+            }),
+        ];
+        Ok(Self { seen, finished: done, tasks })
+    }
+
+    /// The text of each finished response but the script's own (`src`), within the bounds;
+    /// a body the browser no longer has, or that is binary, is left out.
+    async fn bodies(self, page: &chromiumoxide::Page, src: &str) -> Vec<Received> {
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let finished = self.finished.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut out = Vec::new();
+        let mut total = 0;
+        for (id, url) in seen.into_iter().filter(|(id, url)| finished.contains(id) && url != src) {
+            if total >= MAX_RECEIVED_TOTAL || !url.starts_with("http") {
+                break;
+            }
+            let asked = page.execute(GetResponseBodyParams::new(id));
+            let Ok(Ok(body)) = tokio::time::timeout(Duration::from_secs(2), asked).await else { continue };
+            if body.base64_encoded {
+                continue;
+            }
+            let mut text = body.result.body.clone();
+            if text.len() > MAX_RECEIVED_BYTES {
+                let mut end = MAX_RECEIVED_BYTES;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+            }
+            total += text.len();
+            out.push(Received { what: format!("GET {url}"), text });
+        }
+        out
     }
 }
 

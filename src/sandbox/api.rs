@@ -261,15 +261,43 @@ async fn list_transactions(
 }
 
 /// §1: the widget script, no authentication. Other files under `/widget/` are 404.
-async fn widget_script(State(shared): State<Arc<Shared>>, Path(file): Path<String>) -> Response {
+async fn widget_script(
+    State(shared): State<Arc<Shared>>,
+    Path(file): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let key = || shared.lock().any_key().unwrap_or_default();
+    let connection = query.get("connectionId").cloned().unwrap_or_default();
+    if file == widget::FRAME_FILE {
+        let leak = if shared.flavor.is(Mutant::KeyInWidgetFrame) {
+            format!("<script>var config = {{ apiKey: \"{}\" }};</script>", key())
+        } else {
+            String::new()
+        };
+        let page = format!("<!doctype html><html><body>{leak}<p>Sandbox Bank: log in</p></body></html>");
+        return ([(CONTENT_TYPE, "text/html")], page).into_response();
+    }
+    if file == widget::SESSION_FILE {
+        let mut session =
+            serde_json::json!({ "connectionId": connection, "institution": { "id": "ins_sandbox_bank" } });
+        if shared.flavor.is(Mutant::KeyInWidgetSession) {
+            session["state"] = key().bytes().map(|b| format!("{b:02x}")).collect::<String>().into();
+        }
+        return Json(session).into_response();
+    }
     if file != widget::file_name(&shared.service) || shared.flavor.is(Mutant::WidgetMissing) {
         return ApiError::not_found(format!("no widget file {file}")).into_response();
     }
     let media = if shared.flavor.is(Mutant::WidgetTextPlain) { "text/plain" } else { "application/javascript" };
     let mut script = widget::script(&shared.service, shared.flavor);
     if shared.flavor.is(Mutant::WidgetEmbedsKey) {
-        let key = shared.lock().any_key().unwrap_or_default();
-        script = format!("var BANKCONF_API_KEY = \"{key}\";\n{script}");
+        script = format!("var BANKCONF_API_KEY = \"{}\";\n{script}", key());
+    }
+    if shared.flavor.is(Mutant::KeyInSuccessMetadata) {
+        // Built at run time, so that the script's text carries no piece of the key.
+        let codes: Vec<String> = key().bytes().map(|b| b.to_string()).collect();
+        let leak = format!("metadata.session = String.fromCharCode({}); {}", codes.join(","), widget::SUCCESS);
+        script = script.replace(widget::SUCCESS, &leak);
     }
     ([(CONTENT_TYPE, media)], script).into_response()
 }

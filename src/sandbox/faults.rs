@@ -268,6 +268,12 @@ departures! {
             "the widget's open always throws";
         WidgetLateOpen = "widget-late-open", "§1", ["widget.global-open"],
             "the widget script defines its global only a minute after it runs";
+        KeyInWidgetFrame = "key-in-widget-frame", "§5", ["widget.frontend-no-key"],
+            "the frame page the widget opens carries a client's API key";
+        KeyInWidgetSession = "key-in-widget-session", "§5", ["widget.frontend-no-key"],
+            "the session the widget fetches carries a client's API key, hex-encoded";
+        KeyInSuccessMetadata = "key-in-success-metadata", "§5", ["widget.frontend-no-key"],
+            "the onSuccess metadata carries a client's API key";
         // §7, §8 robustness
         BadLimit500 = "bad-limit-500", "§8", ["robustness.bad-limit"],
             "a bad limit answers 500";
@@ -321,6 +327,10 @@ departures! {
             "the widget's open takes (token, connectionId, onSuccess), and throws given one object";
         WidgetPromise = "widget-promise", "§1", [],
             "the widget's open returns a promise";
+        PerClientIds = "per-client-ids", "§2", [],
+            "each client numbers its accounts and transactions from 1: the second client's ids equal the first's";
+        WidgetFrame = "widget-frame", "§1", [],
+            "the widget's open adds a frame page and fetches a session, then calls onSuccess with the session";
         BigAccount = "big-account", "§8", [],
             "the checking account holds 3,000 transactions";
         EmptySecondClient = "empty-second-client", "§4.2", [],

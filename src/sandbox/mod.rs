@@ -17,6 +17,7 @@
 //! Without configured keys, two clients are made with keys `bankconf_test_<24 random
 //! lower-case alphanumerics>` (a service-specific prefix, an underscore, more characters: §5.2).
 
+mod aliases;
 pub mod api;
 pub mod conditions;
 pub mod control;
@@ -204,9 +205,15 @@ impl Sandbox {
             router = router.layer(axum::middleware::from_fn(conditions::close_connections));
         }
 
+        // Ids are translated before routing, so that the routes see the store's own
+        // ([`Variant::PerClientIds`]; other flavors pass through): a layer on an outer router
+        // runs before the inner one routes.
+        let app = Router::new()
+            .fallback_service(router)
+            .layer(axum::middleware::from_fn_with_state(shared.clone(), aliases::translate));
         let (shutdown, stop) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
-            axum::serve(listener, router)
+            axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
                     // A dropped `Sandbox` keeps serving (see the type's doc).
                     if stop.await.is_err() {

@@ -1,6 +1,6 @@
 //! What the routes and the control handle share: the state behind one mutex.
 
-use super::faults::Flavor;
+use super::faults::{Flavor, Variant};
 use super::store::{ActionOutcome, Store};
 use super::transitions::{ActionArgs, ControlError};
 use crate::spec::Action;
@@ -46,6 +46,15 @@ impl Shared {
         action: Action,
         target: &ActionArgs,
     ) -> Result<ActionOutcome, ControlError> {
-        self.lock().apply(connection_id, action, target)
+        let mut store = self.lock();
+        if !self.flavor.has(Variant::PerClientIds) {
+            return store.apply(connection_id, action, target);
+        }
+        // The driver names accounts and transactions as the connection's client reads them.
+        let client = store.client_of_connection(connection_id).unwrap_or_default().to_string();
+        let inward = |id: &Option<String>| id.as_ref().map(|id| store.aliases().inward(&client, id));
+        let target =
+            ActionArgs { account_id: inward(&target.account_id), transaction_id: inward(&target.transaction_id) };
+        store.apply(connection_id, action, &target)
     }
 }

@@ -3,6 +3,7 @@
 //! so that the events of one change are queued in emission order while the lock is held (the
 //! queue is unbounded, so sending never waits).
 
+use super::aliases::Aliases;
 use super::faults::{Flavor, Mutant, Variant};
 use super::model::{key_order, list_order, Account, Connection, Event, EventDetail, Transaction};
 use super::transitions::transition_path;
@@ -64,6 +65,8 @@ pub(crate) struct Store {
     events: Vec<Arc<Value>>,
     next_seed: u64,
     outbox: Outbox,
+    /// Each client's aliases of account and transaction ids ([`Variant::PerClientIds`]).
+    aliases: Aliases,
     /// The client of the first configured key (what the auth mutants serve to anyone).
     first_client: Option<String>,
     flavor: Flavor,
@@ -91,6 +94,7 @@ impl Store {
             events: Vec::new(),
             next_seed: 1,
             outbox,
+            aliases: Aliases::default(),
             first_client,
             flavor,
             batch: Vec::new(),
@@ -157,6 +161,19 @@ impl Store {
         &mut self.outbox
     }
 
+    pub fn aliases(&self) -> &Aliases {
+        &self.aliases
+    }
+
+    pub fn aliases_mut(&mut self) -> &mut Aliases {
+        &mut self.aliases
+    }
+
+    /// The client a connection belongs to.
+    pub fn client_of_connection(&self, conn_id: &str) -> Option<&str> {
+        self.connections.get(conn_id).map(|c| c.client_id.as_str())
+    }
+
     /// The id of the latest `kind` event of a connection (for the `reused-event-id` mutant).
     fn last_event_id(&self, conn_id: &str, kind: &str) -> Option<String> {
         self.events.iter().rev().find_map(|e| {
@@ -190,6 +207,13 @@ impl Store {
             batch.reverse();
         }
         for (body, client) in batch {
+            let body = if self.flavor.has(Variant::PerClientIds) {
+                let mut seen = (*body).clone();
+                self.aliases.outward(&client, &mut seen);
+                Arc::new(seen)
+            } else {
+                body
+            };
             self.outbox.deliver(body, client);
         }
     }

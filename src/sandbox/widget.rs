@@ -61,16 +61,39 @@ pub(crate) fn script(service: &str, flavor: Flavor) -> String {
         )
     } else if flavor.has(Variant::WidgetPromise) {
         script.replace(API, r#"var api = { open: function (options) { return Promise.resolve(open(options)); } };"#)
+    } else if flavor.has(Variant::WidgetFrame)
+        || flavor.is(Mutant::KeyInWidgetFrame)
+        || flavor.is(Mutant::KeyInWidgetSession)
+    {
+        script.replace(SUCCESS, FRAME_AND_SESSION)
     } else {
         script
     }
 }
+
+/// The template's call of `onSuccess`.
+pub(crate) const SUCCESS: &str = "options.onSuccess(metadata);";
+
+/// A widget as real ones are: `open` adds a frame page ([`FRAME_FILE`]) and fetches a session
+/// ([`SESSION_FILE`]) from the script's own origin, then calls `onSuccess` with the session.
+const FRAME_AND_SESSION: &str = r#"var frame = document.createElement("iframe");
+    frame.src = origin + "/widget/frame.html?connectionId=" + encodeURIComponent(connectionId);
+    (document.body || document.documentElement).appendChild(frame);
+    fetch(origin + "/widget/session?connectionId=" + encodeURIComponent(connectionId))
+      .then(function (r) { return r.json(); })
+      .then(function (session) { options.onSuccess(session); }, function () {});"#;
+
+/// The frame page and the session the widget of [`Variant::WidgetFrame`] loads.
+pub(crate) const FRAME_FILE: &str = "frame.html";
+pub(crate) const SESSION_FILE: &str = "session";
 
 /// The conforming script text.
 fn conforming(service: &str) -> String {
     const TEMPLATE: &str = r#"/* @SERVICE@ sandbox connect widget. */
 (function (root) {
   "use strict";
+  var script = typeof document !== "undefined" && document.currentScript;
+  var origin = script && script.src ? new URL(script.src).origin : "";
 
   function requirePrefixed(options, field, prefix) {
     var value = options[field];

@@ -93,6 +93,9 @@ struct Event {
     arrived: Instant,
     /// `data.occurredAt` (§6.2): the server's order of its events, whatever order they arrive in.
     occurred: Option<chrono::DateTime<chrono::FixedOffset>>,
+    /// The view (whose key) of the connection it names, when the run created it: ids may
+    /// repeat across clients (§2), so an event speaks for its own client's reads only.
+    view: Option<u8>,
     kind: String,
     connection: Option<String>,
     account: Option<String>,
@@ -100,6 +103,12 @@ struct Event {
 }
 
 impl Event {
+    /// Whether the event concerns reads of `reader`'s view: its connection's client's, or
+    /// anyone's when the run did not create its connection.
+    fn speaks_for(&self, reader: Option<u8>) -> bool {
+        self.view.is_none() || self.view == reader
+    }
+
     /// Whether the server dates this event strictly before `other` (both with `occurredAt`).
     fn occurred_before(&self, other: &Event) -> bool {
         matches!((self.occurred, other.occurred), (Some(a), Some(b)) if a < b)
@@ -216,8 +225,10 @@ impl Model {
             if !seen.insert(d.identity()) {
                 continue;
             }
+            let owner = d.connection_id().and_then(|c| model.creation(c)).and_then(|a| view(a));
             model.events.push(Event {
                 arrived: *arrived,
+                view: owner,
                 occurred: data
                     .get("occurredAt")
                     .and_then(Value::as_str)
@@ -455,7 +466,7 @@ fn deletions_hold(model: &Model) -> (usize, Vec<Finding>) {
     for page in &model.pages {
         for (id, _, _) in &page.items {
             let Some(event) = removed.get(id.as_str()) else { continue };
-            if page.answer.sent_at <= event.arrived {
+            if page.answer.sent_at <= event.arrived || !event.speaks_for(view(&page.answer)) {
                 continue;
             }
             judged += 1;

@@ -16,6 +16,7 @@ crate::cases! {
     SCRIPT_RUNS = "widget.script-runs" => script_runs;
     GLOBAL_OPEN = "widget.global-open" => global_open;
     OPEN_ACCEPTS_TOKEN = "widget.open-accepts-token" => open_accepts_token;
+    FRONTEND_NO_KEY = "widget.frontend-no-key" => frontend_no_key;
 }
 
 /// The JavaScript MIME type essences browsers accept (WHATWG MIME Sniffing, RFC 9239).
@@ -208,4 +209,28 @@ async fn no_key_derivative(ctx: Arc<RunContext>) -> Result<(), Stop> {
             revealed_key(&ctx, &body).unwrap_or("an API key")
         )
     })
+}
+
+/// §5.2: a key never reaches a frontend, and everything the widget's page receives is frontend:
+/// the pages its frames load, the answers to its `fetch` and XHR calls, the `postMessage`
+/// payloads and the `onSuccess` metadata (the probe keeps them bounded, and only to search them
+/// here). Whole or a piece, plain or encoded; the messages name where, never what.
+async fn frontend_no_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let probe = probe(&ctx).await?;
+    if probe.call.as_ref().is_none_or(|c| c.accepted.is_none()) {
+        return Err(Stop::ignore(
+            "`open` was not called with success (see widget.open-accepts-token): nothing to judge",
+        ));
+    }
+    let mut problems = Problems::default();
+    for received in probe.received() {
+        if let Some(key) = revealed_key(&ctx, &received.text) {
+            problems.add(format!(
+                "{}: the widget's page received {key} or a piece of it (plain or encoded) (§5.2: keys never reach a \
+                 frontend)",
+                printable(&received.what)
+            ));
+        }
+    }
+    problems.finish()
 }
