@@ -23,11 +23,13 @@ use super::render;
 use super::shared::Shared;
 use super::store::ReadError;
 use super::widget;
-use axum::extract::{FromRequestParts, Path, Query, State};
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Path, Query, Request, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::middleware::map_response_with_state;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -308,4 +310,62 @@ pub(crate) async fn fallback() -> ApiError {
 
 pub(crate) async fn method_not_allowed() -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed on this path")
+}
+
+/// Largest answer body [`translate_ids`] rewrites (the variant's answers are far smaller).
+const MAX_TRANSLATED: usize = 16 * 1024 * 1024;
+
+/// The API layer of [`Variant::PerClientIds`] (see `aliases`): the request's ids in, the
+/// answer's ids out, as the authenticated client sees them. Other flavors pass through.
+pub(crate) async fn translate_ids(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    if !shared.flavor.has(Variant::PerClientIds) || !request.uri().path().starts_with("/v1/") {
+        return next.run(request).await;
+    }
+    let key = request
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::to_string);
+    let Some(client) = key.and_then(|k| shared.lock().client_for_key(&k)) else {
+        return next.run(request).await;
+    };
+    let (mut parts, body) = request.into_parts();
+    if let Some(uri) = inward_uri(&shared, &client, &parts.uri) {
+        parts.uri = uri;
+    }
+    let response = next.run(Request::from_parts(parts, body)).await;
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_TRANSLATED).await else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    shared.lock().aliases_mut().outward(&client, &mut value);
+    let text = value.to_string();
+    parts.headers.insert(CONTENT_LENGTH, text.len().into());
+    Response::from_parts(parts, Body::from(text))
+}
+
+/// The URI with each path segment and query value the client sent read back to store ids.
+fn inward_uri(shared: &Shared, client: &str, uri: &axum::http::Uri) -> Option<axum::http::Uri> {
+    let store = shared.lock();
+    let aliases = store.aliases();
+    let path: Vec<String> = uri.path().split('/').map(|s| aliases.inward(client, s)).collect();
+    let query: Option<String> = uri.query().map(|q| {
+        q.split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, v)) => format!("{k}={}", aliases.inward(client, v)),
+                None => pair.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("&")
+    });
+    let joined = path.join("/");
+    let text = match query {
+        Some(q) => format!("{joined}?{q}"),
+        None => joined,
+    };
+    text.parse().ok()
 }

@@ -210,7 +210,7 @@ impl Sandbox {
         // runs before the inner one routes.
         let app = Router::new()
             .fallback_service(router)
-            .layer(axum::middleware::from_fn_with_state(shared.clone(), aliases::translate));
+            .layer(axum::middleware::from_fn_with_state(shared.clone(), api::translate_ids));
         let (shutdown, stop) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             axum::serve(listener, app)
