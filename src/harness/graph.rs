@@ -13,6 +13,9 @@ pub enum Transition {
     Refused,
     /// The target cannot do the action at all (driver exit 3).
     Unsupported,
+    /// Not sent: a data action from a state that lists nothing to act on (the harness's
+    /// choice, so no word about the target).
+    NotSent,
 }
 
 impl Transition {
@@ -21,6 +24,7 @@ impl Transition {
             Self::Accepted(to) => format!("accepted → {to}"),
             Self::Refused => "refused".into(),
             Self::Unsupported => "unsupported".into(),
+            Self::NotSent => "not sent (nothing listed to act on)".into(),
         }
     }
 }

@@ -441,8 +441,8 @@ impl Walk {
         };
         if data_action && before.as_ref().is_none_or(|b| b.target(action).is_none()) {
             trace.steps.push(format!("{action} (not sent: no listed {})", Before::target_kind(action)));
-            self.played.push((self.state, action, Transition::Unsupported));
-            return Ok(Transition::Unsupported);
+            self.played.push((self.state, action, Transition::NotSent));
+            return Ok(Transition::NotSent);
         }
         let (account, transaction) =
             before.as_ref().map_or((None, None), |b| (b.account.clone(), b.transaction.clone()));

@@ -82,6 +82,7 @@ pub fn render(report: &Report) -> Value {
                     Transition::Accepted(to) => ("accepted", Some(to.lower())),
                     Transition::Refused => ("refused", None),
                     Transition::Unsupported => ("unsupported", None),
+                    Transition::NotSent => ("not-sent", None),
                 };
                 json!({"from": from.lower(), "action": action.as_str(), "outcome": outcome, "to": to})
             }).collect::<Vec<_>>(),
