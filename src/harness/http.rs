@@ -219,6 +219,10 @@ pub struct Api {
     /// The key [`Api::get`] sends: the client under test's, or the second client's for the
     /// reads that judge its answers too.
     reader: Auth,
+    /// Bytes of ids and fields that this run's live walks hold (see [`super::budget::MAX_HELD`]):
+    /// the run's own, shared by its clones, so that two runs in one process never limit each
+    /// other.
+    held: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Api {
@@ -250,7 +254,13 @@ impl Api {
             reader: Auth::Primary,
             throttle: Default::default(),
             recorder: Default::default(),
+            held: Arc::default(),
         })
+    }
+
+    /// The run's count of bytes its live walks hold (`pagination`).
+    pub fn held(&self) -> Arc<std::sync::atomic::AtomicUsize> {
+        self.held.clone()
     }
 
     /// Paces this client's requests (and its clones') with `throttle`.

@@ -24,9 +24,6 @@ pub const MAX_WALK_TIME: Duration = Duration::from_secs(120);
 /// Most body bytes one walk reads.
 pub const MAX_WALK_BYTES: usize = 64 * 1024 * 1024;
 
-/// Bytes of ids and fields that the run's live walks hold (see [`budget::MAX_HELD`]).
-static HELD: AtomicUsize = AtomicUsize::new(0);
-
 /// One transaction as a walk keeps it: the fields that checks read, not the whole object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Item {
@@ -151,8 +148,10 @@ pub struct Walk {
     pub pages: Vec<Page>,
     /// Whether the walk reached a page whose `has_more` is false.
     pub complete: bool,
-    /// What this walk adds to [`HELD`].
+    /// What this walk adds to its run's held bytes ([`Api::held`]).
     held: usize,
+    /// The run's count of held bytes.
+    budget: std::sync::Arc<AtomicUsize>,
 }
 
 impl Walk {
@@ -168,7 +167,7 @@ impl Walk {
     fn keep(&mut self, page: Page) -> Result<(), Stop> {
         let weight = page.request.len() + page.items.iter().map(Item::weight).sum::<usize>();
         self.held += weight;
-        let held = HELD.fetch_add(weight, Ordering::Relaxed) + weight;
+        let held = self.budget.fetch_add(weight, Ordering::Relaxed) + weight;
         let request = page.request.clone();
         self.pages.push(page);
         if held > budget::MAX_HELD {
@@ -180,7 +179,7 @@ impl Walk {
 
 impl Drop for Walk {
     fn drop(&mut self) {
-        HELD.fetch_sub(self.held, Ordering::Relaxed);
+        self.budget.fetch_sub(self.held, Ordering::Relaxed);
     }
 }
 
@@ -356,7 +355,7 @@ async fn follow(
     starting_after: Option<&str>,
     bound: Bound,
 ) -> Result<Walk, Stop> {
-    let mut walk = Walk::default();
+    let mut walk = Walk { pages: Vec::new(), complete: false, held: 0, budget: api.held() };
     let mut followed = HashSet::new();
     let mut read = 0;
     let mut cursor = starting_after.map(str::to_string);
