@@ -133,7 +133,7 @@ fn with_reports(name: &str, args: &[&str]) -> (Output, Written) {
     all.extend([
         "--report-json",
         j.to_str().unwrap(),
-        "--junit",
+        "--report-junit",
         x.to_str().unwrap(),
         "--report-md",
         m.to_str().unwrap(),

@@ -17,6 +17,7 @@ use std::sync::Arc;
 /// SIGINT or SIGTERM cuts the run short (exit 130 or 143 once the reports are written), a
 /// second ends the process at once.
 pub async fn run(config: RunConfig) -> i32 {
+    let config = config.with_legacy_env();
     let outputs = config.outputs.clone();
     let har = config.har.as_deref().map_or(Ok(()), report::writable);
     if let Err(e) = report::check_writable(&outputs).and(har) {
