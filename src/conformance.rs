@@ -88,7 +88,7 @@ impl Conformance {
         self
     }
 
-    /// A driver command, run with `sh -c` once per action (README "Driver protocol").
+    /// A driver command, run with `sh -c` once per action (docs/driver.md "The protocol").
     pub fn driver_command(mut self, command: impl Into<String>) -> Self {
         self.config.driver = Some(command.into());
         self
