@@ -192,7 +192,7 @@ pub fn check_events(mut config: CheckEventsConfig) -> i32 {
     println!("{}", report::terminal::header(&target, None, CASE_IDS.len()));
     let (results, notes) = judge_capture(&deliveries);
     let gate = Gate(config.gate);
-    let lines = report::terminal::Lines::stdout();
+    let lines = report::terminal::Lines::stdout(report::terminal::full_text(&config.outputs));
     for r in &results {
         println!("{}", lines.case(r, gate.gates(r.case.level), false));
     }

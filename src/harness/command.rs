@@ -27,7 +27,11 @@ pub async fn run(config: RunConfig) -> i32 {
     let cancel = Cancel::default();
     on_signals(cancel.clone());
     // No process a driver started outlives the run: the session's shutdown stops its driver.
-    let report = runner::run_report_until(config, Some(Arc::new(progress::Terminal::new())), cancel).await;
+    let report = runner::run_report_until(
+        config,
+        Some(Arc::new(progress::Terminal::new(report::terminal::full_text(&outputs)))),
+        cancel,
+    ).await;
     if let Some(e) = &report.setup_error {
         eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(&e.to_string())));
     }
