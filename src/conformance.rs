@@ -88,7 +88,7 @@ impl Conformance {
         self
     }
 
-    /// A driver command, run with `sh -c` once per action (README "Driver protocol").
+    /// A driver command, run with `sh -c` once per action (docs/driver.md "The protocol").
     pub fn driver_command(mut self, command: impl Into<String>) -> Self {
         self.config.driver = Some(command.into());
         self
@@ -193,7 +193,9 @@ impl Conformance {
         let mut report = runner::run_report(
             self.config,
             self.progress.then(|| {
-                std::sync::Arc::new(crate::harness::report::progress::Terminal::new())
+                std::sync::Arc::new(crate::harness::report::progress::Terminal::new(
+                    crate::harness::report::terminal::full_text(&outputs),
+                ))
                     as std::sync::Arc<dyn crate::harness::runner::Progress>
             }),
         )
@@ -225,7 +227,7 @@ impl Conformance {
 /// The run's summary as `bankconf run` prints it: verdict, counts, what went unjudged and why,
 /// and each failure (for a test's failure message).
 pub fn summary(report: &Report) -> String {
-    report::terminal::summary(report)
+    report::terminal::summary(report, &report::terminal::full_text(&Default::default()))
 }
 
 /// Whether a test over the run should pass: the run PASSED, or the only gating cases it left

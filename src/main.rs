@@ -5,7 +5,7 @@ use bankconf::harness::config::{parse_mutant, parse_variant, RunConfig};
 use bankconf::harness::{catalogue, command, report};
 use bankconf::sandbox::{Conditions, Mutant, Sandbox, SandboxConfig, Variant};
 use bankconf::selftest;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -69,6 +69,13 @@ enum Command {
         #[arg(long, default_value_t = 8.0)]
         event_timeout: f64,
     },
+    /// Write the man pages (`bankconf.1`, `bankconf-run.1`, …) into a folder: docs/man is
+    /// written so, and a test checks it is current.
+    #[command(hide = true)]
+    Man {
+        #[arg(value_name = "DIR")]
+        dir: std::path::PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -129,6 +136,13 @@ fn main() -> ExitCode {
         Command::Serve { listen, api_keys, service, mutant, variant, conditions, .. } => {
             runtime.block_on(serve(SandboxConfig { listen, api_keys, service, mutant, variant, conditions }))
         }
+        Command::Man { dir } => match std::fs::create_dir_all(&dir).and_then(|()| clap_mangen::generate_to(Cli::command(), &dir)) {
+            Ok(()) => report::EXIT_PASSED,
+            Err(e) => {
+                eprintln!("bankconf man: cannot write {}: {e}", dir.display());
+                report::EXIT_NOT_RUN
+            }
+        },
         Command::SelfTest { parallel, event_timeout } => {
             let options = selftest::Options { parallel, event_timeout };
             let result = runtime.block_on(selftest::self_test(&options, |t| println!("{}", t.line())));

@@ -147,7 +147,7 @@ fn failures_carry_their_reproduction_in_every_report_and_keys_never_appear() {
         "accounts.response-schema",
         "--report-json",
         json.to_str().unwrap(),
-        "--junit",
+        "--report-junit",
         xml.to_str().unwrap(),
         "--report-md",
         md.to_str().unwrap(),
@@ -230,7 +230,7 @@ fn setup_mistakes_exit_2_with_a_diagnosis_and_blame_no_target() {
 
 #[test]
 fn an_unwritable_report_path_stops_the_run_before_it_starts() {
-    let output = run(&["--junit", "/nonexistent-dir/junit.xml", "create."]);
+    let output = run(&["--report-junit", "/nonexistent-dir/junit.xml", "create."]);
     let out = text(&output);
     assert_eq!(output.status.code(), Some(2), "{out}");
     assert!(out.contains("cannot write /nonexistent-dir/junit.xml"), "{out}");
@@ -309,7 +309,7 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
     for mutant in ["transaction-prefix", "event-prefix"] {
         let (json, har) = (temp_path(&format!("{mutant}.json")), temp_path(&format!("{mutant}.har")));
         let output =
-            run(&["--sandbox-mutant", mutant, "--report-json", json.to_str().unwrap(), "--har", har.to_str().unwrap()]);
+            run(&["--sandbox-mutant", mutant, "--report-json", json.to_str().unwrap(), "--report-har", har.to_str().unwrap()]);
         assert_eq!(output.status.code(), Some(1), "{mutant}: {}", text(&output));
         let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let har: Value = serde_json::from_str(&std::fs::read_to_string(&har).unwrap()).unwrap();
@@ -361,4 +361,30 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
         let outcome = again["cases"].as_array().unwrap().iter().find(|c| c["id"] == case["id"]).unwrap();
         assert_eq!(outcome["outcome"], "failed", "{mutant}: {rerun}");
     }
+}
+
+/// The reports are named `--report-*`; the former `--junit` and `--har`, and their variables
+/// `BANKCONF_JUNIT` and `BANKCONF_HAR`, still write them (hidden from `--help`).
+#[test]
+fn former_report_names_still_write_the_reports() {
+    let (junit, har) = (temp_path("former.xml"), temp_path("former.har"));
+    let output = run(&["--junit", junit.to_str().unwrap(), "--har", har.to_str().unwrap(), "create.status-created"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(junit.exists() && har.exists());
+    let (junit, har) = (temp_path("former-env.xml"), temp_path("former-env.har"));
+    let output = Command::new(BIN)
+        .args(["run", "create.status-created"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("BANKCONF_JUNIT", &junit)
+        .env("BANKCONF_HAR", &har)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(junit.exists() && har.exists());
+    let help = text(&bankconf(&["run", "--help"]));
+    for flag in ["--report-json", "--report-junit", "--report-md", "--report-har"] {
+        assert!(help.contains(flag), "{flag}: {help}");
+    }
+    assert!(!help.contains("--junit") && !help.contains("--har "), "{help}");
 }

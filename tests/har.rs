@@ -1,4 +1,4 @@
-//! `--har FILE`, end to end against `bankconf serve` driven by the example driver: the file is
+//! `--report-har FILE`, end to end against `bankconf serve` driven by the example driver: the file is
 //! HAR 1.2 (the schemas npm's har-validator uses, `tests/har-1.2.schema.json`), holds every
 //! request of the run, every event the server emitted for the run's client as a delivery, and
 //! every driver call, names the case of each entry, and carries no secret. Loopback only.
@@ -22,7 +22,7 @@ fn a_har_of_the_whole_run() {
     let server = Server::start(&[KEY, SECOND_KEY], &["--mutant", "no-error-event"]);
     let (har, report) = (temp_path("run.har"), temp_path("har-report.json"));
     let settings = external(&server.url, KEY, SECOND_KEY);
-    let files = ["--har", har.to_str().unwrap(), "--report-json", report.to_str().unwrap()];
+    let files = ["--report-har", har.to_str().unwrap(), "--report-json", report.to_str().unwrap()];
     let output = bankconf(&[&["run", "--event-timeout", "2"], &settings[..], &files].concat());
     let out = text(&output);
     assert_eq!(output.status.code(), Some(1), "the mutant is caught: {out}");

@@ -5,7 +5,7 @@
 //!
 //! - the exit code, and the words that name the cause;
 //! - no panic text, and a bounded wall time (a hang detector, not a speed measurement);
-//! - the reports parse: `--report-json` as JSON, `--junit` as XML;
+//! - the reports parse: `--report-json` as JSON, `--report-junit` as XML;
 //! - no raw ESC byte in stdout, stderr or a report; no raw HTML in `--report-md`;
 //! - no piece of the API key of [`FRAGMENT`] characters or more in any output;
 //! - no process the run started is left (drivers write the pids of their children to a file);
@@ -197,7 +197,7 @@ impl Row {
         let md = temp_path(&format!("{name}.md"));
         let mut args = self.args.clone();
         args.extend(["--report-json".into(), reports[0].1.display().to_string()]);
-        args.extend(["--junit".into(), reports[1].1.display().to_string()]);
+        args.extend(["--report-junit".into(), reports[1].1.display().to_string()]);
         args.extend(["--report-md".into(), md.display().to_string()]);
         let ran = run(&args);
         let text = format!("{}{}", String::from_utf8_lossy(&ran.stdout), String::from_utf8_lossy(&ran.stderr));

@@ -133,7 +133,7 @@ fn with_reports(name: &str, args: &[&str]) -> (Output, Written) {
     all.extend([
         "--report-json",
         j.to_str().unwrap(),
-        "--junit",
+        "--report-junit",
         x.to_str().unwrap(),
         "--report-md",
         m.to_str().unwrap(),
@@ -270,13 +270,13 @@ macro_rules! pinned {
 fn the_terminal_closes_with_every_failure_and_its_rerun() {
     use bankconf::harness::report::terminal::{self, Lines, Paint};
     let report = with_failures();
-    let lines = Lines::new(Paint(false));
+    let lines = Lines::new(Paint(false), "(full text in report.json)".into());
     let mut out: Vec<String> = report
         .results
         .iter()
         .map(|r| lines.case(r, report.gates(r) || report.mark(r) == "KNOWN", report.mark(r) == "KNOWN"))
         .collect();
-    out.push(terminal::render_summary(&report, Paint(false)));
+    out.push(terminal::render_summary(&report, Paint(false), "(full text in report.json)"));
     let out = out.join("\n");
     assert!(out.lines().all(|l| l.chars().count() <= 240), "a line longer than a rerun: {out}");
     assert!(out.contains("(the same message as events.schema)"), "a diagnosis is shown once while running");
@@ -294,13 +294,13 @@ fn the_terminal_closes_with_every_failure_and_its_rerun() {
         closing.contains("2 cases, one diagnosis:\n      events.schema (§6.1), events.connected-announced"),
         "{closing}"
     );
-    assert!(closing.contains("(full text in the report)"), "{closing}");
+    assert!(closing.contains("(full text in report.json)"), "{closing}");
     assert!(out.ends_with("FAILED: 1 gating failure (1 passed, 3 failed, 2 errors, 0 ignored in 0.10s)"), "{out}");
     pinned!("terminal", out);
     // At a terminal that allows it, marks are coloured; the text is the same without the codes.
-    let coloured = terminal::render_summary(&report, Paint(true));
+    let coloured = terminal::render_summary(&report, Paint(true), "(full text in report.json)");
     assert!(coloured.contains('\u{1b}'));
-    assert_eq!(anstream::adapter::strip_str(&coloured).to_string(), terminal::render_summary(&report, Paint(false)));
+    assert_eq!(anstream::adapter::strip_str(&coloured).to_string(), terminal::render_summary(&report, Paint(false), "(full text in report.json)"));
 }
 
 #[test]
@@ -312,7 +312,7 @@ fn a_setup_error_has_no_table_and_is_not_repeated() {
         expectations: None,
         ..with_failures()
     };
-    let out = render_summary(&report, Paint(false));
+    let out = render_summary(&report, Paint(false), "(full text in report.json)");
     assert_eq!(out, "NOT RUN: the run could not start (setup error above)");
 }
 

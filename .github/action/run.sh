@@ -24,9 +24,9 @@ read -r -a extra <<< "${INPUT_EXTRA_ARGS:-}"
 
 "${BANKCONF_BIN:-bankconf}" run \
     --report-json "$dir/bankconf-report.json" \
-    --junit "$dir/bankconf-junit.xml" \
+    --report-junit "$dir/bankconf-junit.xml" \
     --report-md "$dir/bankconf-report.md" \
-    --har "$dir/bankconf.har" \
+    --report-har "$dir/bankconf.har" \
     "${extra[@]}"
 code=$?
 

@@ -164,7 +164,8 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
 }
 
 /// `bankconf check-events`: returns the exit code (0 pass, 1 a gating failure, 2 could not start).
-pub fn check_events(config: CheckEventsConfig) -> i32 {
+pub fn check_events(mut config: CheckEventsConfig) -> i32 {
+    config.outputs = config.outputs.with_legacy_env();
     let started = Instant::now();
     let file = config.file.display().to_string();
     // `-`: standard input, as a failure's reproduction pipes the deliveries it rests on.
@@ -191,7 +192,7 @@ pub fn check_events(config: CheckEventsConfig) -> i32 {
     println!("{}", report::terminal::header(&target, None, CASE_IDS.len()));
     let (results, notes) = judge_capture(&deliveries);
     let gate = Gate(config.gate);
-    let lines = report::terminal::Lines::stdout();
+    let lines = report::terminal::Lines::stdout(report::terminal::full_text(&config.outputs));
     for r in &results {
         println!("{}", lines.case(r, gate.gates(r.case.level), false));
     }

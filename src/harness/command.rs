@@ -17,6 +17,7 @@ use std::sync::Arc;
 /// SIGINT or SIGTERM cuts the run short (exit 130 or 143 once the reports are written), a
 /// second ends the process at once.
 pub async fn run(config: RunConfig) -> i32 {
+    let config = config.with_legacy_env();
     let outputs = config.outputs.clone();
     let har = config.har.as_deref().map_or(Ok(()), report::writable);
     if let Err(e) = report::check_writable(&outputs).and(har) {
@@ -26,7 +27,11 @@ pub async fn run(config: RunConfig) -> i32 {
     let cancel = Cancel::default();
     on_signals(cancel.clone());
     // No process a driver started outlives the run: the session's shutdown stops its driver.
-    let report = runner::run_report_until(config, Some(Arc::new(progress::Terminal::new())), cancel).await;
+    let report = runner::run_report_until(
+        config,
+        Some(Arc::new(progress::Terminal::new(report::terminal::full_text(&outputs)))),
+        cancel,
+    ).await;
     if let Some(e) = &report.setup_error {
         eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(&e.to_string())));
     }

@@ -65,9 +65,9 @@ pub struct RunConfig {
     pub expect: Option<PathBuf>,
     /// Write the whole run as HAR 1.2 to this file: every request and answer, every webhook
     /// delivery and every driver call, secrets redacted (docs/running.md "Evidence").
-    #[arg(long, env = "BANKCONF_HAR")]
+    #[arg(long = "report-har", alias = "har", env = "BANKCONF_REPORT_HAR", value_name = "FILE")]
     pub har: Option<PathBuf>,
-    /// Report files: `--report-json`, `--junit`, `--report-md`.
+    /// Report files: `--report-json`, `--report-junit`, `--report-md`.
     #[command(flatten)]
     pub outputs: OutputPaths,
     /// Levels whose failures decide the exit code.
@@ -164,7 +164,17 @@ impl RunConfig {
             #[command(flatten)]
             config: RunConfig,
         }
-        <EnvOnly as clap::Parser>::try_parse_from(["bankconf"]).map(|e| e.config)
+        <EnvOnly as clap::Parser>::try_parse_from(["bankconf"]).map(|e| e.config.with_legacy_env())
+    }
+
+    /// The configuration, with report paths that only a former variable name gives
+    /// (`BANKCONF_HAR`, `BANKCONF_JUNIT`) filled in: old scripts keep working.
+    pub fn with_legacy_env(mut self) -> Self {
+        self.outputs = self.outputs.with_legacy_env();
+        if self.har.is_none() {
+            self.har = legacy_env("BANKCONF_HAR");
+        }
+        self
     }
 
     pub fn selection(&self) -> Selection {
@@ -276,18 +286,34 @@ pub fn parse_variant(name: &str) -> Result<Variant, String> {
 #[derive(Args, Clone, Debug, Default)]
 pub struct OutputPaths {
     /// Write the JSON report (`schemas/report.json`) to this file.
-    #[arg(long, env = "BANKCONF_REPORT_JSON")]
+    #[arg(long, env = "BANKCONF_REPORT_JSON", value_name = "FILE")]
     pub report_json: Option<PathBuf>,
     /// Write a JUnit XML report to this file (non-gating failures are not JUnit failures).
-    #[arg(long, env = "BANKCONF_JUNIT")]
+    #[arg(long = "report-junit", alias = "junit", env = "BANKCONF_REPORT_JUNIT", value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Write a Markdown summary (for a CI job summary) to this file.
-    #[arg(long, env = "BANKCONF_REPORT_MD")]
+    #[arg(long, env = "BANKCONF_REPORT_MD", value_name = "FILE")]
     pub report_md: Option<PathBuf>,
     /// Write an expectations file (see `--expect`) from this run: one line per gating case
     /// that did not pass, to review and commit.
     #[arg(long, env = "BANKCONF_WRITE_EXPECTATIONS")]
     pub write_expectations: Option<PathBuf>,
+}
+
+impl OutputPaths {
+    /// See [`RunConfig::with_legacy_env`].
+    pub fn with_legacy_env(mut self) -> Self {
+        if self.junit.is_none() {
+            self.junit = legacy_env("BANKCONF_JUNIT");
+        }
+        self
+    }
+}
+
+/// A report path from a variable named as before the `--report-*` scheme; read only when
+/// neither the flag nor the new variable gives one.
+fn legacy_env(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
 /// The hidden `bankconf run --sandbox-*` flags: the embedded sandbox's [`Conditions`].

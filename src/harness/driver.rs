@@ -2,7 +2,7 @@
 //! webhook receiver, since the spec does not say how (§3.2, §4.5, §6.3).
 //!
 //! [`Driver`] is the one interface; the harness holds an `Arc<dyn Driver>`. Its implementations:
-//! - [`CommandDriver`]: a command run with `sh -c` once per action (README "Driver protocol");
+//! - [`CommandDriver`]: a command run with `sh -c` once per action (docs/driver.md "The protocol");
 //! - [`HttpDriver`]: one JSON `POST` per action to an admin endpoint (`docs/driver-over-http.md`);
 //! - [`SandboxDriver`]: the embedded sandbox, through its control handle;
 //! - any type of a library user's own, which moves their in-process server's state directly.

@@ -1,4 +1,4 @@
-//! The run's evidence: what went over the wire, for "what exactly did it send?". With `--har
+//! The run's evidence: what went over the wire, for "what exactly did it send?". With `--report-har
 //! FILE` every request to the target and its answer, every webhook delivery the receiver got
 //! and every driver call become HAR 1.2 entries (readable by browser devtools and HAR viewers),
 //! each naming the case that caused it (`_case`). Latencies ([`Latency`]) are kept always.

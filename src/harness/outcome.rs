@@ -254,11 +254,8 @@ impl Problems {
         match self.0.len() {
             0 => Ok(()),
             1 => Err(Stop::fail(self.0.into_iter().next().unwrap_or_default())),
-            n => {
-                let shown: Vec<String> = self.0.iter().take(3).cloned().collect();
-                let more = if n > 3 { format!("; and {} more", n - 3) } else { String::new() };
-                Err(Stop::fail(format!("{n} problems: {}{more}", shown.join("; "))))
-            }
+            // Every one: the reports carry the whole message, only the terminal shortens it.
+            n => Err(Stop::fail(format!("{n} problems: {}", self.0.join("; ")))),
         }
     }
 }
@@ -321,5 +318,21 @@ impl Counts {
             }
         }
         counts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nothing said is lost: the message names every problem (only the terminal shortens it).
+    #[test]
+    fn problems_are_all_kept() {
+        let mut problems = Problems::default();
+        for n in 1..=5 {
+            problems.add(format!("problem {n}"));
+        }
+        let Err(Stop::Fail(f)) = problems.finish() else { panic!("a failure") };
+        assert_eq!(f.message, "5 problems: problem 1; problem 2; problem 3; problem 4; problem 5");
     }
 }

@@ -248,7 +248,7 @@ fn copies_note(deliveries: &[super::delivery::Delivery]) -> Option<String> {
     })
 }
 
-/// Writes the `--har` file, if asked; returns it with where each failure's evidence is in it.
+/// Writes the `--report-har` file, if asked; returns it with where each failure's evidence is in it.
 /// (Its path was checked writable before the run; a failure to write it now is a note.)
 fn write_har(
     ctx: &RunContext,

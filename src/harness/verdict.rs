@@ -90,7 +90,7 @@ pub struct Report {
     pub expectations: Option<Expectations>,
     /// How fast the target answered and how late its webhooks came (not judged).
     pub latency: latency::Summary,
-    /// The `--har` file, and where each failed case's evidence is in it.
+    /// The `--report-har` file, and where each failed case's evidence is in it.
     pub har: Option<(String, BTreeMap<String, Link>)>,
     /// Why the run was cut short (a signal, its deadline), if it was: its unfinished cases are
     /// ignored with this cause, and the run is INCOMPLETE at best.

@@ -1,4 +1,4 @@
-//! The JUnit XML report (`--junit`), for CI test tabs and test reporters.
+//! The JUnit XML report (`--report-junit`), for CI test tabs and test reporters.
 //!
 //! - One `<testsuite>` per spec area, one `<testcase>` per case: `classname` is the area
 //!   (`transactions`), `name` the case id; `section`, `level` and `gating` are properties.

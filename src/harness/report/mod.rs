@@ -83,7 +83,7 @@ pub fn writable(path: &std::path::Path) -> Result<(), String> {
 /// Prints the summary, writes the report files, and returns the exit code (2 when a file
 /// cannot be written).
 pub fn finish(report: &Report, paths: &OutputPaths) -> i32 {
-    println!("{}", terminal::summary(report));
+    println!("{}", terminal::summary(report, &terminal::full_text(paths)));
     if let Err(e) = write(paths, report) {
         eprintln!("bankconf: {e}");
         return EXIT_NOT_RUN;

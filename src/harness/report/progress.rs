@@ -17,15 +17,16 @@ pub struct Terminal {
 }
 
 impl Terminal {
-    pub fn new() -> Self {
+    /// `note` says where a cut message is whole ([`terminal::full_text`]).
+    pub fn new(note: String) -> Self {
         let tty = std::io::stdout().is_terminal();
-        Self { tty, total: AtomicUsize::new(0), done: AtomicUsize::new(0), lines: terminal::Lines::stdout() }
+        Self { tty, total: AtomicUsize::new(0), done: AtomicUsize::new(0), lines: terminal::Lines::stdout(note) }
     }
 }
 
 impl Default for Terminal {
     fn default() -> Self {
-        Self::new()
+        Self::new(terminal::full_text(&Default::default()))
     }
 }
 

@@ -5,6 +5,7 @@
 use super::verdict::{Report, KNOWN};
 use crate::harness::graph::Transition;
 use crate::harness::outcome::CaseResult;
+use crate::harness::config::OutputPaths;
 use crate::harness::sanitize::visible;
 use anstyle::{AnsiColor, Style};
 use std::collections::HashMap;
@@ -17,8 +18,14 @@ const WIDTH: usize = 100;
 const MAX_LINES: usize = 8;
 /// Characters of the one-line reason of the closing summary.
 const REASON: usize = 110;
-/// Said where a message is cut.
-const CUT: &str = "… (full text in the report)";
+/// Where the whole text of a cut message is: the report file written, or how to get one.
+pub fn full_text(paths: &OutputPaths) -> String {
+    let written = [&paths.report_json, &paths.report_md, &paths.junit].into_iter().flatten().next();
+    match written {
+        Some(file) => format!("(full text in {})", visible(&file.display().to_string())),
+        None => "(full text: rerun with --report-json FILE)".to_string(),
+    }
+}
 
 /// Whether text is coloured: decided once for stdout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,8 +71,8 @@ impl Paint {
 }
 
 /// `text` wrapped to `width` columns (words longer than a line are split), at most `max` lines;
-/// a longer text ends with "… (full text in the report)".
-pub fn wrap(text: &str, width: usize, max: usize) -> Vec<String> {
+/// a longer text ends with "… " and `note` (where the full text is, [`full_text`]).
+pub fn wrap(text: &str, width: usize, max: usize, note: &str) -> Vec<String> {
     let mut lines = Vec::new();
     for paragraph in text.lines() {
         let mut line = String::new();
@@ -96,22 +103,60 @@ pub fn wrap(text: &str, width: usize, max: usize) -> Vec<String> {
     if lines.len() > max {
         lines.truncate(max);
         let last = lines.last_mut().expect("max is above 0");
-        let keep = width.saturating_sub(CUT.chars().count() + 1);
-        *last = format!("{} {CUT}", last.chars().take(keep).collect::<String>().trim_end());
+        let cut = format!("… {note}");
+        let keep = width.saturating_sub(cut.chars().count() + 1);
+        *last = format!("{} {cut}", last.chars().take(keep).collect::<String>().trim_end());
     }
     lines
 }
 
-/// The first line of `text`, cut to `max` characters with "… (full text in the report)".
-pub fn one_line(text: &str, max: usize) -> String {
+/// The first line of `text` in at most `max` characters, then `note` when anything was left
+/// out. What is cut is what matters least: ids first (`txn_…`), then words from the middle,
+/// so that the finding's verb and object, at the end of a message, stay.
+pub fn one_line(text: &str, max: usize, note: &str) -> String {
     let first = text.lines().next().unwrap_or_default();
     let more = text.lines().nth(1).is_some();
     if first.chars().count() <= max && !more {
         return first.to_string();
     }
-    let keep = max.saturating_sub(CUT.chars().count());
-    let head: String = first.chars().take(keep).collect();
-    format!("{}{CUT}", head.trim_end())
+    let budget = max.saturating_sub(note.chars().count() + 1);
+    let short = short_ids(first);
+    let short = short.trim_end();
+    if short.chars().count() <= budget {
+        return format!("{short} {note}");
+    }
+    // The end of the sentence, then as much of its start as fits around "…".
+    let words: Vec<&str> = short.split(' ').collect();
+    let len = |ws: &[&str]| ws.iter().map(|w| w.chars().count() + 1).sum::<usize>();
+    let mut tail = words.len();
+    while tail > 1 && len(&words[tail - 1..]) + 2 <= budget / 3 {
+        tail -= 1;
+    }
+    let mut head = 0;
+    while head < tail && len(&words[..=head]) + len(&words[tail..]) + 2 <= budget {
+        head += 1;
+    }
+    let (head, tail) = (words[..head].join(" "), words[tail..].join(" "));
+    let line = format!("{head} … {tail}");
+    // A single word longer than the budget: its characters, cut.
+    let line: String = line.trim().chars().take(budget).collect();
+    format!("{line} {note}")
+}
+
+/// Ids (`txn_01HV…`, `acc_9f3…`) shortened to their prefix: a reader needs the kind, the
+/// report keeps the rest.
+fn short_ids(text: &str) -> String {
+    static ID: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\b([a-z]{2,8}_)([A-Za-z0-9-]{6,})").expect("a valid regex"));
+    // An id has a digit: `next_cursor` is a word.
+    ID.replace_all(text, |c: &regex::Captures| {
+        if c[2].chars().any(|ch| ch.is_ascii_digit()) {
+            format!("{}…", &c[1])
+        } else {
+            c[0].to_string()
+        }
+    })
+    .into_owned()
 }
 
 /// The case lines of a run, printed as cases finish. A message already shown for an earlier
@@ -119,16 +164,18 @@ pub fn one_line(text: &str, max: usize) -> String {
 pub struct Lines {
     shown: Mutex<HashMap<String, String>>,
     paint: Paint,
+    /// Said where a message is cut ([`full_text`]).
+    note: String,
 }
 
 impl Lines {
-    pub fn new(paint: Paint) -> Self {
-        Self { shown: Mutex::default(), paint }
+    pub fn new(paint: Paint, note: String) -> Self {
+        Self { shown: Mutex::default(), paint, note }
     }
 
     /// Lines coloured as stdout allows.
-    pub fn stdout() -> Self {
-        Self::new(Paint::stdout())
+    pub fn stdout(note: String) -> Self {
+        Self::new(Paint::stdout(), note)
     }
 
     /// The line of `result`: `gating` when its failure decides the exit code, `expected` when
@@ -140,13 +187,13 @@ impl Lines {
             let first = shown.entry(m.to_string()).or_insert_with(|| result.case.id.clone());
             (*first != result.case.id).then(|| first.clone())
         });
-        case_line(result, mark, self.paint, earlier.as_deref())
+        case_line(result, mark, self.paint, earlier.as_deref(), &self.note)
     }
 }
 
 /// `PASS  create.status-created  §2.1 must  3ms`, and below a failure its message (wrapped,
 /// or "same as CASE" when an earlier case had it) and its reproduction.
-pub fn case_line(result: &CaseResult, mark: &str, paint: Paint, same_as: Option<&str>) -> String {
+pub fn case_line(result: &CaseResult, mark: &str, paint: Paint, same_as: Option<&str>, note: &str) -> String {
     let case = result.case;
     let mut line = format!(
         "{} {:<36} {:<5} {:<10} {:>6}ms",
@@ -161,7 +208,7 @@ pub fn case_line(result: &CaseResult, mark: &str, paint: Paint, same_as: Option<
             let _ = write!(line, "\n      {}", paint.dim(&format!("(the same message as {earlier})")));
         }
         (Some(m), None) => {
-            for l in wrap(&visible(m), WIDTH - 6, MAX_LINES) {
+            for l in wrap(&visible(m), WIDTH - 6, MAX_LINES, note) {
                 let _ = write!(line, "\n      {l}");
             }
         }
@@ -187,15 +234,15 @@ pub fn progress(done: usize, total: usize) -> String {
     format!("[{done:>width$}/{total}] ")
 }
 
-/// The summary, coloured as stdout allows.
-pub fn summary(report: &Report) -> String {
-    render_summary(report, Paint::stdout())
+/// The summary, coloured as stdout allows; `note` says where a cut text is whole ([`full_text`]).
+pub fn summary(report: &Report, note: &str) -> String {
+    render_summary(report, Paint::stdout(), note)
 }
 
 /// The summary: counts by level, notes, what would complete the run, expectations, the
 /// closing block of failures and errors, and the verdict line, which says what decided it. A
 /// run that could not start shows no table: its setup error was printed once, above.
-pub fn render_summary(report: &Report, paint: Paint) -> String {
+pub fn render_summary(report: &Report, paint: Paint, note: &str) -> String {
     let mut out = String::new();
     if report.setup_error.is_none() || !report.results.is_empty() {
         table(&mut out, report);
@@ -251,7 +298,7 @@ pub fn render_summary(report: &Report, paint: Paint) -> String {
             g.edges.len()
         );
     }
-    closing(&mut out, report, paint);
+    closing(&mut out, report, paint, note);
     let c = report.counts(None);
     let decided = report.decided();
     let verdict = paint.mark(report.verdict());
@@ -294,7 +341,7 @@ fn table(out: &mut String, report: &Report) {
 
 /// Every failed and errored case, gating first: its id, section, a one-line reason and the
 /// command that reruns it. Cases that share a diagnosis are one entry naming them all.
-fn closing(out: &mut String, report: &Report, paint: Paint) {
+fn closing(out: &mut String, report: &Report, paint: Paint, note: &str) {
     let groups = report.to_act_on();
     if groups.is_empty() {
         return;
@@ -308,13 +355,13 @@ fn closing(out: &mut String, report: &Report, paint: Paint) {
             let _ = writeln!(out, "{} {}  {} {}", paint.mark(mark), one.case.id, one.case.section, one.case.level);
         } else {
             let named: Vec<String> = cases.iter().map(|r| format!("{} ({})", r.case.id, r.case.section)).collect();
-            let list = wrap(&named.join(", "), WIDTH - 6, MAX_LINES).join("\n      ");
+            let list = wrap(&named.join(", "), WIDTH - 6, MAX_LINES, note).join("\n      ");
             let _ = writeln!(out, "{} {} cases, one diagnosis:\n      {list}", paint.mark(mark), cases.len());
         }
         // The problem, not the request it names (the rerun replays that).
         let (_, problem) = super::request_and_problem(message.lines().next().unwrap_or_default());
         let more = if message.lines().nth(1).is_some() { "\n…" } else { "" };
-        let _ = writeln!(out, "      {}", one_line(&visible(&format!("{problem}{more}")), REASON));
+        let _ = writeln!(out, "      {}", one_line(&visible(&format!("{problem}{more}")), REASON, note));
         let _ = writeln!(out, "      {} {}", paint.dim("rerun:"), visible(&report.rerun_cases(&ids)));
     }
     out.push('\n');
@@ -332,16 +379,34 @@ mod tests {
 
     #[test]
     fn long_text_is_wrapped_then_cut() {
-        assert_eq!(wrap("a bb ccc", 4, 5), ["a bb", "ccc"]);
-        assert_eq!(wrap("abcdefghij", 4, 5), ["abcd", "efgh", "ij"]);
-        assert_eq!(wrap("one\ntwo", 10, 5), ["one", "two"]);
-        let cut = wrap(&"word ".repeat(200), 60, 2);
+        const NOTE: &str = "(full text in r.json)";
+        assert_eq!(wrap("a bb ccc", 4, 5, NOTE), ["a bb", "ccc"]);
+        assert_eq!(wrap("abcdefghij", 4, 5, NOTE), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("one\ntwo", 10, 5, NOTE), ["one", "two"]);
+        let cut = wrap(&"word ".repeat(200), 60, 2, NOTE);
         assert_eq!(cut.len(), 2);
-        assert!(cut[1].ends_with(CUT) && cut.iter().all(|l| l.chars().count() <= 60), "{cut:?}");
-        assert_eq!(one_line("short", 40), "short");
-        let line = one_line(&"x".repeat(200), 60);
-        assert!(line.ends_with(CUT) && line.chars().count() <= 60, "{line}");
-        assert!(one_line("first\nsecond", 60).starts_with("first…"));
+        assert!(cut[1].ends_with(NOTE) && cut.iter().all(|l| l.chars().count() <= 60), "{cut:?}");
+        assert_eq!(one_line("short", 40, NOTE), "short");
+        let line = one_line(&"x".repeat(200), 60, NOTE);
+        assert!(line.ends_with(NOTE) && line.chars().count() <= 60, "{line}");
+        assert_eq!(one_line("first\nsecond", 60, NOTE), "first (full text in r.json)");
+    }
+
+    /// The finding's verb and object stay; ids go first, then words from the middle.
+    #[test]
+    fn a_one_line_reason_keeps_its_point() {
+        let note = "(full text in report.json)";
+        let message = "after transaction.deleted for txn_01HV3K9ZQ4X7M2B8C6D5E4F3G2, \
+                       GET /v1/accounts/acc_9F3E2D1C0B9A8F7E6D5C4B3A2/transactions still lists it";
+        let line = one_line(message, 110, note);
+        assert!(line.contains("still lists it") && line.contains("txn_…") && line.ends_with(note), "{line}");
+        assert!(line.chars().count() <= 110, "{line}");
+        let long = format!("{} still lists it", "word ".repeat(60));
+        let line = one_line(&long, 80, note);
+        assert!(line.contains("… ") && line.contains("still lists it") && line.chars().count() <= 80, "{line}");
+        assert_eq!(full_text(&OutputPaths::default()), "(full text: rerun with --report-json FILE)");
+        let paths = OutputPaths { report_md: Some("r.md".into()), ..Default::default() };
+        assert_eq!(full_text(&paths), "(full text in r.md)");
     }
 
     #[test]

@@ -1,0 +1,240 @@
+//! What a newcomer reads is checked against the code: the flag table of docs/running.md
+//! against the clap definitions, the man pages in docs/man against `bankconf man`, and every
+//! relative link and `#anchor` of the Markdown docs against the files and headings they name.
+
+use clap::Args;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+mod common;
+
+use common::{bankconf, temp_path, text};
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The non-hidden flags of `bankconf run`, each with its environment variable.
+fn run_flags() -> BTreeMap<String, Option<String>> {
+    let command = bankconf::harness::config::RunConfig::augment_args(clap::Command::new("run"));
+    let mut flags: BTreeMap<String, Option<String>> = command
+        .get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .filter_map(|a| {
+            let env = a.get_env().map(|e| e.to_string_lossy().into_owned());
+            a.get_long().map(|l| (format!("--{l}"), env))
+        })
+        .collect();
+    // Declared beside `RunConfig`, in src/main.rs.
+    flags.insert("--list".into(), None);
+    flags
+}
+
+/// Each row of the "Flags" table of docs/running.md: its flags, and its variable.
+fn table_rows() -> BTreeMap<String, Option<String>> {
+    let doc = read(Path::new("docs/running.md"));
+    let mut rows = BTreeMap::new();
+    for line in doc.lines().filter(|l| l.starts_with("| `--")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let env = cells[2].trim_matches('`');
+        for flag in cells[1].split(", ").map(|f| f.trim_matches('`')).filter(|f| f.starts_with("--")) {
+            let env = (!env.is_empty()).then(|| env.to_string());
+            assert!(rows.insert(flag.to_string(), env).is_none(), "{flag} has two rows");
+        }
+    }
+    rows
+}
+
+#[test]
+fn the_flag_table_lists_every_flag_of_run_and_no_other() {
+    let (flags, rows) = (run_flags(), table_rows());
+    let missing: Vec<&String> = flags.keys().filter(|f| !rows.contains_key(*f)).collect();
+    let extra: Vec<&String> = rows.keys().filter(|f| !flags.contains_key(*f)).collect();
+    assert!(missing.is_empty(), "docs/running.md's flag table lacks {missing:?}");
+    assert!(extra.is_empty(), "docs/running.md's flag table lists {extra:?}, which `bankconf run` does not have");
+    for (flag, env) in &flags {
+        assert_eq!(&rows[flag], env, "{flag}: the table's variable is not the flag's");
+    }
+}
+
+#[test]
+fn the_man_pages_are_current() {
+    let dir = temp_path("man");
+    let output = bankconf(&["man", dir.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let names = |d: &Path| -> BTreeSet<String> {
+        std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+    };
+    let committed = Path::new("docs/man");
+    assert_eq!(names(&dir), names(committed), "rerun `cargo run -- man docs/man`");
+    for name in names(&dir) {
+        assert_eq!(read(&dir.join(&name)), read(&committed.join(&name)), "{name}: rerun `cargo run -- man docs/man`");
+    }
+}
+
+/// The Markdown files a newcomer reads.
+fn markdown_files() -> Vec<PathBuf> {
+    let mut files = vec![PathBuf::from("README.md"), PathBuf::from("cases/README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir("docs")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+/// Text outside fenced code blocks and inline code, where links are links.
+fn prose(markdown: &str) -> String {
+    let mut out = String::new();
+    let mut fenced = false;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            let mut in_code = false;
+            for c in line.chars() {
+                if c == '`' {
+                    in_code = !in_code;
+                } else if !in_code {
+                    out.push(c);
+                }
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// GitHub's anchor of a heading: lowercase, punctuation dropped but `-` and `_`, spaces as
+/// `-`; a repeated heading gets `-1`, `-2`, …
+fn slug(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown file: its headings' slugs and its `<a id="…">` targets.
+fn anchors(markdown: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut fenced = false;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced {
+            continue;
+        }
+        if let Some(heading) = line.strip_prefix('#').map(|h| h.trim_start_matches('#')).filter(|h| h.starts_with(' ')) {
+            let text: String = heading.trim().replace('`', "");
+            let base = slug(&text);
+            let n = seen.entry(base.clone()).or_insert(0);
+            out.insert(if *n == 0 { base.clone() } else { format!("{base}-{n}") });
+            *n += 1;
+        }
+        for (at, _) in line.match_indices("<a id=\"") {
+            let rest = &line[at + 7..];
+            out.insert(rest[..rest.find('"').unwrap_or(0)].to_string());
+        }
+    }
+    out
+}
+
+/// Every `[text](target)` of a file, with its target.
+fn links(markdown: &str) -> Vec<String> {
+    let prose = prose(markdown);
+    let mut out = Vec::new();
+    for (at, _) in prose.match_indices("](") {
+        let rest = &prose[at + 2..];
+        if let Some(end) = rest.find(')') {
+            out.push(rest[..end].to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_and_anchor_points_somewhere() {
+    let mut broken = Vec::new();
+    for file in markdown_files() {
+        let text = read(&file);
+        for link in links(&text) {
+            if link.contains("://") || link.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = link.split_once('#').map_or((link.as_str(), None), |(p, a)| (p, Some(a)));
+            let target = if path.is_empty() { file.clone() } else { file.parent().unwrap().join(path) };
+            if !target.exists() {
+                broken.push(format!("{}: {link}: no file {}", file.display(), target.display()));
+                continue;
+            }
+            if let Some(anchor) = anchor {
+                if !anchors(&read(&target)).contains(anchor) {
+                    broken.push(format!("{}: {link}: no heading or anchor #{anchor}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// Every source and doc file that names a section in words: `docs/ci.md "Expectations"`.
+fn files_naming_sections() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = markdown_files();
+    walk(Path::new("src"), &mut files);
+    files.push(PathBuf::from("action.yml"));
+    files
+}
+
+/// `README "Driver protocol"` names a section as a reader looks for it: some heading of that
+/// file must start with those words.
+#[test]
+fn every_section_named_in_words_exists() {
+    let pattern = regex::Regex::new(r#"(README|(?:docs/)?[a-z-]+\.md) "([^"]+)""#).unwrap();
+    let mut broken = Vec::new();
+    for file in files_naming_sections() {
+        let text = read(&file);
+        for found in pattern.captures_iter(&text) {
+            let (name, title) = (&found[1], &found[2]);
+            let target = match name {
+                "README" => PathBuf::from("README.md"),
+                n if n.starts_with("docs/") => PathBuf::from(n),
+                n => PathBuf::from("docs").join(n),
+            };
+            let Ok(target_text) = std::fs::read_to_string(&target) else {
+                broken.push(format!("{}: {name} \"{title}\": no file {}", file.display(), target.display()));
+                continue;
+            };
+            let wanted = slug(title);
+            if !anchors(&target_text).iter().any(|a| a.starts_with(&wanted)) {
+                broken.push(format!("{}: {name} \"{title}\": no such heading", file.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "sections named that do not exist:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn slugs_follow_github() {
+    assert_eq!(slug("Evidence: a HAR of the run, latency, progress"), "evidence-a-har-of-the-run-latency-progress");
+    assert_eq!(slug("Checking captured webhook deliveries: bankconf check-events"), "checking-captured-webhook-deliveries-bankconf-check-events");
+    let twice = anchors("# A\n## A\n```\n# B\n```\n<a id=\"c\"></a>");
+    assert_eq!(twice, BTreeSet::from(["a".to_string(), "a-1".to_string(), "c".to_string()]));
+}
