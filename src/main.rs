@@ -79,13 +79,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // A closed stdout (`bankconf run | head`) ends the run quietly, as for any Unix tool,
-    // instead of a panic on the next print.
-    #[cfg(unix)]
-    // SAFETY: called first, before any thread exists; SIG_DFL is a valid disposition.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -136,17 +129,20 @@ fn main() -> ExitCode {
         Command::Serve { listen, api_keys, service, mutant, variant, conditions, .. } => {
             runtime.block_on(serve(SandboxConfig { listen, api_keys, service, mutant, variant, conditions }))
         }
-        Command::Man { dir } => match std::fs::create_dir_all(&dir).and_then(|()| clap_mangen::generate_to(Cli::command(), &dir)) {
-            Ok(()) => report::EXIT_PASSED,
-            Err(e) => {
-                eprintln!("bankconf man: cannot write {}: {e}", dir.display());
-                report::EXIT_NOT_RUN
+        Command::Man { dir } => {
+            match std::fs::create_dir_all(&dir).and_then(|()| clap_mangen::generate_to(Cli::command(), &dir)) {
+                Ok(()) => report::EXIT_PASSED,
+                Err(e) => {
+                    eprintln!("bankconf man: cannot write {}: {e}", dir.display());
+                    report::EXIT_NOT_RUN
+                }
             }
-        },
+        }
         Command::SelfTest { parallel, event_timeout } => {
             let options = selftest::Options { parallel, event_timeout };
-            let result = runtime.block_on(selftest::self_test(&options, |t| println!("{}", t.line())));
-            println!("{}", result.score());
+            let result =
+                runtime.block_on(selftest::self_test(&options, |t| report::say(format_args!("{}\n", t.line()))));
+            report::say(format_args!("{}\n", result.score()));
             // Untried subjects (no browser) leave the score incomplete, not failed.
             match (result.complete(), result.untried.is_empty()) {
                 (false, _) => report::EXIT_FAILED,

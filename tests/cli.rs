@@ -210,6 +210,15 @@ fn setup_mistakes_exit_2_with_a_diagnosis_and_blame_no_target() {
         "same key as --api-key",
     );
     assert_setup_error("no-base-url", &["--api-key", KEY, "--driver", driver], "without --base-url");
+    // A network error names its likely cause, and never kills the harness (https:// to a
+    // plain-HTTP port once ended in SIGPIPE, with no output).
+    let https = url.replacen("http://", "https://", 1);
+    assert_setup_error("https-to-http", &["--base-url", &https, "--api-key", KEY], "TLS failed");
+    assert_setup_error(
+        "driver-url-refused",
+        &["--base-url", url, "--api-key", KEY, "--driver-url", "http://127.0.0.1:9/driver"],
+        "is --driver-url right",
+    );
     assert_setup_error(
         "missing-driver",
         &["--base-url", url, "--api-key", KEY, "--driver", "./no/such/driver.sh"],
@@ -308,8 +317,14 @@ fn a_closed_stdout_ends_the_run_quietly() {
 fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_fails_the_same_case() {
     for mutant in ["transaction-prefix", "event-prefix"] {
         let (json, har) = (temp_path(&format!("{mutant}.json")), temp_path(&format!("{mutant}.har")));
-        let output =
-            run(&["--sandbox-mutant", mutant, "--report-json", json.to_str().unwrap(), "--report-har", har.to_str().unwrap()]);
+        let output = run(&[
+            "--sandbox-mutant",
+            mutant,
+            "--report-json",
+            json.to_str().unwrap(),
+            "--report-har",
+            har.to_str().unwrap(),
+        ]);
         assert_eq!(output.status.code(), Some(1), "{mutant}: {}", text(&output));
         let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let har: Value = serde_json::from_str(&std::fs::read_to_string(&har).unwrap()).unwrap();
@@ -360,6 +375,37 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
         let again: Value = serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
         let outcome = again["cases"].as_array().unwrap().iter().find(|c| c["id"] == case["id"]).unwrap();
         assert_eq!(outcome["outcome"], "failed", "{mutant}: {rerun}");
+    }
+}
+
+/// A probe that sends a near miss of the key shows it as a shell expression over
+/// `$BANKCONF_API_KEY`, never the key nor `[redacted]`: pasted into `sh` with the key exported,
+/// the reproduction gets the status the failure reports (a key with a character more, and keys
+/// of the right shape).
+#[test]
+fn a_near_miss_reproduction_pasted_into_sh_gets_the_status_the_failure_reports() {
+    for mutant in ["key-prefix-match", "key-shape-match"] {
+        let server = serve(&["--mutant", mutant]);
+        let json = temp_path(&format!("near-{mutant}.json"));
+        let args = [&external(&server.url, KEY, SECOND_KEY)[..], &["--report-json", json.to_str().unwrap()]].concat();
+        let output = run(&[&args[..], &["auth.near-miss-key"]].concat());
+        assert_eq!(output.status.code(), Some(1), "{mutant}: {}", text(&output));
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let case = &report["cases"][0];
+        let (message, curl) = (case["message"].as_str().unwrap(), case["reproduction"].as_str().unwrap());
+        assert!(curl.contains("${BANKCONF_API_KEY") && !curl.contains("redacted") && !curl.contains(KEY), "{curl}");
+        let pasted = Command::new("sh")
+            .arg("-c")
+            .arg(curl)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("BANKCONF_API_KEY", KEY)
+            .output()
+            .unwrap();
+        let answer = String::from_utf8_lossy(&pasted.stdout);
+        let status = answer.split_whitespace().nth(1).unwrap_or_default();
+        assert!(status.starts_with('2'), "{mutant}: {curl}\n{answer}");
+        assert!(message.contains(&format!("status {status}")), "{mutant}: {status} in {message}");
     }
 }
 

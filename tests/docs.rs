@@ -132,7 +132,8 @@ fn anchors(markdown: &str) -> BTreeSet<String> {
         if fenced {
             continue;
         }
-        if let Some(heading) = line.strip_prefix('#').map(|h| h.trim_start_matches('#')).filter(|h| h.starts_with(' ')) {
+        if let Some(heading) = line.strip_prefix('#').map(|h| h.trim_start_matches('#')).filter(|h| h.starts_with(' '))
+        {
             let text: String = heading.trim().replace('`', "");
             let base = slug(&text);
             let n = seen.entry(base.clone()).or_insert(0);
@@ -234,7 +235,10 @@ fn every_section_named_in_words_exists() {
 #[test]
 fn slugs_follow_github() {
     assert_eq!(slug("Evidence: a HAR of the run, latency, progress"), "evidence-a-har-of-the-run-latency-progress");
-    assert_eq!(slug("Checking captured webhook deliveries: bankconf check-events"), "checking-captured-webhook-deliveries-bankconf-check-events");
+    assert_eq!(
+        slug("Checking captured webhook deliveries: bankconf check-events"),
+        "checking-captured-webhook-deliveries-bankconf-check-events"
+    );
     let twice = anchors("# A\n## A\n```\n# B\n```\n<a id=\"c\"></a>");
     assert_eq!(twice, BTreeSet::from(["a".to_string(), "a-1".to_string(), "c".to_string()]));
 }

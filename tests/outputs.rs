@@ -300,7 +300,10 @@ fn the_terminal_closes_with_every_failure_and_its_rerun() {
     // At a terminal that allows it, marks are coloured; the text is the same without the codes.
     let coloured = terminal::render_summary(&report, Paint(true), "(full text in report.json)");
     assert!(coloured.contains('\u{1b}'));
-    assert_eq!(anstream::adapter::strip_str(&coloured).to_string(), terminal::render_summary(&report, Paint(false), "(full text in report.json)"));
+    assert_eq!(
+        anstream::adapter::strip_str(&coloured).to_string(),
+        terminal::render_summary(&report, Paint(false), "(full text in report.json)")
+    );
 }
 
 #[test]

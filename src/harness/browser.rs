@@ -19,7 +19,11 @@ use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
 /// What to tell a user who has no browser.
-pub const INSTALL_HINT: &str = "no browser found: install Debian's `chromium` (or `chromium-headless-shell`), or give --browser / BANKCONF_BROWSER";
+pub const INSTALL_HINT: &str = "no browser found: `apt-get install chromium-headless-shell` (Debian/Ubuntu; or \
+     `chromium`), Chromium or Chrome on PATH elsewhere, or --browser PATH (--skip-browser leaves these cases out)";
+
+/// Why the browser cases are not judged when `--skip-browser` leaves them out.
+pub const SKIPPED: &str = "left out on purpose (--skip-browser): the widget cases that run the script in a browser";
 
 /// Names looked up on PATH, in order.
 const NAMES: [&str; 3] = ["chromium", "chromium-headless-shell", "google-chrome"];

@@ -189,12 +189,12 @@ pub fn check_events(mut config: CheckEventsConfig) -> i32 {
         }
     };
     let target = format!("capture {file}");
-    println!("{}", report::terminal::header(&target, None, CASE_IDS.len()));
+    report::say(format_args!("{}\n", report::terminal::header(&target, None, CASE_IDS.len())));
     let (results, notes) = judge_capture(&deliveries);
     let gate = Gate(config.gate);
     let lines = report::terminal::Lines::stdout(report::terminal::full_text(&config.outputs));
     for r in &results {
-        println!("{}", lines.case(r, gate.gates(r.case.level), false));
+        report::say(format_args!("{}\n", lines.case(r, gate.gates(r.case.level), false)));
     }
     let report = Report {
         origin: Origin::Capture { file },

@@ -31,7 +31,8 @@ pub async fn run(config: RunConfig) -> i32 {
         config,
         Some(Arc::new(progress::Terminal::new(report::terminal::full_text(&outputs)))),
         cancel,
-    ).await;
+    )
+    .await;
     if let Some(e) = &report.setup_error {
         eprintln!("bankconf: {}", sanitize::visible(&redact::Redactor::default().redact(&e.to_string())));
     }

@@ -59,6 +59,10 @@ pub struct RunConfig {
     /// `chromium-headless-shell` or `google-chrome` on PATH. None: the browser cases are ignored.
     #[arg(long, env = "BANKCONF_BROWSER")]
     pub browser: Option<std::path::PathBuf>,
+    /// Leave out the cases that need a browser, on purpose: they are not judged, the verdict
+    /// names them once, and the run exits 3 unless an expectations file expects them ignored.
+    #[arg(long, env = "BANKCONF_SKIP_BROWSER", conflicts_with = "browser")]
+    pub skip_browser: bool,
     /// The expectations file of a release gate (TOML, docs/ci.md "Expectations"): the outcomes it
     /// expects do not decide the exit code; deviations from it fail the run.
     #[arg(long, env = "BANKCONF_EXPECT")]
@@ -144,6 +148,7 @@ impl RunConfig {
             driver_timeout: 30.0,
             deadline: DEFAULT_DEADLINE,
             browser: None,
+            skip_browser: false,
             expect: None,
             har: None,
             sandbox_mutant: None,
@@ -222,6 +227,9 @@ impl RunConfig {
         }
         if let Some(browser) = &self.browser {
             words.push(format!("--browser {}", shell_word(&browser.display().to_string())));
+        }
+        if self.skip_browser {
+            words.push("--skip-browser".to_string());
         }
         if self.gate != defaults.gate {
             let gate: Vec<&str> = self.gate.iter().map(|l| l.as_str()).collect();

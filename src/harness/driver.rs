@@ -577,9 +577,15 @@ impl HttpDriver {
         let mut response = match sent {
             Ok(r) => r,
             Err(e) if e.is_timeout() => {
-                return Answer::Error(format!("driver {name}: no answer from --driver-url: {e}"))
+                return Answer::Error(format!("driver {name}: no answer from --driver-url {}: timed out", self.url))
             }
-            Err(e) => return Answer::Error(format!("driver {name}: --driver-url could not be reached: {e}")),
+            Err(e) => {
+                return Answer::Error(format!(
+                    "driver {name}: --driver-url {} could not be reached: {}",
+                    self.url,
+                    super::outcome::network_error(&e)
+                ))
+            }
         };
         let status = response.status().as_u16();
         // A bounded piece of the answer, for the message: the endpoint's text is not trusted.

@@ -3,6 +3,7 @@
 
 use super::budget;
 use super::har::{self, Exchanged, Recorder};
+use super::key_variant::KeyEdit;
 use super::outcome::Stop;
 use super::redact;
 use reqwest::{Method, Url};
@@ -28,6 +29,8 @@ impl Sent {
             Auth::Second => " -H \"Authorization: Bearer $BANKCONF_SECOND_API_KEY\"".to_string(),
             Auth::Missing => String::new(),
             Auth::Header(h) => format!(" -H {}", shlex::try_quote(&format!("Authorization: {h}")).unwrap_or_default()),
+            // The near miss made again from the key's variable: pasted, it sends what was sent.
+            Auth::NearKey(edit) => format!(" -H \"Authorization: Bearer {}\"", edit.shell()),
         };
         let body = if self.method == "POST" { " -H 'Content-Type: application/json'" } else { "" };
         format!("curl -sS -i -X {}{auth}{body} '{}'", self.method, self.url.replace('\'', "%27"))
@@ -69,6 +72,7 @@ impl Answer {
             Auth::Second => " (read with the second client's key)",
             Auth::Missing => " (sent without a key)",
             Auth::Header(_) => " (sent with a malformed or unknown key)",
+            Auth::NearKey(_) => " (sent with a near miss of the API key)",
         }
     }
 }
@@ -119,14 +123,32 @@ impl AnswerLog {
     }
 
     /// The exchange that shows a failure of `case`: the latest one its message names (the
-    /// case's own first, then any: fixtures are shared). A message that names no request (a
-    /// webhook payload's failure) has none: its evidence is the delivery it names.
+    /// case's own first, then any: fixtures are shared), and of those one whose status the
+    /// message names too (`status 201`), so that a probe sent several ways to one path
+    /// reproduces by the try that failed. A message that names no request (a webhook payload's
+    /// failure) has none: its evidence is the delivery it names.
     pub fn evidence(&self, case: &str, message: &str) -> Option<Arc<Answer>> {
         let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let named = |a: &&Arc<Answer>| message.contains(&a.sent.request);
-        let own = |a: &&Arc<Answer>| a.case == Some(case);
-        log.answers.iter().rev().find(|a| own(a) && named(a)).or_else(|| log.answers.iter().rev().find(named)).cloned()
+        // Tiers, best first: (the case's own, the status named too).
+        let tiers = [(true, true), (true, false), (false, true), (false, false)];
+        tiers.into_iter().find_map(|(own, status)| {
+            log.answers
+                .iter()
+                .rev()
+                .find(|a| {
+                    message.contains(&a.sent.request)
+                        && (!own || a.case == Some(case))
+                        && (!status || names_status(message, a.status))
+                })
+                .cloned()
+        })
     }
+}
+
+/// Whether `message` says `status <code>` (not as the start of a longer number).
+fn names_status(message: &str, code: u16) -> bool {
+    let word = format!("status {code}");
+    message.match_indices(&word).any(|(at, _)| !message[at + word.len()..].starts_with(|c: char| c.is_ascii_digit()))
 }
 
 /// Largest response body read; a target that sends more is cut off (and fails the case).
@@ -143,6 +165,9 @@ pub enum Auth {
     Missing,
     /// This exact header value.
     Header(String),
+    /// `Bearer <the primary key, edited>`: a key the service never issued, as secret as the key
+    /// (its reproduction is a shell expression over `$BANKCONF_API_KEY`, never the key).
+    NearKey(KeyEdit),
 }
 
 /// One request and its answer.
@@ -364,6 +389,7 @@ impl Api {
             Auth::Second => self.second_key.as_ref().map(|k| format!("Bearer {k}")),
             Auth::Missing => None,
             Auth::Header(h) => Some(h.clone()),
+            Auth::NearKey(edit) => self.key.as_ref().map(|k| format!("Bearer {}", edit.apply(k))),
         };
         let url = self.checked_url(segments, query)?;
         let sent = Sent { method: method.to_string(), url: url.to_string(), auth, request: describe(&method, &url) };
@@ -594,15 +620,7 @@ pub fn describe(method: &Method, url: &Url) -> String {
 }
 
 fn transport_error(e: &reqwest::Error) -> String {
-    if e.is_timeout() {
-        return "timed out".to_string();
-    }
-    // The innermost cause says what happened ("Connection refused"); the outer ones repeat the URL.
-    let mut cause: &dyn std::error::Error = e;
-    while let Some(inner) = cause.source() {
-        cause = inner;
-    }
-    cause.to_string()
+    super::outcome::network_error(e)
 }
 
 #[cfg(test)]

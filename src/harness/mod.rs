@@ -6,7 +6,8 @@
 //! 0. base: `spec`, `schemas`, and the sandbox through its one seam, [`embedded`];
 //! 1. vocabulary: [`catalogue`] (the cases of `cases/*.toml`), [`outcome`] (typed outcomes,
 //!    problems, schema validation), [`sanitize`] (target text made safe for each medium),
-//!    [`budget`] (the run's memory budget), [`redact`] (secrets), [`cancel`] (a run cut short by a
+//!    [`budget`] (the run's memory budget), [`redact`] (secrets), [`key_variant`] (near misses of a
+//!    key, and the shell expressions that make them), [`cancel`] (a run cut short by a
 //!    signal or its deadline);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
 //!    explored [`graph`] of transitions, the [`expect`] file of a release gate, [`latency`],
@@ -48,6 +49,7 @@ pub mod fixtures;
 pub mod graph;
 pub mod har;
 pub mod http;
+pub mod key_variant;
 pub mod latency;
 pub mod orphans;
 pub mod outcome;

@@ -97,9 +97,9 @@ impl Patience {
         let state = self.state();
         let latency = match state.latency {
             Some(l) => format!(
-                "the longest delivery latency observed in this run is {:.1}s over {} deliveries",
+                "the longest delivery latency observed in this run is {:.1}s over {}",
                 l.as_secs_f64(),
-                state.observed
+                super::outcome::count(state.observed as usize, "delivery", "deliveries")
             ),
             None => "no delivery latency was observed in this run".to_string(),
         };

@@ -60,7 +60,14 @@ pub fn validate(config: &RunConfig) -> Result<(), String> {
 /// path to [`listen`]. `Err`: the run must not start (exit 2).
 pub async fn check(session: &mut Session) -> Result<(), String> {
     if let Webhooks::Failed(m) = &session.webhooks {
-        return Err(format!("the driver failed on register_webhook (is --driver right, and executable?): {m}"));
+        let config = &session.config;
+        let hint = match (&config.driver_impl, &config.driver_url, &config.driver) {
+            (Some(_), ..) => "the driver given in code",
+            (None, Some(_), _) => "is --driver-url right, and its server up?",
+            (None, None, Some(_)) => "is --driver right, and executable?",
+            (None, None, None) => "the embedded sandbox's driver",
+        };
+        return Err(format!("the driver failed on register_webhook ({hint}): {m}"));
     }
     let first = probe_key(session, Auth::Primary, "--api-key").await?;
     let second =

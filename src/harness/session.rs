@@ -239,6 +239,7 @@ impl Session {
             Need::SecondKey if !self.api.has_second_key() => {
                 Some("needs a second client's key (--second-api-key / BANKCONF_SECOND_API_KEY)".to_string())
             }
+            Need::Browser if self.config.skip_browser => Some(super::browser::SKIPPED.to_string()),
             Need::Browser if super::browser::find(self.config.browser.as_deref()).is_none() => {
                 Some(super::browser::INSTALL_HINT.to_string())
             }

@@ -6,7 +6,7 @@ use crate::harness::catalogue::Level;
 use crate::harness::expect::{Expectations, Standing};
 use crate::harness::graph::TransitionGraph;
 use crate::harness::latency;
-use crate::harness::outcome::{CaseResult, Counts, Gate, IgnoreCause, Outcome};
+use crate::harness::outcome::{count, CaseResult, Counts, Gate, IgnoreCause, Outcome};
 use crate::harness::sanitize::shell_word;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -185,7 +185,6 @@ impl Report {
     /// What decided the verdict, for the last line of the terminal: `2 gating failures`,
     /// `1 expectation no longer holds`, `with 3 expected failures`.
     pub fn decided(&self) -> String {
-        let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         let gating =
             |pred: fn(&Outcome) -> bool| self.results.iter().filter(|r| pred(&r.outcome) && self.gates(r)).count();
         let mut reasons = Vec::new();

@@ -3,6 +3,7 @@
 
 use crate::harness::fixtures::{Connected, RunContext};
 use crate::harness::http::{Auth, Exchange};
+use crate::harness::key_variant::KeyEdit;
 use crate::harness::outcome::{Problems, Stop};
 
 use super::{state, Finding};
@@ -100,21 +101,23 @@ async fn unknown_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
 async fn near_miss_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let keys: Vec<String> = ctx.api.keys().map(str::to_string).collect();
     let Some(key) = keys.first() else { return Err(Stop::ignore("needs the API key (--api-key)")) };
-    for (near, what) in near_misses(key) {
+    for (edit, what) in near_misses(key) {
+        let near = edit.apply(key);
         if near.is_empty() || keys.contains(&near) {
             continue;
         }
         // A near miss is as secret as the key it comes from: never printed (the reproduction
-        // names it in its header).
+        // makes it from `$BANKCONF_API_KEY`).
         ctx.redactor.add(&near);
-        refused_everywhere(&ctx, Auth::Header(format!("Bearer {near}")), what).await?;
+        refused_everywhere(&ctx, Auth::NearKey(edit), what).await?;
     }
     // Keys of the right shape: one creation each (§4.1), which any client may do: accepted as
     // whichever client, a key the service never issued shows.
     let path = ["v1", "connections"];
     let mut problems = Problems::default();
     let mut tried = std::collections::HashSet::new();
-    for (near, what) in shapes(key) {
+    for (edit, what) in shapes(key) {
+        let near = edit.apply(key);
         if near.is_empty() || keys.contains(&near) || !tried.insert(near.clone()) {
             continue;
         }
@@ -122,7 +125,7 @@ async fn near_miss_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
         if near.len() > shape_prefix(key).len() {
             ctx.redactor.add(&near);
         }
-        refused(&ctx, Method::POST, &path, Auth::Header(format!("Bearer {near}")), &what, &mut problems).await?;
+        refused(&ctx, Method::POST, &path, Auth::NearKey(edit), &what, &mut problems).await?;
     }
     problems.finish()
 }
@@ -137,67 +140,51 @@ fn shape_prefix(key: &str) -> &str {
 /// after the service prefix, the same length with every such character replaced, and the
 /// prefix alone. A target that compares a prefix and a length, or a few characters, accepts
 /// some of them.
-fn shapes(key: &str) -> Vec<(String, String)> {
-    let prefix = shape_prefix(key);
-    let rest: Vec<char> = key[prefix.len()..].chars().collect();
+fn shapes(key: &str) -> Vec<(KeyEdit, String)> {
+    let prefix = shape_prefix(key).chars().count();
+    let rest: Vec<char> = key.chars().skip(prefix).collect();
     let Some(last) = rest.len().checked_sub(1) else { return Vec::new() };
-    // Another character of the same class: a digit for a digit, a letter of the same case.
-    let other = |c: char| match c {
-        '0'..='8' | 'a'..='y' | 'A'..='Y' => char::from(c as u8 + 1),
-        '9' => '0',
-        'z' => 'a',
-        'Z' => 'A',
-        _ => 'x',
-    };
-    let word = |chars: &[char]| format!("{prefix}{}", chars.iter().collect::<String>());
     let mut out = Vec::new();
     for (at, place) in [(0, "first"), (rest.len() / 2, "middle"), (last, "last")] {
-        let mut edited = rest.clone();
-        edited[at] = other(rest[at]);
-        out.push((word(&edited), format!("with the API key's {place} character after its prefix replaced")));
-        let mut edited = rest.clone();
-        edited.insert(at, other(rest[at]));
-        out.push((word(&edited), format!("with the API key and a character inserted at its {place} after its prefix")));
-        let mut edited = rest.clone();
-        edited.remove(at);
-        out.push((word(&edited), format!("with the API key short of its {place} character after its prefix")));
+        let edits = [
+            (
+                KeyEdit::Bump { at: prefix + at },
+                format!("with the API key's {place} character after its prefix replaced"),
+            ),
+            (
+                KeyEdit::InsertBumped { at: prefix + at },
+                format!("with the API key and a character inserted at its {place} after its prefix"),
+            ),
+            (
+                KeyEdit::Remove { at: prefix + at },
+                format!("with the API key short of its {place} character after its prefix"),
+            ),
+        ];
+        out.extend(edits);
         if rest[at].is_ascii_alphabetic() {
-            let mut edited = rest.clone();
-            edited[at] = if rest[at].is_ascii_lowercase() {
-                rest[at].to_ascii_uppercase()
-            } else {
-                rest[at].to_ascii_lowercase()
-            };
             out.push((
-                word(&edited),
+                KeyEdit::SwapCaseAt { at: prefix + at },
                 format!("with the API key's {place} character after its prefix in the other case"),
             ));
         }
     }
-    let replaced: Vec<char> = rest.iter().map(|c| other(*c)).collect();
-    out.push((word(&replaced), "with a key of the API key's prefix and length, every other character replaced".into()));
-    out.push((prefix.to_string(), "with the API key's service prefix alone".into()));
+    out.push((
+        KeyEdit::BumpFrom { from: prefix },
+        "with a key of the API key's prefix and length, every other character replaced".into(),
+    ));
+    out.push((KeyEdit::Keep { len: prefix }, "with the API key's service prefix alone".into()));
     out
 }
 
 /// The near misses of `key`, each with what it is, for messages.
-fn near_misses(key: &str) -> Vec<(String, &'static str)> {
-    let swapped: String = key
-        .chars()
-        .map(|c| if c.is_ascii_uppercase() { c.to_ascii_lowercase() } else { c.to_ascii_uppercase() })
-        .collect();
-    let mut chars = key.chars();
-    chars.next_back();
-    let shorter = chars.as_str().to_string();
-    let mut chars = key.chars();
-    chars.next();
+fn near_misses(key: &str) -> Vec<(KeyEdit, &'static str)> {
     let mut out = vec![
-        (format!("{key}0"), "with the API key and one character more"),
-        (shorter, "with the API key short of its last character"),
-        (chars.as_str().to_string(), "with the API key short of its first character"),
+        (KeyEdit::Append('0'), "with the API key and one character more"),
+        (KeyEdit::CutLast, "with the API key short of its last character"),
+        (KeyEdit::CutFirst, "with the API key short of its first character"),
     ];
-    if swapped != key {
-        out.push((swapped, "with the API key in swapped letter case"));
+    if KeyEdit::SwapCase.apply(key) != key {
+        out.push((KeyEdit::SwapCase, "with the API key in swapped letter case"));
     }
     out
 }
@@ -637,11 +624,10 @@ mod tests {
     #[test]
     fn shapes_edit_after_the_prefix_and_never_equal_the_key() {
         let key = "bank_Ab3z9";
-        let shapes = shapes(key);
-        assert!(shapes.iter().all(|(k, _)| k != key && k.starts_with("bank_")), "{shapes:?}");
-        let keys: Vec<&str> = shapes.iter().map(|(k, _)| k.as_str()).collect();
+        let keys: Vec<String> = shapes(key).iter().map(|(edit, _)| edit.apply(key)).collect();
+        assert!(keys.iter().all(|k| k != key && k.starts_with("bank_")), "{keys:?}");
         for expected in ["bank_Bb3z9", "bank_BAb3z9", "bank_b3z9", "bank_ab3z9", "bank_Ab3z0", "bank_Bc4a0", "bank_"] {
-            assert!(keys.contains(&expected), "{expected} in {keys:?}");
+            assert!(keys.iter().any(|k| k == expected), "{expected} in {keys:?}");
         }
     }
 }

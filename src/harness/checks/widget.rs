@@ -65,7 +65,7 @@ async fn served(ctx: Arc<RunContext>) -> Result<(), Stop> {
 /// and without running the script we can only look for the name. With a browser,
 /// `widget.global-open` judges this for real and this note repeats its verdict.
 async fn defines_open(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    if browser::find(ctx.config.browser.as_deref()).is_some() {
+    if !ctx.config.skip_browser && browser::find(ctx.config.browser.as_deref()).is_some() {
         return global_open(ctx).await;
     }
     let exchange = fetch(&ctx).await?;

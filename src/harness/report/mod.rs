@@ -80,10 +80,31 @@ pub fn writable(path: &std::path::Path) -> Result<(), String> {
     files::writable(path).map_err(|e| e.to_string())
 }
 
+/// Writes to stdout and flushes. A closed stdout (`bankconf run | head`) is no error: the run
+/// goes on without printing and still writes its report files (SIGPIPE stays ignored, as Rust
+/// sets it, so that a peer closing a socket can never kill the harness either).
+pub fn say(text: std::fmt::Arguments) {
+    use std::io::Write;
+    static CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if CLOSED.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if out.write_fmt(text).and_then(|()| out.flush()).is_err() {
+        CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Prints the summary, writes the report files, and returns the exit code (2 when a file
 /// cannot be written).
 pub fn finish(report: &Report, paths: &OutputPaths) -> i32 {
-    println!("{}", terminal::summary(report, &terminal::full_text(paths)));
+    let summary = terminal::summary(report, &terminal::full_text(paths));
+    if report.setup_error.is_some() && report.results.is_empty() {
+        // A run that could not start: its one line goes with the setup error, on stderr.
+        eprintln!("{summary}");
+    } else {
+        say(format_args!("{summary}\n"));
+    }
     if let Err(e) = write(paths, report) {
         eprintln!("bankconf: {e}");
         return EXIT_NOT_RUN;

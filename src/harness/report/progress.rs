@@ -5,7 +5,7 @@ use super::terminal;
 use crate::harness::outcome::CaseResult;
 use crate::harness::runner::Progress;
 use crate::harness::sanitize;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Progress printed to standard output.
@@ -33,7 +33,7 @@ impl Default for Terminal {
 impl Progress for Terminal {
     fn started(&self, server: &str, seed: u64, cases: usize) {
         self.total.store(cases, Ordering::Relaxed);
-        println!("{}", terminal::header(server, Some(seed), cases));
+        super::say(format_args!("{}\n", terminal::header(server, Some(seed), cases)));
     }
 
     fn finished(&self, result: &CaseResult, gating: bool, expected: bool) {
@@ -44,29 +44,26 @@ impl Progress for Terminal {
         } else {
             String::new()
         };
-        println!("{prefix}{}", self.lines.case(result, gating, expected));
-        let _ = std::io::stdout().flush();
+        super::say(format_args!("{prefix}{}\n", self.lines.case(result, gating, expected)));
     }
 
     fn waiting(&self, status: &str) {
         // Redrawn each second on a line of its own, cleared by the next case line.
         if self.tty {
-            print!("\r\x1b[2K{}", sanitize::visible(status));
-            let _ = std::io::stdout().flush();
+            super::say(format_args!("\r\x1b[2K{}", sanitize::visible(status)));
         }
     }
 
     fn diagnosis(&self, message: &str) {
         // On stderr with the other setup errors; on a line of its own at a TTY.
         let clear = if self.tty { "\r\x1b[2K" } else { "" };
-        print!("{clear}");
-        let _ = std::io::stdout().flush();
+        super::say(format_args!("{clear}"));
         eprintln!("setup: {}", sanitize::visible(message));
     }
 
     fn done(&self) {
         if self.tty {
-            print!("\r\x1b[2K");
+            super::say(format_args!("\r\x1b[2K"));
         }
     }
 }

@@ -3,9 +3,9 @@
 //! Colour only at a terminal, as `NO_COLOR`, `CLICOLOR` and `CLICOLOR_FORCE` say (`anstream`).
 
 use super::verdict::{Report, KNOWN};
-use crate::harness::graph::Transition;
-use crate::harness::outcome::CaseResult;
 use crate::harness::config::OutputPaths;
+use crate::harness::graph::Transition;
+use crate::harness::outcome::{count, CaseResult};
 use crate::harness::sanitize::visible;
 use anstyle::{AnsiColor, Style};
 use std::collections::HashMap;
@@ -120,7 +120,7 @@ pub fn one_line(text: &str, max: usize, note: &str) -> String {
         return first.to_string();
     }
     let budget = max.saturating_sub(note.chars().count() + 1);
-    let short = short_ids(first);
+    let short = short_ids(&gist(first));
     let short = short.trim_end();
     if short.chars().count() <= budget {
         return format!("{short} {note}");
@@ -132,6 +132,14 @@ pub fn one_line(text: &str, max: usize, note: &str) -> String {
     while tail > 1 && len(&words[tail - 1..]) + 2 <= budget / 3 {
         tail -= 1;
     }
+    // The finding's last clause (after its last ": ", `expected …, got …`) whole, when it
+    // leaves room for a few words of the start.
+    if let Some(at) = short.rfind(": ") {
+        let clause = short[..at + 2].split(' ').count() - 1;
+        if clause < tail && len(&words[clause..]) + 14 <= budget {
+            tail = clause;
+        }
+    }
     let mut head = 0;
     while head < tail && len(&words[..=head]) + len(&words[tail..]) + 2 <= budget {
         head += 1;
@@ -141,6 +149,23 @@ pub fn one_line(text: &str, max: usize, note: &str) -> String {
     // A single word longer than the budget: its characters, cut.
     let line: String = line.trim().chars().take(budget).collect();
     format!("{line} {note}")
+}
+
+/// What a one-line reason keeps of a long message: of several problems their count and the
+/// first, and of an answer its status, not the start of its body (the report keeps both).
+fn gist(text: &str) -> String {
+    static MANY: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"^(\d+) problems: ").expect("a valid regex"));
+    static BODY: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(status \d{3}): .*$").expect("a valid regex"));
+    let (lead, first) = match MANY.captures(text) {
+        Some(c) => {
+            let rest = &text[c[0].len()..];
+            (format!("{} problems, the first: ", &c[1]), rest.split("; ").next().unwrap_or(rest))
+        }
+        None => (String::new(), text),
+    };
+    format!("{lead}{}", BODY.replace(first, "$1"))
 }
 
 /// Ids (`txn_01HV…`, `acc_9f3…`) shortened to their prefix: a reader needs the kind, the
@@ -223,8 +248,8 @@ pub fn case_line(result: &CaseResult, mark: &str, paint: Paint, same_as: Option<
 pub fn header(target: &str, seed: Option<u64>, cases: usize) -> String {
     let target = visible(target);
     match seed {
-        Some(seed) => format!("bankconf: {cases} cases against {target} (seed {seed})"),
-        None => format!("bankconf: {cases} cases against {target}"),
+        Some(seed) => format!("bankconf: {} against {target} (seed {seed})", count(cases, "case", "cases")),
+        None => format!("bankconf: {} against {target}", count(cases, "case", "cases")),
     }
 }
 
@@ -259,13 +284,6 @@ pub fn render_summary(report: &Report, paint: Paint, note: &str) -> String {
     if let Some((file, _)) = &report.har {
         let _ = writeln!(out, "HAR written to {}", visible(file));
     }
-    let unjudged = report.unjudged();
-    if !unjudged.is_empty() {
-        let _ = writeln!(out, "not judged (gating), and how to complete the run:");
-        for (how, cases) in &unjudged {
-            let _ = writeln!(out, "  - {}: {}", visible(how), cases.join(", "));
-        }
-    }
     if let Some(e) = &report.expectations {
         let expected = report.expected();
         if !expected.is_empty() {
@@ -299,6 +317,14 @@ pub fn render_summary(report: &Report, paint: Paint, note: &str) -> String {
         );
     }
     closing(&mut out, report, paint, note);
+    // Last before the verdict: what would complete an INCOMPLETE run (a browser to install…).
+    let unjudged = report.unjudged();
+    if !unjudged.is_empty() {
+        let _ = writeln!(out, "not judged (gating), and how to complete the run:");
+        for (how, cases) in &unjudged {
+            let _ = writeln!(out, "  - {}: {}", visible(how), cases.join(", "));
+        }
+    }
     let c = report.counts(None);
     let decided = report.decided();
     let verdict = paint.mark(report.verdict());
@@ -404,6 +430,11 @@ mod tests {
         let long = format!("{} still lists it", "word ".repeat(60));
         let line = one_line(&long, 80, note);
         assert!(line.contains("… ") && line.contains("still lists it") && line.chars().count() <= 80, "{line}");
+        let many = "3 problems: POST /v1/connections with the API key short of its last character: expected a \
+                    refusal (any non-2xx), got status 201: {\"id\":\"conn_1\",\"status\":\"PENDING\",\"createdAt\":\"2026\"}; \
+                    POST /v1/connections with …; POST /v1/connections with …";
+        let line = one_line(many, 110, note);
+        assert!(line.starts_with("3 problems, the first: ") && line.contains("got status 201 "), "{line}");
         assert_eq!(full_text(&OutputPaths::default()), "(full text: rerun with --report-json FILE)");
         let paths = OutputPaths { report_md: Some("r.md".into()), ..Default::default() };
         assert_eq!(full_text(&paths), "(full text in r.md)");
