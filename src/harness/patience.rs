@@ -114,9 +114,9 @@ impl Patience {
             state.ran_out.iter().filter(|(id, seen)| count_now(id) > *seen).map(|(id, _)| id.as_str()).collect();
         (!late.is_empty()).then(|| {
             format!(
-                "{} wait(s) ran out before deliveries that came later (late, not missing; the spec fixes no \
-                 delivery time, §6.3): consider a larger --event-timeout",
-                late.len()
+                "{} ran out before deliveries that came later (late, not missing; the spec fixes no delivery \
+                 time, §6.3): consider a larger --event-timeout",
+                super::outcome::count(late.len(), "wait", "waits")
             )
         })
     }
@@ -135,7 +135,7 @@ mod tests {
         assert_eq!(p.deadline(now, FLOOR, false), now + FLOOR);
         p.succeeded(Duration::from_secs(10));
         assert_eq!(p.deadline(now, FLOOR, false), now + Duration::from_secs(21));
-        assert!(p.describe(Duration::from_secs(21)).contains("10.0s over 1 deliveries"));
+        assert!(p.describe(Duration::from_secs(21)).contains("10.0s over 1 delivery"));
     }
 
     #[test]
@@ -163,7 +163,7 @@ mod tests {
         let p = Patience::default();
         p.ran_out("conn_a", 1);
         p.ran_out("conn_b", 2);
-        assert_eq!(p.late_note(|_| 2).as_deref().map(|n| n.starts_with("1 wait(s)")), Some(true));
+        assert_eq!(p.late_note(|_| 2).as_deref().map(|n| n.starts_with("1 wait ran out")), Some(true));
         assert_eq!(p.late_note(|id| if id == "conn_a" { 1 } else { 2 }), None);
     }
 }

@@ -396,9 +396,14 @@ impl Throttle {
         }
         let lost = match t.given_up {
             0 => "every request was answered in the end".to_string(),
-            n => format!("{n} request(s) stayed unanswered and their cases were ignored (run INCOMPLETE)"),
+            n => format!(
+                "{} stayed unanswered and their cases were ignored (run INCOMPLETE)",
+                super::outcome::count(n as usize, "request", "requests")
+            ),
         };
-        let began = t.began_at.map_or(String::new(), |n| format!("; it began with {n} request(s) in flight"));
+        let began = t.began_at.map_or(String::new(), |n| {
+            format!("; it began with {} in flight", super::outcome::count(n, "request", "requests"))
+        });
         let lowest = t.lowest.unwrap_or(ceiling).max(1);
         let mut flags = vec![format!("--concurrency {lowest}")];
         if t.refused_429 + t.refused_503 > 0 {
