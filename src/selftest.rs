@@ -3,7 +3,7 @@
 //! and every variant (each must pass) of the embedded sandbox ([`crate::sandbox::faults`]).
 //! `cargo test --test mutants` runs the same function.
 
-use crate::harness::browser;
+use crate::harness::browser::{self, BrowserPool};
 use crate::harness::catalogue::{self, Level, Need};
 use crate::harness::config::RunConfig;
 use crate::harness::outcome::{Failure, Outcome};
@@ -205,6 +205,9 @@ pub fn config(subject: Subject, event_timeout: f64) -> RunConfig {
     config_with_seed(subject, event_timeout, SEED)
 }
 
+/// The browser the self-test's trials share (one Chromium for every trial, not one each).
+static TRIALS_BROWSER: std::sync::LazyLock<BrowserPool> = std::sync::LazyLock::new(BrowserPool::default);
+
 /// The seed of the self-test's pinned runs.
 pub const SEED: u64 = 4;
 
@@ -220,6 +223,7 @@ pub fn config_with_seed(subject: Subject, event_timeout: f64, seed: u64) -> RunC
     };
     RunConfig {
         ids,
+        browser_pool: TRIALS_BROWSER.clone(),
         gate: GATE.to_vec(),
         seed: Some(seed),
         event_timeout,

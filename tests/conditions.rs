@@ -101,3 +101,27 @@ fn api_latency_100_ms() {
 fn a_rate_limit_of_10_per_second() {
     row("10 requests per second per key", SandboxConditions { sandbox_rate_limit: 10, ..NONE });
 }
+
+/// Two runs at once in one process, one against a mutant: each gets its own verdict, and what a
+/// run owns (its secrets, its walks' memory budget, its cache of pages, its browser) is its own:
+/// the clean run passes every case while the other fails the case that catches its mutant.
+#[test]
+fn two_runs_at_once_share_nothing() {
+    use bankconf::sandbox::Mutant;
+    let cases: Vec<String> = ["transactions.", "accounts.", "auth.", "state."].map(String::from).to_vec();
+    let clean = RunConfig { ids: cases.clone(), ..config(NONE) };
+    let mutant = Mutant::from_name("transaction-prefix").expect("a mutant");
+    let broken = RunConfig { ids: cases, sandbox_mutant: Some(mutant), ..config(NONE) };
+    let (clean, broken) =
+        RUNTIME.block_on(async { tokio::join!(runner::run_report(clean, None), runner::run_report(broken, None)) });
+    let failed = |report: &bankconf::harness::verdict::Report| -> Vec<String> {
+        let bad = report.results.iter().filter(|r| matches!(r.outcome, Outcome::Failed(_)));
+        bad.map(|r| r.case.id.clone()).collect()
+    };
+    assert!(clean.setup_error.is_none() && broken.setup_error.is_none());
+    assert_eq!(failed(&clean), Vec::<String>::new(), "the clean run judged its own target");
+    assert_eq!(clean.exit_code(), 0);
+    assert!(failed(&broken).contains(&"transactions.id-prefix".to_string()), "{:?}", failed(&broken));
+    assert_eq!(broken.exit_code(), 1);
+    assert_ne!(clean.server, broken.server, "two sandboxes");
+}

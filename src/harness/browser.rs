@@ -154,18 +154,53 @@ fn sweep(base: &Path) {
     }
 }
 
-/// The browser process shared by the runs alive in this process.
-static SHARED: StdMutex<Weak<Session>> = StdMutex::new(Weak::new());
-/// Serialises launches, so concurrent runs start one browser, not several.
-static LAUNCHING: Mutex<()> = Mutex::const_new(());
+/// Where runs find their browser. A run shares nothing by default: each configuration gets a
+/// pool of its own. Runs given one pool (the self-test's trials) share one browser process,
+/// alive while any of them holds it, so that a hundred runs start one Chromium.
+#[derive(Clone, Default)]
+pub struct BrowserPool(Arc<Pool>);
 
-/// The browser of one run: found and started on first use, let go of at the end of the run.
+#[derive(Default)]
+struct Pool {
+    /// The browser of the runs alive that hold this pool.
+    shared: StdMutex<Weak<Session>>,
+    /// Serialises launches, so concurrent runs start one browser, not several.
+    launching: Mutex<()>,
+}
+
+impl std::fmt::Debug for BrowserPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<browser pool>")
+    }
+}
+
+impl BrowserPool {
+    /// The pool's browser, started at `path` if none is alive.
+    async fn get(&self, path: &Path) -> Result<Arc<Session>, String> {
+        let _launching = self.0.launching.lock().await;
+        if let Some(session) = self.0.shared.lock().unwrap_or_else(|e| e.into_inner()).upgrade() {
+            return Ok(session);
+        }
+        let session = Arc::new(launch(path).await?);
+        *self.0.shared.lock().unwrap_or_else(|e| e.into_inner()) = Arc::downgrade(&session);
+        Ok(session)
+    }
+}
+
+/// The browser of one run: found and started on first use (from its pool), let go of at the
+/// end of the run.
 #[derive(Default)]
 pub struct RunBrowser {
+    pool: BrowserPool,
     session: Mutex<Option<Result<Arc<Session>, Stop>>>,
 }
 
 impl RunBrowser {
+    /// The browser of a run whose configuration holds `pool`.
+    pub fn new(pool: BrowserPool) -> Self {
+        Self { pool, session: Mutex::default() }
+    }
+
     /// The browser, starting it if needed; an error names why there is none (ignore the
     /// browser cases) or why it did not start (an error of the harness's setup, not the
     /// target's fault).
@@ -174,7 +209,7 @@ impl RunBrowser {
         if slot.is_none() {
             *slot = Some(match find(given) {
                 None => Err(Stop::ignore(INSTALL_HINT)),
-                Some(path) => shared(&path).await.map_err(harness_error),
+                Some(path) => self.pool.get(&path).await.map_err(harness_error),
             });
         }
         slot.clone().expect("set above")
@@ -196,16 +231,6 @@ pub fn find(given: Option<&Path>) -> Option<PathBuf> {
     }
     let path = std::env::var_os("PATH")?;
     NAMES.iter().find_map(|name| std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file()))
-}
-
-async fn shared(path: &Path) -> Result<Arc<Session>, String> {
-    let _launching = LAUNCHING.lock().await;
-    if let Some(session) = SHARED.lock().unwrap_or_else(|e| e.into_inner()).upgrade() {
-        return Ok(session);
-    }
-    let session = Arc::new(launch(path).await?);
-    *SHARED.lock().unwrap_or_else(|e| e.into_inner()) = Arc::downgrade(&session);
-    Ok(session)
 }
 
 /// What Chromium runs with (puppeteer's and chromiumoxide's defaults, headless): quiet,

@@ -45,6 +45,9 @@ pub struct RunConfig {
     /// A driver given in code (a library user's [`Driver`]), instead of --driver or --driver-url.
     #[arg(skip)]
     pub driver_impl: Option<DriverImpl>,
+    /// Where the run finds its browser: its own unless a caller gives runs one to share.
+    #[arg(skip)]
+    pub browser_pool: super::browser::BrowserPool,
     /// Address of the webhook receiver.
     #[arg(long, env = "BANKCONF_WEBHOOK_LISTEN", default_value = "127.0.0.1:0")]
     pub webhook_listen: SocketAddr,
@@ -136,6 +139,7 @@ impl RunConfig {
             driver: None,
             driver_url: None,
             driver_impl: None,
+            browser_pool: Default::default(),
             webhook_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             webhook_public_url: None,
             connection_id: None,

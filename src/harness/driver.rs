@@ -482,13 +482,14 @@ impl Drop for CommandDriver {
     }
 }
 
-/// `: <last line(s) of the driver's text>` or nothing; redacted before it is cut.
+/// `: <last line(s) of the driver's text>` or nothing; the run's redactor redacts the message it
+/// ends up in, and what the cut left of a secret beside its `…`.
 fn tail(said: &str) -> String {
     let trimmed = said.trim();
     if trimmed.is_empty() {
         return String::new();
     }
-    format!(": {}", redact::cut_start(trimmed, MAX_SAID))
+    format!(": {}", redact::shorten_start(trimmed, MAX_SAID))
 }
 
 /// How long stderr is still read once the driver has exited.

@@ -39,8 +39,8 @@ pub fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
                 batch.len()
             ));
         } else if let Err(e) = validate(Schema::WebhookEvent, &d.body, &what(&d)) {
-            // The delivery is the evidence: its body, cut (and redacted), in the message.
-            let body = crate::harness::redact::cut(&d.body.to_string(), 240);
+            // The delivery is the evidence: its body, cut, in the message (which the run redacts).
+            let body = crate::harness::redact::shorten(&d.body.to_string(), 240);
             problems.add(format!("{e}; the delivery's body: {body}"));
         }
     }

@@ -71,6 +71,8 @@ pub struct RunContext {
     pub widget_probe: OnceCell<Result<Probe, Stop>>,
     /// Whether webhooks reach the receiver (see [`RunContext::heard`]).
     heard: OnceCell<Result<Vec<String>, String>>,
+    /// The state cases' second reads, made once for all of them (`checks::state`).
+    pub reread: OnceCell<Result<(), Stop>>,
 }
 
 impl Deref for RunContext {
@@ -88,6 +90,7 @@ impl RunContext {
             second: OnceCell::new(),
             tour: OnceCell::new(),
             created: OnceCell::new(),
+            reread: OnceCell::new(),
             graph: Default::default(),
             widget_probe: OnceCell::new(),
             heard: OnceCell::new(),

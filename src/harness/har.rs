@@ -80,12 +80,19 @@ pub struct Recorder {
     pub latency: Latency,
     har: Option<Mutex<Log>>,
     next: AtomicU64,
+    /// The run's secrets: the file is redacted with them, and so is what is shown live.
+    redactor: Redactor,
 }
 
 impl Recorder {
     /// A recorder; with `har`, entries are kept for [`Recorder::write`].
-    pub fn new(har: bool) -> Self {
-        Self { har: har.then(Mutex::default), ..Self::default() }
+    pub fn new(har: bool, redactor: Redactor) -> Self {
+        Self { har: har.then(Mutex::default), redactor, ..Self::default() }
+    }
+
+    /// The run's redactor.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
     }
 
     fn keep(&self, mut entry: Value, request: String) {
@@ -301,9 +308,10 @@ impl Recorder {
     }
 }
 
-/// Text a target chose, for the file: secrets redacted, cut at `max` characters, redacted again.
+/// Text a target chose, for the file: cut at `max` characters (the file is redacted whole when
+/// written, with what a cut left of a secret).
 fn clean(text: &str, max: usize) -> String {
-    redact::cut(text, max)
+    redact::shorten(text, max)
 }
 
 fn content(mime: &str, body: &[u8]) -> Value {

@@ -197,7 +197,7 @@ impl Exchange {
     pub fn snippet(&self) -> String {
         const MAX: usize = 160;
         let cleaned: String = self.body.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-        redact::cut(cleaned.trim(), MAX)
+        redact::shorten(cleaned.trim(), MAX)
     }
 
     /// `status 500: {"error":…}`, for messages.
@@ -248,6 +248,8 @@ pub struct Api {
     /// the run's own, shared by its clones, so that two runs in one process never limit each
     /// other.
     held: Arc<std::sync::atomic::AtomicUsize>,
+    /// The pages this run's cases share (`pagination`), shared by its clones.
+    pages: Arc<super::reads::PageCache>,
 }
 
 impl Api {
@@ -280,7 +282,13 @@ impl Api {
             throttle: Default::default(),
             recorder: Default::default(),
             held: Arc::default(),
+            pages: Arc::default(),
         })
+    }
+
+    /// The pages this run has read and its cases share.
+    pub fn pages(&self) -> &super::reads::PageCache {
+        &self.pages
     }
 
     /// The run's count of bytes its live walks hold (`pagination`).
@@ -612,9 +620,9 @@ fn retry_wait(value: &str) -> Option<Duration> {
 /// query are cut at a few hundred characters each: a target chooses cursors and ids.
 pub fn describe(method: &Method, url: &Url) -> String {
     const MAX: usize = 300;
-    let path = redact::cut(url.path(), MAX);
+    let path = redact::shorten(url.path(), MAX);
     match url.query() {
-        Some(q) => format!("{method} {path}?{}", redact::cut(q, MAX)),
+        Some(q) => format!("{method} {path}?{}", redact::shorten(q, MAX)),
         None => format!("{method} {path}"),
     }
 }

@@ -14,7 +14,7 @@
 //!    and [`verdict`] (a finished run: its results, gate and exit code);
 //! 3. access to the server under test: [`config`] (the run's flags, holding the driver),
 //!    [`files`] (report files written whole),
-//!    [`http`] (paced by [`throttle`]; every exchange kept
+//!    [`reads`] (typed pages, and the run's cache of them), [`http`] (paced by [`throttle`]; every exchange kept
 //!    in its answer log for the response checks, and recorded by [`har`]), [`browser`] (the
 //!    headless Chromium of the widget cases), [`orphans`] (what dies with the harness, even on
 //!    SIGKILL), [`pagination`], [`receiver`] (waits bounded by
@@ -57,6 +57,7 @@ pub mod pagination;
 pub mod patience;
 pub mod preflight;
 pub mod property;
+pub mod reads;
 pub mod receiver;
 pub mod redact;
 pub mod report;

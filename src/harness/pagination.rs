@@ -6,6 +6,7 @@
 use super::budget;
 use super::http::Api;
 use super::outcome::Stop;
+pub use super::reads::{item_id, Item, Page};
 use super::redact;
 
 use serde_json::Value;
@@ -23,60 +24,6 @@ pub const MAX_LIMITED_PAGES: usize = 150;
 pub const MAX_WALK_TIME: Duration = Duration::from_secs(120);
 /// Most body bytes one walk reads.
 pub const MAX_WALK_BYTES: usize = 64 * 1024 * 1024;
-
-/// One transaction as a walk keeps it: the fields that checks read, not the whole object.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Item {
-    /// The `id` (see [`item_id`]).
-    pub id: String,
-    /// `accountId` as JSON text (`"acc_1"`, `5`), when present and not null.
-    pub account_id: Option<String>,
-    /// `status` as JSON text (`"posted"`), cut to 64 characters, when present and not null.
-    pub status: Option<String>,
-}
-
-impl Item {
-    fn of(item: &Value) -> Self {
-        let account_id = item.get("accountId").filter(|v| !v.is_null()).map(Value::to_string);
-        let status = item.get("status").filter(|v| !v.is_null()).map(|v| v.to_string().chars().take(64).collect());
-        Self { id: item_id(item), account_id, status }
-    }
-
-    fn weight(&self) -> usize {
-        64 + self.id.len()
-            + self.account_id.as_ref().map_or(0, String::len)
-            + self.status.as_ref().map_or(0, String::len)
-    }
-}
-
-/// One page, with the fields a walk needs read out (the HTTP client judged the whole page
-/// against its endpoint's rules as it was read): the body itself is not kept (a walk may see
-/// thousands of pages).
-#[derive(Clone, Debug)]
-pub struct Page {
-    /// `GET /v1/accounts/acc_1/transactions?limit=3`.
-    pub request: String,
-    pub items: Vec<Item>,
-    pub has_more: bool,
-    pub next_cursor: Option<String>,
-    /// Bytes of the body.
-    pub size: usize,
-}
-
-impl Page {
-    pub fn ids(&self) -> Vec<String> {
-        self.items.iter().map(|i| i.id.clone()).collect()
-    }
-}
-
-/// The `id` of a transaction, or a placeholder naming what was there.
-pub fn item_id(item: &Value) -> String {
-    match item.get("id") {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => format!("<id {other}>"),
-        None => "<no id>".to_string(),
-    }
-}
 
 /// Query of a page request.
 pub fn query(limit: Option<u64>, starting_after: Option<&str>) -> Vec<(&'static str, String)> {
@@ -191,25 +138,15 @@ fn stopped(request: &str, bound: String) -> Stop {
     ))
 }
 
-/// One page shared by the run's cases, with the status it was answered with.
-type SharedPage = tokio::sync::OnceCell<(u16, Result<Page, Stop>)>;
-/// Most bytes of pages the run shares (a target chooses how large pages are).
-const MAX_SHARED: usize = 8 * 1024 * 1024;
-
-/// The key of the pages of `account_id` in the run's shared reads.
-fn shared_key(account_id: &str) -> String {
-    format!("page\u{0}{account_id}\u{0}")
-}
-
 /// The account's transactions may have changed (the harness drove a data action on it): its
 /// pages are read again.
 pub fn forget(api: &Api, account_id: &str) {
-    api.throttle().forget(&shared_key(account_id));
+    api.pages().forget(account_id);
 }
 
 /// [`fetch_page`], sent once per run: the pagination properties try the same boundaries, and a
 /// walk from a cursor repeats the pages of a walk that passed it (§4.3), so every walk shares
-/// the pages already read (within [`MAX_SHARED`] bytes), until a data action driven on the
+/// the pages already read (within the cache's bytes, [`super::reads::PageCache`]), until a data action driven on the
 /// account ([`forget`]).
 async fn shared_page(api: &Api, account_id: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<Page, Stop> {
     shared_with_status(api, account_id, limit, cursor).await.1
@@ -226,21 +163,17 @@ async fn shared_with_status(
     limit: Option<u64>,
     cursor: Option<&str>,
 ) -> (u16, Result<Page, Stop>) {
-    let throttle = api.throttle();
-    let bytes = throttle.shared("page-bytes", AtomicUsize::default);
-    if bytes.as_ref().is_none_or(|b| b.load(Ordering::Relaxed) > MAX_SHARED) {
+    let pages = api.pages();
+    if pages.full() {
         return fetch_with_status(api, account_id, limit, cursor).await;
     }
     // Per key: a page read with one client's key is never another client's answer.
-    let key = format!("{}{limit:?}\u{0}{cursor:?}\u{0}{:?}", shared_key(account_id), api.reader());
-    let Some(cell) = throttle.shared(&key, SharedPage::new) else {
-        return fetch_with_status(api, account_id, limit, cursor).await;
-    };
+    let cell = pages.slot(account_id, limit, cursor, &format!("{:?}", api.reader()));
     let page = cell
         .get_or_init(|| async {
             let page = fetch_with_status(api, account_id, limit, cursor).await;
-            if let ((_, Ok(p)), Some(b)) = (&page, &bytes) {
-                b.fetch_add(p.size, Ordering::Relaxed);
+            if let (_, Ok(p)) = &page {
+                pages.read(p.size);
             }
             page
         })
@@ -381,7 +314,7 @@ async fn follow(
         if !followed.insert(hash(&next)) {
             return Err(Stop::fail(format!(
                 "{request}: next_cursor {:?} was already followed: the walk loops",
-                redact::cut(&next, 100)
+                redact::shorten(&next, 100)
             )));
         }
         match bound {

@@ -213,7 +213,8 @@ impl Receiver {
         done: impl Fn(&[Delivery]) -> bool,
     ) -> (bool, Vec<Delivery>) {
         let started = Instant::now();
-        let what = super::redact::cut(what, 120);
+        // Shown live, in the progress line: redacted here, by the run's redactor.
+        let what = self.store.recorder.redactor().cut(what, 120);
         let bound = super::patience::MAX_WAIT.max(timeout);
         self.waits.lock().unwrap_or_else(|e| e.into_inner()).push(Wait { what, started, bound });
         let _waiting = Waiting { waits: self.waits.clone(), started };

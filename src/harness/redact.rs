@@ -2,23 +2,37 @@
 //! in every form a target may echo them (JSON-escaped, percent-encoded), and every piece of them
 //! (a partial echo, or what a cut leaves: text is redacted before and after it is cut, [`cut`]).
 
-use std::sync::RwLock;
-
-/// The secrets known to this process. Process-wide, because text is cut deep inside the HTTP
-/// client and the driver, where no run context is at hand, and must be redacted before that.
-static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+use std::sync::{Arc, RwLock};
 
 /// Shortest piece of a secret that is redacted on its own.
 const MIN_FRAGMENT: usize = 8;
 
-/// Replaces every known secret, and anything shaped like a widget token, with a placeholder.
-#[derive(Default)]
+/// Replaces every secret of one run, and anything shaped like a widget token, with a
+/// placeholder. Clones share the run's secrets (the HTTP client, the receiver and the HAR
+/// recorder hold one each); two runs in one process never see each other's.
+#[derive(Clone, Default)]
 pub struct Redactor {
-    /// A handle on [`SECRETS`]: made only with `Redactor::default()`.
-    _shared: (),
+    secrets: Arc<RwLock<Vec<String>>>,
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secrets themselves.
+        f.debug_struct("Redactor").finish_non_exhaustive()
+    }
 }
 
 impl Redactor {
+    /// A redactor that knows `secrets` (empty ones are skipped): for messages written before a
+    /// run has its own (a setup error that may echo a key).
+    pub fn of<'a>(secrets: impl IntoIterator<Item = &'a str>) -> Self {
+        let redactor = Self::default();
+        for secret in secrets {
+            redactor.add(secret);
+        }
+        redactor
+    }
+
     /// Remembers a widget token. One with the `sess_` prefix (§2.1) needs no entry: whatever
     /// follows the prefix is always redacted. Others are kept like a key. (A run makes a token
     /// per connection; every entry costs each redaction, and each request's description is
@@ -34,7 +48,7 @@ impl Redactor {
         if secret.is_empty() {
             return;
         }
-        let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+        let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
         for form in forms(secret) {
             if !secrets.contains(&form) {
                 secrets.push(form);
@@ -45,15 +59,101 @@ impl Redactor {
     }
 
     pub fn redact(&self, text: &str) -> String {
-        let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
         let mut out = text.to_string();
         for secret in secrets.iter() {
             if out.contains(secret.as_str()) {
                 out = out.replace(secret.as_str(), "[redacted]");
             }
         }
-        redact_widget_tokens(&redact_fragments(&out, &secrets))
+        redact_widget_tokens(&redact_cut_edges(&redact_fragments(&out, &secrets), &secrets))
     }
+
+    /// `text` redacted, then cut to its first `max` characters (`…` marks a cut), then redacted
+    /// again: a cut that ends inside a secret leaves a piece of it, which goes too.
+    pub fn cut(&self, text: &str, max: usize) -> String {
+        // Only the start can reach the output: a secret that begins in it ends within this window.
+        let window: String = text.chars().take(max + self.longest()).collect();
+        self.redact(&shorten(&self.redact(&window), max))
+    }
+
+    /// `text` redacted, then cut to its last `max` characters (`…` marks a cut), then redacted
+    /// again.
+    pub fn cut_start(&self, text: &str, max: usize) -> String {
+        let skip = text.chars().count().saturating_sub(max + self.longest());
+        let window: String = text.chars().skip(skip).collect();
+        self.redact(&shorten_start(&self.redact(&window), max))
+    }
+
+    /// Characters of the longest known secret.
+    fn longest(&self) -> usize {
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        secrets.iter().map(|s| s.chars().count()).max().unwrap_or(0)
+    }
+}
+
+/// `text` cut to its first `max` characters, `…` marking a cut. It knows no secret: for text
+/// that a run's [`Redactor`] redacts whole before it is shown, which also takes a piece of a
+/// secret that the cut left before its `…`.
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    format!("{}…", text.chars().take(max).collect::<String>())
+}
+
+/// `text` cut to its last `max` characters, `…` marking a cut (see [`shorten`]).
+pub fn shorten_start(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_string();
+    }
+    format!("…{}", text.chars().skip(count - max).collect::<String>())
+}
+
+/// Replaces what a cut left of a secret beside its `…`: the start of a secret (beyond its
+/// public prefix) just before a `…`, or the end of one just after it. Shorter than
+/// [`MIN_FRAGMENT`], such a piece escapes [`redact_fragments`].
+fn redact_cut_edges(text: &str, secrets: &[String]) -> String {
+    if !text.contains('…') || secrets.is_empty() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let pieces: Vec<&str> = text.split('…').collect();
+    for (i, piece) in pieces.iter().enumerate() {
+        let mut piece = piece.to_string();
+        if i + 1 < pieces.len() {
+            // The start of a secret, then the cut.
+            let left = secrets
+                .iter()
+                .flat_map(|s| (public_part(s) + 1..s.len()).filter_map(move |k| s.get(..k)))
+                .filter(|start| piece.ends_with(start))
+                .map(str::len)
+                .max();
+            if let Some(len) = left {
+                piece.truncate(piece.len() - len);
+                piece.push_str("[redacted]");
+            }
+        }
+        if i > 0 {
+            // The cut, then the end of a secret (three characters or more: fewer would hide
+            // ordinary text after a `…`, and tell nothing).
+            let right = secrets
+                .iter()
+                .flat_map(|s| (3..s.len().saturating_sub(public_part(s))).filter_map(move |k| s.get(s.len() - k..)))
+                .filter(|end| piece.starts_with(end))
+                .map(str::len)
+                .max();
+            if let Some(len) = right {
+                piece = format!("[redacted]{}", &piece[len..]);
+            }
+        }
+        if i > 0 {
+            out.push('…');
+        }
+        out.push_str(&piece);
+    }
+    out
 }
 
 /// A secret as a target may echo it: as is, JSON-escaped (with `/` escaped or not), and
@@ -93,37 +193,6 @@ fn lower_hex(percent: &str) -> String {
         }
     }
     out
-}
-
-/// `text` redacted, then cut to its first `max` characters (`…` marks a cut), then redacted
-/// again: a cut that ends inside a secret leaves a piece of it, which goes too.
-pub fn cut(text: &str, max: usize) -> String {
-    // Only the start can reach the output: a secret that begins in it ends within this window.
-    let window: String = text.chars().take(max + longest()).collect();
-    let text = Redactor::default().redact(&window);
-    if text.chars().count() <= max {
-        return text;
-    }
-    let head: String = text.chars().take(max).collect();
-    format!("{}…", Redactor::default().redact(&head))
-}
-
-/// `text` redacted, then cut to its last `max` characters (`…` marks a cut), then redacted again.
-pub fn cut_start(text: &str, max: usize) -> String {
-    let skip = text.chars().count().saturating_sub(max + longest());
-    let window: String = text.chars().skip(skip).collect();
-    let text = Redactor::default().redact(&window);
-    let count = text.chars().count();
-    if count <= max {
-        return text;
-    }
-    let tail: String = text.chars().skip(count - max).collect();
-    format!("…{}", Redactor::default().redact(&tail))
-}
-
-/// Characters of the longest known secret.
-fn longest() -> usize {
-    SECRETS.read().unwrap_or_else(|e| e.into_inner()).iter().map(|s| s.chars().count()).max().unwrap_or(0)
 }
 
 /// Replaces every piece of a secret of [`MIN_FRAGMENT`] characters or more (a target may echo
@@ -249,17 +318,28 @@ mod tests {
     #[test]
     fn redacts_encoded_and_cut_secrets() {
         let secret = "hk_test/+\"9z8y7x6w5v";
-        Redactor::default().add(secret);
+        let r = Redactor::of([secret]);
         let json = serde_json::to_string(secret).unwrap();
         let percent = "hk_test%2F%2B%229z8y7x6w5v";
-        let out = Redactor::default().redact(&format!("{json} {percent} {}", percent.to_lowercase()));
+        let out = r.redact(&format!("{json} {percent} {}", percent.to_lowercase()));
         assert!(!out.contains("9z8y7x"), "{out}");
         // Cut inside the secret, or echoed in part: the piece goes too.
-        assert!(!Redactor::default().redact("a hk_test/+\"9z8 b").contains("9z8"));
-        let cut_off = cut(&format!("{}{secret} tail", "x".repeat(100)), 110);
+        assert!(!r.redact("a hk_test/+\"9z8 b").contains("9z8"));
+        let cut_off = r.cut(&format!("{}{secret} tail", "x".repeat(100)), 110);
         assert!(!cut_off.contains("hk_test/+"), "{cut_off}");
-        let cut_off = cut_start(&format!("head {secret}{}", "x".repeat(100)), 110);
+        let cut_off = r.cut_start(&format!("head {secret}{}", "x".repeat(100)), 110);
         assert!(!cut_off.contains("9z8y7x6w5v"), "{cut_off}");
+        // Cut by a hand that knew no secret: the piece beside the `…` goes when redacted.
+        let key = "bankconf_test_abcdefghij";
+        let r = Redactor::of([key]);
+        for cut in
+            [shorten(&format!("{}{key}", "x".repeat(10)), 27), shorten_start(&format!("{key}{}", "x".repeat(10)), 13)]
+        {
+            let out = r.redact(&cut);
+            assert!(!out.contains("abc") && !out.contains("hij") && out.contains("[redacted]"), "{cut} -> {out}");
+        }
+        // Another run's redactor knows none of these secrets.
+        assert_eq!(Redactor::default().redact(key), key);
     }
 
     #[test]

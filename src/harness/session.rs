@@ -114,7 +114,7 @@ impl Session {
             .with_throttle(std::sync::Arc::new(
                 super::throttle::Throttle::new(config.rate_limit).with_ceiling(config.concurrency),
             ))
-            .with_recorder(std::sync::Arc::new(Recorder::new(config.har.is_some())));
+            .with_recorder(std::sync::Arc::new(Recorder::new(config.har.is_some(), redactor.clone())));
         if sandbox.is_none() {
             api.reachable().await.map_err(|e| format!("target unreachable: {e}"))?;
         }
@@ -158,6 +158,7 @@ impl Session {
             None => api.base_url().to_string(),
         };
         let seed = config.seed.unwrap_or_else(rand::random);
+        let browser_pool = config.browser_pool.clone();
         Ok(Self {
             config,
             server,
@@ -168,7 +169,7 @@ impl Session {
             service,
             redactor,
             seed,
-            browser: RunBrowser::default(),
+            browser: RunBrowser::new(browser_pool),
             sandbox: Mutex::new(sandbox),
             unregistered: Default::default(),
             notes: Default::default(),
@@ -207,9 +208,12 @@ impl Session {
     /// The notes of [`Session::note`], one line per topic.
     pub fn notes(&self) -> Vec<String> {
         let notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Notes quote requests and target text: redacted like every message.
         notes
             .iter()
-            .map(|(topic, items)| format!("{topic}: {}", items.iter().cloned().collect::<Vec<_>>().join("; ")))
+            .map(|(topic, items)| {
+                self.redactor.redact(&format!("{topic}: {}", items.iter().cloned().collect::<Vec<_>>().join("; ")))
+            })
             .collect()
     }
 

@@ -17,10 +17,8 @@
 //!
 //! One note sums up the trouble for the report ([`Throttle::note`]).
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -126,9 +124,6 @@ pub struct Throttle {
     stalls: Mutex<HashMap<String, u32>>,
     retries_left: AtomicU64,
     sent: AtomicU64,
-    /// Reads the run's cases share instead of sending twice (see `pagination::walk`), by key;
-    /// run-scoped, as this pacing is.
-    shared: Mutex<HashMap<String, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl Default for Throttle {
@@ -170,7 +165,6 @@ impl Throttle {
             stalls: Mutex::default(),
             retries_left: AtomicU64::new(RUN_RETRIES),
             sent: AtomicU64::new(0),
-            shared: Mutex::default(),
         }
     }
 
@@ -215,19 +209,6 @@ impl Throttle {
         };
         tokio::time::sleep_until(turn.into()).await;
         self.sent.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The run's shared value under `key`, made by `make` the first time (typed by the caller:
-    /// a key is always asked for with one type).
-    pub fn shared<T: Any + Send + Sync>(&self, key: &str, make: impl FnOnce() -> T) -> Option<Arc<T>> {
-        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        let value = shared.entry(key.to_string()).or_insert_with(|| Arc::new(make())).clone();
-        value.downcast::<T>().ok()
-    }
-
-    /// Forgets the shared values whose key starts with `prefix` (what they hold has changed).
-    pub fn forget(&self, prefix: &str) {
-        self.shared.lock().unwrap_or_else(|e| e.into_inner()).retain(|k, _| !k.starts_with(prefix));
     }
 
     /// Requests sent so far (each try counts).

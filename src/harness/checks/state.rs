@@ -314,11 +314,7 @@ impl Model {
 /// the same reads again, so that each rule has an earlier and a later read (within a few
 /// requests: each listed account's first walk at the default page size).
 async fn reread(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let once = ctx.api.throttle().shared("state-reread", tokio::sync::OnceCell::<Result<(), Stop>>::new);
-    match once {
-        Some(cell) => cell.get_or_init(|| reread_once(&ctx)).await.clone(),
-        None => reread_once(&ctx).await,
-    }
+    ctx.reread.get_or_init(|| reread_once(&ctx)).await.clone()
 }
 
 async fn reread_once(ctx: &RunContext) -> Result<(), Stop> {

@@ -149,10 +149,11 @@ async fn open_accepts_token(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 /// Page text for messages, as [`Exchange::snippet`] cleans a body: no control characters (a
-/// hostile script must not drive the terminal), secrets redacted before and after the cut.
+/// hostile script must not drive the terminal), cut (the run redacts the message, and what the
+/// cut left of a secret).
 fn printable(text: &str) -> String {
     let cleaned: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    redact::cut(&cleaned, 300)
+    redact::shorten(&cleaned, 300)
 }
 
 /// §5.2: the key stays on the client's backend and never reaches a frontend, and the widget
