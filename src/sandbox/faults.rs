@@ -102,7 +102,7 @@ departures! {
             "GET /v1/accounts/{id} answers 404";
         AccountUnreadableAfterUpdate = "account-unreadable-after-update", "§6.3", ["reactions.accounts-updated"],
             "GET /v1/accounts/{id} answers 500 once the account was updated";
-        AccountDropsAfterUpdate = "account-drops-after-update", "§4.2", ["reactions.account-balance"],
+        AccountDropsAfterUpdate = "account-drops-after-update", "§4.2", ["state.nothing-vanishes"],
             "an account drops out of its connection's accounts list once `update_accounts` changed it";
         EventBeforeData = "event-before-data", "§6.3", ["reactions.accounts-updated"],
             "accounts.updated goes out at once, but the update becomes readable only 2.5 s later";
@@ -220,7 +220,7 @@ departures! {
         TwoClientIds = "two-client-ids", "§6.2", ["events.single-client-id"],
             "account and transaction events carry another clientId than connection events";
         // §6.3 reactions
-        DeletedTransactionListed = "deleted-transaction-listed", "§6.3", ["reactions.transaction-deleted"],
+        DeletedTransactionListed = "deleted-transaction-listed", "§6.3", ["state.deletions-hold"],
             "transaction.deleted is sent but the transaction stays listed";
         DeletedUnknownTransaction = "deleted-unknown-transaction", "§6", ["reactions.transaction-deleted"],
             "transaction.deleted names a transaction the account never listed";
@@ -346,6 +346,10 @@ impl Mutant {
     pub fn shown_by(self) -> &'static [&'static str] {
         match self {
             Self::ForeignTransactionAfterUpdate | Self::BalanceStringAfterUpdate => &["reactions.accounts-updated"],
+            // A fresh connection's list, an update, the list again: the drop shows in one flow.
+            Self::AccountDropsAfterUpdate => &["reactions.account-balance"],
+            // The tour's reaction read after `transaction.deleted` (§6.3).
+            Self::DeletedTransactionListed => &["reactions.transaction-deleted"],
             _ => &[],
         }
     }

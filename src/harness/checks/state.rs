@@ -269,6 +269,13 @@ impl Model {
     }
 
     /// The connection a view's reads list `account` under, if any.
+    /// Whether `event` may have happened after a read sent at `read`: it arrived after, and the
+    /// server dates it no earlier than every event that arrived before the read (a late copy
+    /// of an event the server emitted before the read is not news after it).
+    fn may_follow(&self, event: &Event, read: Instant) -> bool {
+        event.arrived >= read && !self.events.iter().any(|f| f.arrived < read && event.occurred_before(f))
+    }
+
     fn connection_of(&self, view_of: Option<u8>, account: &str) -> Option<&str> {
         self.lists
             .iter()
@@ -509,7 +516,7 @@ fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
         let reconnected = model.events.iter().any(|e| {
             e.kind.starts_with("connection.")
                 && e.connection.as_deref() == Some(later.connection.as_str())
-                && e.arrived >= earlier.answer.sent_at
+                && model.may_follow(e, earlier.answer.sent_at)
         });
         if reconnected {
             continue;
