@@ -434,3 +434,38 @@ fn former_report_names_still_write_the_reports() {
     }
     assert!(!help.contains("--junit") && !help.contains("--har "), "{help}");
 }
+
+/// The README's second command on a machine without a browser ends INCOMPLETE (exit 3) with the
+/// way to get one on the line before the verdict; `--skip-browser` leaves the browser cases
+/// out on purpose (still exit 3, named once), and an expectations file that expects them
+/// ignored makes it exit 0.
+#[test]
+fn without_a_browser_the_run_says_how_to_get_one_and_skip_browser_is_on_purpose() {
+    let no_browser = |args: &[&str]| {
+        // No PATH: no browser is found (the embedded sandbox needs no other program).
+        Command::new(BIN).arg("run").args(args).env_clear().output().expect("run bankconf")
+    };
+    let output = no_browser(&["widget."]);
+    let out = String::from_utf8_lossy(&output.stdout).to_string();
+    assert_eq!(output.status.code(), Some(3), "{out}");
+    let lines: Vec<&str> = out.trim_end().lines().collect();
+    assert!(lines[lines.len() - 1].starts_with("INCOMPLETE"), "{out}");
+    assert!(lines[lines.len() - 2].contains("apt-get install chromium-headless-shell"), "{out}");
+    let output = run(&["--skip-browser", "widget."]);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(3), "{out}");
+    // The verdict's block names the cases left out once, together.
+    let block: Vec<&str> = out.lines().filter(|l| l.starts_with("  - left out on purpose (--skip-browser)")).collect();
+    assert!(block.len() == 1 && block[0].contains("widget.script-runs, widget.global-open"), "{out}");
+    let expect = temp_path("skip-browser.toml");
+    let browser_cases = bankconf::harness::catalogue::all()
+        .iter()
+        .filter(|c| c.needs.contains(&bankconf::harness::catalogue::Need::Browser))
+        .map(|c| {
+            format!("[[expect]]\ncase = \"{}\"\noutcome = \"ignored\"\nreason = \"no browser in this CI\"\n", c.id)
+        })
+        .collect::<String>();
+    std::fs::write(&expect, browser_cases).unwrap();
+    let output = run(&["--skip-browser", "--expect", expect.to_str().unwrap(), "widget."]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+}
