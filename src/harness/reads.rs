@@ -78,7 +78,7 @@ struct PageKey {
 }
 
 /// The pages one run has read, each sent once and shared by its cases until a data action on
-/// its account ([`PageCache::forget`]), within [`MAX_SHARED`] bytes.
+/// its account ([`PageCache::forget`]), within `MAX_SHARED` (8 MiB) bytes.
 #[derive(Default)]
 pub struct PageCache {
     bytes: AtomicUsize,

@@ -1,6 +1,6 @@
 //! Keeps secrets out of everything the harness prints: API keys and widget tokens (§5.2, §5.3),
 //! in every form a target may echo them (JSON-escaped, percent-encoded), and every piece of them
-//! (a partial echo, or what a cut leaves: text is redacted before and after it is cut, [`cut`]).
+//! (a partial echo, or what a cut leaves: text is redacted before and after it is cut, [`Redactor::cut`]).
 
 use std::sync::{Arc, RwLock};
 
