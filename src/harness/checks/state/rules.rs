@@ -1,0 +1,539 @@
+//! The rules of the state cases, one function a case (`state.one-owner`, `state.fixed-fields`,
+//! ...): each goes through the [`Model`] and fails the reads that contradict what the target
+//! said before, or what its events announced.
+
+use super::model::{same, view, Event, InView, Model, CREATED_AT, LAST_SYNCED_AT};
+use crate::harness::checks::Finding;
+use crate::harness::http::Answer;
+use crate::spec;
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Where an id was first seen: its owner, and the read that showed it.
+type FirstSeen<'a> = HashMap<InView<'a>, (&'a str, &'a Arc<Answer>)>;
+
+fn finding(problem: String, answer: &Arc<Answer>, awaits_event: bool) -> Finding {
+    Finding { problem: format!("{problem}{}", answer.whose()), answer: answer.clone(), awaits_event }
+}
+
+/// §2.2, §2.3: an account belongs to one connection and a transaction to one account, in every
+/// read of a client's view.
+pub(super) fn one_owner(model: &Model) -> (usize, Vec<Finding>) {
+    let accounts =
+        model.lists.iter().flat_map(|l| l.accounts.iter().map(move |(id, _)| (&l.answer, id, &l.connection)));
+    let transactions =
+        model.pages.iter().flat_map(|p| p.items.iter().map(move |(id, _, _)| (&p.answer, id, &p.account)));
+    let mut findings = owned_once("account", "connection", accounts);
+    findings.extend(owned_once("transaction", "account", transactions));
+    (model.lists.len() + model.pages.len(), findings)
+}
+
+/// The reads that list an id (a `what`) under another owner (an `owner`) than the first read of
+/// its view did.
+fn owned_once<'a>(
+    what: &str,
+    owner: &str,
+    listed: impl Iterator<Item = (&'a Arc<Answer>, &'a String, &'a String)>,
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut owners: FirstSeen = HashMap::new();
+    for (answer, id, under) in listed {
+        let (first_owner, first) = *owners.entry((view(answer), id)).or_insert((under, answer));
+        if first_owner != under {
+            findings.push(finding(
+                format!(
+                    "{}: lists {what} {id}, which {} listed under {owner} {first_owner}",
+                    answer.sent.request, first.sent.request
+                ),
+                answer,
+                false,
+            ));
+        }
+    }
+    findings
+}
+
+/// §6 `transaction.deleted` (a transaction was removed): no read sent after the event arrived
+/// lists it. A later `accounts.updated` of its account may bring it back (open; not judged).
+pub(super) fn deletions_hold(model: &Model) -> (usize, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut judged = 0;
+    let mut removed: HashMap<&str, &Event> = HashMap::new();
+    for e in model.events.iter().filter(|e| e.kind == spec::TRANSACTION_DELETED) {
+        if let Some(t) = &e.transaction {
+            let first = removed.entry(t).or_insert(e);
+            if e.arrived < first.arrived {
+                *first = e;
+            }
+        }
+    }
+    for page in &model.pages {
+        for (id, _, _) in &page.items {
+            let Some(event) = removed.get(id.as_str()) else { continue };
+            if page.answer.sent_at <= event.arrived || !event.speaks_for(view(&page.answer)) {
+                continue;
+            }
+            judged += 1;
+            // An update that the server dates before the removal is no resync, however late it
+            // arrived (delivery order is open, §6.3; occurredAt is the server's own order).
+            let resynced = model.events.iter().any(|e| {
+                e.kind == spec::ACCOUNTS_UPDATED
+                    && e.account.as_deref() == Some(page.account.as_str())
+                    && e.arrived > event.arrived
+                    && e.arrived < page.answer.sent_at
+                    && !e.occurred_before(event)
+            });
+            if !resynced {
+                findings.push(finding(
+                    format!(
+                        "{}: lists {id}, which a {} delivery announced removed before this request was sent",
+                        page.answer.sent.request,
+                        spec::TRANSACTION_DELETED
+                    ),
+                    &page.answer,
+                    false,
+                ));
+            }
+        }
+    }
+    (judged.max(removed.len()), findings)
+}
+
+/// §4.2 (all accounts linked to the connection) and §6 (a removed transaction is announced): an
+/// account listed for a connection stays listed in its later lists while no event of the
+/// connection came between, and a transaction a page listed is in every later complete listing
+/// of its account unless a `transaction.deleted` names it.
+pub(super) fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut judged = 0;
+    for (i, later) in model.lists.iter().enumerate() {
+        let earlier = model.lists[..i].iter().rev().find(|l| {
+            view(&l.answer) == view(&later.answer)
+                && l.connection == later.connection
+                && l.answer.answered_at <= later.answer.sent_at
+        });
+        let Some(earlier) = earlier else { continue };
+        judged += 1;
+        let reconnected = model.events.iter().any(|e| {
+            e.kind.starts_with("connection.")
+                && e.connection.as_deref() == Some(later.connection.as_str())
+                && e.arrived >= earlier.answer.sent_at
+        });
+        if reconnected {
+            continue;
+        }
+        for (id, _) in &earlier.accounts {
+            if !later.accounts.iter().any(|(a, _)| a == id) {
+                findings.push(finding(
+                    format!(
+                        "{}: no longer lists account {id}, which {} listed (§4.2: all accounts linked to the connection)",
+                        later.answer.sent.request, earlier.answer.sent.request
+                    ),
+                    &later.answer,
+                    false,
+                ));
+            }
+        }
+    }
+    let deleted: BTreeSet<&str> = model
+        .events
+        .iter()
+        .filter(|e| e.kind == spec::TRANSACTION_DELETED)
+        .filter_map(|e| e.transaction.as_deref())
+        .collect();
+    for listing in model.listings() {
+        let account = listing.first.account.as_str();
+        judged += 1;
+        let mut missing: Vec<(&str, &Arc<Answer>)> = Vec::new();
+        for page in model.pages.iter().filter(|p| {
+            p.account == account
+                && view(&p.answer) == view(&listing.first.answer)
+                && p.answer.answered_at <= listing.first.answer.sent_at
+        }) {
+            for (id, _, _) in &page.items {
+                let gone = !listing.ids.contains(id.as_str()) && !deleted.contains(id.as_str());
+                if gone && !missing.iter().any(|(m, _)| m == id) {
+                    missing.push((id, &page.answer));
+                }
+            }
+        }
+        if let Some((id, seen)) = missing.first() {
+            findings.push(finding(
+                format!(
+                    "{} and following next_cursor to the end: {id} is not listed, though {} listed it and no {} names it ({} such)",
+                    listing.first.answer.sent.request,
+                    seen.sent.request,
+                    spec::TRANSACTION_DELETED,
+                    missing.len()
+                ),
+                &listing.last.answer,
+                true,
+            ));
+        }
+    }
+    (judged, findings)
+}
+
+/// §1 step 5 (later account or transaction changes are announced by webhook events): between
+/// two reads of the same view, an account's fields, a transaction's fields and the set of
+/// transactions of a complete listing change only when an event of the account (or of its
+/// connection) arrived after the earlier read was sent (at any time: deliveries may be late).
+pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut judged = 0;
+    // Accounts: from the lists, and the balance of §4.4.
+    type Seen<'a> = (Instant, &'a Arc<Answer>, Value);
+    let mut accounts: HashMap<(Option<u8>, String), Vec<Seen>> = HashMap::new();
+    for list in &model.lists {
+        for (id, fields) in &list.accounts {
+            accounts.entry((view(&list.answer), id.clone())).or_default().push((
+                list.answer.sent_at,
+                &list.answer,
+                fields.clone(),
+            ));
+        }
+    }
+    for (answer, id, balance) in &model.balances {
+        accounts.entry((view(answer), id.clone())).or_default().push((
+            answer.sent_at,
+            answer,
+            serde_json::json!({ "balance": balance }),
+        ));
+    }
+    for ((v, id), mut seen) in accounts {
+        seen.sort_by_key(|(at, a, _)| (*at, a.seq));
+        let connection = model.connection_of(v, &id);
+        let mut last: HashMap<String, (&Arc<Answer>, Value)> = HashMap::new();
+        for (_, answer, fields) in &seen {
+            for (field, value) in fields.as_object().into_iter().flatten().filter(|(f, _)| *f != LAST_SYNCED_AT) {
+                if let Some((before, old)) = last.get(field) {
+                    judged += 1;
+                    if !same(old, value) && !model.announced(&id, connection, before.sent_at) {
+                        findings.push(finding(
+                            format!(
+                                "{}: account {id} has {field} {value}, {} showed {old}, and no event of the account arrived in between",
+                                answer.sent.request, before.sent.request
+                            ),
+                            answer,
+                            true,
+                        ));
+                    }
+                }
+                last.insert(field.clone(), (answer, value.clone()));
+            }
+        }
+    }
+    // Transactions: each one's fields, as its pages show them.
+    let mut last: HashMap<InView, (&Arc<Answer>, u64)> = HashMap::new();
+    for page in &model.pages {
+        let connection = model.connection_of(view(&page.answer), &page.account);
+        for (id, item, _) in &page.items {
+            let key = (view(&page.answer), id.as_str());
+            if let Some((before, old)) = last.get(&key) {
+                judged += 1;
+                if *old != *item
+                    && before.answered_at <= page.answer.sent_at
+                    && !model.announced(&page.account, connection, before.sent_at)
+                {
+                    findings.push(finding(
+                        format!(
+                            "{}: transaction {id} reads differently than {} showed it, and no event of account {} arrived in between",
+                            page.answer.sent.request, before.sent.request, page.account
+                        ),
+                        &page.answer,
+                        true,
+                    ));
+                }
+            }
+            last.insert(key, (&page.answer, *item));
+        }
+    }
+    // New transactions: in a complete listing, absent from the one before it.
+    let listings = model.listings();
+    for (i, later) in listings.iter().enumerate() {
+        let account = later.first.account.as_str();
+        let earlier = listings[..i].iter().rev().find(|l| {
+            l.first.account == account
+                && view(&l.first.answer) == view(&later.first.answer)
+                && l.last.answer.answered_at <= later.first.answer.sent_at
+        });
+        let Some(earlier) = earlier else { continue };
+        judged += 1;
+        let connection = model.connection_of(view(&later.first.answer), account);
+        if model.announced(account, connection, earlier.first.answer.sent_at) {
+            continue;
+        }
+        if let Some(new) = later.ids.difference(&earlier.ids).next() {
+            findings.push(finding(
+                format!(
+                    "{} and following next_cursor: {new} is listed, {} did not list it, and no event of the account arrived in between",
+                    later.first.answer.sent.request, earlier.first.answer.sent.request
+                ),
+                &later.last.answer,
+                true,
+            ));
+        }
+    }
+    (judged, findings)
+}
+
+/// Each view's reads of each account, in the order they were sent, with the fields kept.
+fn reads_of_accounts(model: &Model) -> HashMap<InView<'_>, Vec<(&Arc<Answer>, &Value)>> {
+    let mut reads: HashMap<InView, Vec<(&Arc<Answer>, &Value)>> = HashMap::new();
+    for list in &model.lists {
+        for (id, fields) in &list.accounts {
+            reads.entry((view(&list.answer), id)).or_default().push((&list.answer, fields));
+        }
+    }
+    for seen in reads.values_mut() {
+        seen.sort_by_key(|(a, _)| (a.sent_at, a.seq));
+    }
+    reads
+}
+
+/// §2.2, §2.3 `createdAt` says when the object was created: it reads the same in every read of a
+/// view, announced update or not (a re-stamp on sync is not a change any event can announce),
+/// reconnection or not (an id names one object, §2: a new account takes a new id).
+pub(super) fn fixed_fields(model: &Model) -> (usize, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut judged = 0;
+    for ((_, id), reads) in reads_of_accounts(model) {
+        let mut before: Option<(&Arc<Answer>, &Value)> = None;
+        for (answer, fields) in reads {
+            let Some(value) = fields.get(CREATED_AT) else { continue };
+            let Some((earlier, old)) = before.replace((answer, value)) else { continue };
+            judged += 1;
+            if !same_moment(old, value) {
+                findings.push(finding(
+                    format!(
+                        "{}: account {id} has {CREATED_AT} {value}, but {} showed {old}: when an account was created \
+                         does not change (§2.2)",
+                        answer.sent.request, earlier.sent.request
+                    ),
+                    answer,
+                    false,
+                ));
+            }
+        }
+    }
+    let mut created: HashMap<InView, (&Arc<Answer>, &str)> = HashMap::new();
+    for page in &model.pages {
+        for (id, _, at) in &page.items {
+            let Some(at) = at else { continue };
+            let Some((earlier, old)) = created.get(&(view(&page.answer), id.as_str())).copied() else {
+                created.insert((view(&page.answer), id), (&page.answer, at));
+                continue;
+            };
+            judged += 1;
+            if !same_moment(&Value::from(old), &Value::from(at.as_str())) {
+                findings.push(finding(
+                    format!(
+                        "{}: transaction {id} has {CREATED_AT} {at:?}, but {} showed {old:?}: when a transaction was \
+                         created does not change (§2.3)",
+                        page.answer.sent.request, earlier.sent.request
+                    ),
+                    &page.answer,
+                    false,
+                ));
+            }
+        }
+    }
+    (judged, findings)
+}
+
+/// Two readings of a timestamp name the same moment (`…00Z` and `…00.000Z` do); values that
+/// are not timestamps compare as read.
+fn same_moment(a: &Value, b: &Value) -> bool {
+    let time = |v: &Value| v.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
+    match (time(a), time(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => same(a, b),
+    }
+}
+
+/// §2.2 `lastSyncedAt` says when the account was last synced: a later read never shows an
+/// earlier time than a read answered before it was sent (a sync may come or not; time does not
+/// run back). Values that are not timestamps are the schema's to judge.
+pub(super) fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut judged = 0;
+    let time = |v: &Value| v.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
+    for ((_, id), reads) in reads_of_accounts(model) {
+        // The latest time a read showed, with the read (answered before the later ones were sent).
+        let mut latest: Option<(&Arc<Answer>, chrono::DateTime<chrono::FixedOffset>, &Value)> = None;
+        for (i, (answer, fields)) in reads.iter().enumerate() {
+            // Every later read is judged: an account without the optional field keeps the rule.
+            judged += usize::from(i > 0);
+            let Some((at, value)) = fields.get(LAST_SYNCED_AT).and_then(|v| Some((time(v)?, v))) else { continue };
+            match latest {
+                Some((earlier, before, old)) if at < before && earlier.answered_at <= answer.sent_at => {
+                    findings.push(finding(
+                        format!(
+                            "{}: account {id} has {LAST_SYNCED_AT} {value}, earlier than {old}, which {} showed \
+                             before: the last sync cannot move back in time (§2.2)",
+                            answer.sent.request, earlier.sent.request
+                        ),
+                        answer,
+                        false,
+                    ));
+                    continue;
+                }
+                // Reads in flight together: either may show the later sync.
+                Some((_, before, _)) if at < before => continue,
+                _ => {}
+            }
+            latest = Some((*answer, at, value));
+        }
+    }
+    (judged, findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::delivery::Delivery;
+    use crate::harness::http::{Auth, Sent};
+    use serde_json::json;
+    use std::time::Duration;
+
+    /// Reads one after another, a millisecond apart, each with the first client's key.
+    struct Log {
+        start: Instant,
+        answers: Vec<Arc<Answer>>,
+    }
+
+    impl Log {
+        fn new() -> Self {
+            Self { start: Instant::now(), answers: Vec::new() }
+        }
+
+        fn at(&self, ms: u64) -> Instant {
+            self.start + Duration::from_millis(ms)
+        }
+
+        fn read(&mut self, path: &str, query: &[(&str, &str)], body: Value) {
+            let n = self.answers.len() as u64;
+            let request = format!("GET /{path}");
+            self.answers.push(Arc::new(Answer {
+                seq: n,
+                case: None,
+                sent: Sent { method: "GET".into(), url: request.clone(), auth: Auth::Primary, request },
+                segments: path.split('/').map(str::to_string).collect(),
+                query: query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                status: 200,
+                body: Some(body.to_string()),
+                sent_at: self.at(10 * n),
+                answered_at: self.at(10 * n + 1),
+            }));
+        }
+
+        fn page(&mut self, account: &str, items: Value) {
+            self.read(&format!("v1/accounts/{account}/transactions"), &[], json!({"data": items, "has_more": false}));
+        }
+
+        fn model(&self, events: &[(u64, Value)]) -> Model {
+            let deliveries: Vec<(Instant, Delivery)> = events
+                .iter()
+                .enumerate()
+                .map(|(i, (ms, b))| (self.at(*ms), Delivery::new(i as u64, b.clone())))
+                .collect();
+            Model::of(&self.answers, &deliveries)
+        }
+    }
+
+    fn txn(id: &str, amount: f64) -> Value {
+        json!({"id": id, "accountId": "acc_1", "amount": amount})
+    }
+
+    fn event(kind: &str, data: Value) -> Value {
+        json!({"id": "evt_1", "type": kind, "data": data})
+    }
+
+    #[test]
+    fn a_transaction_under_two_accounts_fails_one_owner() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        log.page("acc_2", json!([txn("txn_1", 1.0)]));
+        let (_, findings) = one_owner(&log.model(&[]));
+        assert_eq!(findings.len(), 1);
+        assert!(findings[0].problem.contains("listed under account acc_1"), "{}", findings[0].problem);
+    }
+
+    #[test]
+    fn a_vanished_transaction_fails_unless_a_deletion_names_it() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0), txn("txn_2", 2.0)]));
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        assert_eq!(nothing_vanishes(&log.model(&[])).1.len(), 1);
+        // The deletion may arrive after the read (late deliveries).
+        let deleted = event("transaction.deleted", json!({"accountId": "acc_1", "transactionId": "txn_2"}));
+        assert!(nothing_vanishes(&log.model(&[(500, deleted)])).1.is_empty());
+    }
+
+    #[test]
+    fn a_deleted_transaction_listed_after_its_event_fails_unless_a_later_sync_came() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        let deleted = event("transaction.deleted", json!({"accountId": "acc_1", "transactionId": "txn_1"}));
+        // Arrived between the two reads: only the second is judged.
+        assert_eq!(deletions_hold(&log.model(&[(5, deleted.clone())])).1.len(), 1);
+        let synced = event("accounts.updated", json!({"accountId": "acc_1"}));
+        assert!(deletions_hold(&log.model(&[(5, deleted), (7, synced)])).1.is_empty());
+    }
+
+    #[test]
+    fn changes_need_an_announcement_that_may_come_late_and_numbers_compare_by_value() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        log.page("acc_1", json!([{"amount": 1, "accountId": "acc_1", "id": "txn_1"}]));
+        assert!(changes_announced(&log.model(&[])).1.is_empty(), "1 and 1.0, keys in any order: one reading");
+        log.page("acc_1", json!([txn("txn_1", 2.0), txn("txn_9", 9.0)]));
+        let (_, found) = changes_announced(&log.model(&[]));
+        assert_eq!(found.len(), 2, "a changed amount and a new transaction");
+        assert!(found.iter().all(|f| f.awaits_event));
+        let updated = event("accounts.updated", json!({"accountId": "acc_1", "connectionId": "conn_1"}));
+        assert!(changes_announced(&log.model(&[(900, updated)])).1.is_empty());
+    }
+
+    fn accounts(log: &mut Log, created: &str, synced: &str) {
+        let account = json!({"id": "acc_1", "connectionId": "conn_1", "createdAt": created, "lastSyncedAt": synced});
+        log.read("v1/connections/conn_1/accounts", &[], json!([account]));
+    }
+
+    #[test]
+    fn created_at_is_fixed_even_when_an_update_is_announced() {
+        let mut log = Log::new();
+        accounts(&mut log, "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z");
+        accounts(&mut log, "2026-01-01T00:00:00.000Z", "2026-01-03T00:00:00Z");
+        let updated = event("accounts.updated", json!({"accountId": "acc_1", "connectionId": "conn_1"}));
+        assert!(fixed_fields(&log.model(&[(5, updated.clone())])).1.is_empty(), "the same moment, written otherwise");
+        accounts(&mut log, "2026-05-05T00:00:00Z", "2026-01-03T00:00:00Z");
+        assert_eq!(fixed_fields(&log.model(&[(5, updated.clone()), (15, updated)])).1.len(), 1);
+        log.page("acc_1", json!([{"id": "txn_1", "createdAt": "2026-01-01T00:00:00Z"}]));
+        log.page("acc_1", json!([{"id": "txn_1", "createdAt": "2026-02-01T00:00:00Z"}]));
+        assert_eq!(fixed_fields(&log.model(&[])).1.len(), 2, "and a transaction's");
+    }
+
+    #[test]
+    fn the_last_sync_never_moves_back() {
+        let mut log = Log::new();
+        accounts(&mut log, "2026-01-01T00:00:00Z", "2026-01-02T06:00:00Z");
+        accounts(&mut log, "2026-01-01T00:00:00Z", "2026-01-02T07:00:00Z");
+        assert!(sync_moves_forward(&log.model(&[])).1.is_empty());
+        accounts(&mut log, "2026-01-01T00:00:00Z", "2026-01-02T01:00:00Z");
+        let (judged, found) = sync_moves_forward(&log.model(&[]));
+        assert_eq!((judged, found.len()), (2, 1));
+        assert!(found[0].problem.contains("cannot move back"), "{}", found[0].problem);
+    }
+
+    #[test]
+    fn reads_with_bad_input_or_another_key_are_left_out() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        log.read("v1/accounts/acc_1/transactions", &[("limit", "0")], json!({"data": [], "has_more": false}));
+        assert!(nothing_vanishes(&log.model(&[])).1.is_empty());
+    }
+}
