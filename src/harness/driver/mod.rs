@@ -6,24 +6,22 @@
 //! - [`HttpDriver`]: one JSON `POST` per action to an admin endpoint (`docs/driver-over-http.md`);
 //! - [`SandboxDriver`]: the embedded sandbox, through its control handle;
 //! - any type of a library user's own, which moves their in-process server's state directly.
+//!
+//! Each implementation is a file of its own; this one holds the interface, the actions and their
+//! arguments and answers, and what the implementations share.
 
-use super::embedded::{ActionArgs, Control, ControlError};
-use super::orphans;
+mod command;
+mod http;
+mod sandbox;
+
 use super::redact;
 use crate::spec::Action;
+pub use command::{CommandDriver, EXIT_REFUSED, EXIT_UNSUPPORTED};
+pub use http::HttpDriver;
+pub use sandbox::SandboxDriver;
 use std::future::Future;
 use std::pin::Pin;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tokio::io::AsyncReadExt;
 
-/// Exit code of a command driver: this target cannot do that action (the cases that need it
-/// are ignored).
-pub const EXIT_UNSUPPORTED: i32 = 3;
-/// Exit code of a command driver: the target refused the action from the connection's current
-/// state.
-pub const EXIT_REFUSED: i32 = 4;
 /// Most of a driver's own text (stderr, an HTTP answer) kept for messages.
 const MAX_SAID: usize = 2048;
 /// Why a case that needs a driver is not judged without one.
@@ -275,213 +273,6 @@ pub struct Keys {
     pub second_api_key: Option<String>,
 }
 
-/// The embedded sandbox, driven through its control handle (the same code as its `/sandbox`
-/// routes), with the keys of the run's clients (each address is registered for its client).
-pub struct SandboxDriver {
-    pub control: Control,
-    pub keys: Keys,
-}
-
-impl Driver for SandboxDriver {
-    fn act<'a>(&'a self, action: DriverAction, args: &'a DriveArgs) -> DriveFuture<'a> {
-        Box::pin(async move {
-            let control = &self.control;
-            let second = args.second_webhook_url.as_deref();
-            match (action, args.webhook_url.as_deref(), args.connection_id.as_deref()) {
-                (DriverAction::RegisterWebhook, Some(url), _) => {
-                    let Some(second) = second else {
-                        control.register_webhook(url).await;
-                        return Answer::Done;
-                    };
-                    for (url, key) in [(url, &self.keys.api_key), (second, &self.keys.second_api_key)] {
-                        if let Err(e) = control.register_client_webhook(url, key.as_deref()).await {
-                            return Answer::Error(e.to_string());
-                        }
-                    }
-                }
-                (DriverAction::UnregisterWebhook, Some(url), _) => {
-                    for url in std::iter::once(url).chain(second) {
-                        control.unregister_webhook(url).await;
-                    }
-                }
-                (DriverAction::Act(a), _, Some(connection)) => {
-                    let target =
-                        ActionArgs { account_id: args.account_id.clone(), transaction_id: args.transaction_id.clone() };
-                    return match control.apply(connection, a, target).await {
-                        Ok(()) => Answer::Done,
-                        Err(ControlError::NotPossible(m)) => Answer::Refused(m),
-                        Err(ControlError::NotFound(m)) => Answer::Error(format!("not found: {m}")),
-                    };
-                }
-                _ => return Answer::Error(format!("{}: missing arguments", action.as_str())),
-            }
-            Answer::Done
-        })
-    }
-}
-
-/// A command run with `sh -c` once per action, in a process group of its own; it gets the keys
-/// of the clients it acts for, whichever way they were given to the harness.
-pub struct CommandDriver {
-    /// The command, run with `sh -c`.
-    pub command: String,
-    /// The target (`BANKCONF_BASE_URL`).
-    pub base_url: String,
-    /// How long one call may take before its process group is ended.
-    pub timeout: Duration,
-    /// The keys it gets (`BANKCONF_API_KEY`, `BANKCONF_SECOND_API_KEY`).
-    pub keys: Keys,
-    /// Process groups of this driver's calls that may still have processes (a call cancelled
-    /// with its case, a driver's background child): ended by [`Driver::stop`], or on drop.
-    groups: Mutex<Vec<i32>>,
-}
-
-impl CommandDriver {
-    /// A driver running `command` against `base_url`, each call bounded by `timeout`.
-    pub fn new(command: String, base_url: String, timeout: Duration, keys: Keys) -> Self {
-        Self { command, base_url, timeout, keys, groups: Mutex::new(Vec::new()) }
-    }
-
-    /// Remembers `group` until it is empty; it dies with the harness meanwhile, even on SIGKILL.
-    fn remember(&self, group: i32) {
-        orphans::watch(-group);
-        self.groups.lock().unwrap_or_else(|e| e.into_inner()).push(group);
-    }
-
-    /// Stops remembering `group` once no process of it is left.
-    fn forget_if_empty(&self, group: i32) {
-        if !alive(group) {
-            self.groups.lock().unwrap_or_else(|e| e.into_inner()).retain(|g| *g != group);
-            orphans::unwatch(-group);
-        }
-    }
-
-    async fn run_command(&self, action: DriverAction, args: &DriveArgs) -> Answer {
-        let mut cmd = tokio::process::Command::new("sh");
-        cmd.arg("-c")
-            .arg(&self.command)
-            .env("BANKCONF_ACTION", action.as_str())
-            .env("BANKCONF_BASE_URL", &self.base_url)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            // Its own process group, so that a timeout or the end of the run ends its children too.
-            .process_group(0)
-            .kill_on_drop(true);
-        let vars = [
-            ("BANKCONF_CONNECTION_ID", &args.connection_id),
-            ("BANKCONF_WIDGET_TOKEN", &args.widget_token),
-            ("BANKCONF_ACCOUNT_ID", &args.account_id),
-            ("BANKCONF_TRANSACTION_ID", &args.transaction_id),
-            ("BANKCONF_WEBHOOK_URL", &args.webhook_url),
-            ("BANKCONF_SECOND_WEBHOOK_URL", &args.second_webhook_url),
-            ("BANKCONF_API_KEY", &self.keys.api_key),
-            ("BANKCONF_SECOND_API_KEY", &self.keys.second_api_key),
-        ];
-        for (name, value) in vars {
-            match value {
-                Some(v) => cmd.env(name, v),
-                None => cmd.env_remove(name),
-            };
-        }
-        let mut child = match cmd.spawn() {
-            Ok(child) => child,
-            Err(e) => return Answer::Error(format!("driver could not start: {e}")),
-        };
-        let group = child.id().and_then(|id| i32::try_from(id).ok());
-        // Remembered until it is seen to be empty, so that even a cancelled call's group is ended.
-        if let Some(g) = group {
-            self.remember(g);
-        }
-        // Stderr is read aside, keeping a bounded tail: a background child of the driver may hold
-        // it open long after the driver has exited, so its end is never waited for.
-        let kept = Arc::new(Mutex::new(Vec::new()));
-        let reader = child.stderr.take().map(|mut s| {
-            let kept = kept.clone();
-            tokio::spawn(async move {
-                let mut chunk = [0u8; 4096];
-                while let Ok(n @ 1..) = s.read(&mut chunk).await {
-                    let mut buf = kept.lock().unwrap_or_else(|e| e.into_inner());
-                    buf.extend_from_slice(&chunk[..n]);
-                    if buf.len() > 4 * MAX_SAID {
-                        let excess = buf.len() - MAX_SAID;
-                        buf.drain(..excess);
-                    }
-                }
-            })
-        });
-        let status = match tokio::time::timeout(self.timeout, child.wait()).await {
-            Ok(status) => status,
-            Err(_) => {
-                if let Some(group) = group {
-                    terminate(&[group]).await;
-                    self.forget_if_empty(group);
-                }
-                if let Some(r) = reader {
-                    r.abort();
-                }
-                return Answer::Error(format!("driver {} timed out after {:.0?}", action.as_str(), self.timeout));
-            }
-        };
-        if let Some(mut r) = reader {
-            // What the driver wrote before it exited is in the pipe by now.
-            let _ = tokio::time::timeout(STDERR_AFTER_EXIT, &mut r).await;
-            r.abort();
-        }
-        if let Some(group) = group {
-            self.forget_if_empty(group);
-        }
-        let stderr = std::mem::take(&mut *kept.lock().unwrap_or_else(|e| e.into_inner()));
-        let stderr = tail(&String::from_utf8_lossy(&stderr));
-        let status = match status {
-            Ok(status) => status,
-            Err(e) => return Answer::Error(format!("driver did not finish: {e}")),
-        };
-        let name = action.as_str();
-        match status.code() {
-            Some(0) => Answer::Done,
-            Some(EXIT_UNSUPPORTED) => Answer::NotSupported(format!("driver cannot {name} (exit 3){stderr}")),
-            Some(EXIT_REFUSED) => Answer::Refused(format!("target refused {name} (exit 4){stderr}")),
-            Some(code) => Answer::Error(format!("driver {name} exited {code}{stderr}")),
-            None => Answer::Error(format!("driver {name} was killed by a signal{stderr}")),
-        }
-    }
-}
-
-impl Driver for CommandDriver {
-    fn act<'a>(&'a self, action: DriverAction, args: &'a DriveArgs) -> DriveFuture<'a> {
-        Box::pin(self.run_command(action, args))
-    }
-
-    /// Ends every process a call left running: no driver process outlives the run.
-    fn stop(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        Box::pin(async move {
-            let groups = std::mem::take(&mut *self.groups.lock().unwrap_or_else(|e| e.into_inner()));
-            let live: Vec<i32> = groups.iter().copied().filter(|g| alive(*g)).collect();
-            if !live.is_empty() {
-                terminate(&live).await;
-            }
-            for group in groups {
-                orphans::unwatch(-group);
-            }
-        })
-    }
-}
-
-impl Drop for CommandDriver {
-    /// A driver dropped without [`Driver::stop`] (a run that ended early) still ends what its
-    /// calls left running, at once.
-    fn drop(&mut self) {
-        for group in self.groups.get_mut().unwrap_or_else(|e| e.into_inner()).drain(..) {
-            if alive(group) {
-                // SAFETY: signals only a process group this driver created for one of its calls.
-                unsafe { libc::kill(-group, libc::SIGKILL) };
-            }
-            orphans::unwatch(-group);
-        }
-    }
-}
-
 /// `: <last line(s) of the driver's text>` or nothing; redacted before it is cut.
 fn tail(said: &str) -> String {
     let trimmed = said.trim();
@@ -491,130 +282,10 @@ fn tail(said: &str) -> String {
     format!(": {}", redact::cut_start(trimmed, MAX_SAID))
 }
 
-/// How long stderr is still read once the driver has exited.
-const STDERR_AFTER_EXIT: Duration = Duration::from_millis(200);
-/// How long a driver's process group has to end after SIGTERM before it gets SIGKILL.
-const GRACE: Duration = Duration::from_millis(300);
-
-/// Whether the process group `group` still has a member.
-fn alive(group: i32) -> bool {
-    // SAFETY: kill(2) with signal 0 only checks that the group exists.
-    unsafe { libc::kill(-group, 0) == 0 }
-}
-
-/// Ends the process groups: SIGTERM, then SIGKILL to whatever is left after [`GRACE`] (a
-/// driver may ignore SIGTERM).
-async fn terminate(groups: &[i32]) {
-    for group in groups {
-        // SAFETY: signals only the process group this harness created for a driver call.
-        unsafe { libc::kill(-group, libc::SIGTERM) };
-    }
-    let deadline = tokio::time::Instant::now() + GRACE;
-    while groups.iter().any(|g| alive(*g)) && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    for group in groups.iter().filter(|g| alive(**g)) {
-        // SAFETY: as above.
-        unsafe { libc::kill(-group, libc::SIGKILL) };
-    }
-}
-
-/// One JSON `POST` per action to an admin endpoint (`--driver-url`; `docs/driver-over-http.md`):
-/// 2xx done, 409 refused, 404 or 501 not supported, anything else or no answer within the
-/// driver timeout a broken driver. Keys go by reference (`"apiKey": "primary"`), never by value:
-/// the endpoint holds its own keys, and nothing secret but the widget token crosses to it.
-pub struct HttpDriver {
-    url: String,
-    client: reqwest::Client,
-    second_key: bool,
-}
-
-impl HttpDriver {
-    /// A driver posting to `url`; each call bounded by `timeout`. `second_key`: the run has a
-    /// second client (`"secondApiKey": "second"` is sent).
-    pub fn new(url: &str, timeout: Duration, second_key: bool) -> Result<Self, String> {
-        match reqwest::Url::parse(url) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
-            _ => return Err(format!("--driver-url must be an http(s) URL, got {url:?}")),
-        }
-        let client = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(5)))
-            // An admin endpoint that redirects is misconfigured: a broken driver, not a hop.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| format!("--driver-url: {e}"))?;
-        Ok(Self { url: url.to_string(), client, second_key })
-    }
-
-    /// The body of one action: its name and the arguments that apply.
-    pub fn body(&self, action: DriverAction, args: &DriveArgs) -> serde_json::Value {
-        let mut body = serde_json::Map::new();
-        body.insert("action".into(), action.as_str().into());
-        let fields = [
-            ("connectionId", &args.connection_id),
-            ("widgetToken", &args.widget_token),
-            ("accountId", &args.account_id),
-            ("transactionId", &args.transaction_id),
-            ("webhookUrl", &args.webhook_url),
-            ("secondWebhookUrl", &args.second_webhook_url),
-        ];
-        for (name, value) in fields {
-            if let Some(v) = value {
-                body.insert(name.into(), v.as_str().into());
-            }
-        }
-        body.insert("apiKey".into(), "primary".into());
-        if self.second_key {
-            body.insert("secondApiKey".into(), "second".into());
-        }
-        serde_json::Value::Object(body)
-    }
-
-    async fn post(&self, action: DriverAction, args: &DriveArgs) -> Answer {
-        let name = action.as_str();
-        let sent = self.client.post(&self.url).json(&self.body(action, args)).send().await;
-        let mut response = match sent {
-            Ok(r) => r,
-            Err(e) if e.is_timeout() => {
-                return Answer::Error(format!("driver {name}: no answer from --driver-url {}: timed out", self.url))
-            }
-            Err(e) => {
-                return Answer::Error(format!(
-                    "driver {name}: --driver-url {} could not be reached: {}",
-                    self.url,
-                    super::outcome::network_error(&e)
-                ))
-            }
-        };
-        let status = response.status().as_u16();
-        // A bounded piece of the answer, for the message: the endpoint's text is not trusted.
-        let mut said = Vec::new();
-        while said.len() < MAX_SAID {
-            match response.chunk().await {
-                Ok(Some(chunk)) => said.extend_from_slice(&chunk[..chunk.len().min(MAX_SAID - said.len())]),
-                _ => break,
-            }
-        }
-        let said = tail(&String::from_utf8_lossy(&said));
-        match status {
-            200..=299 => Answer::Done,
-            409 => Answer::Refused(format!("target refused {name} (HTTP 409){said}")),
-            404 | 501 => Answer::NotSupported(format!("driver cannot {name} (HTTP {status}){said}")),
-            _ => Answer::Error(format!("driver {name}: HTTP {status} from --driver-url{said}")),
-        }
-    }
-}
-
-impl Driver for HttpDriver {
-    fn act<'a>(&'a self, action: DriverAction, args: &'a DriveArgs) -> DriveFuture<'a> {
-        Box::pin(self.post(action, args))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     /// Implements two actions; the others answer not supported.
     struct Partial;
@@ -639,7 +310,7 @@ mod tests {
         }
     }
 
-    fn args(connection: Option<&str>) -> DriveArgs {
+    pub(super) fn args(connection: Option<&str>) -> DriveArgs {
         DriveArgs {
             connection_id: connection.map(str::to_string),
             widget_token: Some("sess_1".into()),
@@ -663,42 +334,5 @@ mod tests {
         let hook = DriveArgs { webhook_url: Some("http://127.0.0.1:1/".into()), ..args(Some("conn_1")) };
         assert!(matches!(driver.act(DriverAction::RegisterWebhook, &hook).await, Answer::NotSupported(_)));
         assert!(matches!(driver.act(DriverAction::UnregisterWebhook, &args(None)).await, Answer::Error(_)));
-    }
-
-    #[test]
-    fn http_bodies_name_keys_by_reference() {
-        let driver = HttpDriver::new("http://127.0.0.1:9/admin", Duration::from_secs(1), true).unwrap();
-        let body = driver.body(DriverAction::Act(Action::UpdateAccounts), &args(Some("conn_1")));
-        assert_eq!(
-            body,
-            serde_json::json!({"action": "update_accounts", "connectionId": "conn_1", "widgetToken": "sess_1",
-                "accountId": "acc_1", "apiKey": "primary", "secondApiKey": "second"})
-        );
-        assert!(HttpDriver::new("ftp://example", Duration::from_secs(1), false).is_err());
-    }
-
-    /// Whether process `pid` runs (a zombie, killed but not reaped by a container's init, does not).
-    fn running(pid: &str) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
-    }
-
-    #[tokio::test]
-    async fn a_command_driver_leaves_no_process_behind() {
-        let pid_file = std::env::temp_dir().join(format!("bankconf-driver-test-{}", std::process::id()));
-        let driver = CommandDriver::new(
-            format!("sleep 30 & echo $! > {}; exit 0", pid_file.display()),
-            "http://127.0.0.1:9".into(),
-            Duration::from_secs(5),
-            Keys::default(),
-        );
-        let args = DriveArgs { webhook_url: Some("http://127.0.0.1:9/".into()), ..Default::default() };
-        assert_eq!(driver.act(DriverAction::RegisterWebhook, &args).await, Answer::Done);
-        let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_string();
-        let _ = std::fs::remove_file(&pid_file);
-        assert!(running(&pid), "the background sleep outlived its driver call");
-        assert_eq!(driver.groups.lock().unwrap().len(), 1, "and its group is remembered");
-        driver.stop().await;
-        assert!(!running(&pid), "stop ends the group");
     }
 }
