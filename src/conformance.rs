@@ -195,7 +195,7 @@ impl Conformance {
             self.progress.then(|| {
                 std::sync::Arc::new(crate::harness::report::progress::Terminal::new(
                     crate::harness::report::terminal::full_text(&outputs),
-                )) as std::sync::Arc<dyn crate::harness::runner::Progress>
+                )) as std::sync::Arc<dyn crate::harness::progress::Progress>
             }),
         )
         .await;

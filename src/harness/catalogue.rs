@@ -76,7 +76,7 @@ pub struct Case {
     #[serde(default)]
     pub offline: bool,
     /// The area: the catalogue file the case is listed in (`transactions` for
-    /// `cases/transactions.toml`), whose code is `src/harness/checks/<area>.rs`.
+    /// `cases/transactions.toml`), whose code is the module `checks::<area>`.
     #[serde(skip)]
     pub area: &'static str,
 }

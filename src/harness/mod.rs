@@ -8,7 +8,8 @@
 //!    problems, schema validation), [`sanitize`] (target text made safe for each medium),
 //!    [`budget`] (the run's memory budget), [`redact`] (secrets), [`key_variant`] (near misses of a
 //!    key, and the shell expressions that make them), [`cancel`] (a run cut short by a
-//!    signal or its deadline);
+//!    signal or its deadline), [`progress`] (what a run tells as it goes: the runner calls it,
+//!    a report implements it);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
 //!    explored [`graph`] of transitions, the [`expect`] file of a release gate, [`latency`],
 //!    and [`verdict`] (a finished run: its results, gate and exit code);
@@ -56,6 +57,7 @@ pub mod outcome;
 pub mod pagination;
 pub mod patience;
 pub mod preflight;
+pub mod progress;
 pub mod property;
 pub mod reads;
 pub mod receiver;

@@ -12,6 +12,7 @@ use super::fixtures::RunContext;
 use super::har;
 use super::outcome::{CaseResult, ErrorSource, IgnoreCause, Outcome, Problems};
 use super::preflight;
+pub use super::progress::Progress;
 use super::session::Session;
 use super::verdict::Link;
 use super::verdict::{Origin, Report, SetupError};
@@ -32,23 +33,6 @@ pub async fn start(config: RunConfig) -> Result<Arc<RunContext>, SetupError> {
             Err(SetupError::Preflight(e))
         }
     }
-}
-
-/// What a run tells as it goes (the terminal's progress lines; `report::progress`). Reports
-/// depend on the runner, never the reverse: the runner only calls this.
-pub trait Progress: Send + Sync {
-    /// The run started: `cases` cases against `server`.
-    fn started(&self, server: &str, seed: u64, cases: usize);
-    /// A case's result is final; `gating` says whether its level gates, `expected` whether the
-    /// `--expect` file expects its outcome.
-    fn finished(&self, result: &CaseResult, gating: bool, expected: bool);
-    /// Every second: what the run waits for, when it has waited over 2 s.
-    fn waiting(&self, status: &str);
-    /// The setup is wrong in a way found only while cases run (no webhook delivery reaches the
-    /// receiver): said at once, before the cases it turns into errors end.
-    fn diagnosis(&self, _message: &str) {}
-    /// The last case is done.
-    fn done(&self);
 }
 
 /// Runs the selected cases and returns the report, telling `progress` as it goes. A run that

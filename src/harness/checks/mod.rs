@@ -1,4 +1,5 @@
-//! The code of every case. Each `cases/<area>.toml` has exactly one `checks/<area>.rs`, which
+//! The code of every case. Each `cases/<area>.toml` has exactly one module `checks::<area>`
+//! (`checks/<area>.rs`, or `checks/<area>/mod.rs` where its code is split along a seam), which
 //! declares its own table with [`cases!`](crate::cases); this module only assembles the tables
 //! and judges the run's answers with their response checks.
 //!

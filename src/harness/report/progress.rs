@@ -3,7 +3,7 @@
 
 use super::terminal;
 use crate::harness::outcome::CaseResult;
-use crate::harness::runner::Progress;
+use crate::harness::progress::Progress;
 use crate::harness::sanitize;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};

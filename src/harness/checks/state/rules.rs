@@ -1,415 +1,18 @@
-//! What the target's answers imply over time: a model of its observable state, built from every
-//! 2xx read of the run (either client, any case or fixture) and every delivery, and judged
-//! after the last flow. Each read must agree with what the target said before: an object has
-//! one owner (§2.2, §2.3), a removed transaction stays removed (§6), nothing goes missing
-//! without the event that removes it (§4.2, §6), and nothing changes without an event that
-//! announces it (§1 step 5). Each client's reads form a view of their own; reads with a
-//! malformed or missing key, and with query parameters other than a page size and a cursor, are
-//! left out (bad input may be answered in any way, §7).
-//!
-//! The cases' flow re-reads what the fixtures and the tour read earlier (`reread`), so that
-//! every rule has a later read to judge, whatever else the run selected.
+//! The rules of the state cases, one function a case (`state.one-owner`, `state.fixed-fields`,
+//! ...): each goes through the [`Model`] and fails the reads that contradict what the target
+//! said before, or what its events announced.
 
-use super::Finding;
-use crate::harness::delivery;
-use crate::harness::fixtures::RunContext;
-use crate::harness::http::{Answer, Auth};
-use crate::harness::outcome::Stop;
-use crate::harness::pagination;
-use crate::spec::{self, Action};
+use super::model::{same, view, Event, InView, Model, CREATED_AT, LAST_SYNCED_AT};
+use crate::harness::checks::Finding;
+use crate::harness::http::Answer;
+use crate::spec;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
-crate::cases! {
-    ONE_OWNER = "state.one-owner" => reread, models [one_owner];
-    FIXED_FIELDS = "state.fixed-fields" => reread, models [fixed_fields];
-    SYNC_MOVES_FORWARD = "state.sync-moves-forward" => reread, models [sync_moves_forward];
-    DELETIONS_HOLD = "state.deletions-hold" => reread, models [deletions_hold];
-    NOTHING_VANISHES = "state.nothing-vanishes" => reread, models [nothing_vanishes];
-    CHANGES_ANNOUNCED = "state.changes-announced" => reread, models [changes_announced];
-}
-
-/// The account fields a read of §4.2 shows that change only with an announcement (§1 step 5).
-/// `lastSyncedAt` is left out: a sync that found nothing new changes it and nothing else.
-const ACCOUNT_FIELDS: [&str; 8] =
-    ["connectionId", "name", "type", "currency", "balance", "availableBalance", "accountNumber", "createdAt"];
-
-/// What each field's meaning allows over time (the rulings of `cases/README.md`): ids and owners
-/// never change (the owners are `state.one-owner`'s), `createdAt` (when the object was created,
-/// §2.2, §2.3) is fixed for the object's life even across an announced update, and `lastSyncedAt`
-/// (when the account was last synced, §2.2) never goes back. Every other field may change with
-/// an announcement (`state.changes-announced`).
-const CREATED_AT: &str = "createdAt";
-const LAST_SYNCED_AT: &str = "lastSyncedAt";
-
-/// The reads the model judges, with the deliveries of the run.
-pub struct Model {
-    lists: Vec<ListRead>,
-    pages: Vec<PageRead>,
-    /// `GET /v1/accounts/{id}` answers with a numeric `balance` (§4.4; its shape is not shown).
-    balances: Vec<(Arc<Answer>, String, f64)>,
-    events: Vec<Event>,
-    /// Each connection created with a client's key (§4.1), with the creation's answers: whose
-    /// connection it is (ids may repeat across clients, §2: then it is not known).
-    created: HashMap<String, Vec<Arc<Answer>>>,
-    /// Every event at each address it was posted to (the same event at two addresses is two).
-    posted: Vec<Posted>,
-}
-
-/// An event as posted to one of the receiver's addresses (for isolation between clients).
-pub(crate) struct Posted {
-    pub to: delivery::Recipient,
-    pub kind: String,
-    pub connection: Option<String>,
-    /// `data.clientId` (§6.2).
-    pub client_id: Option<String>,
-}
-
-/// A 2xx `GET /v1/connections/{id}/accounts`.
-struct ListRead {
-    answer: Arc<Answer>,
-    connection: String,
-    /// Each account's id and the fields of [`ACCOUNT_FIELDS`] it has.
-    accounts: Vec<(String, Value)>,
-}
-
-/// A 2xx `GET /v1/accounts/{id}/transactions`.
-struct PageRead {
-    answer: Arc<Answer>,
-    account: String,
-    limit: Option<u64>,
-    cursor: Option<String>,
-    /// Each transaction's id, [`fingerprint`] (a page may hold thousands: no copy is kept) and
-    /// `createdAt`, when it is a string.
-    items: Vec<(String, u64, Option<String>)>,
-    has_more: bool,
-    next_cursor: Option<String>,
-}
-
-/// A delivery the rules read: when it arrived, its type and the ids it names.
-struct Event {
-    arrived: Instant,
-    /// `data.occurredAt` (§6.2): the server's order of its events, whatever order they arrive in.
-    occurred: Option<chrono::DateTime<chrono::FixedOffset>>,
-    /// The view (whose key) of the connection it names, when the run created it: ids may
-    /// repeat across clients (§2), so an event speaks for its own client's reads only.
-    view: Option<u8>,
-    kind: String,
-    connection: Option<String>,
-    account: Option<String>,
-    transaction: Option<String>,
-}
-
-impl Event {
-    /// Whether the event concerns reads of `reader`'s view: its connection's client's, or
-    /// anyone's when the run did not create its connection.
-    fn speaks_for(&self, reader: Option<u8>) -> bool {
-        self.view.is_none() || self.view == reader
-    }
-
-    /// Whether the server dates this event strictly before `other` (both with `occurredAt`).
-    fn occurred_before(&self, other: &Event) -> bool {
-        matches!((self.occurred, other.occurred), (Some(a), Some(b)) if a < b)
-    }
-}
-
-/// A complete listing of an account: a first page and the pages its cursors lead to, up to one
-/// whose `has_more` is false.
-struct Listing<'a> {
-    first: &'a PageRead,
-    last: &'a PageRead,
-    ids: BTreeSet<&'a str>,
-}
-
-/// An id within one client's view ([`view`]).
-type InView<'a> = (Option<u8>, &'a str);
 /// Where an id was first seen: its owner, and the read that showed it.
 type FirstSeen<'a> = HashMap<InView<'a>, (&'a str, &'a Arc<Answer>)>;
-
-/// Whose view a read belongs to: only reads with either client's own key count.
-fn view(answer: &Answer) -> Option<u8> {
-    match answer.sent.auth {
-        Auth::Primary => Some(0),
-        Auth::Second => Some(1),
-        _ => None,
-    }
-}
-
-fn string(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
-/// A string field short enough to be a timestamp (a hostile page may hold thousands of items
-/// with huge strings: only what can be a time is kept; the schema judges the rest).
-fn timestamp(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).filter(|s| s.len() <= 64).map(str::to_string)
-}
-
-impl Model {
-    /// The model of `answers` and `deliveries` (each with its arrival, in arrival order).
-    pub fn of(answers: &[Arc<Answer>], deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
-        let mut model = Model {
-            lists: Vec::new(),
-            pages: Vec::new(),
-            balances: Vec::new(),
-            events: Vec::new(),
-            created: HashMap::new(),
-            posted: Vec::new(),
-        };
-        for answer in answers {
-            let (Some(text), Some(_)) = (answer.body.as_deref(), view(answer)) else { continue };
-            // Only a page size and a cursor, each well-formed: other input may be answered anyhow.
-            let plain = answer.query.iter().all(|(k, _)| k == "limit" || k == "starting_after")
-                && answer.query.iter().all(|(k, _)| k != "limit" || answer.limit().is_some());
-            if !plain || crate::harness::budget::too_dense(text.as_bytes()).is_some() {
-                continue;
-            }
-            let Ok(body) = serde_json::from_str::<Value>(text) else { continue };
-            let path: Vec<&str> = answer.segments.iter().map(String::as_str).collect();
-            match (answer.sent.method.as_str(), path.as_slice()) {
-                ("POST", ["v1", "connections"]) => {
-                    if let Some(connection) = string(&body, "connectionId") {
-                        model.created.entry(connection).or_default().push(answer.clone());
-                    }
-                }
-                ("GET", ["v1", "connections", connection, "accounts"]) => {
-                    let Value::Array(items) = body else { continue };
-                    let fields = |a: &Value| -> Value {
-                        let kept = ACCOUNT_FIELDS.iter().chain([&LAST_SYNCED_AT]);
-                        Value::Object(kept.filter_map(|f| Some((f.to_string(), a.get(*f)?.clone()))).collect())
-                    };
-                    let accounts = items.iter().filter_map(|a| Some((string(a, "id")?, fields(a)))).collect();
-                    model.lists.push(ListRead { answer: answer.clone(), connection: connection.to_string(), accounts });
-                }
-                ("GET", ["v1", "accounts", account]) => {
-                    if let Some(balance) = body.get("balance").and_then(Value::as_f64) {
-                        model.balances.push((answer.clone(), account.to_string(), balance));
-                    }
-                }
-                ("GET", ["v1", "accounts", account, "transactions"]) => {
-                    let Some(Value::Array(items)) = body.get("data") else { continue };
-                    let Some(has_more) = body.get("has_more").and_then(Value::as_bool) else { continue };
-                    model.pages.push(PageRead {
-                        answer: answer.clone(),
-                        account: account.to_string(),
-                        limit: answer.limit(),
-                        cursor: answer.query.iter().find(|(k, _)| k == "starting_after").map(|(_, v)| v.clone()),
-                        items: items
-                            .iter()
-                            .filter_map(|t| Some((string(t, "id")?, fingerprint(t), timestamp(t, CREATED_AT))))
-                            .collect(),
-                        has_more,
-                        next_cursor: string(&body, "next_cursor"),
-                    });
-                }
-                _ => {}
-            }
-        }
-        // Events are a set: each one counts from its first arrival, so a late copy of an earlier
-        // event never stands in for an announcement that did not come.
-        let mut seen = std::collections::HashSet::new();
-        let mut posted = std::collections::HashSet::new();
-        for (arrived, d) in deliveries {
-            let Some(kind) = d.event_type() else { continue };
-            let data = d.body.get("data").unwrap_or(&d.body);
-            if posted.insert((d.identity(), d.to)) {
-                model.posted.push(Posted {
-                    to: d.to,
-                    kind: kind.to_string(),
-                    connection: d.connection_id().map(str::to_string),
-                    client_id: string(data, "clientId"),
-                });
-            }
-            if !seen.insert(d.identity()) {
-                continue;
-            }
-            let owner = d.connection_id().and_then(|c| model.creation(c)).and_then(|a| view(a));
-            model.events.push(Event {
-                arrived: *arrived,
-                view: owner,
-                occurred: data
-                    .get("occurredAt")
-                    .and_then(Value::as_str)
-                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()),
-                kind: kind.to_string(),
-                connection: d.connection_id().map(str::to_string),
-                account: string(data, "accountId"),
-                transaction: string(data, "transactionId"),
-            });
-        }
-        model
-    }
-
-    /// Every event at each address it was posted to, once per address.
-    pub(crate) fn posted(&self) -> &[Posted] {
-        &self.posted
-    }
-
-    /// The answer that created `connection` (§4.1), whose key says whose connection it is;
-    /// `None` when no key or both created a connection of that id.
-    pub(crate) fn creation(&self, connection: &str) -> Option<&Arc<Answer>> {
-        let answers = self.created.get(connection)?;
-        let first = answers.first()?;
-        answers.iter().all(|a| a.sent.auth == first.sent.auth).then_some(first)
-    }
-
-    /// Whether an event that announces a change of `account` (of `connection`) arrived after
-    /// `since`: its `accounts.updated`, or any event of its connection (a new connection or
-    /// reconnection brings fresh data).
-    fn announced(&self, account: &str, connection: Option<&str>, since: Instant) -> bool {
-        self.events.iter().any(|e| {
-            e.arrived >= since
-                && ((e.kind == spec::ACCOUNTS_UPDATED && e.account.as_deref() == Some(account))
-                    || (e.kind.starts_with("connection.")
-                        && connection.is_some()
-                        && e.connection.as_deref() == connection))
-        })
-    }
-
-    /// The connection a view's reads list `account` under, if any.
-    /// Whether `event` may have happened after a read sent at `read`: it arrived after, and the
-    /// server dates it no earlier than every event that arrived before the read (a late copy
-    /// of an event the server emitted before the read is not news after it).
-    fn may_follow(&self, event: &Event, read: Instant) -> bool {
-        event.arrived >= read && !self.events.iter().any(|f| f.arrived < read && event.occurred_before(f))
-    }
-
-    fn connection_of(&self, view_of: Option<u8>, account: &str) -> Option<&str> {
-        self.lists
-            .iter()
-            .filter(|l| view(&l.answer) == view_of)
-            .find(|l| l.accounts.iter().any(|(id, _)| id == account))
-            .map(|l| l.connection.as_str())
-    }
-
-    /// The complete listings the pages form, each from a first page (no cursor) along its
-    /// cursors: the next page is the first read after it with the same view, account, limit
-    /// and that cursor.
-    fn listings(&self) -> Vec<Listing<'_>> {
-        // The pages read from each cursor, by view, account and limit.
-        type Key<'a> = (Option<u8>, &'a str, Option<u64>, &'a str);
-        let mut next: HashMap<Key, Vec<&PageRead>> = HashMap::new();
-        for page in &self.pages {
-            if let Some(cursor) = &page.cursor {
-                next.entry((view(&page.answer), &page.account, page.limit, cursor)).or_default().push(page);
-            }
-        }
-        let mut listings = Vec::new();
-        'first: for first in self.pages.iter().filter(|p| p.cursor.is_none()) {
-            let (mut last, mut ids) = (first, BTreeSet::new());
-            // Bounded by the pages read: each step moves to a later read.
-            for _ in 0..=self.pages.len() {
-                ids.extend(last.items.iter().map(|(id, _, _)| id.as_str()));
-                if !last.has_more {
-                    listings.push(Listing { first, last, ids });
-                    continue 'first;
-                }
-                let Some(cursor) = &last.next_cursor else { continue 'first };
-                let key = (view(&first.answer), first.account.as_str(), first.limit, cursor.as_str());
-                let after = next.get(&key).and_then(|ps| ps.iter().find(|p| p.answer.seq > last.answer.seq));
-                let Some(page) = after else { continue 'first };
-                last = page;
-            }
-        }
-        listings
-    }
-}
-
-/// The flow of the state cases, run once for all four: the fixtures' and the tour's reads, then
-/// the same reads again, so that each rule has an earlier and a later read (within a few
-/// requests: each listed account's first walk at the default page size).
-async fn reread(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    ctx.reread.get_or_init(|| reread_once(&ctx)).await.clone()
-}
-
-async fn reread_once(ctx: &RunContext) -> Result<(), Stop> {
-    let fixture = ctx.connected().await?;
-    let mut connections = vec![(fixture.connection_id.clone(), Auth::Primary)];
-    if let Some(second) = ctx.connected_second().await? {
-        connections.push((second.connection_id.clone(), Auth::Second));
-    }
-    // The tour's connection that stays connected holds the run's deletion (§6).
-    if let Ok(tour) = ctx.tour().await {
-        let kept = tour.legs.iter().filter(|l| {
-            l.client == Auth::Primary
-                && l.path.contains(&spec::Action::DeleteTransaction)
-                && !l.path.contains(&spec::Action::Disconnect)
-        });
-        connections
-            .extend(kept.filter_map(|l| l.created.as_ref().ok()).map(|c| (c.connection_id.clone(), Auth::Primary)));
-    }
-    neighbours(ctx).await?;
-    for (connection, auth) in connections {
-        let api = ctx.api.reading_as(auth.clone());
-        let path = ["v1", "connections", connection.as_str(), "accounts"];
-        let listed = api.send(reqwest::Method::GET, &path, &[], auth.clone()).await?;
-        // Read again at once: by now every event the run caused has arrived, so no late
-        // delivery can stand for a change between these two (`state.changes-announced`).
-        api.send(reqwest::Method::GET, &path, &[], auth).await?;
-        let Ok(Value::Array(accounts)) = listed.success_json() else { continue };
-        for id in accounts.iter().filter_map(|a| a.get("id").and_then(Value::as_str)) {
-            pagination::walk_again(&api, id).await?;
-        }
-    }
-    Ok(())
-}
-
-/// Where an update could hide an unannounced change, change one object and re-read its
-/// neighbours: on a connection of its own, a transaction is deleted from account A, account B
-/// of the same connection is updated, and A is read whole. A removed transaction listed again
-/// is legal only after an `accounts.updated` of its own account (`cases/README.md`); the model
-/// judges the reads (`state.deletions-hold`, and every other rule). A connection with fewer than
-/// two accounts cannot show it: a note says so.
-async fn neighbours(ctx: &RunContext) -> Result<(), Stop> {
-    if ctx.driver.is_none() || ctx.receiver.is_none() {
-        return Ok(());
-    }
-    let receiver = ctx.receiver()?;
-    let created = ctx.connect_new().await?;
-    let id = created.connection_id.clone();
-    let accounts: Vec<String> = ctx
-        .accounts_when_ready(&id)
-        .await?
-        .iter()
-        .filter_map(|a| a.get("id").and_then(Value::as_str).map(str::to_string))
-        .collect();
-    let mut removed = None;
-    for account in &accounts {
-        if let Some(first) = pagination::walk(&ctx.api, account, None, None).await?.ids().first() {
-            removed = Some((account.clone(), first.clone()));
-            break;
-        }
-    }
-    let Some((a, txn)) = removed else {
-        ctx.note("not judged", format!("the neighbour scenario: no account of {id} lists a transaction"));
-        return Ok(());
-    };
-    let Some(b) = accounts.iter().find(|b| **b != a).cloned() else {
-        ctx.note("not judged", format!("the neighbour scenario needs a connection with two accounts; {id} has one"));
-        return Ok(());
-    };
-    // Each step's event is awaited before the next, so the reads fall after both.
-    for (action, account, transaction, kind) in [
-        (Action::DeleteTransaction, &a, Some(txn.as_str()), spec::TRANSACTION_DELETED),
-        (Action::UpdateAccounts, &b, None, spec::ACCOUNTS_UPDATED),
-    ] {
-        let known = delivery::identities(&receiver.for_connection(&id));
-        let names = |d: &delivery::Delivery| d.data_str("accountId") == Some(account.as_str());
-        pagination::forget(&ctx.api, account);
-        ctx.drive(action, &created, Some(account), transaction).await?;
-        let what = format!("{kind} for {account}");
-        receiver
-            .wait_until(&what, &id, ctx.config.event_wait(), |ds| {
-                delivery::step_event(ds, &known, kind, names).is_some_and(names)
-            })
-            .await;
-    }
-    pagination::forget(&ctx.api, &a);
-    pagination::walk(&ctx.api, &a, None, None).await?;
-    Ok(())
-}
 
 fn finding(problem: String, answer: &Arc<Answer>, awaits_event: bool) -> Finding {
     Finding { problem: format!("{problem}{}", answer.whose()), answer: answer.clone(), awaits_event }
@@ -417,7 +20,7 @@ fn finding(problem: String, answer: &Arc<Answer>, awaits_event: bool) -> Finding
 
 /// §2.2, §2.3: an account belongs to one connection and a transaction to one account, in every
 /// read of a client's view.
-fn one_owner(model: &Model) -> (usize, Vec<Finding>) {
+pub(super) fn one_owner(model: &Model) -> (usize, Vec<Finding>) {
     let accounts =
         model.lists.iter().flat_map(|l| l.accounts.iter().map(move |(id, _)| (&l.answer, id, &l.connection)));
     let transactions =
@@ -454,7 +57,7 @@ fn owned_once<'a>(
 
 /// §6 `transaction.deleted` (a transaction was removed): no read sent after the event arrived
 /// lists it. A later `accounts.updated` of its account may bring it back (open; not judged).
-fn deletions_hold(model: &Model) -> (usize, Vec<Finding>) {
+pub(super) fn deletions_hold(model: &Model) -> (usize, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut judged = 0;
     let mut removed: HashMap<&str, &Event> = HashMap::new();
@@ -502,7 +105,7 @@ fn deletions_hold(model: &Model) -> (usize, Vec<Finding>) {
 /// account listed for a connection stays listed in its later lists while no event of the
 /// connection came between, and a transaction a page listed is in every later complete listing
 /// of its account unless a `transaction.deleted` names it.
-fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
+pub(super) fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut judged = 0;
     for (i, later) in model.lists.iter().enumerate() {
@@ -577,7 +180,7 @@ fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
 /// two reads of the same view, an account's fields, a transaction's fields and the set of
 /// transactions of a complete listing change only when an event of the account (or of its
 /// connection) arrived after the earlier read was sent (at any time: deliveries may be late).
-fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
+pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut judged = 0;
     // Accounts: from the lists, and the balance of §4.4.
@@ -693,7 +296,7 @@ fn reads_of_accounts(model: &Model) -> HashMap<InView<'_>, Vec<(&Arc<Answer>, &V
 /// §2.2, §2.3 `createdAt` says when the object was created: it reads the same in every read of a
 /// view, announced update or not (a re-stamp on sync is not a change any event can announce),
 /// reconnection or not (an id names one object, §2: a new account takes a new id).
-fn fixed_fields(model: &Model) -> (usize, Vec<Finding>) {
+pub(super) fn fixed_fields(model: &Model) -> (usize, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut judged = 0;
     for ((_, id), reads) in reads_of_accounts(model) {
@@ -753,7 +356,7 @@ fn same_moment(a: &Value, b: &Value) -> bool {
 /// §2.2 `lastSyncedAt` says when the account was last synced: a later read never shows an
 /// earlier time than a read answered before it was sent (a sync may come or not; time does not
 /// run back). Values that are not timestamps are the schema's to judge.
-fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
+pub(super) fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut judged = 0;
     let time = |v: &Value| v.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
@@ -787,48 +390,11 @@ fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
     (judged, findings)
 }
 
-/// A hash of a JSON value as read: numbers by value, object keys in any order (see [`same`]).
-fn fingerprint(v: &Value) -> u64 {
-    use std::hash::{Hash, Hasher};
-    fn feed(v: &Value, h: &mut std::collections::hash_map::DefaultHasher) {
-        match v {
-            Value::Number(n) => n.as_f64().map(f64::to_bits).hash(h),
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                for k in keys {
-                    k.hash(h);
-                    feed(&map[k], h);
-                }
-            }
-            Value::Array(items) => {
-                items.len().hash(h);
-                items.iter().for_each(|i| feed(i, h));
-            }
-            other => other.to_string().hash(h),
-        }
-    }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    feed(v, &mut h);
-    h.finish()
-}
-
-/// Two JSON values are the same reading: numbers by value (`5` and `5.0`), the rest as written.
-fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
-        }
-        _ => a == b,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::harness::delivery::Delivery;
-    use crate::harness::http::Sent;
+    use crate::harness::http::{Auth, Sent};
     use serde_json::json;
     use std::time::Duration;
 

@@ -1,0 +1,192 @@
+//! §3, §6 over random paths (`lifecycle.random-sequences`): proptest generates sequences of driver actions, each
+//! played on a fresh connection, and after every step the target accepted, the events must tell
+//! the truth about the path taken. The spec shows one transition only (§3.2), so a target is
+//! never failed for taking or refusing a transition (driver exit 4): only for events that
+//! contradict each other or the API.
+//!
+//! The two cases' flows are here; what they run is in two files: [`plan`], which actions to try
+//! (the exploration's [`Atlas`](plan::Atlas), the generated sequences), and [`walk`], a
+//! connection driven step by step, its events awaited and judged.
+
+mod plan;
+mod walk;
+
+use crate::harness::fixtures::RunContext;
+use crate::harness::graph::TransitionGraph;
+use crate::harness::har;
+use crate::harness::outcome::{ErrorSource, Stop};
+use crate::harness::property;
+use crate::harness::session::Session;
+use crate::spec::{Action, ConnectionState};
+use plan::{sequences, Atlas, Plan};
+use std::sync::{Arc, Mutex};
+use walk::{play, Pending, Walk};
+
+crate::cases! {
+    TRANSITION_GRAPH = "lifecycle.transition-graph" => transition_graph;
+    RANDOM_SEQUENCES = "lifecycle.random-sequences" => random_sequences;
+}
+
+/// Most connections exploring at once.
+const EXPLORE_AT_ONCE: usize = 8;
+
+/// Most connections one exploration creates: one per (state, action) pair, a bound that only a
+/// target whose known paths keep failing comes near.
+const MOST_CONNECTIONS: usize = ConnectionState::ALL.len() * Action::ALL.len();
+
+/// Explores the transition graph as the target reveals it, whatever the seed: from the created
+/// state, and from every state an accepted action reaches, every action is tried exactly once.
+/// A connection keeps exploring after a state change, so connections are few and so are their
+/// webhooks: it tries an untried action of its state, or goes the shortest known way to a state
+/// that has one, else it stops ([`Atlas::plan`]). Connections explore concurrently, claiming
+/// the pairs they try; a fresh one starts when the created state is left with pairs untried
+/// (connections start there), or when all stopped and pairs remain. The graph follows the
+/// driver's answers, so a step waits for a webhook only where a read needs it: the accounts of
+/// a state are judged once, when it is first left ([`Walk::checkpoint`]) or when a connection
+/// ends in it (§3.2, §4.2); those of the created and connected states by other cases. Every connection is judged as in [`play`] once its events are in,
+/// all those waits at the same time. The graph goes into the reports.
+async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    ctx.receiver()?;
+    let atlas = Arc::new(Mutex::new(Atlas::default()));
+    {
+        let mut atlas = lock(&atlas);
+        atlas.graph.reached.push(ConnectionState::Created);
+        // Judged without a wait here: a new connection's accounts by
+        // `accounts.refused-before-connected`, a connected one's by every read of the shared
+        // connection. Each wait before leaving a state adds up along a connection.
+        atlas.judged.extend([ConnectionState::Created, ConnectionState::Connected]);
+    }
+    let (wake, mut woken) = tokio::sync::mpsc::unbounded_channel();
+    let mut exploring = tokio::task::JoinSet::new();
+    // The judgements of the explored connections, each waiting for its events meanwhile.
+    let mut judging = tokio::task::JoinSet::new();
+    let mut started = 0;
+    // A connection that could not explore (not judged) stops the starting of more.
+    let mut halted = false;
+    loop {
+        while !halted && started < MOST_CONNECTIONS && exploring.len() < EXPLORE_AT_ONCE && lock(&atlas).wants_fresh() {
+            lock(&atlas).positions.push((started, ConnectionState::Created));
+            let (ctx, atlas, wake) = (ctx.clone(), atlas.clone(), wake.clone());
+            exploring.spawn(har::in_case(har::current_case(), explore(ctx, atlas, started, wake)));
+            started += 1;
+        }
+        if exploring.is_empty() {
+            break;
+        }
+        let joined = tokio::select! {
+            _ = woken.recv() => continue,
+            Some(joined) = exploring.join_next() => joined,
+        };
+        let (sequence, explored_to) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
+        match explored_to {
+            Ok(pending) => {
+                let ctx = ctx.clone();
+                judging.spawn(har::in_case(har::current_case(), async move { (sequence, pending.judge(&ctx).await) }));
+            }
+            Err(Stop::Fail(f)) => {
+                // The graph so far goes into the reports: it is needed most now.
+                record_partial(&ctx, &lock(&atlas).graph);
+                return Err(explored(f.message, &sequence));
+            }
+            Err(e) if e.is_transport() => return Err(e),
+            Err(Stop::Ignore(..)) => halted = true,
+            Err(e) => return Err(e),
+        }
+    }
+    while let Some(joined) = judging.join_next().await {
+        let (sequence, judged) = joined.map_err(|e| Stop::Error(ErrorSource::Harness, e.to_string()))?;
+        match judged {
+            Ok(()) => {}
+            Err(Stop::Fail(f)) => {
+                record_partial(&ctx, &lock(&atlas).graph);
+                return Err(explored(f.message, &sequence));
+            }
+            Err(e) if e.is_transport() => return Err(e),
+            Err(Stop::Ignore(..)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let graph = lock(&atlas).graph.clone();
+    ctx.record_graph(graph.canonical());
+    Ok(())
+}
+
+fn lock(atlas: &Mutex<Atlas>) -> std::sync::MutexGuard<'_, Atlas> {
+    atlas.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One exploring connection (see [`transition_graph`]): the actions it was driven, and its
+/// judgement to come.
+async fn explore(
+    ctx: Arc<RunContext>,
+    atlas: Arc<Mutex<Atlas>>,
+    me: usize,
+    wake: tokio::sync::mpsc::UnboundedSender<()>,
+) -> (Vec<Action>, Result<Pending, Stop>) {
+    let walked = match Walk::start(&ctx).await {
+        Ok(mut walk) => {
+            let explored = explore_with(&ctx, &atlas, me, &wake, &mut walk).await;
+            // It ends here: its judgement judges the accounts of this state.
+            let mut atlas = lock(&atlas);
+            if explored.is_ok() && !atlas.judged.contains(&walk.state()) {
+                atlas.judged.push(walk.state());
+            }
+            (walk.actions.clone(), explored.map(|()| walk.finish().1))
+        }
+        Err(e) => (Vec::new(), Err(e)),
+    };
+    lock(&atlas).positions.retain(|(id, _)| *id != me);
+    let _ = wake.send(());
+    walked
+}
+
+async fn explore_with(
+    ctx: &Session,
+    atlas: &Mutex<Atlas>,
+    me: usize,
+    wake: &tokio::sync::mpsc::UnboundedSender<()>,
+    walk: &mut Walk,
+) -> Result<(), Stop> {
+    loop {
+        let from = walk.state();
+        let Some(Plan { action, explore, judge_here }) = lock(atlas).plan(me, from) else { return Ok(()) };
+        // It may have left the created state: time for a fresh connection, perhaps.
+        let _ = wake.send(());
+        let leaves = action.target_state().is_some_and(|to| to != from);
+        // Only to judge a state's accounts: a data action's reaction left behind is the tour's
+        // and the random sequences' to judge (a wait here would add up along the connection).
+        if leaves && judge_here {
+            walk.checkpoint(ctx).await?;
+        }
+        let transition = walk.step(ctx, action).await?;
+        let mut atlas = lock(atlas);
+        if explore {
+            atlas.record(from, action, transition);
+        } else if atlas.known(from, action) != Some(transition) {
+            // A known way that no longer holds: this connection stops where it is.
+            atlas.at(me, walk.state());
+            return Ok(());
+        }
+        atlas.at(me, walk.state());
+    }
+}
+
+/// Records the graph explored so far, for the reports of a failed exploration.
+fn record_partial(ctx: &RunContext, graph: &TransitionGraph) {
+    ctx.record_graph(graph.clone().canonical());
+}
+
+/// The failure of an explored sequence (its message names the request that shows it).
+fn explored(message: String, sequence: &[Action]) -> Stop {
+    Stop::fail(format!("{message} [explored sequence: {sequence:?}]"))
+}
+
+async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    ctx.receiver()?;
+    let run = ctx.clone();
+    property::for_all(&ctx, RANDOM_SEQUENCES, sequences(), move |actions| {
+        let ctx = run.clone();
+        async move { play(&ctx, &actions).await.map(|_| ()) }
+    })
+    .await
+}

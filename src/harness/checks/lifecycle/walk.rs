@@ -1,0 +1,313 @@
+//! The walk of the lifecycle cases: a fresh connection driven one step at a time ([`Walk`]),
+//! following the driver's answers, then its events awaited and judged with what the API reads
+//! ([`Pending`]). Which steps to take is the planner's ([`super::plan`]).
+
+use super::plan::is_data;
+use crate::harness::chain;
+use crate::harness::delivery::{self, labels, Delivery};
+use crate::harness::driver::{DriveArgs, DriveError, DriverAction};
+use crate::harness::event_rules;
+use crate::harness::graph::Transition;
+use crate::harness::http::Auth;
+use crate::harness::outcome::Stop;
+use crate::harness::session::Session;
+use crate::harness::steps::Created;
+use crate::harness::tour::{announcing_event, react, Before};
+use crate::spec::{prefix, Action, ConnectionState};
+use serde_json::Value;
+
+/// What happened to one step, for messages: `connect` accepted, `error` refused.
+struct Trace {
+    steps: Vec<String>,
+}
+
+impl Trace {
+    fn fail(&self, connection: &str, problem: String, deliveries: &[Delivery]) -> Stop {
+        Stop::fail(format!(
+            "after [{}] on {connection}: {problem}; events {}",
+            self.steps.join(", "),
+            labels(deliveries)
+        ))
+    }
+}
+
+/// The steps of a played sequence: each action with the state it was tried from and what the
+/// target did.
+pub type Played = Vec<(ConnectionState, Action, Transition)>;
+
+/// Plays `actions` on a fresh connection, then judges what the events and the API tell.
+pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
+    let (played, pending) = drive(ctx, actions).await?;
+    pending.judge(ctx).await?;
+    Ok(played)
+}
+
+/// A driven sequence, to judge once its events are in: no step waits for the webhooks of the
+/// one before (the spec puts no read between them, §6.3), unless a read needs them
+/// ([`Walk::checkpoint`]).
+pub struct Pending {
+    id: String,
+    trace: Trace,
+    /// The events the accepted steps announce, one per state change (§3.1, §6), in order.
+    expected: Vec<&'static str>,
+    /// The last data action the target accepted, when no state change followed it: its
+    /// reaction is judged after its event (§6.3).
+    reaction: Option<(Action, std::collections::HashSet<String>, Option<Before>)>,
+}
+
+/// Drives `actions` on a fresh connection (see [`Walk`]).
+pub async fn drive(ctx: &Session, actions: &[Action]) -> Result<(Played, Pending), Stop> {
+    let mut walk = Walk::start(ctx).await?;
+    for &action in actions {
+        walk.step(ctx, action).await?;
+    }
+    Ok(walk.finish())
+}
+
+/// A fresh connection driven one step at a time, following the driver's answers: an accepted
+/// action moves it to the state the action targets (a data action keeps the state).
+pub struct Walk {
+    created: Created,
+    state: ConnectionState,
+    /// Every action driven, the one under way included (for messages).
+    pub(super) actions: Vec<Action>,
+    played: Played,
+    pending: Pending,
+}
+
+impl Walk {
+    /// Creates the connection: CREATED, announced by connection.created (§3.2).
+    pub async fn start(ctx: &Session) -> Result<Walk, Stop> {
+        ctx.receiver()?;
+        ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
+        let created = ctx.create_connection().await?;
+        let pending = Pending {
+            id: created.connection_id.clone(),
+            trace: Trace { steps: vec!["create".to_string()] },
+            expected: vec!["connection.created"],
+            reaction: None,
+        };
+        Ok(Walk { created, state: ConnectionState::Created, actions: Vec::new(), played: Played::new(), pending })
+    }
+
+    /// The state the driver's answers so far put the connection in.
+    pub fn state(&self) -> ConnectionState {
+        self.state
+    }
+
+    /// Drives `action`; a refused or unsupported one changes nothing (not a failure).
+    pub async fn step(&mut self, ctx: &Session, action: Action) -> Result<Transition, Stop> {
+        let receiver = ctx.receiver()?;
+        let driver = ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
+        self.actions.push(action);
+        let Pending { id, trace, expected, reaction } = &mut self.pending;
+        // A data action goes only to what a CONNECTED connection lists: where nothing is listed
+        // to act on, it is not sent (the same target whatever the seed, never the driver's pick).
+        let data_action = is_data(action);
+        let before = if data_action && self.state == ConnectionState::Connected {
+            Some(Before::prepare(ctx, id, action).await?)
+        } else {
+            None
+        };
+        if data_action && before.as_ref().is_none_or(|b| b.target(action).is_none()) {
+            trace.steps.push(format!("{action} (not sent: no listed {})", Before::target_kind(action)));
+            self.played.push((self.state, action, Transition::NotSent));
+            return Ok(Transition::NotSent);
+        }
+        let (account, transaction) =
+            before.as_ref().map_or((None, None), |b| (b.account.clone(), b.transaction.clone()));
+        let args = DriveArgs {
+            connection_id: Some(id.clone()),
+            widget_token: self.created.widget_token.clone(),
+            account_id: account,
+            transaction_id: transaction,
+            webhook_url: Some(receiver.url().to_string()),
+            second_webhook_url: None,
+        };
+        if let Some(account) = &args.account_id {
+            crate::harness::pagination::forget(&ctx.api, account);
+        }
+        // Two steps within one millisecond could announce events of equal content and
+        // `occurredAt`, which read as one re-stamped retry (`delivery::unique`): a step apart.
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        // The events known before the step: none of them (nor a late copy) is the step's own.
+        let known = delivery::identities(&receiver.for_connection(id));
+        let from = self.state;
+        let call = driver.run(DriverAction::Act(action), &args);
+        let driven = ctx.api.recorder().driven(DriverAction::Act(action), &args, call).await;
+        if let Some(account) = &args.account_id {
+            crate::harness::pagination::forget(&ctx.api, account);
+        }
+        let transition = match driven {
+            Ok(()) => {
+                trace.steps.push(format!("{action}"));
+                // Already in the target state: the target may accept without a change, hence no event.
+                if action.target_state() != Some(from) {
+                    expected.push(announcing_event(action));
+                    if action.target_state().is_some() {
+                        // The state changed: an earlier data action's reaction can no longer be read.
+                        *reaction = None;
+                    }
+                    if data_action {
+                        *reaction = Some((action, known, before));
+                    }
+                }
+                Transition::Accepted(action.target_state().unwrap_or(from))
+            }
+            // Refused from this state, or not supported: not a failure; the sequence goes on.
+            Err(DriveError::Refused(_)) => {
+                trace.steps.push(format!("{action} (refused)"));
+                Transition::Refused
+            }
+            Err(DriveError::Unsupported(_)) => {
+                trace.steps.push(format!("{action} (unsupported)"));
+                Transition::Unsupported
+            }
+            Err(e @ DriveError::Failed(_)) => return Err(Stop::from(e)),
+        };
+        if let Transition::Accepted(to) = transition {
+            self.state = to;
+        }
+        self.played.push((from, action, transition));
+        Ok(transition)
+    }
+
+    /// The reads a connection owes before it leaves its state, once the events so far are in
+    /// and announce that state (never on the driver's word alone): the accounts against it
+    /// (§3.2, §4.2), and the last data action's reaction (§6.3), which a state change would
+    /// make unreadable. The whole chain is still judged at the end ([`Pending::judge`]).
+    pub async fn checkpoint(&mut self, ctx: &Session) -> Result<(), Stop> {
+        let deliveries = self.pending.settle(ctx, Some(self.state)).await?;
+        let Pending { id, trace, reaction, .. } = &mut self.pending;
+        chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))?;
+        accounts_follow_state(ctx, id, trace).await?;
+        if let Some(reaction) = reaction.take() {
+            judge_reaction(ctx, id, trace, reaction, &deliveries).await?;
+        }
+        Ok(())
+    }
+
+    /// What was played, and the judgement to come.
+    pub fn finish(self) -> (Played, Pending) {
+        (self.played, self.pending)
+    }
+}
+
+impl Pending {
+    /// Waits (bounded) until every expected event has arrived and the chain links up (and ends
+    /// in `state`, when given); fails if an expected event is missing. Returns the deliveries.
+    async fn settle(&self, ctx: &Session, state: Option<ConnectionState>) -> Result<Vec<Delivery>, Stop> {
+        let Pending { id, trace, expected, .. } = self;
+        let receiver = ctx.receiver()?;
+        // Events are a set: copies of one event count once (§6.3 leaves retries open).
+        let missing = |ds: &[Delivery]| {
+            expected.iter().copied().find(|t| !delivery::holds(ds, t, expected.iter().filter(|e| e == &t).count()))
+        };
+        let started = std::time::Instant::now();
+        let what = format!("{} for {id}", expected.join(", "));
+        let (_, deliveries) = receiver
+            .wait_until(&what, id, ctx.config.event_wait(), |ds| {
+                missing(ds).is_none() && chain::ends(ds).is_ok_and(|ends| state.is_none_or(|s| ends.contains(&s)))
+            })
+            .await;
+        if let Some(absent) = missing(&deliveries) {
+            let problem = format!(
+                "the target accepted the action, but no {absent} arrived ({}){}",
+                receiver.patience.describe(started.elapsed()),
+                receiver.refusals()
+            );
+            return Err(trace.fail(id, problem, &deliveries));
+        }
+        Ok(deliveries)
+    }
+
+    /// Waits (bounded) until every expected event has arrived and the chain links up, then
+    /// judges: each delivery's schema and envelope (§6.1, §6.2), the chain (§3, §6.2), the
+    /// accounts against the last announced state (§3.2, §4.2), and the last data action's
+    /// reaction (§6.3).
+    pub async fn judge(self, ctx: &Session) -> Result<(), Stop> {
+        let deliveries = self.settle(ctx, None).await?;
+        let Pending { id, trace, reaction, .. } = self;
+        // Every delivery on its own: schema (which also asserts the prefixes of the ids it
+        // names, §2) and envelope agreement (§6.2).
+        event_rules::schema(&deliveries)
+            .and_then(|()| event_rules::envelope_agrees(&deliveries))
+            .map_err(|problem| trace.fail(&id, problem.to_string(), &deliveries))?;
+        chain::resolve(&deliveries).map_err(|problem| trace.fail(&id, problem, &deliveries))?;
+        accounts_follow_state(ctx, &id, &trace).await?;
+        if let Some(reaction) = reaction {
+            judge_reaction(ctx, &id, &trace, reaction, &deliveries).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The reaction to a data action's event (§6.3).
+async fn judge_reaction(
+    ctx: &Session,
+    id: &str,
+    trace: &Trace,
+    (action, known, before): (Action, std::collections::HashSet<String>, Option<Before>),
+    deliveries: &[Delivery],
+) -> Result<(), Stop> {
+    // Steps are not awaited one by one, so an earlier step's event may arrive after this one
+    // began: the step's event is one not known before it, naming what it was driven on.
+    let names = |d: &Delivery| before.as_ref().is_some_and(|b| b.named_by(action, d));
+    let event = delivery::step_event(deliveries, &known, announcing_event(action), names);
+    react(ctx, id, action, event, before.as_ref(), &Auth::Primary).await.map_err(|e| {
+        if e.is_fail() {
+            trace.fail(id, e.to_string(), deliveries)
+        } else {
+            e
+        }
+    })
+}
+
+/// Accounts are readable exactly when the chain of the connection's events ends connected
+/// (§3.2, §4.2). A read that disagrees with every end the chain allows waits (bounded) for a
+/// delivery still in flight that could explain it: only a chain that still disagrees fails.
+async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result<(), Stop> {
+    let receiver = ctx.receiver()?;
+    let exchange = ctx.api.get(&["v1", "connections", id, "accounts"], &[]).await?;
+    let served = exchange.is_success();
+    let agrees = |ds: &[Delivery]| {
+        chain::ends(ds).is_ok_and(|ends| ends.iter().any(|s| (*s == ConnectionState::Connected) == served))
+    };
+    let mut deliveries = receiver.for_connection(id);
+    if !agrees(&deliveries) {
+        let what = format!("an event of {id} that explains {} ({})", exchange.request, exchange.status);
+        deliveries = receiver.wait_until(&what, id, ctx.config.event_wait(), agrees).await.1;
+    }
+    if !agrees(&deliveries) {
+        let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))?;
+        let problem = if served {
+            format!(
+                "{}: the chain of events ends {state}, but accounts are served (status {})",
+                exchange.request, exchange.status
+            )
+        } else {
+            format!(
+                "{}: the chain of events ends with connection.connected, but accounts are refused ({})",
+                exchange.request,
+                exchange.summary()
+            )
+        };
+        return Err(trace.fail(id, problem, &deliveries));
+    }
+    if served {
+        if let Ok(Value::Array(accounts)) = exchange.success_json() {
+            if let Some(bad) = accounts
+                .iter()
+                .filter_map(|a| a.get("id").and_then(Value::as_str))
+                .find(|a| !a.starts_with(prefix::ACCOUNT))
+            {
+                return Err(trace.fail(
+                    id,
+                    format!("{}: account id {bad:?} does not start with {}", exchange.request, prefix::ACCOUNT),
+                    &deliveries,
+                ));
+            }
+        }
+    }
+    Ok(())
+}

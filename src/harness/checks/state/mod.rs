@@ -1,0 +1,132 @@
+//! What the target's answers imply over time: a model of its observable state, built from every
+//! 2xx read of the run (either client, any case or fixture) and every delivery, and judged
+//! after the last flow. Each read must agree with what the target said before: an object has
+//! one owner (§2.2, §2.3), a removed transaction stays removed (§6), nothing goes missing
+//! without the event that removes it (§4.2, §6), and nothing changes without an event that
+//! announces it (§1 step 5). Each client's reads form a view of their own; reads with a
+//! malformed or missing key, and with query parameters other than a page size and a cursor, are
+//! left out (bad input may be answered in any way, §7).
+//!
+//! The cases' flow re-reads what the fixtures and the tour read earlier (`reread`), so that
+//! every rule has a later read to judge, whatever else the run selected.
+//!
+//! The seam runs between the [`model`] (the reads and deliveries, kept as the rules need them)
+//! and its [`rules`] (one function a case, failing the reads that contradict an earlier one);
+//! this file holds the cases' table and their flow.
+
+mod model;
+mod rules;
+
+use crate::harness::delivery;
+use crate::harness::fixtures::RunContext;
+use crate::harness::http::Auth;
+use crate::harness::outcome::Stop;
+use crate::harness::pagination;
+use crate::spec::{self, Action};
+pub use model::Model;
+pub(crate) use model::Posted;
+use serde_json::Value;
+use std::sync::Arc;
+
+crate::cases! {
+    ONE_OWNER = "state.one-owner" => reread, models [rules::one_owner];
+    FIXED_FIELDS = "state.fixed-fields" => reread, models [rules::fixed_fields];
+    SYNC_MOVES_FORWARD = "state.sync-moves-forward" => reread, models [rules::sync_moves_forward];
+    DELETIONS_HOLD = "state.deletions-hold" => reread, models [rules::deletions_hold];
+    NOTHING_VANISHES = "state.nothing-vanishes" => reread, models [rules::nothing_vanishes];
+    CHANGES_ANNOUNCED = "state.changes-announced" => reread, models [rules::changes_announced];
+}
+
+/// The flow of the state cases, run once for all four: the fixtures' and the tour's reads, then
+/// the same reads again, so that each rule has an earlier and a later read (within a few
+/// requests: each listed account's first walk at the default page size).
+async fn reread(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    ctx.reread.get_or_init(|| reread_once(&ctx)).await.clone()
+}
+
+async fn reread_once(ctx: &RunContext) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let mut connections = vec![(fixture.connection_id.clone(), Auth::Primary)];
+    if let Some(second) = ctx.connected_second().await? {
+        connections.push((second.connection_id.clone(), Auth::Second));
+    }
+    // The tour's connection that stays connected holds the run's deletion (§6).
+    if let Ok(tour) = ctx.tour().await {
+        let kept = tour.legs.iter().filter(|l| {
+            l.client == Auth::Primary
+                && l.path.contains(&spec::Action::DeleteTransaction)
+                && !l.path.contains(&spec::Action::Disconnect)
+        });
+        connections
+            .extend(kept.filter_map(|l| l.created.as_ref().ok()).map(|c| (c.connection_id.clone(), Auth::Primary)));
+    }
+    neighbours(ctx).await?;
+    for (connection, auth) in connections {
+        let api = ctx.api.reading_as(auth.clone());
+        let path = ["v1", "connections", connection.as_str(), "accounts"];
+        let listed = api.send(reqwest::Method::GET, &path, &[], auth.clone()).await?;
+        // Read again at once: by now every event the run caused has arrived, so no late
+        // delivery can stand for a change between these two (`state.changes-announced`).
+        api.send(reqwest::Method::GET, &path, &[], auth).await?;
+        let Ok(Value::Array(accounts)) = listed.success_json() else { continue };
+        for id in accounts.iter().filter_map(|a| a.get("id").and_then(Value::as_str)) {
+            pagination::walk_again(&api, id).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Where an update could hide an unannounced change, change one object and re-read its
+/// neighbours: on a connection of its own, a transaction is deleted from account A, account B
+/// of the same connection is updated, and A is read whole. A removed transaction listed again
+/// is legal only after an `accounts.updated` of its own account (`cases/README.md`); the model
+/// judges the reads (`state.deletions-hold`, and every other rule). A connection with fewer than
+/// two accounts cannot show it: a note says so.
+async fn neighbours(ctx: &RunContext) -> Result<(), Stop> {
+    if ctx.driver.is_none() || ctx.receiver.is_none() {
+        return Ok(());
+    }
+    let receiver = ctx.receiver()?;
+    let created = ctx.connect_new().await?;
+    let id = created.connection_id.clone();
+    let accounts: Vec<String> = ctx
+        .accounts_when_ready(&id)
+        .await?
+        .iter()
+        .filter_map(|a| a.get("id").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let mut removed = None;
+    for account in &accounts {
+        if let Some(first) = pagination::walk(&ctx.api, account, None, None).await?.ids().first() {
+            removed = Some((account.clone(), first.clone()));
+            break;
+        }
+    }
+    let Some((a, txn)) = removed else {
+        ctx.note("not judged", format!("the neighbour scenario: no account of {id} lists a transaction"));
+        return Ok(());
+    };
+    let Some(b) = accounts.iter().find(|b| **b != a).cloned() else {
+        ctx.note("not judged", format!("the neighbour scenario needs a connection with two accounts; {id} has one"));
+        return Ok(());
+    };
+    // Each step's event is awaited before the next, so the reads fall after both.
+    for (action, account, transaction, kind) in [
+        (Action::DeleteTransaction, &a, Some(txn.as_str()), spec::TRANSACTION_DELETED),
+        (Action::UpdateAccounts, &b, None, spec::ACCOUNTS_UPDATED),
+    ] {
+        let known = delivery::identities(&receiver.for_connection(&id));
+        let names = |d: &delivery::Delivery| d.data_str("accountId") == Some(account.as_str());
+        pagination::forget(&ctx.api, account);
+        ctx.drive(action, &created, Some(account), transaction).await?;
+        let what = format!("{kind} for {account}");
+        receiver
+            .wait_until(&what, &id, ctx.config.event_wait(), |ds| {
+                delivery::step_event(ds, &known, kind, names).is_some_and(names)
+            })
+            .await;
+    }
+    pagination::forget(&ctx.api, &a);
+    pagination::walk(&ctx.api, &a, None, None).await?;
+    Ok(())
+}

@@ -1,0 +1,332 @@
+//! The model of the target's observable state: every 2xx read of the run and every delivery,
+//! each read in its client's view and each event once, from its first arrival. It judges
+//! nothing; the rules that read it are [`super::rules`].
+
+use crate::harness::delivery;
+use crate::harness::http::{Answer, Auth};
+use crate::spec;
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The account fields a read of §4.2 shows that change only with an announcement (§1 step 5).
+/// `lastSyncedAt` is left out: a sync that found nothing new changes it and nothing else.
+const ACCOUNT_FIELDS: [&str; 8] =
+    ["connectionId", "name", "type", "currency", "balance", "availableBalance", "accountNumber", "createdAt"];
+
+/// What each field's meaning allows over time (the rulings of `cases/README.md`): ids and owners
+/// never change (the owners are `state.one-owner`'s), `createdAt` (when the object was created,
+/// §2.2, §2.3) is fixed for the object's life even across an announced update, and `lastSyncedAt`
+/// (when the account was last synced, §2.2) never goes back. Every other field may change with
+/// an announcement (`state.changes-announced`).
+pub(super) const CREATED_AT: &str = "createdAt";
+pub(super) const LAST_SYNCED_AT: &str = "lastSyncedAt";
+
+/// The reads the model judges, with the deliveries of the run.
+pub struct Model {
+    pub(super) lists: Vec<ListRead>,
+    pub(super) pages: Vec<PageRead>,
+    /// `GET /v1/accounts/{id}` answers with a numeric `balance` (§4.4; its shape is not shown).
+    pub(super) balances: Vec<(Arc<Answer>, String, f64)>,
+    pub(super) events: Vec<Event>,
+    /// Each connection created with a client's key (§4.1), with the creation's answers: whose
+    /// connection it is (ids may repeat across clients, §2: then it is not known).
+    created: HashMap<String, Vec<Arc<Answer>>>,
+    /// Every event at each address it was posted to (the same event at two addresses is two).
+    posted: Vec<Posted>,
+}
+
+/// An event as posted to one of the receiver's addresses (for isolation between clients).
+pub(crate) struct Posted {
+    pub to: delivery::Recipient,
+    pub kind: String,
+    pub connection: Option<String>,
+    /// `data.clientId` (§6.2).
+    pub client_id: Option<String>,
+}
+
+/// A 2xx `GET /v1/connections/{id}/accounts`.
+pub(super) struct ListRead {
+    pub(super) answer: Arc<Answer>,
+    pub(super) connection: String,
+    /// Each account's id and the fields of [`ACCOUNT_FIELDS`] it has.
+    pub(super) accounts: Vec<(String, Value)>,
+}
+
+/// A 2xx `GET /v1/accounts/{id}/transactions`.
+pub(super) struct PageRead {
+    pub(super) answer: Arc<Answer>,
+    pub(super) account: String,
+    limit: Option<u64>,
+    cursor: Option<String>,
+    /// Each transaction's id, [`fingerprint`] (a page may hold thousands: no copy is kept) and
+    /// `createdAt`, when it is a string.
+    pub(super) items: Vec<(String, u64, Option<String>)>,
+    has_more: bool,
+    next_cursor: Option<String>,
+}
+
+/// A delivery the rules read: when it arrived, its type and the ids it names.
+pub(super) struct Event {
+    pub(super) arrived: Instant,
+    /// `data.occurredAt` (§6.2): the server's order of its events, whatever order they arrive in.
+    occurred: Option<chrono::DateTime<chrono::FixedOffset>>,
+    /// The view (whose key) of the connection it names, when the run created it: ids may
+    /// repeat across clients (§2), so an event speaks for its own client's reads only.
+    view: Option<u8>,
+    pub(super) kind: String,
+    pub(super) connection: Option<String>,
+    pub(super) account: Option<String>,
+    pub(super) transaction: Option<String>,
+}
+
+impl Event {
+    /// Whether the event concerns reads of `reader`'s view: its connection's client's, or
+    /// anyone's when the run did not create its connection.
+    pub(super) fn speaks_for(&self, reader: Option<u8>) -> bool {
+        self.view.is_none() || self.view == reader
+    }
+
+    /// Whether the server dates this event strictly before `other` (both with `occurredAt`).
+    pub(super) fn occurred_before(&self, other: &Event) -> bool {
+        matches!((self.occurred, other.occurred), (Some(a), Some(b)) if a < b)
+    }
+}
+
+/// A complete listing of an account: a first page and the pages its cursors lead to, up to one
+/// whose `has_more` is false.
+pub(super) struct Listing<'a> {
+    pub(super) first: &'a PageRead,
+    pub(super) last: &'a PageRead,
+    pub(super) ids: BTreeSet<&'a str>,
+}
+
+/// An id within one client's view ([`view`]).
+pub(super) type InView<'a> = (Option<u8>, &'a str);
+
+/// Whose view a read belongs to: only reads with either client's own key count.
+pub(super) fn view(answer: &Answer) -> Option<u8> {
+    match answer.sent.auth {
+        Auth::Primary => Some(0),
+        Auth::Second => Some(1),
+        _ => None,
+    }
+}
+
+fn string(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// A string field short enough to be a timestamp (a hostile page may hold thousands of items
+/// with huge strings: only what can be a time is kept; the schema judges the rest).
+fn timestamp(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).filter(|s| s.len() <= 64).map(str::to_string)
+}
+
+impl Model {
+    /// The model of `answers` and `deliveries` (each with its arrival, in arrival order).
+    pub fn of(answers: &[Arc<Answer>], deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
+        let mut model = Model {
+            lists: Vec::new(),
+            pages: Vec::new(),
+            balances: Vec::new(),
+            events: Vec::new(),
+            created: HashMap::new(),
+            posted: Vec::new(),
+        };
+        for answer in answers {
+            let (Some(text), Some(_)) = (answer.body.as_deref(), view(answer)) else { continue };
+            // Only a page size and a cursor, each well-formed: other input may be answered anyhow.
+            let plain = answer.query.iter().all(|(k, _)| k == "limit" || k == "starting_after")
+                && answer.query.iter().all(|(k, _)| k != "limit" || answer.limit().is_some());
+            if !plain || crate::harness::budget::too_dense(text.as_bytes()).is_some() {
+                continue;
+            }
+            let Ok(body) = serde_json::from_str::<Value>(text) else { continue };
+            let path: Vec<&str> = answer.segments.iter().map(String::as_str).collect();
+            match (answer.sent.method.as_str(), path.as_slice()) {
+                ("POST", ["v1", "connections"]) => {
+                    if let Some(connection) = string(&body, "connectionId") {
+                        model.created.entry(connection).or_default().push(answer.clone());
+                    }
+                }
+                ("GET", ["v1", "connections", connection, "accounts"]) => {
+                    let Value::Array(items) = body else { continue };
+                    let fields = |a: &Value| -> Value {
+                        let kept = ACCOUNT_FIELDS.iter().chain([&LAST_SYNCED_AT]);
+                        Value::Object(kept.filter_map(|f| Some((f.to_string(), a.get(*f)?.clone()))).collect())
+                    };
+                    let accounts = items.iter().filter_map(|a| Some((string(a, "id")?, fields(a)))).collect();
+                    model.lists.push(ListRead { answer: answer.clone(), connection: connection.to_string(), accounts });
+                }
+                ("GET", ["v1", "accounts", account]) => {
+                    if let Some(balance) = body.get("balance").and_then(Value::as_f64) {
+                        model.balances.push((answer.clone(), account.to_string(), balance));
+                    }
+                }
+                ("GET", ["v1", "accounts", account, "transactions"]) => {
+                    let Some(Value::Array(items)) = body.get("data") else { continue };
+                    let Some(has_more) = body.get("has_more").and_then(Value::as_bool) else { continue };
+                    model.pages.push(PageRead {
+                        answer: answer.clone(),
+                        account: account.to_string(),
+                        limit: answer.limit(),
+                        cursor: answer.query.iter().find(|(k, _)| k == "starting_after").map(|(_, v)| v.clone()),
+                        items: items
+                            .iter()
+                            .filter_map(|t| Some((string(t, "id")?, fingerprint(t), timestamp(t, CREATED_AT))))
+                            .collect(),
+                        has_more,
+                        next_cursor: string(&body, "next_cursor"),
+                    });
+                }
+                _ => {}
+            }
+        }
+        // Events are a set: each one counts from its first arrival, so a late copy of an earlier
+        // event never stands in for an announcement that did not come.
+        let mut seen = std::collections::HashSet::new();
+        let mut posted = std::collections::HashSet::new();
+        for (arrived, d) in deliveries {
+            let Some(kind) = d.event_type() else { continue };
+            let data = d.body.get("data").unwrap_or(&d.body);
+            if posted.insert((d.identity(), d.to)) {
+                model.posted.push(Posted {
+                    to: d.to,
+                    kind: kind.to_string(),
+                    connection: d.connection_id().map(str::to_string),
+                    client_id: string(data, "clientId"),
+                });
+            }
+            if !seen.insert(d.identity()) {
+                continue;
+            }
+            let owner = d.connection_id().and_then(|c| model.creation(c)).and_then(|a| view(a));
+            model.events.push(Event {
+                arrived: *arrived,
+                view: owner,
+                occurred: data
+                    .get("occurredAt")
+                    .and_then(Value::as_str)
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()),
+                kind: kind.to_string(),
+                connection: d.connection_id().map(str::to_string),
+                account: string(data, "accountId"),
+                transaction: string(data, "transactionId"),
+            });
+        }
+        model
+    }
+
+    /// Every event at each address it was posted to, once per address.
+    pub(crate) fn posted(&self) -> &[Posted] {
+        &self.posted
+    }
+
+    /// The answer that created `connection` (§4.1), whose key says whose connection it is;
+    /// `None` when no key or both created a connection of that id.
+    pub(crate) fn creation(&self, connection: &str) -> Option<&Arc<Answer>> {
+        let answers = self.created.get(connection)?;
+        let first = answers.first()?;
+        answers.iter().all(|a| a.sent.auth == first.sent.auth).then_some(first)
+    }
+
+    /// Whether an event that announces a change of `account` (of `connection`) arrived after
+    /// `since`: its `accounts.updated`, or any event of its connection (a new connection or
+    /// reconnection brings fresh data).
+    pub(super) fn announced(&self, account: &str, connection: Option<&str>, since: Instant) -> bool {
+        self.events.iter().any(|e| {
+            e.arrived >= since
+                && ((e.kind == spec::ACCOUNTS_UPDATED && e.account.as_deref() == Some(account))
+                    || (e.kind.starts_with("connection.")
+                        && connection.is_some()
+                        && e.connection.as_deref() == connection))
+        })
+    }
+
+    /// The connection a view's reads list `account` under, if any.
+    /// Whether `event` may have happened after a read sent at `read`: it arrived after, and the
+    /// server dates it no earlier than every event that arrived before the read (a late copy
+    /// of an event the server emitted before the read is not news after it).
+    pub(super) fn may_follow(&self, event: &Event, read: Instant) -> bool {
+        event.arrived >= read && !self.events.iter().any(|f| f.arrived < read && event.occurred_before(f))
+    }
+
+    pub(super) fn connection_of(&self, view_of: Option<u8>, account: &str) -> Option<&str> {
+        self.lists
+            .iter()
+            .filter(|l| view(&l.answer) == view_of)
+            .find(|l| l.accounts.iter().any(|(id, _)| id == account))
+            .map(|l| l.connection.as_str())
+    }
+
+    /// The complete listings the pages form, each from a first page (no cursor) along its
+    /// cursors: the next page is the first read after it with the same view, account, limit
+    /// and that cursor.
+    pub(super) fn listings(&self) -> Vec<Listing<'_>> {
+        // The pages read from each cursor, by view, account and limit.
+        type Key<'a> = (Option<u8>, &'a str, Option<u64>, &'a str);
+        let mut next: HashMap<Key, Vec<&PageRead>> = HashMap::new();
+        for page in &self.pages {
+            if let Some(cursor) = &page.cursor {
+                next.entry((view(&page.answer), &page.account, page.limit, cursor)).or_default().push(page);
+            }
+        }
+        let mut listings = Vec::new();
+        'first: for first in self.pages.iter().filter(|p| p.cursor.is_none()) {
+            let (mut last, mut ids) = (first, BTreeSet::new());
+            // Bounded by the pages read: each step moves to a later read.
+            for _ in 0..=self.pages.len() {
+                ids.extend(last.items.iter().map(|(id, _, _)| id.as_str()));
+                if !last.has_more {
+                    listings.push(Listing { first, last, ids });
+                    continue 'first;
+                }
+                let Some(cursor) = &last.next_cursor else { continue 'first };
+                let key = (view(&first.answer), first.account.as_str(), first.limit, cursor.as_str());
+                let after = next.get(&key).and_then(|ps| ps.iter().find(|p| p.answer.seq > last.answer.seq));
+                let Some(page) = after else { continue 'first };
+                last = page;
+            }
+        }
+        listings
+    }
+}
+
+/// A hash of a JSON value as read: numbers by value, object keys in any order (see [`same`]).
+fn fingerprint(v: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    fn feed(v: &Value, h: &mut std::collections::hash_map::DefaultHasher) {
+        match v {
+            Value::Number(n) => n.as_f64().map(f64::to_bits).hash(h),
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                for k in keys {
+                    k.hash(h);
+                    feed(&map[k], h);
+                }
+            }
+            Value::Array(items) => {
+                items.len().hash(h);
+                items.iter().for_each(|i| feed(i, h));
+            }
+            other => other.to_string().hash(h),
+        }
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    feed(v, &mut h);
+    h.finish()
+}
+
+/// Two JSON values are the same reading: numbers by value (`5` and `5.0`), the rest as written.
+pub(super) fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
