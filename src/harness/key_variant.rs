@@ -31,7 +31,7 @@ pub enum KeyEdit {
 }
 
 /// Another character of the same class: the next digit, the next letter of the same case
-/// (wrapping), `x` for anything else. The shell's `tr` of [`BUMP_TR`] does the same.
+/// (wrapping), `x` for anything else. The shell's `tr` of `BUMP_TR` does the same.
 pub fn bump(c: char) -> char {
     match c {
         '0'..='8' | 'a'..='y' | 'A'..='Y' => char::from(c as u8 + 1),
