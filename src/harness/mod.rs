@@ -8,7 +8,8 @@
 //!    problems, schema validation), [`sanitize`] (target text made safe for each medium),
 //!    [`budget`] (the run's memory budget), [`redact`] (secrets), [`key_variant`] (near misses of a
 //!    key, and the shell expressions that make them), [`cancel`] (a run cut short by a
-//!    signal or its deadline);
+//!    signal or its deadline), [`errors`] (the typed errors: [`errors::SetupError`], what stops a
+//!    run before it starts, and each step's own);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
 //!    explored [`graph`] of transitions, the [`expect`] file of a release gate, [`latency`],
 //!    and [`verdict`] (a finished run: its results, gate and exit code);
@@ -42,6 +43,7 @@ pub mod config;
 pub mod delivery;
 pub mod driver;
 pub mod embedded;
+pub mod errors;
 pub mod event_rules;
 pub mod expect;
 pub mod files;
