@@ -21,7 +21,8 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 LAYERS = [
     ("base", ["spec", "schemas", "sandbox", "harness::embedded"]),
     ("vocabulary", ["harness::catalogue", "harness::outcome", "harness::sanitize", "harness::budget",
-                    "harness::redact", "harness::key_variant", "harness::cancel", "harness::progress"]),
+                    "harness::redact", "harness::key_variant", "harness::cancel", "harness::progress",
+                    "harness::errors"]),
     ("pure rules", ["harness::delivery", "harness::chain", "harness::event_rules", "harness::graph",
                     "harness::expect", "harness::latency", "harness::verdict"]),
     # The run's flags hold the driver a library user gives: beside the driver.

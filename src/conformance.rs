@@ -27,7 +27,6 @@ use crate::harness::config::{DriverImpl, RunConfig};
 use crate::harness::driver::Driver;
 use crate::harness::report::{self, Report};
 use crate::harness::runner;
-use crate::harness::verdict::SetupError;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -200,7 +199,7 @@ impl Conformance {
         )
         .await;
         if let Err(e) = writable.and_then(|()| report::write(&outputs, &report)) {
-            report.setup_error.get_or_insert(SetupError::Reports(e));
+            report.setup_error.get_or_insert(e.into());
         }
         report
     }

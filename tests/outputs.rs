@@ -311,7 +311,11 @@ fn a_setup_error_has_no_table_and_is_not_repeated() {
     use bankconf::harness::report::terminal::{render_summary, Paint};
     let report = Report {
         results: Vec::new(),
-        setup_error: Some(SetupError::Preflight("the target refuses --api-key".into())),
+        setup_error: Some(SetupError::KeyRefused {
+            flag: "--api-key",
+            request: "POST http://127.0.0.1:40001/v1/connections".into(),
+            status: 401,
+        }),
         expectations: None,
         ..with_failures()
     };

@@ -3,6 +3,7 @@
 //! process that is alive at once (the self-test's runs share it), started on first use and
 //! killed when the last run lets go of it.
 
+use super::errors::BrowserLaunchError;
 use super::orphans;
 use super::outcome::{ErrorSource, Stop};
 use chromiumoxide::cdp::browser_protocol::network::{
@@ -176,7 +177,7 @@ impl std::fmt::Debug for BrowserPool {
 
 impl BrowserPool {
     /// The pool's browser, started at `path` if none is alive.
-    async fn get(&self, path: &Path) -> Result<Arc<Session>, String> {
+    async fn get(&self, path: &Path) -> Result<Arc<Session>, BrowserLaunchError> {
         let _launching = self.0.launching.lock().await;
         if let Some(session) = self.0.shared.lock().unwrap_or_else(|e| e.into_inner()).upgrade() {
             return Ok(session);
@@ -209,7 +210,7 @@ impl RunBrowser {
         if slot.is_none() {
             *slot = Some(match find(given) {
                 None => Err(Stop::ignore(INSTALL_HINT)),
-                Some(path) => self.pool.get(&path).await.map_err(harness_error),
+                Some(path) => self.pool.get(&path).await.map_err(|e| harness_error(e.to_string())),
             });
         }
         slot.clone().expect("set above")
@@ -269,7 +270,7 @@ const ARGS: &[&str] = &[
 
 /// Starts the browser (started here, not by chromiumoxide, so that it leads a process group
 /// that [`orphans`] watches from its first moment) and connects to its DevTools address.
-async fn launch(path: &Path) -> Result<Session, String> {
+async fn launch(path: &Path) -> Result<Session, BrowserLaunchError> {
     use tokio::io::AsyncBufReadExt;
     static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -288,8 +289,9 @@ async fn launch(path: &Path) -> Result<Session, String> {
     }
     command.arg("about:blank");
     // Declared after the profile: dropped before it (a failed or cancelled launch included).
+    let shown = || path.display().to_string();
     let mut process =
-        Process::spawn(&mut command).map_err(|e| format!("browser {} did not start: {e}", path.display()))?;
+        Process::spawn(&mut command).map_err(|source| BrowserLaunchError::NotStarted { path: shown(), source })?;
     // `DevTools listening on ws://…/devtools/browser/…` on stderr; the rest is dropped.
     let stderr = process.child.stderr.take().map(tokio::io::BufReader::new);
     let address = async {
@@ -305,19 +307,13 @@ async fn launch(path: &Path) -> Result<Session, String> {
     };
     let address = match tokio::time::timeout(LAUNCH_TIMEOUT, address).await {
         Ok(Some(address)) => address,
-        Ok(None) => {
-            return Err(format!("browser {} exited before it listened for DevTools", path.display()));
-        }
-        Err(_) => {
-            return Err(format!("browser {} gave no DevTools address within {LAUNCH_TIMEOUT:?}", path.display()));
-        }
+        Ok(None) => return Err(BrowserLaunchError::ExitedEarly { path: shown() }),
+        Err(_) => return Err(BrowserLaunchError::NoDevToolsAddress { path: shown(), waited: LAUNCH_TIMEOUT }),
     };
     let config = HandlerConfig { request_timeout: PROBE_TIMEOUT, ..HandlerConfig::default() };
     let (browser, mut handler) = match Browser::connect_with_config(address, config).await {
         Ok(connected) => connected,
-        Err(e) => {
-            return Err(format!("browser {}: cannot connect to DevTools: {e}", path.display()));
-        }
+        Err(source) => return Err(BrowserLaunchError::DevToolsUnreachable { path: shown(), source }),
     };
     let handler = tokio::spawn(async move {
         use futures::StreamExt;

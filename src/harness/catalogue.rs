@@ -1,5 +1,6 @@
 //! The case catalogue: the data in `cases/*.toml`, embedded in the binary.
 
+use super::errors::{SelectionError, UnknownName};
 use serde::Deserialize;
 use std::fmt;
 use std::str::FromStr;
@@ -35,12 +36,9 @@ impl fmt::Display for Level {
 }
 
 impl FromStr for Level {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|l| l.as_str() == s.trim())
-            .ok_or_else(|| format!("unknown level {s:?} (one of must, security, robustness, advisory)"))
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
+        Self::ALL.into_iter().find(|l| l.as_str() == s.trim()).ok_or_else(|| UnknownName::Level(s.to_string()))
     }
 }
 
@@ -154,7 +152,7 @@ impl Selection {
 /// prefix or section that names no case of `bankconf run`, or a selection that together names
 /// none, is an error (exit 2) with a "did you mean". A prefix (`transaction.`) is compared with
 /// the area prefixes (`transactions.`), an id with ids and prefixes.
-pub fn check_selection(selection: &Selection) -> Result<(), String> {
+pub fn check_selection(selection: &Selection) -> Result<(), SelectionError> {
     let runnable: Vec<&Case> = all().iter().filter(|c| !c.offline).collect();
     let ids: Vec<&str> = runnable.iter().map(|c| c.id.as_str()).collect();
     let mut prefixes: Vec<String> = Vec::new();
@@ -173,8 +171,10 @@ pub fn check_selection(selection: &Selection) -> Result<(), String> {
         } else {
             prefixes.iter().map(String::as_str).chain(ids.iter().copied()).collect()
         };
-        let nearest = nearest(wanted, &candidates);
-        return Err(format!("no case {wanted:?}; did you mean {nearest:?}? (`bankconf run --list` lists them)"));
+        return Err(SelectionError::UnknownCase {
+            wanted: wanted.clone(),
+            nearest: nearest(wanted, &candidates).into(),
+        });
     }
     let mut sections: Vec<&str> = Vec::new();
     for case in &runnable {
@@ -189,18 +189,14 @@ pub fn check_selection(selection: &Selection) -> Result<(), String> {
             continue;
         }
         let bare = wanted.trim_start_matches('§');
-        let what = match crate::spec::SECTIONS.iter().find(|(s, _)| s.trim_start_matches('§') == bare) {
-            Some((s, title)) => format!("no case of `bankconf run` checks {s} ({title})"),
-            None => format!("no section §{bare} in the spec"),
-        };
-        return Err(format!(
-            "--section {wanted}: {what}; did you mean §{}? (`bankconf run --list` shows each case's section)",
-            nearest(bare, &sections)
-        ));
+        let (wanted, nearest) = (wanted.clone(), nearest(bare, &sections).to_string());
+        return Err(match crate::spec::SECTIONS.iter().find(|(s, _)| s.trim_start_matches('§') == bare) {
+            Some(&(section, title)) => SelectionError::UncheckedSection { wanted, section, title, nearest },
+            None => SelectionError::UnknownSection { wanted, bare: bare.to_string(), nearest },
+        });
     }
     if !runnable.iter().any(|c| selection.matches(c)) {
-        return Err("the selection names no case: no case has all of the ids, sections and levels given                     (`bankconf run --list` lists them)"
-            .into());
+        return Err(SelectionError::NoCase);
     }
     Ok(())
 }
@@ -239,22 +235,22 @@ mod tests {
     #[test]
     fn a_typo_gets_a_suggestion() {
         let typo = Selection { ids: vec!["transactions.walk-exactly-one".into()], ..Default::default() };
-        let e = check_selection(&typo).unwrap_err();
+        let e = check_selection(&typo).unwrap_err().to_string();
         assert!(e.contains("did you mean \"transactions.walk-exactly-once\""), "{e}");
         let fine =
             Selection { ids: vec!["transactions.".into(), "create.status-created".into()], ..Default::default() };
         assert!(check_selection(&fine).is_ok());
         let prefix = Selection { ids: vec!["transaction.".into()], ..Default::default() };
-        let e = check_selection(&prefix).unwrap_err();
+        let e = check_selection(&prefix).unwrap_err().to_string();
         assert!(e.contains("did you mean \"transactions.\""), "{e}");
         let section = Selection { sections: vec!["4.9".into()], ..Default::default() };
-        let e = check_selection(&section).unwrap_err();
+        let e = check_selection(&section).unwrap_err().to_string();
         assert!(e.contains("no section §4.9") && e.contains("did you mean §4."), "{e}");
         let unchecked = Selection { sections: vec!["§9".into()], ..Default::default() };
-        assert!(check_selection(&unchecked).unwrap_err().contains("no case of `bankconf run` checks §9"));
+        assert!(check_selection(&unchecked).unwrap_err().to_string().contains("no case of `bankconf run` checks §9"));
         let nothing = Selection { sections: vec!["4.3".into()], levels: vec![Level::Advisory], ..Default::default() };
         if !all().iter().any(|c| nothing.matches(c)) {
-            assert!(check_selection(&nothing).unwrap_err().contains("names no case"));
+            assert_eq!(check_selection(&nothing), Err(SelectionError::NoCase));
         }
         assert!(check_selection(&Selection::default()).is_ok());
     }

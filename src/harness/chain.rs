@@ -4,12 +4,13 @@
 //! `connection.created`.
 
 use super::delivery::{unique, Delivery};
+use super::errors::ChainError;
 use crate::spec::ConnectionState;
 use serde_json::Value;
 
 /// Checks that the connection events among `deliveries` form one chain from
 /// `connection.created`. Returns the state the chain ends in: the first of [`ends`].
-pub fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
+pub fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, ChainError> {
     ends(deliveries).map(|ends| ends[0])
 }
 
@@ -25,7 +26,7 @@ pub fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, String> {
 /// previousStatus and no id, so its deliveries cannot be told from retries: they make one edge
 /// into its state that may be taken any number of times (at least once), from any other state.
 /// Linear in the events, so it decides for any flood.
-pub fn ends(deliveries: &[Delivery]) -> Result<Vec<ConnectionState>, String> {
+pub fn ends(deliveries: &[Delivery]) -> Result<Vec<ConnectionState>, ChainError> {
     let events = unique(deliveries);
     let mut created = false;
     let mut graph = Graph::default();
@@ -41,26 +42,20 @@ pub fn ends(deliveries: &[Delivery]) -> Result<Vec<ConnectionState>, String> {
         }
         let previous = match d.body.pointer("/data/previousStatus") {
             Some(Value::String(p)) => ConnectionState::from_lower(p)
-                .ok_or_else(|| format!("{}: previousStatus {p:?} is not a lower-case state name of §3.1", d.label()))?,
+                .ok_or_else(|| ChainError::UnknownPreviousStatus { event: d.label(), value: p.clone() })?,
             other => {
-                return Err(format!(
-                    "{}: previousStatus must be a lower-case state name, got {}",
-                    d.label(),
-                    other.map_or("nothing".to_string(), Value::to_string)
-                ))
+                let got = other.map_or("nothing".to_string(), Value::to_string);
+                return Err(ChainError::BadPreviousStatus { event: d.label(), got });
             }
         };
         graph.edge(index(previous), index(state));
     }
     if !created {
-        return Err("no connection.created event: the chain has no start".to_string());
+        return Err(ChainError::NoStart);
     }
     let ends: Vec<ConnectionState> = ConnectionState::ALL.into_iter().filter(|end| graph.trail_ends_at(*end)).collect();
     if ends.is_empty() {
-        return Err(format!(
-            "no order of these events links each previousStatus to the state announced before it, from connection.created: {}",
-            super::delivery::labels(deliveries)
-        ));
+        return Err(ChainError::NoOrder { events: super::delivery::labels(deliveries) });
     }
     Ok(ends)
 }
@@ -245,19 +240,19 @@ mod tests {
     fn a_broken_link_is_reported() {
         let mut events = happy();
         events[3] = event("evt_4", "connection.connected", json!("created"));
-        assert!(resolve(&events).unwrap_err().contains("no order"));
+        assert!(resolve(&events).unwrap_err().to_string().contains("no order"));
     }
 
     #[test]
     fn upper_case_previous_status_is_reported() {
         let mut events = happy();
         events[1] = event("evt_2", "connection.credentials_submitted", json!("CREATED"));
-        assert!(resolve(&events).unwrap_err().contains("lower-case"));
+        assert!(resolve(&events).unwrap_err().to_string().contains("lower-case"));
     }
 
     #[test]
     fn missing_created_is_reported() {
-        assert!(resolve(&happy()[1..]).unwrap_err().contains("no connection.created"));
+        assert!(resolve(&happy()[1..]).unwrap_err().to_string().contains("no connection.created"));
     }
 
     #[test]
@@ -352,6 +347,6 @@ mod tests {
         for i in 0..40 {
             events.push(event(&format!("evt_x{i}"), "connection.error", json!("verifying")));
         }
-        assert!(resolve(&events).unwrap_err().contains("no order"));
+        assert!(resolve(&events).unwrap_err().to_string().contains("no order"));
     }
 }

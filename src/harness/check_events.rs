@@ -15,6 +15,7 @@ use super::catalogue::{self, Case, Level};
 use super::checks::events;
 use super::config::OutputPaths;
 use super::delivery::{unique, Delivery};
+use super::errors::CaptureError;
 use super::event_rules;
 use super::outcome::{CaseResult, Gate, Outcome, Stop};
 use super::report::{self, Origin, Report, EXIT_NOT_RUN};
@@ -56,20 +57,18 @@ pub const CASE_IDS: [&str; 6] = [
 ];
 
 /// Reads a capture. Errors mean the check cannot start (exit 2).
-pub fn parse(text: &str) -> Result<Vec<Delivery>, String> {
+pub fn parse(text: &str) -> Result<Vec<Delivery>, CaptureError> {
     // As the receiver keeps them: a body that is not JSON is `null`.
     let delivery = |seq: usize, body: Value| Delivery::new(seq as u64, body);
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return Err("the capture is empty".into());
+        return Err(CaptureError::Empty);
     }
     let deliveries = match serde_json::from_str::<Value>(trimmed) {
         Ok(Value::Array(items)) => items.into_iter().enumerate().map(|(i, v)| delivery(i, v)).collect(),
         Ok(v @ Value::Object(_)) => vec![delivery(0, v)],
-        Ok(other) => return Err(format!("the capture is a JSON {}, not deliveries", kind(&other))),
-        Err(_) if trimmed.starts_with('[') => {
-            return Err("the capture starts with [ but is not a JSON array".into());
-        }
+        Ok(other) => return Err(CaptureError::NotDeliveries { kind: kind(&other) }),
+        Err(_) if trimmed.starts_with('[') => return Err(CaptureError::BrokenArray),
         Err(_) => text
             .lines()
             .enumerate()
@@ -78,7 +77,7 @@ pub fn parse(text: &str) -> Result<Vec<Delivery>, String> {
             .collect::<Vec<_>>(),
     };
     if deliveries.is_empty() {
-        return Err("the capture holds no delivery".into());
+        return Err(CaptureError::NoDelivery);
     }
     Ok(deliveries)
 }

@@ -4,6 +4,7 @@
 use super::catalogue::{Level, Selection};
 use super::driver::Driver;
 use super::embedded::{Conditions, Mutant, Variant};
+use super::errors::{SetupError, UnknownName};
 use super::outcome::Gate;
 use clap::Args;
 use std::net::SocketAddr;
@@ -186,6 +187,52 @@ impl RunConfig {
         self
     }
 
+    /// Every mistake the flags alone show, before anything starts (no network, no file read):
+    /// settings of a target without one, two drivers, one key given twice, a missing key, the
+    /// sandbox's flags for a target, a URL that is not http(s), a selection that names no case.
+    /// The one place these are checked: the session starts with it (`Session::setup`).
+    pub fn validate(&self) -> Result<(), SetupError> {
+        let target = self.base_url.is_some();
+        let target_flags = [
+            ("--api-key", self.api_key.is_some()),
+            ("--second-api-key", self.second_api_key.is_some()),
+            ("--driver", self.driver.is_some()),
+            ("--driver-url", self.driver_url.is_some()),
+            ("a driver given in code", self.driver_impl.is_some()),
+            ("--connection-id", self.connection_id.is_some()),
+            ("--service", self.service.is_some()),
+            ("--webhook-public-url", self.webhook_public_url.is_some()),
+        ];
+        let flags: Vec<&'static str> = target_flags.iter().filter(|(_, set)| *set).map(|(flag, _)| *flag).collect();
+        if !target && !flags.is_empty() {
+            return Err(SetupError::TargetFlagsWithoutBaseUrl { flags });
+        }
+        let drivers = [self.driver.is_some(), self.driver_url.is_some(), self.driver_impl.is_some()];
+        if drivers.into_iter().filter(|given| *given).count() > 1 {
+            return Err(SetupError::SeveralDrivers);
+        }
+        if self.api_key.is_some() && self.api_key == self.second_api_key {
+            return Err(SetupError::SameKeyTwice);
+        }
+        let sandbox_only = self.sandbox_mutant.is_some()
+            || self.sandbox_variant.is_some()
+            || !self.sandbox_conditions.conditions().is_local();
+        if let Some(url) = &self.base_url {
+            if sandbox_only {
+                return Err(SetupError::SandboxFlagsWithBaseUrl);
+            }
+            if self.api_key.as_deref().unwrap_or("").is_empty() {
+                return Err(SetupError::MissingApiKey);
+            }
+            super::http::parse_base_url(url)?;
+        }
+        if let Some(url) = &self.driver_url {
+            super::driver::HttpDriver::check_url(url)?;
+        }
+        super::catalogue::check_selection(&self.selection())?;
+        Ok(())
+    }
+
     pub fn selection(&self) -> Selection {
         Selection { ids: self.ids.clone(), sections: self.sections.clone(), levels: self.levels.clone() }
     }
@@ -285,13 +332,13 @@ fn secs(s: f64) -> Duration {
 }
 
 /// `--sandbox-mutant NAME` and `bankconf serve --mutant NAME`.
-pub fn parse_mutant(name: &str) -> Result<Mutant, String> {
-    Mutant::from_name(name).ok_or_else(|| format!("unknown mutant {name:?} (see `bankconf serve --list-mutants`)"))
+pub fn parse_mutant(name: &str) -> Result<Mutant, UnknownName> {
+    Mutant::from_name(name).ok_or_else(|| UnknownName::Mutant(name.to_string()))
 }
 
 /// `--sandbox-variant NAME` and `bankconf serve --variant NAME`.
-pub fn parse_variant(name: &str) -> Result<Variant, String> {
-    Variant::from_name(name).ok_or_else(|| format!("unknown variant {name:?} (see `bankconf serve --list-variants`)"))
+pub fn parse_variant(name: &str) -> Result<Variant, UnknownName> {
+    Variant::from_name(name).ok_or_else(|| UnknownName::Variant(name.to_string()))
 }
 
 /// Where the report files go: the flags shared by `run` and `check-events`.
@@ -398,5 +445,53 @@ impl SandboxConditions {
         .map(|(flag, v)| format!("{flag} {v}"))
         .chain(switches.into_iter().filter(|(_, on)| *on).map(|(flag, _)| flag.to_string()))
         .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::errors::{SelectionError, SetupError};
+
+    fn target() -> RunConfig {
+        RunConfig {
+            base_url: Some("http://127.0.0.1:8080".into()),
+            api_key: Some("k1".into()),
+            ..RunConfig::embedded()
+        }
+    }
+
+    /// Each mistake the flags show is its own variant, whichever front door built the flags.
+    #[test]
+    fn validate_names_each_mistake_of_the_flags() {
+        assert!(RunConfig::embedded().validate().is_ok());
+        assert!(target().validate().is_ok());
+        let check = |change: fn(&mut RunConfig), embedded: bool| {
+            let mut config = if embedded { RunConfig::embedded() } else { target() };
+            change(&mut config);
+            config.validate().unwrap_err()
+        };
+        let e = check(|c| c.driver_url = Some("http://127.0.0.1:9/".into()), true);
+        assert!(matches!(&e, SetupError::TargetFlagsWithoutBaseUrl { flags } if flags == &["--driver-url"]), "{e}");
+        assert!(e.to_string().starts_with("--driver-url given without --base-url"), "{e}");
+        let e = check(
+            |c| {
+                c.driver = Some("true".into());
+                c.driver_url = Some("http://127.0.0.1:9/".into());
+            },
+            false,
+        );
+        assert!(matches!(e, SetupError::SeveralDrivers), "{e}");
+        assert!(matches!(check(|c| c.second_api_key = Some("k1".into()), false), SetupError::SameKeyTwice));
+        assert!(matches!(check(|c| c.api_key = None, false), SetupError::MissingApiKey));
+        assert!(matches!(check(|c| c.api_key = Some(String::new()), false), SetupError::MissingApiKey));
+        let e = check(|c| c.sandbox_mutant = Some(Mutant::ALL[0]), false);
+        assert!(matches!(e, SetupError::SandboxFlagsWithBaseUrl), "{e}");
+        let e = check(|c| c.base_url = Some("ftp://127.0.0.1/".into()), false);
+        assert_eq!(e.to_string(), "base URL \"ftp://127.0.0.1/\": only http and https are supported");
+        let e = check(|c| c.driver_url = Some("ftp://127.0.0.1/".into()), false);
+        assert_eq!(e.to_string(), "--driver-url must be an http(s) URL, got \"ftp://127.0.0.1/\"");
+        let e = check(|c| c.ids = vec!["transactions.walk-exactly-one".into()], true);
+        assert!(matches!(e, SetupError::Selection(SelectionError::UnknownCase { .. })), "{e}");
     }
 }

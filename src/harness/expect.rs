@@ -14,6 +14,7 @@
 //! ```
 
 use super::catalogue;
+use super::errors::ExpectError;
 use super::outcome::{CaseResult, Outcome};
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
@@ -101,28 +102,30 @@ impl Standing {
 impl Expectations {
     /// Reads and checks the file: valid TOML of `[[expect]]` tables, each naming a case of the
     /// catalogue at most once, with a non-empty reason. An error is a setup problem (exit 2).
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("--expect {}: {e}", path.display()))?;
-        Self::parse(&path.display().to_string(), &text)
+    pub fn load(path: &Path) -> Result<Self, ExpectError> {
+        let file = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(&file, &text),
+            Err(source) => Err(ExpectError::Unreadable { file, source }),
+        }
     }
 
-    pub fn parse(file: &str, text: &str) -> Result<Self, String> {
-        let parsed: File = toml::from_str(text).map_err(|e| format!("--expect {file}: {}", e.message()))?;
+    /// The expectations `text` states; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Self, ExpectError> {
+        let at = || file.to_string();
+        let parsed: File = toml::from_str(text).map_err(|source| ExpectError::Invalid { file: at(), source })?;
         let mut by_case = BTreeMap::new();
         for line in parsed.expect {
             let selection = catalogue::Selection { ids: vec![line.case.clone()], ..Default::default() };
-            catalogue::check_selection(&selection).map_err(|e| format!("--expect {file}: {e}"))?;
+            catalogue::check_selection(&selection).map_err(|source| ExpectError::UnknownCase { file: at(), source })?;
             if catalogue::find(&line.case).is_none() {
-                return Err(format!(
-                    "--expect {file}: `{}` is not a case id (an id prefix is not allowed here)",
-                    line.case
-                ));
+                return Err(ExpectError::NotACaseId { file: at(), case: line.case });
             }
             if line.reason.trim().is_empty() {
-                return Err(format!("--expect {file}: {}: give a reason", line.case));
+                return Err(ExpectError::NoReason { file: at(), case: line.case });
             }
             if by_case.contains_key(&line.case) {
-                return Err(format!("--expect {file}: {} is listed twice", line.case));
+                return Err(ExpectError::ListedTwice { file: at(), case: line.case });
             }
             by_case.insert(line.case.clone(), line);
         }
@@ -265,8 +268,8 @@ mod tests {
             (ok.replace("2027-03-31", "\"next week\""), "a date like"),
             (ok.replace("reason", "why"), "unknown field"),
         ] {
-            let err = Expectations::parse("f", &bad).unwrap_err();
-            assert!(err.contains(why), "{why}: {err}");
+            let err = Expectations::parse("f", &bad).unwrap_err().to_string();
+            assert!(err.starts_with("--expect f: ") && err.contains(why), "{why}: {err}");
         }
     }
 

@@ -2,32 +2,13 @@
 //! temporary name and renamed into place, so that a run killed at any moment (SIGKILL) leaves
 //! the previous file or none, never an empty or truncated one.
 
+use super::errors::ReportWriteError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// A report file that could not be written or checked, naming it.
-#[derive(Debug)]
-pub struct WriteError {
-    pub path: String,
-    pub source: std::io::Error,
-}
-
-impl std::fmt::Display for WriteError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot write {}: {}", self.path, self.source)
-    }
-}
-
-impl std::error::Error for WriteError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
-}
-
-impl WriteError {
-    fn new(path: &Path, source: std::io::Error) -> Self {
-        Self { path: path.display().to_string(), source }
-    }
+/// Why `path` cannot be written, naming it.
+fn error(path: &Path, source: std::io::Error) -> ReportWriteError {
+    ReportWriteError { path: path.display().to_string(), source }
 }
 
 /// The temporary file beside `path`: `.NAME.PID.tmp`, in the same folder (a rename never
@@ -61,7 +42,7 @@ fn sweep(path: &Path) {
 
 /// Writes `text` to `path` whole: a temporary file beside it, synced, then renamed into place
 /// (temporaries that killed runs left beside it go first).
-pub fn write_atomically(path: &Path, text: &[u8]) -> Result<(), WriteError> {
+pub fn write_atomically(path: &Path, text: &[u8]) -> Result<(), ReportWriteError> {
     sweep(path);
     let temp = temporary(path);
     let written = std::fs::File::create(&temp)
@@ -70,17 +51,17 @@ pub fn write_atomically(path: &Path, text: &[u8]) -> Result<(), WriteError> {
     if written.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
-    written.map_err(|e| WriteError::new(path, e))
+    written.map_err(|e| error(path, e))
 }
 
 /// Whether `path` can be written, without creating or changing it: an existing file must open
 /// for writing, and a new one's folder must take a file (tried with the temporary name).
-pub fn writable(path: &Path) -> Result<(), WriteError> {
+pub fn writable(path: &Path) -> Result<(), ReportWriteError> {
     if path.exists() {
-        return std::fs::OpenOptions::new().append(true).open(path).map(drop).map_err(|e| WriteError::new(path, e));
+        return std::fs::OpenOptions::new().append(true).open(path).map(drop).map_err(|e| error(path, e));
     }
     let temp = temporary(path);
-    std::fs::File::create(&temp).map_err(|e| WriteError::new(path, e))?;
+    std::fs::File::create(&temp).map_err(|e| error(path, e))?;
     let _ = std::fs::remove_file(&temp);
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! session's) plus these fixtures.
 
 use super::browser::Probe;
+use super::errors::SilentReceiver;
 use super::graph::TransitionGraph;
 use super::http::{Api, Auth};
 use super::outcome::Stop;
@@ -70,7 +71,7 @@ pub struct RunContext {
     /// What the browser saw running the widget script, probed once per run.
     pub widget_probe: OnceCell<Result<Probe, Stop>>,
     /// Whether webhooks reach the receiver (see [`RunContext::heard`]).
-    heard: OnceCell<Result<Vec<String>, String>>,
+    heard: OnceCell<Result<Vec<String>, SilentReceiver>>,
     /// The state cases' second reads, made once for all of them (`checks::state`).
     pub reread: OnceCell<Result<(), Stop>>,
 }
@@ -167,12 +168,12 @@ impl RunContext {
     /// Whether any webhook delivery reached the receiver, awaited once per run beside the cases
     /// (`preflight::listen`): `Ok` with the preflight's notes on it, `Err` with the diagnosis
     /// that turns the event cases into errors (the setup's problem, not the target's).
-    pub async fn heard(&self) -> &Result<Vec<String>, String> {
+    pub async fn heard(&self) -> &Result<Vec<String>, SilentReceiver> {
         self.heard.get_or_init(|| super::preflight::listen(&self.session)).await
     }
 
     /// [`RunContext::heard`] if it is known by now, without waiting (a run cut short).
-    pub fn heard_now(&self) -> Option<&Result<Vec<String>, String>> {
+    pub fn heard_now(&self) -> Option<&Result<Vec<String>, SilentReceiver>> {
         self.heard.get()
     }
 

@@ -9,6 +9,7 @@
 //! the response that carries it).
 
 use super::driver::{DriveArgs, DriveError, DriverAction};
+use super::errors::ReportWriteError;
 use super::latency::Latency;
 use super::redact::{self, Redactor};
 use super::verdict::Link;
@@ -283,7 +284,7 @@ impl Recorder {
     }
 
     /// Writes the HAR to `path`, every secret `redactor` knows redacted.
-    pub fn write(&self, path: &Path, redactor: &Redactor) -> Result<(), String> {
+    pub fn write(&self, path: &Path, redactor: &Redactor) -> Result<(), ReportWriteError> {
         let Some(log) = &self.har else { return Ok(()) };
         let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
         let mut comment = "bankconf run: every request to the target, every webhook delivery (the receiver as server) and every driver call (URL driver:<action>); `_case` names the case that caused an entry".to_string();
@@ -304,7 +305,7 @@ impl Recorder {
         let text = redactor.redact(&serde_json::to_string(&har).unwrap_or_default());
         drop(entries);
         log.index = index;
-        super::files::write_atomically(path, text.as_bytes()).map_err(|e| e.to_string())
+        super::files::write_atomically(path, text.as_bytes())
     }
 }
 

@@ -2,6 +2,7 @@
 //! body size, every exchange described as `METHOD /path?query` for failure messages.
 
 use super::budget;
+use super::errors::{SetupError, UrlProblem};
 use super::har::{self, Exchanged, Recorder};
 use super::key_variant::KeyEdit;
 use super::outcome::Stop;
@@ -252,25 +253,34 @@ pub struct Api {
     pages: Arc<super::reads::PageCache>,
 }
 
+/// `--base-url` as a URL, if it is an http(s) one: checked with the other flags
+/// ([`RunConfig::validate`](super::config::RunConfig::validate)) and again by [`Api::new`].
+pub fn parse_base_url(text: &str) -> Result<Url, SetupError> {
+    let bad = |problem| SetupError::BadBaseUrl { url: text.to_string(), problem };
+    let url = Url::parse(text).map_err(|e| bad(UrlProblem::Unparsable(e)))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad(UrlProblem::NotHttp));
+    }
+    Ok(url)
+}
+
 impl Api {
     pub fn new(
         base_url: &str,
         key: Option<String>,
         second_key: Option<String>,
         timeout: Duration,
-    ) -> anyhow::Result<Self> {
-        let mut base = Url::parse(base_url).map_err(|e| anyhow::anyhow!("base URL {base_url:?}: {e}"))?;
-        if !matches!(base.scheme(), "http" | "https") {
-            anyhow::bail!("base URL {base_url:?}: only http and https are supported");
-        }
+    ) -> Result<Self, SetupError> {
+        let mut base = parse_base_url(base_url)?;
         // Paths are appended below whatever path the base URL has.
         let trimmed = base.path().trim_end_matches('/').to_string();
         base.set_path(&trimmed);
         let builder =
             || reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(5)));
-        let client = builder().redirect(reqwest::redirect::Policy::none()).build()?;
+        let client = builder().redirect(reqwest::redirect::Policy::none()).build().map_err(SetupError::HttpClient)?;
         // Assets are fetched as a browser would: following a few redirects.
-        let browser = builder().redirect(reqwest::redirect::Policy::limited(5)).build()?;
+        let browser =
+            builder().redirect(reqwest::redirect::Policy::limited(5)).build().map_err(SetupError::HttpClient)?;
         Ok(Self {
             client,
             browser,
@@ -362,11 +372,13 @@ impl Api {
     }
 
     /// Whether anything answers HTTP at the base URL (the answer itself is not read).
-    pub async fn reachable(&self) -> Result<(), String> {
+    pub async fn reachable(&self) -> Result<(), SetupError> {
         let url = self.url(&["v1", "connections"], &[]);
         match self.client.get(url).send().await {
             Ok(_) => Ok(()),
-            Err(e) => Err(format!("no answer at {}: {}", self.base_url(), transport_error(&e))),
+            Err(e) => {
+                Err(SetupError::TargetUnreachable { base_url: self.base_url().to_string(), cause: transport_error(&e) })
+            }
         }
     }
 

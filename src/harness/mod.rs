@@ -9,7 +9,8 @@
 //!    [`budget`] (the run's memory budget), [`redact`] (secrets), [`key_variant`] (near misses of a
 //!    key, and the shell expressions that make them), [`cancel`] (a run cut short by a
 //!    signal or its deadline), [`progress`] (what a run tells as it goes: the runner calls it,
-//!    a report implements it);
+//!    a report implements it), [`errors`] (the typed errors: [`errors::SetupError`], what stops
+//!    a run before it starts, and each step's own);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
 //!    explored [`graph`] of transitions, the [`expect`] file of a release gate, [`latency`],
 //!    and [`verdict`] (a finished run: its results, gate and exit code);
@@ -43,6 +44,7 @@ pub mod config;
 pub mod delivery;
 pub mod driver;
 pub mod embedded;
+pub mod errors;
 pub mod event_rules;
 pub mod expect;
 pub mod files;

@@ -10,7 +10,7 @@
 //! Status codes are not specified (§7), so only 401 and 403 are read as "this key is refused";
 //! any other answer is left for the cases to judge.
 
-use super::config::RunConfig;
+use super::errors::{SetupError, SilentReceiver, WidgetNotServed};
 use super::http::{Auth, Exchange};
 use super::outcome::{ErrorSource, Stop};
 use super::session::{FirstDeliveries, Session, Webhooks};
@@ -19,46 +19,10 @@ use crate::spec::Action;
 use reqwest::Method;
 use serde_json::Value;
 
-/// What a configuration asks that makes no sense before anything runs: target settings without a
-/// target, two identical keys.
-pub fn validate(config: &RunConfig) -> Result<(), String> {
-    if config.base_url.is_none() {
-        let target_flags = [
-            ("--api-key", config.api_key.is_some()),
-            ("--second-api-key", config.second_api_key.is_some()),
-            ("--driver", config.driver.is_some()),
-            ("--driver-url", config.driver_url.is_some()),
-            ("a driver given in code", config.driver_impl.is_some()),
-            ("--connection-id", config.connection_id.is_some()),
-            ("--service", config.service.is_some()),
-            ("--webhook-public-url", config.webhook_public_url.is_some()),
-        ];
-        let given: Vec<&str> = target_flags.iter().filter(|(_, set)| *set).map(|(flag, _)| *flag).collect();
-        if !given.is_empty() {
-            return Err(format!(
-                "{} given without --base-url (BANKCONF_BASE_URL): these describe a target, and without one the \
-                 embedded sandbox would be tested instead",
-                given.join(", ")
-            ));
-        }
-    }
-    let drivers = [config.driver.is_some(), config.driver_url.is_some(), config.driver_impl.is_some()];
-    if drivers.into_iter().filter(|given| *given).count() > 1 {
-        return Err("give one driver: --driver (a command), --driver-url (an HTTP endpoint) or one in code".into());
-    }
-    if let (Some(a), Some(b)) = (&config.api_key, &config.second_api_key) {
-        if a == b {
-            return Err("--second-api-key is the same key as --api-key: the isolation cases need the key of \
-                        another client"
-                .into());
-        }
-    }
-    Ok(())
-}
-
 /// Checks the keys, the driver and `--connection-id` against the target, and leaves the webhook
-/// path to [`listen`]. `Err`: the run must not start (exit 2).
-pub async fn check(session: &mut Session) -> Result<(), String> {
+/// path to [`listen`]. `Err`: the run must not start (exit 2). The flags alone were checked
+/// before the session started ([`RunConfig::validate`](super::config::RunConfig::validate)).
+pub async fn check(session: &mut Session) -> Result<(), SetupError> {
     if let Webhooks::Failed(m) = &session.webhooks {
         let config = &session.config;
         let hint = match (&config.driver_impl, &config.driver_url, &config.driver) {
@@ -67,7 +31,7 @@ pub async fn check(session: &mut Session) -> Result<(), String> {
             (None, None, Some(_)) => "is --driver right, and executable?",
             (None, None, None) => "the embedded sandbox's driver",
         };
-        return Err(format!("the driver failed on register_webhook ({hint}): {m}"));
+        return Err(SetupError::DriverRegisterFailed { hint, message: m.clone() });
     }
     let first = probe_key(session, Auth::Primary, "--api-key").await?;
     let second =
@@ -75,13 +39,13 @@ pub async fn check(session: &mut Session) -> Result<(), String> {
     // A missing widget ends the widget cases only (see `runner::run_flow`), never the run.
     session.widget_missing = probe_service(session).await.err();
     if let Some(id) = session.config.connection_id.clone() {
-        let exchange =
-            session.api.get(&["v1", "connections", &id, "accounts"], &[]).await.map_err(|e| e.to_string())?;
+        let exchange = session
+            .api
+            .get(&["v1", "connections", &id, "accounts"], &[])
+            .await
+            .map_err(|e| SetupError::ConnectionIdUnanswered { reason: e.to_string() })?;
         if !exchange.is_success() {
-            return Err(format!(
-                "--connection-id {id}: {} answered {}; give a CONNECTED connection of the --api-key's client",
-                exchange.request, exchange.status
-            ));
+            return Err(SetupError::ConnectionIdRefused { id, request: exchange.request, status: exchange.status });
         }
     }
     // A driver that cannot connect would break the shared connection and every case after
@@ -90,9 +54,7 @@ pub async fn check(session: &mut Session) -> Result<(), String> {
     let clean = |c: &&Created| !c.connection_id.chars().any(char::is_control);
     if let (Some(_), Some(created)) = (&session.driver, first.as_ref().filter(clean)) {
         match session.drive(Action::Connect, created, None, None).await {
-            Err(Stop::Error(ErrorSource::Driver, m)) => {
-                return Err(format!("the driver failed on connect (is the driver right?): {m}"))
-            }
+            Err(Stop::Error(ErrorSource::Driver, message)) => return Err(SetupError::DriverConnectFailed { message }),
             // Connected: the read-only cases' shared connection, not made a second time.
             Ok(()) => session.connected_early = Some(created.connection_id.clone()),
             Err(_) => {}
@@ -113,7 +75,7 @@ pub async fn check(session: &mut Session) -> Result<(), String> {
 
 /// Awaits the preflight connections' first deliveries (run beside the cases): `Ok` with the
 /// notes on them, or `Err` with the diagnosis when nothing at all reached the receiver.
-pub async fn listen(session: &Session) -> Result<Vec<String>, String> {
+pub async fn listen(session: &Session) -> Result<Vec<String>, SilentReceiver> {
     let (Some(first), Some(receiver)) = (&session.first_deliveries, &session.receiver) else { return Ok(Vec::new()) };
     let what = format!("the first webhook delivery, for {}", first.connection_id);
     let left = (first.since + first_wait(session)).saturating_duration_since(std::time::Instant::now());
@@ -140,16 +102,13 @@ fn first_wait(session: &Session) -> std::time::Duration {
 
 /// `POST /v1/connections` with one key: refused with 401/403 stops the run; a created
 /// connection is returned for the webhook probe.
-async fn probe_key(session: &Session, auth: Auth, flag: &str) -> Result<Option<Created>, String> {
+async fn probe_key(session: &Session, auth: Auth, flag: &'static str) -> Result<Option<Created>, SetupError> {
     // A broken answer (too large, cut off) is for the cases to judge, not the setup's problem.
     let Ok(exchange) = session.api.send(Method::POST, &["v1", "connections"], &[], auth).await else {
         return Ok(None);
     };
     if matches!(exchange.status, 401 | 403) {
-        return Err(format!(
-            "the target refuses {flag}: {} answered {}; check the key (and that it belongs to this target)",
-            exchange.request, exchange.status
-        ));
+        return Err(SetupError::KeyRefused { flag, request: exchange.request, status: exchange.status });
     }
     if !exchange.is_success() {
         return Ok(None);
@@ -161,7 +120,7 @@ async fn probe_key(session: &Session, auth: Auth, flag: &str) -> Result<Option<C
 /// answers non-2xx is one diagnosis naming both causes (a wrong `--service`, or no widget
 /// served), which the widget cases end in; the rest of the run is judged. (The embedded sandbox
 /// names its own service; a target that leaves the path unanswered is left to the cases.)
-async fn probe_service(session: &Session) -> Result<(), String> {
+async fn probe_service(session: &Session) -> Result<(), WidgetNotServed> {
     let (Some(service), Some(_)) = (&session.config.service, &session.config.base_url) else { return Ok(()) };
     let Ok(exchange) = session.api.fetch_asset(&["widget", &format!("{service}-connect.js")]).await else {
         return Ok(());
@@ -169,12 +128,7 @@ async fn probe_service(session: &Session) -> Result<(), String> {
     if exchange.is_success() {
         return Ok(());
     }
-    Err(format!(
-        "--service {service:?}: {} answered {}; the widget script is served at /widget/<service>-connect.js (§1): \
-         either --service (BANKCONF_SERVICE) is wrong, or the target serves no widget script; the widget cases \
-         are not judged, every other case is",
-        exchange.request, exchange.status
-    ))
+    Err(WidgetNotServed { service: service.clone(), request: exchange.request, status: exchange.status })
 }
 
 /// The connection a successful creation names, with its widget token redacted from then on.
@@ -188,18 +142,13 @@ fn created(session: &Session, exchange: &Exchange) -> Option<Created> {
     Some(Created { connection_id, widget_token, body })
 }
 
-fn silent_diagnosis(session: &Session) -> String {
-    let url = session.receiver.as_ref().map_or("?", |r| r.url());
-    // The bound address: `:0` in the configuration says nothing about where to look.
-    let listening = session.receiver.as_ref().map_or(session.config.webhook_listen, |r| r.listening());
-    format!(
-        "no webhook delivery reached the receiver within {:?} of creating (and driving) a connection: the \
-         target was given {url} (listening on {}). A target in a container or on another host needs \
-         --webhook-public-url with an address it can reach, and --webhook-listen 0.0.0.0:PORT; the event \
-         cases are not judged on zero deliveries",
-        first_wait(session),
-        listening
-    )
+fn silent_diagnosis(session: &Session) -> SilentReceiver {
+    SilentReceiver {
+        waited: first_wait(session),
+        url: session.receiver.as_ref().map_or("?", |r| r.url()).to_string(),
+        // The bound address: `:0` in the configuration says nothing about where to look.
+        listening: session.receiver.as_ref().map_or(session.config.webhook_listen, |r| r.listening()),
+    }
 }
 
 /// The two keys should act for two clients: their connections' events name two `clientId`s.

@@ -7,6 +7,7 @@ use super::catalogue::{self, Case, Need};
 use super::checks;
 use super::checks::Judged;
 use super::config::RunConfig;
+use super::errors::SetupError;
 use super::expect::{Expectations, Standing};
 use super::fixtures::RunContext;
 use super::har;
@@ -15,22 +16,20 @@ use super::preflight;
 pub use super::progress::Progress;
 use super::session::Session;
 use super::verdict::Link;
-use super::verdict::{Origin, Report, SetupError};
+use super::verdict::{Origin, Report};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Sets up a session and runs the preflight; `Err` says why the run must not start.
+/// Sets up a session (its flags checked first) and runs the preflight; `Err` says why the run
+/// must not start.
 pub async fn start(config: RunConfig) -> Result<Arc<RunContext>, SetupError> {
-    preflight::validate(&config).map_err(SetupError::Configuration)?;
-    let selection = config.selection();
-    catalogue::check_selection(&selection).map_err(SetupError::Configuration)?;
-    let mut session = Session::setup(config).await.map_err(SetupError::Start)?;
+    let mut session = Session::setup(config).await?;
     match preflight::check(&mut session).await {
         Ok(()) => Ok(RunContext::new(session)),
         Err(e) => {
             session.shutdown().await;
-            Err(SetupError::Preflight(e))
+            Err(e)
         }
     }
 }
@@ -82,7 +81,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
     // A broken expectations file is found before anything runs.
     let expectations = match config.expect.as_deref().map(Expectations::load).transpose() {
         Ok(e) => e,
-        Err(e) => return not_run(SetupError::Expectations(e)),
+        Err(e) => return not_run(e.into()),
     };
     let ctx = tokio::select! {
         biased;
@@ -114,14 +113,14 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         let (ctx, progress) = (ctx.clone(), progress.clone());
         async move {
             if let (Err(diagnosis), Some(p)) = (ctx.heard().await, progress) {
-                p.diagnosis(&ctx.redactor.redact(diagnosis));
+                p.diagnosis(&ctx.redactor.redact(&diagnosis.to_string()));
             }
         }
     }));
     if let Some(p) = &progress {
         p.started(&ctx.server, ctx.seed, cases.len());
         if let Some(diagnosis) = &ctx.widget_missing {
-            p.diagnosis(diagnosis);
+            p.diagnosis(&diagnosis.to_string());
         }
     }
     let gate = ctx.config.gate();
@@ -167,7 +166,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
     };
     match heard {
         Some(Ok(heard)) => notes.extend(heard.iter().cloned()),
-        Some(Err(diagnosis)) => notes.insert(0, diagnosis.clone()),
+        Some(Err(diagnosis)) => notes.insert(0, diagnosis.to_string()),
         None => {}
     }
     if let Ok(r) = ctx.receiver() {
@@ -262,7 +261,7 @@ async fn run_flow(ctx: Arc<RunContext>, case: &'static Case) -> Outcome {
         return Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason };
     }
     if let (true, Some(diagnosis)) = (case.needs.contains(&Need::Service), &ctx.widget_missing) {
-        return Outcome::Error { source: ErrorSource::Service, message: diagnosis.clone() };
+        return Outcome::Error { source: ErrorSource::Service, message: diagnosis.to_string() };
     }
     let Some(code) = checks::code_of(&case.id) else {
         return Outcome::Error { source: ErrorSource::Harness, message: format!("no code for case {}", case.id) };
@@ -292,7 +291,7 @@ async fn run_flow(ctx: Arc<RunContext>, case: &'static Case) -> Outcome {
     // Silent webhooks are the setup's problem: an event case's outcome is this diagnosis.
     if case.needs.contains(&Need::Webhooks) {
         if let Err(diagnosis) = ctx.heard().await {
-            return Outcome::Error { source: ErrorSource::Receiver, message: diagnosis.clone() };
+            return Outcome::Error { source: ErrorSource::Receiver, message: diagnosis.to_string() };
         }
     }
     outcome

@@ -10,6 +10,7 @@ use super::driver::{
     CommandDriver, DriveArgs, DriveError, Driver, DriverAction, HttpDriver, Keys, SandboxDriver, NEEDS_DRIVER,
 };
 use super::embedded::{Sandbox, SandboxConfig};
+use super::errors::{SetupError, WidgetNotServed};
 use super::har::Recorder;
 use super::http::Api;
 use super::outcome::{ErrorSource, Stop};
@@ -66,24 +67,18 @@ pub struct Session {
     pub first_deliveries: Option<FirstDeliveries>,
     /// Why the widget script is not served, when the preflight found it missing: the widget
     /// cases end in this one diagnosis, and every other case is judged.
-    pub widget_missing: Option<String>,
+    pub widget_missing: Option<WidgetNotServed>,
     /// What the report's notes say of the run's own bounds, by topic (see [`Session::note`]).
     notes: std::sync::Mutex<BTreeMap<&'static str, BTreeSet<String>>>,
 }
 
 impl Session {
-    /// Prepares a run: starts the embedded sandbox when no base URL is given, the receiver
-    /// when there is a driver, and registers the receiver. Errors mean the run cannot start.
-    pub async fn setup(config: RunConfig) -> Result<Self, String> {
+    /// Prepares a run: checks the flags ([`RunConfig::validate`]), starts the embedded sandbox
+    /// when no base URL is given, the receiver when there is a driver, and registers the
+    /// receiver. Errors mean the run cannot start.
+    pub async fn setup(config: RunConfig) -> Result<Self, SetupError> {
+        config.validate()?;
         let redactor = Redactor::default();
-        let sandbox_only = config.sandbox_mutant.is_some()
-            || config.sandbox_variant.is_some()
-            || !config.sandbox_conditions.conditions().is_local();
-        if config.base_url.is_some() && sandbox_only {
-            return Err(
-                "--sandbox-mutant, --sandbox-variant and the --sandbox-* conditions apply to the embedded sandbox, not to --base-url".into()
-            );
-        }
         let sandbox_config = SandboxConfig {
             mutant: config.sandbox_mutant,
             variant: config.sandbox_variant,
@@ -92,31 +87,28 @@ impl Session {
         };
         let (sandbox, base_url, key, second_key, service) = match &config.base_url {
             None => {
-                let sandbox = Sandbox::start(sandbox_config).await.map_err(|e| format!("embedded sandbox: {e}"))?;
+                let sandbox = Sandbox::start(sandbox_config).await.map_err(SetupError::SandboxStart)?;
                 let key = sandbox.clients.first().map(|c| c.api_key.clone());
                 let second = sandbox.clients.get(1).map(|c| c.api_key.clone());
                 let service = config.service.clone().or_else(|| Some(sandbox.service.clone()));
                 let url = sandbox.base_url.clone();
                 (Some(sandbox), url, key, second, service)
             }
+            // `validate` saw the key.
             Some(url) => {
-                if config.api_key.as_deref().unwrap_or("").is_empty() {
-                    return Err("--api-key (BANKCONF_API_KEY) is required with --base-url".into());
-                }
                 (None, url.clone(), config.api_key.clone(), config.second_api_key.clone(), config.service.clone())
             }
         };
         for k in key.iter().chain(second_key.iter()) {
             redactor.add(k);
         }
-        let api = Api::new(&base_url, key.clone(), second_key.clone(), config.request_wait())
-            .map_err(|e| e.to_string())?
+        let api = Api::new(&base_url, key.clone(), second_key.clone(), config.request_wait())?
             .with_throttle(std::sync::Arc::new(
                 super::throttle::Throttle::new(config.rate_limit).with_ceiling(config.concurrency),
             ))
             .with_recorder(std::sync::Arc::new(Recorder::new(config.har.is_some(), redactor.clone())));
         if sandbox.is_none() {
-            api.reachable().await.map_err(|e| format!("target unreachable: {e}"))?;
+            api.reachable().await?;
         }
         let driver: Option<Arc<dyn Driver>> = match (&config.driver_impl, &config.driver_url, &config.driver, &sandbox)
         {
@@ -142,7 +134,7 @@ impl Session {
                 let recorder = api.recorder_handle();
                 let receiver = Receiver::start(config.webhook_listen, config.webhook_public_url.clone(), recorder)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(SetupError::ReceiverStart)?;
                 let args = webhook_args(&receiver, second_key.is_some());
                 let call = driver.run(DriverAction::RegisterWebhook, &args);
                 let webhooks = match api.recorder().driven(DriverAction::RegisterWebhook, &args, call).await {

@@ -3,6 +3,7 @@
 
 use crate::harness::cancel::Cause;
 use crate::harness::catalogue::Level;
+use crate::harness::errors::SetupError;
 use crate::harness::expect::{Expectations, Standing};
 use crate::harness::graph::TransitionGraph;
 use crate::harness::latency;
@@ -24,32 +25,6 @@ pub const EXIT_INCOMPLETE: i32 = 3;
 
 /// The mark of an outcome the `--expect` file expects (see [`Report::mark`]).
 pub const KNOWN: &str = "KNOWN";
-
-/// Why a run could not start or judge: the setup's problem, never the target's (exit 2).
-/// Kept typed until an edge renders it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SetupError {
-    /// A flag, a combination of flags, or a selection that names nothing.
-    Configuration(String),
-    /// The `--expect` file cannot be read.
-    Expectations(String),
-    /// The session could not be set up (sandbox, receiver, browser, driver).
-    Start(String),
-    /// The target is not set up as the flags say (keys, webhooks, service).
-    Preflight(String),
-    /// A report file cannot be written.
-    Reports(String),
-}
-
-impl std::fmt::Display for SetupError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Configuration(m) | Self::Expectations(m) | Self::Reports(m) => f.write_str(m),
-            Self::Start(m) => write!(f, "the run could not start: {m}"),
-            Self::Preflight(m) => write!(f, "preflight: {m}"),
-        }
-    }
-}
 
 /// What made a report.
 #[derive(Clone, Debug, PartialEq, Eq)]

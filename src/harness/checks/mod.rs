@@ -23,6 +23,7 @@ pub(crate) mod transactions;
 mod widget;
 
 use super::budget;
+use super::errors::DeliveriesUnproven;
 use super::fixtures::{CheckFn, RunContext};
 use super::http::Answer;
 use serde_json::Value;
@@ -246,7 +247,7 @@ pub async fn judge_models(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'static
         }
     }
     let unheard = match awaited(&judged) {
-        Some(latest) => delivery_evidence(ctx, latest).await.err(),
+        Some(latest) => delivery_evidence(ctx, latest).await.err().map(|e| e.to_string()),
         None => None,
     };
     judged
@@ -269,28 +270,23 @@ pub async fn judge_models(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'static
 /// event is held against was answered): `Ok` when one arrived since, else when a fresh
 /// connection's `connection.created` (§3.2) arrives within the event wait; `Err` says why the
 /// rules that rest on a missing event are not judged (deliveries stopped, or never came).
-async fn delivery_evidence(ctx: &RunContext, read: std::time::Instant) -> Result<(), String> {
+async fn delivery_evidence(ctx: &RunContext, read: std::time::Instant) -> Result<(), DeliveriesUnproven> {
     if let Err(diagnosis) = ctx.heard().await {
-        return Err(diagnosis.clone());
+        return Err(diagnosis.clone().into());
     }
-    let receiver = ctx.receiver().map_err(|e| e.to_string())?;
+    let receiver = ctx.receiver().map_err(|e| DeliveriesUnproven::NoReceiver(e.to_string()))?;
     if receiver.timeline().iter().any(|(arrived, _)| *arrived > read) {
         return Ok(());
     }
-    let stopped = || {
-        format!(
-            "not judged: no webhook delivery reached the receiver after the read that an absent event is held              against, not even a new connection's {} (§3.2): deliveries stopped, so an absence proves nothing",
-            crate::spec::ConnectionState::Created.event_type()
-        )
-    };
-    let canary = ctx.create_connection().await.map_err(|_| stopped())?;
+    let stopped = DeliveriesUnproven::Stopped { created_event: crate::spec::ConnectionState::Created.event_type() };
+    let canary = ctx.create_connection().await.map_err(|_| stopped.clone())?;
     let id = &canary.connection_id;
     let what = format!("a delivery for {id}, proof that deliveries still arrive");
     let (arrived, _) = receiver.wait_until(&what, id, ctx.config.event_wait(), |ds| !ds.is_empty()).await;
     if arrived {
         Ok(())
     } else {
-        Err(stopped())
+        Err(stopped)
     }
 }
 

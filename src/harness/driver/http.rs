@@ -2,6 +2,7 @@
 //! (`docs/driver-over-http.md`), its status the answer.
 
 use super::{tail, Answer, DriveArgs, DriveFuture, Driver, DriverAction, MAX_SAID};
+use crate::harness::errors::SetupError;
 use std::time::Duration;
 
 /// One JSON `POST` per action to an admin endpoint (`--driver-url`; `docs/driver-over-http.md`):
@@ -17,19 +18,25 @@ pub struct HttpDriver {
 impl HttpDriver {
     /// A driver posting to `url`; each call bounded by `timeout`. `second_key`: the run has a
     /// second client (`"secondApiKey": "second"` is sent).
-    pub fn new(url: &str, timeout: Duration, second_key: bool) -> Result<Self, String> {
-        match reqwest::Url::parse(url) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
-            _ => return Err(format!("--driver-url must be an http(s) URL, got {url:?}")),
-        }
+    pub fn new(url: &str, timeout: Duration, second_key: bool) -> Result<Self, SetupError> {
+        Self::check_url(url)?;
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(5)))
             // An admin endpoint that redirects is misconfigured: a broken driver, not a hop.
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| format!("--driver-url: {e}"))?;
+            .map_err(SetupError::DriverClient)?;
         Ok(Self { url: url.to_string(), client, second_key })
+    }
+
+    /// Whether `url` can be a driver's endpoint: an http(s) URL with a host. Checked with the
+    /// other flags ([`RunConfig::validate`](crate::harness::config::RunConfig::validate)) and again here.
+    pub fn check_url(url: &str) -> Result<(), SetupError> {
+        match reqwest::Url::parse(url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+            _ => Err(SetupError::BadDriverUrl { url: url.to_string() }),
+        }
     }
 
     /// The body of one action: its name and the arguments that apply.

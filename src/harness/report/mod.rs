@@ -10,11 +10,14 @@ pub mod markdown;
 pub mod progress;
 pub mod terminal;
 
+/// Why a run could not start, as a report holds it.
+pub use super::errors::SetupError;
 /// The run every format renders (its data sits below the runner, in [`super::verdict`]).
 use super::verdict;
-pub use verdict::{Origin, Report, SetupError, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
+pub use verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
 
 use super::config::OutputPaths;
+use super::errors::ReportWriteError;
 use super::files;
 use super::sanitize;
 
@@ -36,7 +39,7 @@ pub fn request_and_problem(line: &str) -> (Option<&str>, &str) {
 
 /// Writes every report asked for, each whole ([`files::write_atomically`]); an error names the
 /// file that could not be written.
-pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), String> {
+pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), ReportWriteError> {
     let files = [
         (&paths.report_json, json::render_text(report)),
         (&paths.junit, junit::render(report)),
@@ -46,7 +49,7 @@ pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), String> {
     let expectations = report.setup_error.is_none().then(|| (&paths.write_expectations, expectations(report)));
     for (path, text) in files.into_iter().chain(expectations) {
         if let Some(path) = path {
-            files::write_atomically(path, text.as_bytes()).map_err(|e| e.to_string())?;
+            files::write_atomically(path, text.as_bytes())?;
         }
     }
     Ok(())
@@ -67,7 +70,7 @@ fn expectations(report: &Report) -> String {
 }
 
 /// Fails early, before anything runs, when a report file cannot be written.
-pub fn check_writable(paths: &OutputPaths) -> Result<(), String> {
+pub fn check_writable(paths: &OutputPaths) -> Result<(), ReportWriteError> {
     for path in [&paths.report_json, &paths.junit, &paths.report_md, &paths.write_expectations].into_iter().flatten() {
         writable(path)?;
     }
@@ -76,8 +79,8 @@ pub fn check_writable(paths: &OutputPaths) -> Result<(), String> {
 
 /// Whether `path` can be written, without creating or truncating it (a run cut short must not
 /// leave an empty report behind).
-pub fn writable(path: &std::path::Path) -> Result<(), String> {
-    files::writable(path).map_err(|e| e.to_string())
+pub fn writable(path: &std::path::Path) -> Result<(), ReportWriteError> {
+    files::writable(path)
 }
 
 /// Writes to stdout and flushes. A closed stdout (`bankconf run | head`) is no error: the run

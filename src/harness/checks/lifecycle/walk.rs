@@ -179,7 +179,7 @@ impl Walk {
     pub async fn checkpoint(&mut self, ctx: &Session) -> Result<(), Stop> {
         let deliveries = self.pending.settle(ctx, Some(self.state)).await?;
         let Pending { id, trace, reaction, .. } = &mut self.pending;
-        chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))?;
+        chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem.to_string(), &deliveries))?;
         accounts_follow_state(ctx, id, trace).await?;
         if let Some(reaction) = reaction.take() {
             judge_reaction(ctx, id, trace, reaction, &deliveries).await?;
@@ -233,7 +233,7 @@ impl Pending {
         event_rules::schema(&deliveries)
             .and_then(|()| event_rules::envelope_agrees(&deliveries))
             .map_err(|problem| trace.fail(&id, problem.to_string(), &deliveries))?;
-        chain::resolve(&deliveries).map_err(|problem| trace.fail(&id, problem, &deliveries))?;
+        chain::resolve(&deliveries).map_err(|problem| trace.fail(&id, problem.to_string(), &deliveries))?;
         accounts_follow_state(ctx, &id, &trace).await?;
         if let Some(reaction) = reaction {
             judge_reaction(ctx, &id, &trace, reaction, &deliveries).await?;
@@ -279,7 +279,7 @@ async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result
         deliveries = receiver.wait_until(&what, id, ctx.config.event_wait(), agrees).await.1;
     }
     if !agrees(&deliveries) {
-        let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem, &deliveries))?;
+        let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem.to_string(), &deliveries))?;
         let problem = if served {
             format!(
                 "{}: the chain of events ends {state}, but accounts are served (status {})",

@@ -1,0 +1,272 @@
+//! The harness's errors, one type per thing that fails, each variant one mistake: typed until
+//! an edge renders them (a report, stderr, an outcome's message). Their texts are what users
+//! read and tests match, so each variant's `Display` is its whole sentence.
+//!
+//! [`SetupError`] is everything that stops a run before it starts (exit 2); the other types are
+//! failures of one step that the run survives or turns into an outcome.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+use thiserror::Error;
+
+/// What `reqwest::Url::parse` returns (the `url` crate's, not a dependency of its own here).
+pub type UrlParseError = <reqwest::Url as std::str::FromStr>::Err;
+
+/// Why a run could not start: the setup's problem, never the target's (exit 2). The first group
+/// needs only the flags ([`RunConfig::validate`](super::config::RunConfig::validate)); the
+/// others are found while the session starts, by the preflight against the target, or when a
+/// report file is checked.
+#[derive(Debug, Error)]
+pub enum SetupError {
+    /// Flags that describe a target, without `--base-url`: the sandbox would be judged instead.
+    #[error(
+        "{} given without --base-url (BANKCONF_BASE_URL): these describe a target, and without one the \
+         embedded sandbox would be tested instead",
+        .flags.join(", ")
+    )]
+    TargetFlagsWithoutBaseUrl { flags: Vec<&'static str> },
+    /// More than one of `--driver`, `--driver-url` and a driver given in code.
+    #[error("give one driver: --driver (a command), --driver-url (an HTTP endpoint) or one in code")]
+    SeveralDrivers,
+    /// `--second-api-key` equal to `--api-key`: isolation would be judged within one client.
+    #[error("--second-api-key is the same key as --api-key: the isolation cases need the key of another client")]
+    SameKeyTwice,
+    /// `--base-url` without a key (or with an empty one).
+    #[error("--api-key (BANKCONF_API_KEY) is required with --base-url")]
+    MissingApiKey,
+    /// The embedded sandbox's own flags, given for a target.
+    #[error(
+        "--sandbox-mutant, --sandbox-variant and the --sandbox-* conditions apply to the embedded sandbox, not to \
+         --base-url"
+    )]
+    SandboxFlagsWithBaseUrl,
+    /// `--base-url` that is no http(s) URL.
+    #[error("base URL {url:?}: {problem}")]
+    BadBaseUrl {
+        url: String,
+        #[source]
+        problem: UrlProblem,
+    },
+    /// `--driver-url` that is no http(s) URL with a host.
+    #[error("--driver-url must be an http(s) URL, got {url:?}")]
+    BadDriverUrl { url: String },
+    /// Case ids, prefixes or sections that name no case.
+    #[error(transparent)]
+    Selection(#[from] SelectionError),
+    /// The `--expect` file cannot be read, or is not a valid expectations file.
+    #[error(transparent)]
+    Expectations(#[from] ExpectError),
+    /// A report file (`--report-*`, `--write-expectations`) cannot be written.
+    #[error(transparent)]
+    ReportUnwritable(#[from] ReportWriteError),
+    /// The embedded sandbox did not start.
+    #[error("the run could not start: embedded sandbox: {0}")]
+    SandboxStart(#[source] anyhow::Error),
+    /// The HTTP client of the target could not be built.
+    #[error("the run could not start: {0}")]
+    HttpClient(#[source] reqwest::Error),
+    /// Nothing answers HTTP at `--base-url`.
+    #[error("the run could not start: target unreachable: no answer at {base_url}: {cause}")]
+    TargetUnreachable { base_url: String, cause: String },
+    /// The HTTP client of `--driver-url` could not be built.
+    #[error("the run could not start: --driver-url: {0}")]
+    DriverClient(#[source] reqwest::Error),
+    /// The webhook receiver did not start (its address taken, say).
+    #[error("the run could not start: {0}")]
+    ReceiverStart(#[source] anyhow::Error),
+    /// The driver broke on `register_webhook` (not "unsupported", which only ignores the event
+    /// cases); `hint` names the driver to look at.
+    #[error("preflight: the driver failed on register_webhook ({hint}): {message}")]
+    DriverRegisterFailed { hint: &'static str, message: String },
+    /// The target answered 401 or 403 to a key's `POST /v1/connections`.
+    #[error(
+        "preflight: the target refuses {flag}: {request} answered {status}; check the key (and that it belongs to \
+         this target)"
+    )]
+    KeyRefused { flag: &'static str, request: String, status: u16 },
+    /// `--connection-id`'s accounts could not be read at all (no answer, an unreadable one).
+    #[error("preflight: {reason}")]
+    ConnectionIdUnanswered { reason: String },
+    /// `--connection-id`'s accounts were refused: not a CONNECTED connection of this client.
+    #[error(
+        "preflight: --connection-id {id}: {request} answered {status}; give a CONNECTED connection of the \
+         --api-key's client"
+    )]
+    ConnectionIdRefused { id: String, request: String, status: u16 },
+    /// The driver broke on `connect`: every case after it would break with it.
+    #[error("preflight: the driver failed on connect (is the driver right?): {message}")]
+    DriverConnectFailed { message: String },
+}
+
+/// Why a URL is no http(s) URL.
+#[derive(Debug, Error)]
+pub enum UrlProblem {
+    #[error(transparent)]
+    Unparsable(UrlParseError),
+    #[error("only http and https are supported")]
+    NotHttp,
+}
+
+/// A selection (case ids, id prefixes, `--section`) that names no case of `bankconf run`; each
+/// with the nearest thing it may have meant.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum SelectionError {
+    /// An id or id prefix that no case has.
+    #[error("no case {wanted:?}; did you mean {nearest:?}? (`bankconf run --list` lists them)")]
+    UnknownCase { wanted: String, nearest: String },
+    /// A section of the spec that no case of `bankconf run` checks.
+    #[error(
+        "--section {wanted}: no case of `bankconf run` checks {section} ({title}); did you mean §{nearest}? \
+         (`bankconf run --list` shows each case's section)"
+    )]
+    UncheckedSection { wanted: String, section: &'static str, title: &'static str, nearest: String },
+    /// A section the spec does not have.
+    #[error(
+        "--section {wanted}: no section §{bare} in the spec; did you mean §{nearest}? (`bankconf run --list` shows \
+         each case's section)"
+    )]
+    UnknownSection { wanted: String, bare: String, nearest: String },
+    /// Ids, sections and levels that each name cases, but no case together.
+    #[error(
+        "the selection names no case: no case has all of the ids, sections and levels given (`bankconf run --list` \
+         lists them)"
+    )]
+    NoCase,
+}
+
+/// An `--expect` file that cannot be used; each names the file as given.
+#[derive(Debug, Error)]
+pub enum ExpectError {
+    #[error("--expect {file}: {source}")]
+    Unreadable { file: String, source: std::io::Error },
+    /// Not TOML, or not `[[expect]]` tables of the expected fields.
+    #[error("--expect {file}: {}", .source.message())]
+    Invalid { file: String, source: toml::de::Error },
+    /// A line naming no case, with a "did you mean".
+    #[error("--expect {file}: {source}")]
+    UnknownCase { file: String, source: SelectionError },
+    /// A line naming an id prefix: an expectation holds for one case.
+    #[error("--expect {file}: `{case}` is not a case id (an id prefix is not allowed here)")]
+    NotACaseId { file: String, case: String },
+    #[error("--expect {file}: {case}: give a reason")]
+    NoReason { file: String, case: String },
+    #[error("--expect {file}: {case} is listed twice")]
+    ListedTwice { file: String, case: String },
+}
+
+/// A report file (JSON, JUnit, Markdown, expectations, HAR) that could not be written or
+/// checked, naming it.
+#[derive(Debug, Error)]
+#[error("cannot write {path}: {source}")]
+pub struct ReportWriteError {
+    pub path: String,
+    pub source: std::io::Error,
+}
+
+/// A name of a flag's value that is none of its kind's (`--level`, `--sandbox-mutant`, …).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum UnknownName {
+    #[error("unknown level {0:?} (one of must, security, robustness, advisory)")]
+    Level(String),
+    #[error("unknown mutant {0:?} (see `bankconf serve --list-mutants`)")]
+    Mutant(String),
+    #[error("unknown variant {0:?} (see `bankconf serve --list-variants`)")]
+    Variant(String),
+}
+
+/// Why a connection's events form no chain from `connection.created` (§3.1, §6.2): a finding
+/// against the target, rendered into the case's failure.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum ChainError {
+    /// A `previousStatus` that names no state.
+    #[error("{event}: previousStatus {value:?} is not a lower-case state name of §3.1")]
+    UnknownPreviousStatus { event: String, value: String },
+    /// A `previousStatus` that is missing or not a string.
+    #[error("{event}: previousStatus must be a lower-case state name, got {got}")]
+    BadPreviousStatus { event: String, got: String },
+    #[error("no connection.created event: the chain has no start")]
+    NoStart,
+    /// The events admit no order that links them all.
+    #[error(
+        "no order of these events links each previousStatus to the state announced before it, from \
+         connection.created: {events}"
+    )]
+    NoOrder { events: String },
+}
+
+/// Why the headless browser of the widget cases did not start: the harness's setup, not the
+/// target's fault (the widget cases end in an error).
+#[derive(Debug, Error)]
+pub enum BrowserLaunchError {
+    #[error("browser {path} did not start: {source}")]
+    NotStarted { path: String, source: std::io::Error },
+    #[error("browser {path} exited before it listened for DevTools")]
+    ExitedEarly { path: String },
+    #[error("browser {path} gave no DevTools address within {waited:?}")]
+    NoDevToolsAddress { path: String, waited: Duration },
+    #[error("browser {path}: cannot connect to DevTools: {source}")]
+    DevToolsUnreachable { path: String, source: chromiumoxide::error::CdpError },
+}
+
+/// A capture that `bankconf check-events` cannot judge (exit 2).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum CaptureError {
+    #[error("the capture is empty")]
+    Empty,
+    /// One JSON value that is neither a delivery nor an array of them.
+    #[error("the capture is a JSON {kind}, not deliveries")]
+    NotDeliveries { kind: &'static str },
+    #[error("the capture starts with [ but is not a JSON array")]
+    BrokenArray,
+    #[error("the capture holds no delivery")]
+    NoDelivery,
+}
+
+/// No webhook delivery reached the receiver after the preflight's first connections: the
+/// setup's problem (an address the target cannot reach), which the event cases end in.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error(
+    "no webhook delivery reached the receiver within {waited:?} of creating (and driving) a connection: the target \
+     was given {url} (listening on {listening}). A target in a container or on another host needs \
+     --webhook-public-url with an address it can reach, and --webhook-listen 0.0.0.0:PORT; the event cases are not \
+     judged on zero deliveries"
+)]
+pub struct SilentReceiver {
+    pub waited: Duration,
+    /// The receiver's address as the target was given it.
+    pub url: String,
+    /// The address bound (`:0` in the configuration says nothing about where to look).
+    pub listening: SocketAddr,
+}
+
+/// `--service` names no widget script the target serves (§1): the widget cases end in this,
+/// every other case is judged.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error(
+    "--service {service:?}: {request} answered {status}; the widget script is served at \
+     /widget/<service>-connect.js (§1): either --service (BANKCONF_SERVICE) is wrong, or the target serves no \
+     widget script; the widget cases are not judged, every other case is"
+)]
+pub struct WidgetNotServed {
+    pub service: String,
+    pub request: String,
+    pub status: u16,
+}
+
+/// Why an absent event cannot be held against the target: no proof that deliveries still
+/// arrive, so the rules that rest on the absence are not judged.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum DeliveriesUnproven {
+    /// Nothing ever reached the receiver.
+    #[error(transparent)]
+    Silent(#[from] SilentReceiver),
+    /// There is no receiver to hear deliveries (why, as the run's outcome says it).
+    #[error("{0}")]
+    NoReceiver(String),
+    /// Deliveries came, then stopped: not even a fresh connection's `created_event` arrived.
+    #[error(
+        "not judged: no webhook delivery reached the receiver after the read that an absent event is held against, \
+         not even a new connection's {created_event} (§3.2): deliveries stopped, so an absence proves nothing"
+    )]
+    Stopped { created_event: &'static str },
+}
