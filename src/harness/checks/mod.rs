@@ -119,16 +119,6 @@ impl Endpoint {
             _ => None,
         }
     }
-
-    /// `GET /v1/accounts/{accountId}/transactions`, for messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::CreateConnection => "POST /v1/connections",
-            Self::ConnectionAccounts => "GET /v1/connections/{connectionId}/accounts",
-            Self::Account => "GET /v1/accounts/{accountId}",
-            Self::AccountTransactions => "GET /v1/accounts/{accountId}/transactions",
-        }
-    }
 }
 
 /// One 2xx answer, as a response check sees it.

@@ -16,7 +16,7 @@ mod sandbox;
 
 use super::redact;
 use crate::spec::Action;
-pub use command::{CommandDriver, EXIT_REFUSED, EXIT_UNSUPPORTED};
+pub use command::CommandDriver;
 pub use http::HttpDriver;
 pub use sandbox::SandboxDriver;
 use std::future::Future;
