@@ -38,7 +38,6 @@ use std::sync::Arc;
 ///     WALK = "transactions.walk-exactly-once" => walk_exactly_once;
 /// }
 /// ```
-#[macro_export]
 macro_rules! cases {
     ($($name:ident = $id:literal => $flow:path $(, responds [$($endpoint:ident => $rule:path),* $(,)?])? $(, models [$($model:path),* $(,)?])? ;)*) => {
         $(
@@ -60,6 +59,7 @@ macro_rules! cases {
         )*];
     };
 }
+pub(crate) use cases;
 
 /// One case's code.
 pub struct Registration {
