@@ -235,7 +235,7 @@ pub fn summary(report: &Report) -> String {
 /// ```
 /// # async fn example() {
 /// let report = bankconf::Conformance::default().cases(["create."]).run().await;
-/// assert!(bankconf::conformance::passed_or_no_browser(&report), "{}", bankconf::conformance::summary(&report));
+/// assert!(bankconf::passed_or_no_browser(&report), "{}", bankconf::summary(&report));
 /// # }
 /// ```
 pub fn passed_or_no_browser(report: &Report) -> bool {

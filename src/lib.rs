@@ -1,34 +1,133 @@
 //! bankconf: a conformance test harness for the Bank Connection Aggregation Service.
 //!
 //! # The library surface
-//! What a team testing its own server needs, and nothing else:
-//! - [`Conformance`]: a run built in code, [`Conformance::run`] for its [`Report`], or
-//!   [`Conformance::tests`] as the `main` of a `harness = false` test (one trial per case);
+//! What a team testing its own server needs, and nothing else (`docs/library.md` lists it):
+//! - [`Conformance`]: a run built in code ([`RunConfig`] holds every setting),
+//!   [`Conformance::run`] for its [`Report`], or [`Conformance::tests`] as the `main` of a
+//!   `harness = false` test (one trial per case);
 //! - [`Driver`]: how the run moves the server's state ([`Answer`] done, refused, not
 //!   supported), implemented in Rust against an in-process server, or given as a command or URL;
-//! - [`Level`], [`Report`], [`Action`], and [`sandbox`], the reference implementation (a
-//!   starting point, and the server of the example in `examples/implementer/`).
+//! - reading a [`Report`]: each case's [`CaseResult`] (its [`Case`] and [`Outcome`]), the
+//!   [`EXIT_PASSED`]… exit codes, and [`summary`], the run's summary as `bankconf run` prints it;
+//! - [`Action`] and [`ConnectionState`], the spec's vocabulary, and [`sandbox`], the reference
+//!   implementation (a starting point, and the server of the example in `examples/implementer/`).
 //!
-//! The crate has three parts, kept apart on purpose (`scripts/layers.py` checks it):
-//! `spec` and `schemas` (what the specification says), [`sandbox`] (the reference server), and
-//! `harness` (the conformance run). Modules outside this surface are public only for bankconf's
-//! own binary and tests, are hidden from the documentation, and may change in any release.
+//! ```no_run
+//! use bankconf::{Conformance, Level};
+//! # async fn example(my_driver: impl bankconf::Driver + 'static) {
+//! let report = Conformance::new("http://127.0.0.1:8080")
+//!     .api_key("acme_live_primary")
+//!     .second_api_key("acme_live_second")
+//!     .service("acme")
+//!     .driver(my_driver)
+//!     .gate([Level::Must, Level::Security])
+//!     .run()
+//!     .await;
+//! assert_eq!(report.exit_code(), bankconf::EXIT_PASSED, "{}", bankconf::summary(&report));
+//! # }
+//! ```
+//!
+//! The crate has three parts, kept apart on purpose (`scripts/layers.py` checks it): `spec` and
+//! `schemas` (what the specification says), [`sandbox`] (the reference server), and `harness`
+//! (the conformance run). All but the sandbox are private; the items above are re-exported from
+//! them. `internal`, hidden from the documentation, holds what bankconf's own binary and tests
+//! need besides: it is no part of the library and may change in any release.
 
-pub mod conformance;
-#[doc(hidden)]
-pub mod harness;
-#[doc(hidden)]
-pub mod openapi;
+mod conformance;
+mod harness;
+mod openapi;
 pub mod sandbox;
-#[doc(hidden)]
-pub mod schemas;
-#[doc(hidden)]
-pub mod selftest;
-#[doc(hidden)]
-pub mod spec;
+mod schemas;
+mod selftest;
+mod spec;
 
-pub use conformance::Conformance;
-pub use harness::catalogue::Level;
+pub use conformance::{passed_or_no_browser, summary, Conformance};
+pub use harness::catalogue::{Case, Level, Need};
+pub use harness::config::RunConfig;
 pub use harness::driver::{Answer, DriveArgs, DriveFuture, Driver, DriverAction};
-pub use harness::report::Report;
-pub use spec::Action;
+pub use harness::errors::SetupError;
+pub use harness::outcome::{CaseResult, Counts, ErrorSource, Failure, Gate, IgnoreCause, Outcome};
+pub use harness::verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
+pub use spec::{Action, ConnectionState};
+
+/// `cases!`, the table of a checks file, at the path the checks files name it by.
+pub(crate) use harness::checks::cases;
+
+/// What bankconf's own binary (`src/main.rs`) and its tests (`tests/*.rs`) need beyond the
+/// library surface, item by item, under the names of the modules that define them. No part of
+/// the library: hidden from the documentation, and changed at will.
+#[doc(hidden)]
+pub mod internal {
+    /// The headless browser of the widget cases.
+    pub mod browser {
+        pub use crate::harness::browser::find;
+    }
+    /// A run cut short.
+    pub mod cancel {
+        pub use crate::harness::cancel::{Cause, Signal};
+    }
+    /// The cases of `cases/*.toml`.
+    pub mod catalogue {
+        pub use crate::harness::catalogue::{all, check_selection, find};
+    }
+    /// `bankconf check-events`.
+    pub mod check_events {
+        pub use crate::harness::check_events::{check_events, judge_capture, parse, CheckEventsConfig, CASE_IDS};
+    }
+    /// `bankconf run` and `cargo test --test conformance`.
+    pub mod command {
+        pub use crate::harness::command::{conformance_test, run};
+    }
+    /// The flags of `bankconf run` and `bankconf serve`.
+    pub mod config {
+        pub use crate::harness::config::{parse_mutant, parse_variant, SandboxConditions};
+    }
+    /// The driver over HTTP.
+    pub mod driver {
+        pub use crate::harness::driver::HttpDriver;
+    }
+    /// The `--expect` file.
+    pub mod expect {
+        pub use crate::harness::expect::Expectations;
+    }
+    /// `bankconf openapi`.
+    pub mod openapi {
+        pub use crate::openapi::{document, to_pretty_string};
+    }
+    /// The report formats, and the lines the binary prints.
+    pub mod report {
+        pub use crate::harness::report::say;
+        /// The JSON report.
+        pub mod json {
+            pub use crate::harness::report::json::render;
+        }
+        /// The JUnit XML report.
+        pub mod junit {
+            pub use crate::harness::report::junit::render;
+        }
+        /// The Markdown summary.
+        pub mod markdown {
+            pub use crate::harness::report::markdown::render;
+        }
+        /// The terminal's lines and summary.
+        pub mod terminal {
+            pub use crate::harness::report::terminal::{render_summary, Lines, Paint};
+        }
+    }
+    /// A run, from its configuration to its report.
+    pub mod runner {
+        pub use crate::harness::runner::run_report;
+    }
+    /// The JSON Schemas of `schemas/`.
+    pub mod schemas {
+        pub use crate::schemas::{validate, Schema, Violation, ID_BASE, MAX_MESSAGE_CHARS};
+    }
+    /// `bankconf self-test`.
+    pub mod selftest {
+        pub use crate::selftest::{browser_missing, config_with_seed, self_test, trial, trial_with, Options, Subject};
+    }
+    /// The specification's constants.
+    pub mod spec {
+        pub use crate::spec::{prefix, ACCOUNTS_UPDATED, ACCOUNT_TYPES, SECTIONS, TRANSACTION_DELETED};
+    }
+}

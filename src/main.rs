@@ -1,10 +1,10 @@
 //! `bankconf`: run the conformance catalogue against a target, or serve the reference sandbox.
 
-use bankconf::harness::check_events::{self, CheckEventsConfig};
-use bankconf::harness::config::{parse_mutant, parse_variant, RunConfig};
-use bankconf::harness::{catalogue, command, report};
+use bankconf::internal::check_events::{self, CheckEventsConfig};
+use bankconf::internal::config::{parse_mutant, parse_variant};
+use bankconf::internal::{catalogue, command, openapi, report, selftest};
 use bankconf::sandbox::{Conditions, Mutant, Sandbox, SandboxConfig, Variant};
-use bankconf::selftest;
+use bankconf::{RunConfig, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
 use clap::{CommandFactory, Parser, Subcommand};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -93,7 +93,7 @@ fn main() -> ExitCode {
             // The same rule as `run`: a selection that names no case is a mistake (exit 2).
             if let Err(e) = catalogue::check_selection(&selection) {
                 eprintln!("bankconf: {e}");
-                return ExitCode::from(report::EXIT_NOT_RUN as u8);
+                return ExitCode::from(EXIT_NOT_RUN as u8);
             }
             let lines: String = catalogue::all()
                 .iter()
@@ -104,7 +104,7 @@ fn main() -> ExitCode {
         }
         Command::Run { config, list: false } => runtime.block_on(command::run(*config)),
         Command::CheckEvents(config) => check_events::check_events(*config),
-        Command::Openapi => emit(&format!("{}\n", bankconf::openapi::to_pretty_string(&bankconf::openapi::document()))),
+        Command::Openapi => emit(&format!("{}\n", openapi::to_pretty_string(&openapi::document()))),
         Command::Serve { list_mutants: true, .. } => emit(
             &Mutant::ALL
                 .iter()
@@ -131,10 +131,10 @@ fn main() -> ExitCode {
         }
         Command::Man { dir } => {
             match std::fs::create_dir_all(&dir).and_then(|()| clap_mangen::generate_to(Cli::command(), &dir)) {
-                Ok(()) => report::EXIT_PASSED,
+                Ok(()) => EXIT_PASSED,
                 Err(e) => {
                     eprintln!("bankconf man: cannot write {}: {e}", dir.display());
-                    report::EXIT_NOT_RUN
+                    EXIT_NOT_RUN
                 }
             }
         }
@@ -145,9 +145,9 @@ fn main() -> ExitCode {
             report::say(format_args!("{}\n", result.score()));
             // Untried subjects (no browser) leave the score incomplete, not failed.
             match (result.complete(), result.untried.is_empty()) {
-                (false, _) => report::EXIT_FAILED,
-                (true, false) => report::EXIT_INCOMPLETE,
-                (true, true) => report::EXIT_PASSED,
+                (false, _) => EXIT_FAILED,
+                (true, false) => EXIT_INCOMPLETE,
+                (true, true) => EXIT_PASSED,
             }
         }
     };

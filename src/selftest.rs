@@ -211,7 +211,7 @@ static TRIALS_BROWSER: std::sync::LazyLock<BrowserPool> = std::sync::LazyLock::n
 /// The seed of the self-test's pinned runs.
 pub const SEED: u64 = 4;
 
-/// [`config`] with another seed: a catch must not depend on the seed.
+/// `config` with another seed: a catch must not depend on the seed.
 pub fn config_with_seed(subject: Subject, event_timeout: f64, seed: u64) -> RunConfig {
     // A mutant trial runs the cases the mutant names (what the self-test proves is that they
     // catch it); a variant gets the whole catalogue (no case may fail it).

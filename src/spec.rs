@@ -53,17 +53,26 @@ pub const TRANSACTION_DELETED: &str = "transaction.deleted";
 /// The eight connection states of §3.1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ConnectionState {
+    /// Created, waiting for credentials.
     Created,
+    /// The user submitted credentials in the widget.
     CredentialsSubmitted,
+    /// A worker checks the credentials with the bank.
     Verifying,
+    /// Connected, accounts available.
     Connected,
+    /// The bank requires multi-factor authentication.
     MfaRequired,
+    /// Invalid credentials were provided.
     FailedAuth,
+    /// Unexpected error during connection.
     Error,
+    /// The connection was disconnected.
     Disconnected,
 }
 
 impl ConnectionState {
+    /// Every state, in the order of §3.1.
     pub const ALL: [ConnectionState; 8] = [
         Self::Created,
         Self::CredentialsSubmitted,
@@ -108,10 +117,12 @@ impl ConnectionState {
         }
     }
 
+    /// The state [`ConnectionState::lower`] names.
     pub fn from_lower(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|st| st.lower() == s)
     }
 
+    /// The state whose event is of type `s` ([`ConnectionState::event_type`]).
     pub fn from_event_type(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|st| st.event_type() == s)
     }
@@ -130,16 +141,24 @@ pub const ACCOUNT_TYPES: [&str; 5] = ["checking", "savings", "credit_card", "bro
 /// so the harness asks a driver for them and the sandbox exposes them as control routes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {
+    /// Take the connection through the user's part of the widget to CONNECTED.
     Connect,
+    /// Make the connection's authentication fail (FAILED_AUTH).
     FailAuth,
+    /// Make it ask for a second factor (MFA_REQUIRED).
     RequireMfa,
+    /// Put it in ERROR.
     Error,
+    /// Disconnect it (DISCONNECTED).
     Disconnect,
+    /// Change an account of the connection, announced by `accounts.updated`.
     UpdateAccounts,
+    /// Delete a transaction, announced by `transaction.deleted`.
     DeleteTransaction,
 }
 
 impl Action {
+    /// Every action.
     pub const ALL: [Action; 7] = [
         Self::Connect,
         Self::FailAuth,
@@ -163,6 +182,7 @@ impl Action {
         }
     }
 
+    /// The action [`Action::as_str`] names.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|a| a.as_str() == s)
     }

@@ -27,7 +27,7 @@ fn outcomes(report: &std::path::Path) -> Vec<(String, String, String)> {
 
 fn main() -> ExitCode {
     let args = Arguments::from_args();
-    let no_browser = bankconf::harness::browser::find(None).is_none();
+    let no_browser = bankconf::internal::browser::find(None).is_none();
     let trials = vec![
         Trial::test("the_sandbox_widget_passes_the_browser_cases", || {
             the_sandbox_widget_passes_the_browser_cases();

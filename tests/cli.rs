@@ -20,7 +20,7 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn catalogue_len() -> usize {
-    bankconf::harness::catalogue::all().iter().filter(|c| !c.offline).count()
+    bankconf::internal::catalogue::all().iter().filter(|c| !c.offline).count()
 }
 
 #[test]
@@ -164,7 +164,7 @@ fn failures_carry_their_reproduction_in_every_report_and_keys_never_appear() {
         assert!(t.contains(&rerun), "the rerun command names the target:\n{t}");
     }
     let report: Value = serde_json::from_str(&texts[0]).unwrap();
-    if let Err(v) = bankconf::schemas::validate(bankconf::schemas::Schema::Report, &report) {
+    if let Err(v) = bankconf::internal::schemas::validate(bankconf::internal::schemas::Schema::Report, &report) {
         panic!("{v:?}");
     }
 }
@@ -349,7 +349,7 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
                 assert_eq!(output.status.code(), Some(1), "{mutant}: {pasted}\n{out}");
                 // The offline cases fail as they did; a run-only case (a lifecycle) by the rule it broke.
                 let id = case["id"].as_str().unwrap();
-                if bankconf::harness::check_events::CASE_IDS.contains(&id) {
+                if bankconf::internal::check_events::CASE_IDS.contains(&id) {
                     let line = out.lines().find(|l| l.contains(id)).unwrap_or_default();
                     assert!(line.contains("FAIL"), "{mutant}: {id} fails again offline:\n{out}");
                 }
@@ -458,9 +458,9 @@ fn without_a_browser_the_run_says_how_to_get_one_and_skip_browser_is_on_purpose(
     let block: Vec<&str> = out.lines().filter(|l| l.starts_with("  - left out on purpose (--skip-browser)")).collect();
     assert!(block.len() == 1 && block[0].contains("widget.script-runs, widget.global-open"), "{out}");
     let expect = temp_path("skip-browser.toml");
-    let browser_cases = bankconf::harness::catalogue::all()
+    let browser_cases = bankconf::internal::catalogue::all()
         .iter()
-        .filter(|c| c.needs.contains(&bankconf::harness::catalogue::Need::Browser))
+        .filter(|c| c.needs.contains(&bankconf::Need::Browser))
         .map(|c| {
             format!("[[expect]]\ncase = \"{}\"\noutcome = \"ignored\"\nreason = \"no browser in this CI\"\n", c.id)
         })

@@ -5,9 +5,9 @@
 //! given. One test per condition; the slow ones are `#[ignore]`d and run by `.ci/run` with
 //! `--include-ignored`. (Wall times are measured by `scripts/bench-conditions.sh`, not here.)
 
-use bankconf::harness::config::{RunConfig, SandboxConditions};
-use bankconf::harness::outcome::Outcome;
-use bankconf::harness::runner;
+use bankconf::internal::config::SandboxConditions;
+use bankconf::internal::runner;
+use bankconf::{Outcome, RunConfig};
 
 fn config(conditions: SandboxConditions) -> RunConfig {
     RunConfig { sandbox_conditions: conditions, seed: Some(7), ..RunConfig::embedded() }
@@ -114,7 +114,7 @@ fn two_runs_at_once_share_nothing() {
     let broken = RunConfig { ids: cases, sandbox_mutant: Some(mutant), ..config(NONE) };
     let (clean, broken) =
         RUNTIME.block_on(async { tokio::join!(runner::run_report(clean, None), runner::run_report(broken, None)) });
-    let failed = |report: &bankconf::harness::verdict::Report| -> Vec<String> {
+    let failed = |report: &bankconf::Report| -> Vec<String> {
         let bad = report.results.iter().filter(|r| matches!(r.outcome, Outcome::Failed(_)));
         bad.map(|r| r.case.id.clone()).collect()
     };

@@ -2,8 +2,8 @@
 //! `--list`, `--ignored` and the usual `test result:` line work. Configured by the `BANKCONF_*`
 //! environment variables; with no `BANKCONF_BASE_URL`, the embedded sandbox. One run, one
 //! trial per case result, read by the rules of `bankconf run`'s exit code
-//! (`bankconf::harness::command::conformance_test`).
+//! (`bankconf::internal::command::conformance_test`).
 
 fn main() -> std::process::ExitCode {
-    bankconf::harness::command::conformance_test()
+    bankconf::internal::command::conformance_test()
 }

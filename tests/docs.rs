@@ -16,7 +16,7 @@ fn read(path: &Path) -> String {
 
 /// The non-hidden flags of `bankconf run`, each with its environment variable.
 fn run_flags() -> BTreeMap<String, Option<String>> {
-    let command = bankconf::harness::config::RunConfig::augment_args(clap::Command::new("run"));
+    let command = bankconf::RunConfig::augment_args(clap::Command::new("run"));
     let mut flags: BTreeMap<String, Option<String>> = command
         .get_arguments()
         .filter(|a| !a.is_hide_set())

@@ -13,10 +13,10 @@
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
-use bankconf::harness::catalogue::{self, Need};
-use bankconf::harness::driver::{Answer, DriveArgs, Driver, DriverAction, HttpDriver};
+use bankconf::internal::catalogue;
+use bankconf::internal::driver::HttpDriver;
 use bankconf::sandbox::{ActionArgs, ControlError, Sandbox, SandboxConfig};
-use bankconf::spec::Action;
+use bankconf::{Action, Answer, DriveArgs, Driver, DriverAction, Need};
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -298,13 +298,13 @@ async fn admin(State(state): State<Arc<AdminState>>, body: Bytes) -> StatusCode 
 
 /// Whether this machine has a browser for the widget cases.
 fn browser() -> bool {
-    bankconf::harness::browser::find(None).is_some()
+    bankconf::internal::browser::find(None).is_some()
 }
 
 /// Every case this machine can judge: all of them with a browser, else all but the widget
 /// cases that run the script in one.
 fn judgeable() -> Vec<String> {
-    let runnable = |c: &&catalogue::Case| !c.offline && (browser() || !c.needs.contains(&Need::Browser));
+    let runnable = |c: &&bankconf::Case| !c.offline && (browser() || !c.needs.contains(&Need::Browser));
     catalogue::all().iter().filter(runnable).map(|c| c.id.clone()).collect()
 }
 

@@ -2,7 +2,7 @@
 //! pinned with insta's `glob!`: one snapshot per fixture in `snapshots/event-fixtures/`, so a
 //! new fixture is a new file and a change in a verdict shows in `cargo insta review`.
 
-use bankconf::harness::check_events::{judge_capture, parse};
+use bankconf::internal::check_events::{judge_capture, parse};
 use serde_json::{json, Map, Value};
 
 #[test]

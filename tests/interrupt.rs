@@ -74,7 +74,7 @@ impl Run {
     /// and a little longer: mid-run, with cases in flight.
     fn until_mid_run(&self) {
         let since = Instant::now();
-        if bankconf::harness::browser::find(None).is_some() {
+        if bankconf::internal::browser::find(None).is_some() {
             while !self.descendants().iter().any(|(_, name)| name.contains("chrom")) {
                 assert!(since.elapsed() < Duration::from_secs(30), "no browser started within 30 s");
                 std::thread::sleep(Duration::from_millis(50));
@@ -155,7 +155,7 @@ impl Run {
 fn json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let report = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
-    if let Err(v) = bankconf::schemas::validate(bankconf::schemas::Schema::Report, &report) {
+    if let Err(v) = bankconf::internal::schemas::validate(bankconf::internal::schemas::Schema::Report, &report) {
         panic!("{} breaks schemas/report.json: {v:?}", path.display());
     }
     report
@@ -271,7 +271,7 @@ fn own_browsers() -> Vec<u32> {
 /// cut short does: its browser ends and its profile folder goes.
 #[test]
 fn a_library_run_dropped_mid_way_leaves_no_browser() {
-    if bankconf::harness::browser::find(None).is_none() {
+    if bankconf::internal::browser::find(None).is_none() {
         return;
     }
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -347,7 +347,7 @@ fn library_child() {
 /// handle; SIGKILL), leaves no browser behind and no profile folder.
 #[test]
 fn a_test_binary_that_panics_or_is_killed_leaves_no_browser() {
-    if bankconf::harness::browser::find(None).is_none() {
+    if bankconf::internal::browser::find(None).is_none() {
         return;
     }
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

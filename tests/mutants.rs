@@ -10,8 +10,8 @@
 //! them with `cargo test --test mutants -- --ignored`. Without a browser, the mutants only a
 //! browser catches are reported ignored at run time.
 
+use bankconf::internal::selftest::{self, Options, Subject};
 use bankconf::sandbox::{Mutant, Variant};
-use bankconf::selftest::{self, Options, Subject};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::process::ExitCode;
 use std::sync::Arc;

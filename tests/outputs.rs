@@ -1,11 +1,11 @@
 //! The reports (JSON against `schemas/report.json`, JUnit XML, Markdown), `check-events` over
 //! hand-made captures in `tests/fixtures/events/`, `openapi`, and `run --list` selection.
 
-use bankconf::harness::catalogue::{self, Level};
-use bankconf::harness::outcome::{CaseResult, ErrorSource, Gate, IgnoreCause, Outcome};
-use bankconf::harness::report::{json, junit, markdown, Origin, Report, SetupError};
-use bankconf::schemas::{self, Schema};
-use bankconf::spec::SECTIONS;
+use bankconf::internal::catalogue;
+use bankconf::internal::report::{json, junit, markdown};
+use bankconf::internal::schemas::{self, Schema};
+use bankconf::internal::spec::SECTIONS;
+use bankconf::{CaseResult, ErrorSource, Gate, IgnoreCause, Level, Origin, Outcome, Report, SetupError};
 use quick_xml::events::Event;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -211,7 +211,7 @@ fn with_failures() -> Report {
     );
     let silent = "no webhook delivery reached the receiver within 20s of creating (and driving) a connection: \
                   the target was given http://127.0.0.1:40001/webhooks (listening on 127.0.0.1:40001)";
-    let expectations = bankconf::harness::expect::Expectations::parse(
+    let expectations = bankconf::internal::expect::Expectations::parse(
         "expect.toml",
         "[[expect]]\ncase = \"widget.served\"\noutcome = \"failed\"\nreason = \"widget ships in March\"\n",
     )
@@ -268,7 +268,7 @@ macro_rules! pinned {
 
 #[test]
 fn the_terminal_closes_with_every_failure_and_its_rerun() {
-    use bankconf::harness::report::terminal::{self, Lines, Paint};
+    use bankconf::internal::report::terminal::{self, Lines, Paint};
     let report = with_failures();
     let lines = Lines::new(Paint(false), "(full text in report.json)".into());
     let mut out: Vec<String> = report
@@ -308,7 +308,7 @@ fn the_terminal_closes_with_every_failure_and_its_rerun() {
 
 #[test]
 fn a_setup_error_has_no_table_and_is_not_repeated() {
-    use bankconf::harness::report::terminal::{render_summary, Paint};
+    use bankconf::internal::report::terminal::{render_summary, Paint};
     let report = Report {
         results: Vec::new(),
         setup_error: Some(SetupError::KeyRefused {
@@ -551,7 +551,7 @@ fn list_selects_by_section_level_and_id() {
             .map(|l| l.split_whitespace().next().unwrap().to_string())
             .collect()
     };
-    let of = |keep: &dyn Fn(&catalogue::Case) -> bool| -> Vec<String> {
+    let of = |keep: &dyn Fn(&bankconf::Case) -> bool| -> Vec<String> {
         catalogue::all().iter().filter(|c| !c.offline && keep(c)).map(|c| c.id.clone()).collect()
     };
     let by_section = ids(&["--section", "4.3"]);
@@ -666,7 +666,7 @@ fn openapi_is_a_structurally_valid_3_1_document() {
 /// signal's); the JSON report says why.
 #[test]
 fn a_run_cut_short_is_incomplete_and_names_its_cause() {
-    use bankconf::harness::cancel::{Cause, Signal};
+    use bankconf::internal::cancel::{Cause, Signal};
     let case = |id: &str| catalogue::find(id).unwrap();
     let cut = |cause: Cause| CaseResult {
         case: case("isolation.accounts"),
@@ -685,15 +685,15 @@ fn a_run_cut_short_is_incomplete_and_names_its_cause() {
     let deadline = stopped(Cause::Deadline(Duration::from_secs(300)));
     assert_eq!((deadline.verdict(), deadline.exit_code()), ("INCOMPLETE", 3));
     assert!(deadline.decided().starts_with("the run's deadline (--deadline 300 s) passed"), "{}", deadline.decided());
-    let json = bankconf::harness::report::json::render(&deadline);
+    let json = bankconf::internal::report::json::render(&deadline);
     assert_eq!(json["stopped"]["cause"], "deadline");
     assert_eq!(json["cases"][1]["cause"], "deadline");
-    bankconf::schemas::validate(bankconf::schemas::Schema::Report, &json).unwrap();
+    bankconf::internal::schemas::validate(bankconf::internal::schemas::Schema::Report, &json).unwrap();
     for (signal, code) in [(Signal::Interrupt, 130), (Signal::Terminate, 143)] {
         let report = stopped(Cause::Interrupted(signal));
         assert_eq!((report.verdict(), report.exit_code()), ("INCOMPLETE", code));
         assert!(report.decided().contains(&format!("interrupted by {}", signal.name())));
-        let json = bankconf::harness::report::json::render(&report);
+        let json = bankconf::internal::report::json::render(&report);
         assert_eq!((json["exit_code"].as_i64(), &json["stopped"]["cause"]), (Some(code.into()), &"interrupted".into()));
     }
     // A failure judged before the signal is still a failure.

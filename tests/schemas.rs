@@ -3,7 +3,7 @@
 //! Valid documents are built from the spec's statements; every constraint has an invalid
 //! document whose violation must name the offending field (`instance_path`).
 
-use bankconf::schemas::{validate, Schema, Violation, ID_BASE, MAX_MESSAGE_CHARS};
+use bankconf::internal::schemas::{validate, Schema, Violation, ID_BASE, MAX_MESSAGE_CHARS};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 

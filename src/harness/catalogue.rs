@@ -10,15 +10,21 @@ use std::sync::LazyLock;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
+    /// The spec states the rule.
     Must,
+    /// What a bank-data API must protect, even where the spec is silent.
     Security,
+    /// No 5xx for bad input.
     Robustness,
+    /// An observation; never gates.
     Advisory,
 }
 
 impl Level {
+    /// Every level, most important first.
     pub const ALL: [Level; 4] = [Self::Must, Self::Security, Self::Robustness, Self::Advisory];
 
+    /// The level's name in the catalogue and on the command line (`must`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Must => "must",
@@ -64,10 +70,15 @@ pub enum Need {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
+    /// `<area>.<name>`, e.g. `transactions.walk-exactly-once`.
     pub id: String,
+    /// One line: what the target must do.
     pub title: String,
+    /// The spec section of the rule, e.g. `§4.3`.
     pub section: String,
+    /// How much a failure matters.
     pub level: Level,
+    /// What the case needs from the configuration; without it, the case is ignored.
     #[serde(default)]
     pub needs: Vec<Need>,
     /// Judged only by `bankconf check-events`, over a capture file (`cases/check-events.toml`).

@@ -68,7 +68,7 @@ fn on_signals(cancel: Cancel) {
 }
 
 /// `cargo test --test conformance`: the run configured by the `BANKCONF_*` variables (the
-/// embedded sandbox without `BANKCONF_BASE_URL`), as [`test_main`] runs it.
+/// embedded sandbox without `BANKCONF_BASE_URL`), as `test_main` runs it.
 pub fn conformance_test() -> ExitCode {
     match RunConfig::from_env() {
         Ok(config) => test_main(config, Arguments::from_args()),

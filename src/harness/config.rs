@@ -22,6 +22,15 @@ impl std::fmt::Debug for DriverImpl {
     }
 }
 
+/// Every setting of a conformance run: the flags of `bankconf run` (each field's doc is its
+/// `--help`). [`Conformance`](crate::Conformance) builds one, and
+/// [`Conformance::configure`](crate::Conformance::configure) reaches the settings it has no
+/// method for.
+///
+/// ```
+/// let run = bankconf::Conformance::default().configure(|c| c.rate_limit = 5.0);
+/// assert_eq!(run.config().rate_limit, 5.0);
+/// ```
 #[derive(Args, Clone, Debug)]
 pub struct RunConfig {
     /// Base URL of the target; absent: an embedded sandbox started in-process.
@@ -45,9 +54,11 @@ pub struct RunConfig {
     pub driver_url: Option<String>,
     /// A driver given in code (a library user's [`Driver`]), instead of --driver or --driver-url.
     #[arg(skip)]
+    #[doc(hidden)]
     pub driver_impl: Option<DriverImpl>,
     /// Where the run finds its browser: its own unless a caller gives runs one to share.
     #[arg(skip)]
+    #[doc(hidden)]
     pub browser_pool: super::browser::BrowserPool,
     /// Address of the webhook receiver.
     #[arg(long, env = "BANKCONF_WEBHOOK_LISTEN", default_value = "127.0.0.1:0")]
@@ -77,6 +88,7 @@ pub struct RunConfig {
     pub har: Option<PathBuf>,
     /// Report files: `--report-json`, `--report-junit`, `--report-md`.
     #[command(flatten)]
+    #[doc(hidden)]
     pub outputs: OutputPaths,
     /// Levels whose failures decide the exit code.
     #[arg(long, env = "BANKCONF_GATE", value_delimiter = ',', default_value = "must,security")]
@@ -109,6 +121,7 @@ pub struct RunConfig {
     pub sandbox_variant: Option<Variant>,
     /// Advanced: the embedded sandbox's conditions (`bankconf serve --latency-ms` and so on).
     #[command(flatten)]
+    #[doc(hidden)]
     pub sandbox_conditions: SandboxConditions,
     /// Requests per second sent to the target (a token bucket; 0: unlimited).
     #[arg(long, env = "BANKCONF_RATE_LIMIT", default_value_t = 0.0)]
@@ -168,7 +181,7 @@ impl RunConfig {
     }
 
     /// Reads the configuration from the environment alone (for `cargo test`).
-    pub fn from_env() -> Result<Self, clap::Error> {
+    pub(crate) fn from_env() -> Result<Self, clap::Error> {
         #[derive(clap::Parser)]
         struct EnvOnly {
             #[command(flatten)]
@@ -179,7 +192,7 @@ impl RunConfig {
 
     /// The configuration, with report paths that only a former variable name gives
     /// (`BANKCONF_HAR`, `BANKCONF_JUNIT`) filled in: old scripts keep working.
-    pub fn with_legacy_env(mut self) -> Self {
+    pub(crate) fn with_legacy_env(mut self) -> Self {
         self.outputs = self.outputs.with_legacy_env();
         if self.har.is_none() {
             self.har = legacy_env("BANKCONF_HAR");
@@ -191,7 +204,7 @@ impl RunConfig {
     /// settings of a target without one, two drivers, one key given twice, a missing key, the
     /// sandbox's flags for a target, a URL that is not http(s), a selection that names no case.
     /// The one place these are checked: the session starts with it (`Session::setup`).
-    pub fn validate(&self) -> Result<(), SetupError> {
+    pub(crate) fn validate(&self) -> Result<(), SetupError> {
         let target = self.base_url.is_some();
         let target_flags = [
             ("--api-key", self.api_key.is_some()),
@@ -233,13 +246,15 @@ impl RunConfig {
         Ok(())
     }
 
+    /// The cases the flags select (for `bankconf run --list`).
+    #[doc(hidden)]
     pub fn selection(&self) -> Selection {
         Selection { ids: self.ids.clone(), sections: self.sections.clone(), levels: self.levels.clone() }
     }
 
     /// The target settings a rerun command repeats, secrets as `$BANKCONF_*` variables; empty
     /// for the embedded sandbox (but for its mutant or variant).
-    pub fn rerun_settings(&self) -> String {
+    pub(crate) fn rerun_settings(&self) -> String {
         use crate::harness::sanitize::shell_word;
         let mut words = Vec::new();
         if let Some(url) = &self.base_url {
@@ -300,24 +315,24 @@ impl RunConfig {
         words.join(" ")
     }
 
-    pub fn gate(&self) -> Gate {
+    pub(crate) fn gate(&self) -> Gate {
         Gate(self.gate.clone())
     }
 
-    pub fn event_wait(&self) -> Duration {
+    pub(crate) fn event_wait(&self) -> Duration {
         secs(self.event_timeout)
     }
 
-    pub fn request_wait(&self) -> Duration {
+    pub(crate) fn request_wait(&self) -> Duration {
         secs(self.request_timeout)
     }
 
-    pub fn driver_wait(&self) -> Duration {
+    pub(crate) fn driver_wait(&self) -> Duration {
         secs(self.driver_timeout)
     }
 
     /// How long the whole run may take (`--deadline`); `None`: no deadline (0, or not a number).
-    pub fn deadline(&self) -> Option<Duration> {
+    pub(crate) fn deadline(&self) -> Option<Duration> {
         (self.deadline.is_finite() && self.deadline > 0.0).then(|| Duration::from_secs_f64(self.deadline.min(1e7)))
     }
 }

@@ -13,9 +13,16 @@ use thiserror::Error;
 pub type UrlParseError = <reqwest::Url as std::str::FromStr>::Err;
 
 /// Why a run could not start: the setup's problem, never the target's (exit 2). The first group
-/// needs only the flags ([`RunConfig::validate`](super::config::RunConfig::validate)); the
-/// others are found while the session starts, by the preflight against the target, or when a
-/// report file is checked.
+/// needs only the flags (`RunConfig::validate`); the others are found while the session starts,
+/// by the preflight against the target, or when a report file is checked. Its `Display` is the
+/// whole sentence a person reads.
+///
+/// ```
+/// let runtime = tokio::runtime::Runtime::new().unwrap();
+/// let report = runtime.block_on(bankconf::Conformance::new("ftp://example.com").api_key("k").run());
+/// assert!(matches!(report.setup_error, Some(bankconf::SetupError::BadBaseUrl { .. })));
+/// assert_eq!(report.exit_code(), bankconf::EXIT_NOT_RUN);
+/// ```
 #[derive(Debug, Error)]
 pub enum SetupError {
     /// Flags that describe a target, without `--base-url`: the sandbox would be judged instead.

@@ -72,7 +72,7 @@ struct File {
 pub struct Expectations {
     /// The file, as given (for messages).
     pub file: String,
-    /// The day expiry is judged on ([`today`] when read).
+    /// The day expiry is judged on (`today()` when read).
     pub today: NaiveDate,
     by_case: BTreeMap<String, Expectation>,
 }

@@ -24,6 +24,7 @@ pub enum ErrorSource {
 }
 
 impl ErrorSource {
+    /// Its name in the reports (`driver`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Driver => "driver",
@@ -59,6 +60,7 @@ pub enum IgnoreCause {
 }
 
 impl IgnoreCause {
+    /// Its name in the reports (`missing-prerequisite`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::MissingPrerequisite => "missing-prerequisite",
@@ -97,22 +99,28 @@ impl From<&str> for Failure {
 /// The outcome of one case.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
+    /// The target kept the case's rule.
     Passed,
     /// The target broke the case's rule.
     Failed(Failure),
     /// The harness could not judge.
     Error {
+        /// What broke.
         source: ErrorSource,
+        /// How.
         message: String,
     },
     /// Not judged, with the cause.
     Ignored {
+        /// Why, in a word.
         cause: IgnoreCause,
+        /// Why, for a person (what would let the case run).
         reason: String,
     },
 }
 
 impl Outcome {
+    /// `passed`, `failed`, `error` or `ignored`, as the JSON report names it.
     pub fn label(&self) -> &'static str {
         match self {
             Self::Passed => "passed",
@@ -122,6 +130,7 @@ impl Outcome {
         }
     }
 
+    /// The failure's evidence, the error's message or the reason it was ignored.
     pub fn message(&self) -> Option<&str> {
         match self {
             Self::Passed => None,
@@ -131,12 +140,13 @@ impl Outcome {
         }
     }
 
+    /// Whether the target broke the rule.
     pub fn is_failed(&self) -> bool {
         matches!(self, Self::Failed(_))
     }
 
     /// The same outcome with its text passed through `f` (redaction).
-    pub fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+    pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Self::Passed => Self::Passed,
             Self::Failed(Failure { message, shrunk_input }) => {
@@ -308,8 +318,11 @@ pub fn str_field<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
 /// The outcome of one case, with how long it took.
 #[derive(Clone, Debug)]
 pub struct CaseResult {
+    /// The case, from the catalogue.
     pub case: &'static Case,
+    /// What it concluded.
     pub outcome: Outcome,
+    /// How long it ran.
     pub duration: Duration,
     /// For a failure: a `curl` command replaying the last request the case sent (keys as
     /// `$BANKCONF_API_KEY`), and for property cases the seed in the message.
@@ -321,6 +334,7 @@ pub struct CaseResult {
 pub struct Gate(pub Vec<Level>);
 
 impl Gate {
+    /// Whether a failure at `level` decides the exit code.
     pub fn gates(&self, level: Level) -> bool {
         self.0.contains(&level)
     }
@@ -339,9 +353,13 @@ impl Gate {
 /// Counts of outcomes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
+    /// [`Outcome::Passed`].
     pub passed: usize,
+    /// [`Outcome::Failed`].
     pub failed: usize,
+    /// [`Outcome::Error`].
     pub errors: usize,
+    /// [`Outcome::Ignored`].
     pub ignored: usize,
 }
 

@@ -6,7 +6,7 @@
 use super::budget;
 use super::http::Api;
 use super::outcome::Stop;
-pub use super::reads::{item_id, Item, Page};
+pub use super::reads::{Item, Page};
 use super::redact;
 
 use serde_json::Value;
@@ -104,10 +104,6 @@ pub struct Walk {
 impl Walk {
     pub fn ids(&self) -> Vec<String> {
         self.pages.iter().flat_map(Page::ids).collect()
-    }
-
-    pub fn items(&self) -> impl Iterator<Item = &Item> {
-        self.pages.iter().flat_map(|p| p.items.iter())
     }
 
     /// Keeps `page`, within the run's budget of held bytes.

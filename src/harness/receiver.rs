@@ -176,18 +176,6 @@ impl Receiver {
         all.iter().filter(|d| d.connection_id() == Some(connection_id)).cloned().collect()
     }
 
-    /// Waits until `done` holds for the deliveries concerning `connection_id`, at least
-    /// `timeout` (`--event-timeout`) and longer as [`Patience`] decides. Returns whether it held,
-    /// and the deliveries seen.
-    pub async fn wait_for(
-        &self,
-        connection_id: &str,
-        timeout: Duration,
-        done: impl Fn(&[Delivery]) -> bool,
-    ) -> (bool, Vec<Delivery>) {
-        self.wait_until(&format!("deliveries for {connection_id}"), connection_id, timeout, done).await
-    }
-
     /// The waits that have lasted over `after`: `waiting for connection.connected for conn_1
     /// (4s, at most 120s)` for the longest, and how many more; for a terminal's progress line.
     pub fn waiting(&self, after: Duration) -> Option<String> {
@@ -203,8 +191,11 @@ impl Receiver {
         ))
     }
 
-    /// [`Self::wait_for`], saying in the progress line `what` it waits for (`connection.connected
-    /// for conn_1`): a person watching a slow run sees which event is missing.
+    /// Waits until `done` holds for the deliveries concerning `connection_id`, at least
+    /// `timeout` (`--event-timeout`) and longer as [`Patience`] decides. Returns whether it held,
+    /// and the deliveries seen. The progress line says `what` it waits for
+    /// (`connection.connected for conn_1`): a person watching a slow run sees which event is
+    /// missing.
     pub async fn wait_until(
         &self,
         what: &str,

@@ -36,7 +36,7 @@ pub async fn start(config: RunConfig) -> Result<Arc<RunContext>, SetupError> {
 
 /// Runs the selected cases and returns the report, telling `progress` as it goes. A run that
 /// cannot start is a report with its `setup_error` (exit 2). Its only cancellation is its
-/// deadline (`--deadline`); see [`run_report_until`].
+/// deadline (`--deadline`); see `run_report_until`.
 pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) -> Report {
     run_report_until(config, progress, Cancel::default()).await
 }

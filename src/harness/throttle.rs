@@ -123,7 +123,6 @@ pub struct Throttle {
     /// Timeouts in a row by endpoint; at [`TIMEOUTS_TO_TRIP`] the endpoint is given up.
     stalls: Mutex<HashMap<String, u32>>,
     retries_left: AtomicU64,
-    sent: AtomicU64,
 }
 
 impl Default for Throttle {
@@ -164,7 +163,6 @@ impl Throttle {
             streaks: Mutex::default(),
             stalls: Mutex::default(),
             retries_left: AtomicU64::new(RUN_RETRIES),
-            sent: AtomicU64::new(0),
         }
     }
 
@@ -208,12 +206,6 @@ impl Throttle {
             turn
         };
         tokio::time::sleep_until(turn.into()).await;
-        self.sent.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Requests sent so far (each try counts).
-    pub fn sent(&self) -> u64 {
-        self.sent.load(Ordering::Relaxed)
     }
 
     /// An answer that is not a refusal: the window grows (by one per window's worth).

@@ -31,9 +31,17 @@ pub const KNOWN: &str = "KNOWN";
 pub enum Origin {
     /// `bankconf run`, with the seed of its property-based cases and the target settings of its
     /// rerun commands (`--base-url … --api-key "$BANKCONF_API_KEY"`; empty for the sandbox).
-    Run { seed: u64, settings: String },
+    Run {
+        /// The seed of the property-based cases (`--seed` repeats the run).
+        seed: u64,
+        /// The target settings of a rerun command.
+        settings: String,
+    },
     /// `bankconf check-events FILE`.
-    Capture { file: String },
+    Capture {
+        /// The capture file, as given.
+        file: String,
+    },
 }
 
 /// Where a case's evidence is in the HAR: the entry its failure names (else its latest) and how
@@ -47,34 +55,59 @@ pub struct Link {
     pub entries: usize,
 }
 
-/// A finished run.
+/// A finished run: what [`Conformance::run`](crate::Conformance::run) returns, and what every
+/// report format renders. Its other fields (the transition graph, the `--expect` file, latency,
+/// the HAR's links, why the run was cut short) are the report formats' own, hidden here;
+/// [`summary`](crate::summary) renders them.
+///
+/// ```no_run
+/// # async fn example() {
+/// let report = bankconf::Conformance::new("http://127.0.0.1:8080").api_key("acme_test_1").run().await;
+/// for result in report.failures() {
+///     let evidence = result.outcome.message().unwrap_or_default();
+///     println!("{} ({}, {}): {evidence}", result.case.id, result.case.section, result.case.level);
+/// }
+/// if report.exit_code() != bankconf::EXIT_PASSED {
+///     eprintln!("{}", bankconf::summary(&report));
+/// }
+/// # }
+/// ```
 pub struct Report {
+    /// What made the report.
     pub origin: Origin,
     /// What was judged: `embedded sandbox at …`, the base URL, or `capture FILE`.
     pub server: String,
+    /// The levels whose failures decide the exit code.
     pub gate: Gate,
+    /// One result per case of the run.
     pub results: Vec<CaseResult>,
+    /// How long the run took.
     pub duration: Duration,
     /// Facts about the run worth a line in every report (never secrets).
     pub notes: Vec<String>,
     /// Why the run could not start or judge (preflight, configuration): exit 2.
     pub setup_error: Option<SetupError>,
     /// The transition graph the target revealed, when `lifecycle.transition-graph` ran.
+    #[doc(hidden)]
     pub transition_graph: Option<TransitionGraph>,
     /// The `--expect` file the run was judged with.
+    #[doc(hidden)]
     pub expectations: Option<Expectations>,
     /// How fast the target answered and how late its webhooks came (not judged).
+    #[doc(hidden)]
     pub latency: latency::Summary,
     /// The `--report-har` file, and where each failed case's evidence is in it.
+    #[doc(hidden)]
     pub har: Option<(String, BTreeMap<String, Link>)>,
     /// Why the run was cut short (a signal, its deadline), if it was: its unfinished cases are
     /// ignored with this cause, and the run is INCOMPLETE at best.
+    #[doc(hidden)]
     pub stopped: Option<Cause>,
 }
 
 impl Report {
     /// `API answers: 412 samples, median …; webhook deliveries: …`, one line per kind seen.
-    pub fn latency_lines(&self) -> Vec<String> {
+    pub(crate) fn latency_lines(&self) -> Vec<String> {
         let mut lines = Vec::new();
         if let Some(s) = self.latency.api {
             lines.push(format!("latency of API answers: {}", s.line()));
@@ -138,7 +171,7 @@ impl Report {
     /// The failed and errored cases a person should act on, gating ones first, each group
     /// sharing one diagnosis (the same mark and message: a setup problem many cases ran into).
     /// Outcomes the `--expect` file expects are left out (they are listed as expected).
-    pub fn to_act_on(&self) -> Vec<(&'static str, &str, Vec<&CaseResult>)> {
+    pub(crate) fn to_act_on(&self) -> Vec<(&'static str, &str, Vec<&CaseResult>)> {
         let mut groups: Vec<(&'static str, &str, Vec<&CaseResult>)> = Vec::new();
         let mut acted: Vec<&CaseResult> = self
             .results
@@ -233,12 +266,12 @@ impl Report {
     }
 
     /// How `result` stands against the `--expect` file, if the file has a line for it.
-    pub fn standing(&self, result: &CaseResult) -> Option<Standing> {
+    pub(crate) fn standing(&self, result: &CaseResult) -> Option<Standing> {
         self.expectations.as_ref()?.standing(result)
     }
 
     /// The gating cases whose outcome the `--expect` file expects, each with the reason.
-    pub fn expected(&self) -> Vec<(&CaseResult, &str)> {
+    pub(crate) fn expected(&self) -> Vec<(&CaseResult, &str)> {
         let Some(e) = &self.expectations else { return Vec::new() };
         self.results
             .iter()
@@ -249,7 +282,7 @@ impl Report {
 
     /// The deviations from the `--expect` file, one line each: expectations that no longer
     /// hold (stale) or have expired, at a gating level. Each fails the run.
-    pub fn deviations(&self) -> Vec<(&CaseResult, String)> {
+    pub(crate) fn deviations(&self) -> Vec<(&CaseResult, String)> {
         let Some(e) = &self.expectations else { return Vec::new() };
         self.results
             .iter()
@@ -307,6 +340,8 @@ impl Report {
         }
     }
 
+    /// The verdict of the run's last line, from [`Report::judged_code`]: `PASSED`, `FAILED`,
+    /// `INCOMPLETE`, or for exit code 2 `ERROR` (some cases ended in an error) or `NOT RUN`.
     pub fn verdict(&self) -> &'static str {
         match self.judged_code() {
             EXIT_PASSED => "PASSED",
@@ -352,7 +387,7 @@ impl Report {
 
     /// How `result` reads as one test of `cargo test`: the same rules as [`Report::exit_code`],
     /// case by case. `what` heads each message (`id (§4.3, must)`).
-    pub fn reading(&self, result: &CaseResult) -> Reading {
+    pub(crate) fn reading(&self, result: &CaseResult) -> Reading {
         let what = format!("{} ({}, {})", result.case.id, result.case.section, result.case.level);
         if let Some((_, how)) = self.deviations().into_iter().find(|(r, _)| r.case.id == result.case.id) {
             return Reading::Fail(format!("{what}: {how}"));

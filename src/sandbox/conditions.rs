@@ -59,6 +59,7 @@ pub struct Conditions {
 }
 
 impl Conditions {
+    /// Whether none is set: the sandbox answers as fast as it can.
     pub fn is_local(&self) -> bool {
         *self == Self::default()
     }

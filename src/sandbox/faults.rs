@@ -19,9 +19,10 @@ macro_rules! departures {
     ) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        $vis enum $ty { $($v,)* }
+        $vis enum $ty { $(#[doc = $desc] $v,)* }
 
         impl $ty {
+            /// Every one, in the order `--list-mutants` / `--list-variants` prints them.
             pub const ALL: &'static [$ty] = &[$($ty::$v,)*];
 
             /// The name given to `--mutant` / `--variant`.
@@ -50,6 +51,7 @@ macro_rules! departures {
                 matches!(self.name(), "duplicate-connection-ids")
             }
 
+            /// The one [`Self::name`] names.
             pub fn from_name(name: &str) -> Option<Self> {
                 Self::ALL.iter().copied().find(|m| m.name() == name)
             }
@@ -64,7 +66,9 @@ macro_rules! departures {
 }
 
 departures! {
-    /// One deliberate spec violation (see the module doc).
+    /// One deliberate spec violation, for testing the harness itself: it breaks exactly one rule
+    /// the catalogue checks, and names the cases that must catch it ([`Mutant::caught_by`]).
+    /// `bankconf serve --mutant NAME`.
     pub enum Mutant {
         // §2.1, §4.1 creation
         StatusLowercase = "status-lowercase", "§2.1", ["create.status-created", "create.response-schema"],
@@ -285,7 +289,9 @@ departures! {
 }
 
 departures! {
-    /// A conforming server that reads the spec's freedoms differently (see the module doc).
+    /// A conforming server that reads the spec's freedoms differently: it differs from the
+    /// sandbox wherever the spec leaves an implementer free (status codes, id shapes, order,
+    /// limits, delivery), and the harness must pass it. `bankconf serve --variant NAME`.
     pub enum Variant {
         UuidIds = "uuid-ids", "§2", [],
             "identifiers are the prefix and a lower-case UUID (`conn_3f2a…-…`)";

@@ -2,34 +2,34 @@
 //! served with axum. It is the harness's default target and a local sandbox to build clients
 //! against.
 //!
-//! Modules:
-//! - [`api`]: the `/v1` endpoints of §4 behind bearer keys (§5), the widget script route (§1),
+//! Modules (private: what a user of the sandbox needs is re-exported here):
+//! - `api`: the `/v1` endpoints of §4 behind bearer keys (§5), the widget script route (§1),
 //!   and the sandbox's error answers (§7 leaves them open);
-//! - [`control`]: the `/sandbox/...` control routes (webhook registration, lifecycle actions);
-//! - [`transitions`]: the transition table of the sandbox (§3.2 leaves it open);
+//! - `control`: the `/sandbox/...` control routes (webhook registration, lifecycle actions);
+//! - `transitions`: the transition table of the sandbox (§3.2 leaves it open);
 //! - `model`: the in-memory records, identifiers (§2) and the transaction list order (§4.3);
 //! - `render`: every JSON body (account, page, event, error) built in one place;
 //! - `seed`: deterministic realistic account data per connection;
 //! - `store`: the state behind one mutex and every state change;
 //! - `webhooks`: the background delivery queue (§6);
-//! - [`widget`]: the widget script (§1).
+//! - `widget`: the widget script (§1).
 //!
 //! Without configured keys, two clients are made with keys `bankconf_test_<24 random
 //! lower-case alphanumerics>` (a service-specific prefix, an underscore, more characters: §5.2).
 
 mod aliases;
-pub mod api;
-pub mod conditions;
-pub mod control;
-pub mod faults;
+mod api;
+mod conditions;
+mod control;
+mod faults;
 mod model;
 mod render;
 mod seed;
 mod shared;
 mod store;
-pub mod transitions;
+mod transitions;
 mod webhooks;
-pub mod widget;
+mod widget;
 
 pub use conditions::Conditions;
 use faults::Flavor;
@@ -84,12 +84,14 @@ impl Default for SandboxConfig {
 /// A client of the sandbox: its API key and the `cli_` id its events carry.
 #[derive(Clone, Debug)]
 pub struct SandboxClient {
+    /// Its bearer key (§5).
     pub api_key: String,
+    /// Its `cli_` id.
     pub client_id: String,
 }
 
 /// In-process control of a running sandbox: the same operations as the `/sandbox` routes
-/// (see [`control`]), through the same code.
+/// (docs/sandbox.md), through the same code.
 #[derive(Clone)]
 pub struct Control {
     shared: Arc<Shared>,
@@ -146,9 +148,13 @@ impl Control {
 pub struct Sandbox {
     /// e.g. `http://127.0.0.1:41234` (no trailing slash).
     pub base_url: String,
+    /// The address it listens on.
     pub local_addr: SocketAddr,
+    /// Its clients, one per configured key (or the two it made).
     pub clients: Vec<SandboxClient>,
+    /// `<service>` in `/widget/<service>-connect.js`.
     pub service: String,
+    /// In-process control of its connections and webhooks.
     pub control: Control,
     shutdown: oneshot::Sender<()>,
     server: JoinHandle<std::io::Result<()>>,
@@ -173,6 +179,17 @@ fn generate_key() -> String {
 }
 
 impl Sandbox {
+    /// Starts a sandbox: it serves until [`Sandbox::stop`], on a task of the current runtime.
+    ///
+    /// ```no_run
+    /// # async fn example() -> anyhow::Result<()> {
+    /// use bankconf::sandbox::{Sandbox, SandboxConfig};
+    /// let sandbox = Sandbox::start(SandboxConfig::default()).await?;
+    /// println!("{} with key {}", sandbox.base_url, sandbox.clients[0].api_key);
+    /// sandbox.stop().await;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn start(config: SandboxConfig) -> anyhow::Result<Sandbox> {
         let flavor = Flavor { mutant: config.mutant, variant: config.variant };
         let keys =

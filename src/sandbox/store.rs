@@ -21,7 +21,9 @@ use std::sync::Arc;
 /// What a control action did: the body of the control route's 200 answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ActionOutcome {
+    /// The connection acted on.
     pub connection_id: String,
+    /// The action applied.
     pub action: Action,
     /// The connection's status after the action.
     pub status: ConnectionState,
@@ -34,6 +36,7 @@ pub struct ActionOutcome {
 }
 
 impl ActionOutcome {
+    /// The control route's JSON answer.
     pub fn to_json(&self) -> Value {
         serde_json::json!({
             "connectionId": self.connection_id,

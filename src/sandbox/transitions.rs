@@ -61,7 +61,9 @@ pub fn transition_path(from: ConnectionState, action: Action) -> Option<Vec<Conn
 /// What an action may apply to (`accountId`, `transactionId` of the control route's body).
 #[derive(Clone, Debug, Default)]
 pub struct ActionArgs {
+    /// The account `update_accounts` or `delete_transaction` applies to (else one it picks).
     pub account_id: Option<String>,
+    /// The transaction `delete_transaction` deletes (else one it picks).
     pub transaction_id: Option<String>,
 }
 

@@ -14,5 +14,5 @@ async fn a_broken_server_fails() {
         .cases(["create."])
         .run()
         .await;
-    assert_eq!(report.exit_code(), 1, "{}", bankconf::conformance::summary(&report));
+    assert_eq!(report.exit_code(), 1, "{}", bankconf::summary(&report));
 }

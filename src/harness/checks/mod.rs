@@ -38,7 +38,6 @@ use std::sync::Arc;
 ///     WALK = "transactions.walk-exactly-once" => walk_exactly_once;
 /// }
 /// ```
-#[macro_export]
 macro_rules! cases {
     ($($name:ident = $id:literal => $flow:path $(, responds [$($endpoint:ident => $rule:path),* $(,)?])? $(, models [$($model:path),* $(,)?])? ;)*) => {
         $(
@@ -60,6 +59,7 @@ macro_rules! cases {
         )*];
     };
 }
+pub(crate) use cases;
 
 /// One case's code.
 pub struct Registration {
@@ -117,16 +117,6 @@ impl Endpoint {
             ("GET", ["v1", "accounts", _]) => Some((Self::Account, &segments[2])),
             ("GET", ["v1", "accounts", _, "transactions"]) => Some((Self::AccountTransactions, &segments[2])),
             _ => None,
-        }
-    }
-
-    /// `GET /v1/accounts/{accountId}/transactions`, for messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::CreateConnection => "POST /v1/connections",
-            Self::ConnectionAccounts => "GET /v1/connections/{connectionId}/accounts",
-            Self::Account => "GET /v1/accounts/{accountId}",
-            Self::AccountTransactions => "GET /v1/accounts/{accountId}/transactions",
         }
     }
 }

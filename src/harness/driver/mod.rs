@@ -16,7 +16,7 @@ mod sandbox;
 
 use super::redact;
 use crate::spec::Action;
-pub use command::{CommandDriver, EXIT_REFUSED, EXIT_UNSUPPORTED};
+pub use command::CommandDriver;
 pub use http::HttpDriver;
 pub use sandbox::SandboxDriver;
 use std::future::Future;
@@ -30,9 +30,11 @@ pub const NEEDS_DRIVER: &str = "needs a driver (--driver / BANKCONF_DRIVER, or -
 /// What a driver answers to one action.
 ///
 /// ```
-/// use bankconf::harness::driver::Answer;
-/// assert!(Answer::Done.into_result().is_ok());
-/// assert!(Answer::Refused("not from CREATED".into()).into_result().is_err());
+/// use bankconf::Answer;
+/// // A target that cannot fail a login on demand says so: the cases that need `fail_auth` are
+/// // then ignored with this reason, never failed.
+/// let answer = Answer::NotSupported("this backend cannot fail a login on demand".into());
+/// assert_ne!(answer, Answer::Done);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
@@ -51,7 +53,7 @@ pub enum Answer {
 
 impl Answer {
     /// `Ok` for [`Answer::Done`], else the reason as a [`DriveError`].
-    pub fn into_result(self) -> Result<(), DriveError> {
+    pub(crate) fn into_result(self) -> Result<(), DriveError> {
         match self {
             Self::Done => Ok(()),
             Self::Refused(m) => Err(DriveError::Refused(m)),
@@ -87,7 +89,7 @@ pub type DriveFuture<'a> = Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
 /// An implementer whose server runs in the same process moves its state directly:
 ///
 /// ```
-/// use bankconf::harness::driver::{Answer, DriveFuture, Driver};
+/// use bankconf::{Answer, DriveFuture, Driver};
 ///
 /// struct MyDriver; // would hold a handle on the server's state
 ///
@@ -209,7 +211,7 @@ pub trait Driver: Send + Sync {
 
 impl dyn Driver {
     /// [`Driver::act`] as a `Result`, the form the harness's steps use.
-    pub async fn run(&self, action: DriverAction, args: &DriveArgs) -> Result<(), DriveError> {
+    pub(crate) async fn run(&self, action: DriverAction, args: &DriveArgs) -> Result<(), DriveError> {
         self.act(action, args).await.into_result()
     }
 }
@@ -318,6 +320,12 @@ mod tests {
             account_id: Some("acc_1".into()),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn an_answer_other_than_done_is_an_error() {
+        assert!(Answer::Done.into_result().is_ok());
+        assert!(Answer::Refused("not from CREATED".into()).into_result().is_err());
     }
 
     #[tokio::test]

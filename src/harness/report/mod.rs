@@ -10,8 +10,6 @@ pub mod markdown;
 pub mod progress;
 pub mod terminal;
 
-/// Why a run could not start, as a report holds it.
-pub use super::errors::SetupError;
 /// The run every format renders (its data sits below the runner, in [`super::verdict`]).
 use super::verdict;
 pub use verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
