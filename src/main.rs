@@ -109,8 +109,13 @@ fn main() -> ExitCode {
             &Mutant::ALL
                 .iter()
                 .map(|m| {
+                    // The cases whose flows make the reads that show it, when they are others.
+                    let shown = match m.shown_by() {
+                        [] => String::new(),
+                        cases => format!("{:<38} with the reads of: {}\n", "", cases.join(", ")),
+                    };
                     format!(
-                        "{:<32} {:<5} {}\n{:<38} caught by: {}\n",
+                        "{:<32} {:<5} {}\n{:<38} caught by: {}\n{shown}",
                         m.name(),
                         m.section(),
                         m.description(),

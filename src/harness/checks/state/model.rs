@@ -76,6 +76,9 @@ pub(super) struct Event {
     /// repeat across clients (§2), so an event speaks for its own client's reads only.
     view: Option<u8>,
     pub(super) kind: String,
+    /// `data.previousStatus` of a connection event: the chain (§3.1, §6.2) orders the events of
+    /// one connection where their times tie.
+    previous: Option<String>,
     pub(super) connection: Option<String>,
     pub(super) account: Option<String>,
     pub(super) transaction: Option<String>,
@@ -211,6 +214,7 @@ impl Model {
                     .and_then(Value::as_str)
                     .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()),
                 kind: kind.to_string(),
+                previous: string(data, "previousStatus"),
                 connection: d.connection_id().map(str::to_string),
                 account: string(data, "accountId"),
                 transaction: string(data, "transactionId"),
@@ -250,7 +254,43 @@ impl Model {
     /// server dates it no earlier than every event that arrived before the read (a late copy
     /// of an event the server emitted before the read is not news after it).
     pub(super) fn may_follow(&self, event: &Event, read: Instant) -> bool {
-        event.arrived >= read && !self.events.iter().any(|f| f.arrived < read && event.occurred_before(f))
+        event.arrived >= read
+            && !self.events.iter().any(|f| f.arrived < read && (event.occurred_before(f) || self.leads_to(event, f)))
+    }
+
+    /// Whether the chain puts connection event `e` before `f` of the same connection where their
+    /// `occurredAt` ties (two steps within a millisecond on a fast server): a path of
+    /// `previousStatus` links leads from `e` to `f`, each step at that same time. `created`
+    /// starts every chain (§3.1).
+    fn leads_to(&self, e: &Event, f: &Event) -> bool {
+        let same =
+            |g: &Event| g.connection.is_some() && g.connection == e.connection && g.kind.starts_with("connection.");
+        if !same(e)
+            || !same(f)
+            || std::ptr::eq(e, f)
+            || !matches!((e.occurred, f.occurred), (Some(a), Some(b)) if a == b)
+        {
+            return false;
+        }
+        if e.kind == spec::ConnectionState::Created.event_type() {
+            return true;
+        }
+        let no_later = |a: &Event, b: &Event| matches!((a.occurred, b.occurred), (Some(x), Some(y)) if x <= y);
+        let mut frontier = vec![e];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(g) = frontier.pop() {
+            let Some(state) = g.kind.strip_prefix("connection.") else { continue };
+            let next = |h: &&Event| same(h) && h.previous.as_deref() == Some(state) && no_later(g, h) && no_later(h, f);
+            for h in self.events.iter().filter(next) {
+                if std::ptr::eq(h, f) {
+                    return true;
+                }
+                if seen.insert(h as *const Event) {
+                    frontier.push(h);
+                }
+            }
+        }
+        false
     }
 
     pub(super) fn connection_of(&self, view_of: Option<u8>, account: &str) -> Option<&str> {
