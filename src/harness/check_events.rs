@@ -142,7 +142,7 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
                 missing => Err(Stop::fail(format!(
                     "{} mid-life, so not chain-checked: {}",
                     plural(missing.len(), "connection starts", "connections start"),
-                    missing.join("; ")
+                    missing.iter().map(|f| f.message.as_str()).collect::<Vec<_>>().join("; ")
                 ))),
             },
             events::PREVIOUS_STATUS_CHAIN if started.is_empty() => {

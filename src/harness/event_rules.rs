@@ -5,8 +5,8 @@
 
 use super::chain;
 use super::delivery::{labels, unique, Delivery};
-use super::outcome::Stop;
 use super::outcome::{validate, Problems};
+use super::outcome::{Failure, Stop};
 use crate::schemas::Schema;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,6 +22,11 @@ pub fn what(d: &Delivery) -> String {
     }
 }
 
+/// A finding resting on `deliveries` (by their `seq`): what the reports link and replay.
+pub fn on<'a>(deliveries: impl IntoIterator<Item = &'a Delivery>, message: String) -> Failure {
+    deliveries.into_iter().fold(Failure::from(message), |f, d| f.on_delivery(d.seq))
+}
+
 fn show(v: Option<&Value>) -> String {
     v.map_or("absent".to_string(), ToString::to_string)
 }
@@ -31,17 +36,18 @@ pub fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
     let mut problems = Problems::default();
     for d in unique(deliveries) {
         if d.body.is_null() {
-            problems.add(format!("{}: body is not JSON", what(&d)));
+            problems.add(on([&d], format!("{}: body is not JSON", what(&d))));
         } else if let Some(batch) = d.body.as_array() {
-            problems.add(format!(
+            let message = format!(
                 "{}: body is a JSON array of {} (a batch); §6.1 shows one event object per delivery",
                 what(&d),
                 batch.len()
-            ));
+            );
+            problems.add(on([&d], message));
         } else if let Err(e) = validate(Schema::WebhookEvent, &d.body, &what(&d)) {
             // The delivery is the evidence: its body, cut, in the message (which the run redacts).
             let body = crate::harness::redact::shorten(&d.body.to_string(), 240);
-            problems.add(format!("{e}; the delivery's body: {body}"));
+            problems.add(on([&d], format!("{e}; the delivery's body: {body}")));
         }
     }
     problems.finish()
@@ -58,9 +64,10 @@ pub fn ids_identify_events(deliveries: &[Delivery]) -> Result<(), Stop> {
             None => {
                 first.insert(id, d);
             }
-            Some(earlier) if earlier.body != d.body => {
-                problems.add(format!("event id {id} names two different events: {} and {}", earlier.label(), d.label()))
-            }
+            Some(earlier) if earlier.body != d.body => problems.add(on(
+                &[(*earlier).clone(), d.clone()],
+                format!("event id {id} names two different events: {} and {}", earlier.label(), d.label()),
+            )),
             Some(_) => {}
         }
     }
@@ -75,7 +82,7 @@ pub fn envelope_agrees(deliveries: &[Delivery]) -> Result<(), Stop> {
         for (outer, inner) in [("type", "type"), ("id", "eventId")] {
             let (a, b) = (d.body.get(outer), d.body.pointer(&format!("/data/{inner}")));
             if a != b {
-                problems.add(format!("{}: {outer} is {} but data.{inner} is {}", what(d), show(a), show(b)));
+                problems.add(on([d], format!("{}: {outer} is {} but data.{inner} is {}", what(d), show(a), show(b))));
             }
         }
     }
@@ -88,11 +95,11 @@ pub fn has_created(deliveries: &[Delivery]) -> bool {
 }
 
 /// §3.2: the connections among `groups` with no `connection.created`, each with what did arrive.
-pub fn missing_created(groups: &[Group<'_>]) -> Vec<String> {
+pub fn missing_created(groups: &[Group<'_>]) -> Vec<Failure> {
     groups
         .iter()
         .filter(|(_, ds)| !has_created(ds))
-        .map(|(id, ds)| format!("connection {id}: no connection.created among {}", labels(ds)))
+        .map(|(id, ds)| on(ds.iter(), format!("connection {id}: no connection.created among {}", labels(ds))))
         .collect()
 }
 
@@ -102,7 +109,7 @@ pub fn chains(groups: &[Group<'_>]) -> Result<(), Stop> {
     let mut problems = Problems::default();
     for (id, deliveries) in groups {
         if let Err(e) = chain::resolve(deliveries) {
-            problems.add(format!("connection {id}: {e}"));
+            problems.add(on(deliveries.iter(), format!("connection {id}: {e}")));
         }
     }
     problems.finish()
@@ -120,11 +127,12 @@ pub fn one_client_id(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
             .map(|d| show(d.body.pointer("/data/clientId")))
             .collect();
         if ids.len() > 1 {
-            problems.add(format!(
+            let message = format!(
                 "{name}: events carry {} different data.clientId values: {}",
                 ids.len(),
                 ids.into_iter().collect::<Vec<_>>().join(", ")
-            ));
+            );
+            problems.add(on(deliveries, message));
         }
     }
     problems.finish()
@@ -133,17 +141,25 @@ pub fn one_client_id(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
 /// §6.2: two clients never share a `clientId`: the `clientId`s of each group (a client's
 /// deliveries) are disjoint from every other group's.
 pub fn distinct_client_ids(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
-    let sets: Vec<(&str, BTreeSet<String>)> = groups
+    let sets: Vec<(&str, &[Delivery], BTreeSet<String>)> = groups
         .iter()
         .map(|(name, ds)| {
-            (name.as_str(), ds.iter().filter_map(|d| d.body.pointer("/data/clientId")).map(|v| show(Some(v))).collect())
+            let ids = ds.iter().filter_map(|d| d.body.pointer("/data/clientId")).map(|v| show(Some(v))).collect();
+            (name.as_str(), ds.as_slice(), ids)
         })
         .collect();
     let mut problems = Problems::default();
-    for (i, (a, ids_a)) in sets.iter().enumerate() {
-        for (b, ids_b) in &sets[i + 1..] {
+    for (i, (a, ds_a, ids_a)) in sets.iter().enumerate() {
+        for (b, ds_b, ids_b) in &sets[i + 1..] {
             if let Some(shared) = ids_a.intersection(ids_b).next() {
-                problems.add(format!("{a} and {b} are both announced with data.clientId {shared}"));
+                // The first delivery of each that carries the shared id.
+                let carrying = |ds: &[Delivery]| {
+                    ds.iter()
+                        .find(|d| d.body.pointer("/data/clientId").is_some_and(|v| show(Some(v)) == *shared))
+                        .cloned()
+                };
+                let shown: Vec<Delivery> = [carrying(ds_a), carrying(ds_b)].into_iter().flatten().collect();
+                problems.add(on(&shown, format!("{a} and {b} are both announced with data.clientId {shared}")));
             }
         }
     }

@@ -64,12 +64,10 @@ struct Log {
     entries: Vec<Value>,
     bytes: usize,
     dropped: usize,
-    /// Per case, the ids and request names of its entries, for the report's links.
-    by_case: HashMap<&'static str, Vec<(u64, String)>>,
-    /// Every entry's id and URL, for a failure whose evidence a shared fixture recorded.
-    urls: Vec<(u64, String)>,
-    /// Every delivery's entry id and body (as kept), for a failure that names its event.
-    deliveries: Vec<(u64, String)>,
+    /// Per case, the ids of its entries, for the report's links.
+    by_case: HashMap<&'static str, Vec<u64>>,
+    /// Each kept delivery's entry id, by the delivery's `seq`.
+    by_delivery: HashMap<u64, u64>,
     /// Each entry's position in the written file's `log.entries`, once written.
     index: HashMap<u64, usize>,
 }
@@ -96,8 +94,9 @@ impl Recorder {
         &self.redactor
     }
 
-    fn keep(&self, mut entry: Value, request: String) {
-        let Some(log) = &self.har else { return };
+    /// Keeps `entry`; its id, unless the log's budget is spent.
+    fn keep(&self, mut entry: Value) -> Option<u64> {
+        let log = self.har.as_ref()?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let case = current_case();
         entry["_id"] = json!(id);
@@ -106,27 +105,20 @@ impl Recorder {
         let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
         if log.bytes + size > MAX_LOG {
             log.dropped += 1;
-            return;
+            return None;
         }
         log.bytes += size;
-        let url = entry["request"]["url"].as_str().unwrap_or_default().to_string();
-        log.urls.push((id, url));
-        if entry["_kind"] == "webhook" {
-            let body = entry["request"]["postData"]["text"].as_str().unwrap_or_default().to_string();
-            log.deliveries.push((id, body));
-        }
         log.entries.push(entry);
         if let Some(case) = case {
-            log.by_case.entry(case).or_default().push((id, request));
+            log.by_case.entry(case).or_default().push(id);
         }
+        Some(id)
     }
 
-    /// A request the harness sent and the target's answer.
-    pub fn exchange(&self, x: Exchanged) {
+    /// A request the harness sent and the target's answer; the id of its HAR entry.
+    pub fn exchange(&self, x: Exchanged) -> Option<u64> {
         self.latency.answered(x.took);
-        if self.har.is_none() {
-            return;
-        }
+        self.har.as_ref()?;
         let mut headers = vec![json!({"name": "Accept", "value": x.accept})];
         if x.authorized {
             headers.push(json!({"name": "Authorization", "value": "Bearer [redacted]"}));
@@ -174,11 +166,12 @@ impl Recorder {
             entry["response"]["content"]["comment"] =
                 json!(format!("cut at {} KiB of {} bytes", MAX_BODY >> 10, x.body.len()));
         }
-        self.keep(entry, x.request.to_string());
+        self.keep(entry)
     }
 
-    /// A webhook delivery the receiver got at `url` (answered `status`).
-    pub fn delivery(&self, url: &str, body: &[u8], status: u16, connection: Option<&str>) {
+    /// A webhook delivery the receiver got at `url` (answered `status`); `seq` is its place
+    /// among the deliveries kept (`None`: refused).
+    pub fn delivery(&self, url: &str, body: &[u8], status: u16, connection: Option<&str>, seq: Option<u64>) {
         self.latency.arrived(connection, Instant::now());
         if self.har.is_none() {
             return;
@@ -209,7 +202,9 @@ impl Recorder {
             "_connection": connection.map(|c| clean(c, 300)),
         });
         // A delivery arrives outside any case: it names none (`_case` null).
-        self.keep(entry, String::new());
+        if let (Some(id), Some(seq), Some(log)) = (self.keep(entry), seq, &self.har) {
+            log.lock().unwrap_or_else(|e| e.into_inner()).by_delivery.insert(seq, id);
+        }
     }
 
     /// Runs a driver call, recording it (action, exit, duration, stderr) as an entry whose URL
@@ -256,30 +251,19 @@ impl Recorder {
                 "comment": format!("driver call {}", action.as_str()),
                 "_kind": "driver",
             });
-            self.keep(entry, format!("driver {}", action.as_str()));
+            self.keep(entry);
         }
         result
     }
 
-    /// Where the written HAR has `case`'s evidence: the latest of its entries whose request
-    /// `message` names; else the first delivery holding an id the message names; else the
-    /// latest entry (any case's: the tour is shared) whose URL holds an id the message names
-    /// (`conn_…`); else the case's latest entry.
-    pub fn link(&self, case: &str, message: &str) -> Option<Link> {
+    /// Where the written HAR has a failure of `case`: the entry of the first request its
+    /// evidence names (`requests`: their entries, `http::Answer::har`), else of the first of its
+    /// `deliveries` (by `seq`), else the case's latest entry.
+    pub fn link(&self, case: &str, requests: &[u64], deliveries: &[u64]) -> Option<Link> {
         let log = self.har.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
         let own = log.by_case.get(case).map(Vec::as_slice).unwrap_or_default();
-        let named = own.iter().rev().find(|(_, r)| !r.is_empty() && message.contains(r.as_str())).map(|(id, _)| *id);
-        let ids: Vec<&str> = message
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .filter(|w| w.len() >= 8 && w.contains('_'))
-            .collect();
-        // The first id the message names (`delivery evt_… (…)`, whatever its prefix) that a
-        // delivery's body holds.
-        let event = || {
-            ids.iter().find_map(|word| log.deliveries.iter().find(|(_, body)| body.contains(word)).map(|(id, _)| *id))
-        };
-        let by_id = || log.urls.iter().rev().find(|(_, url)| ids.iter().any(|id| url.contains(id))).map(|(id, _)| *id);
-        let id = named.or_else(event).or_else(by_id).or(own.last().map(|(id, _)| *id))?;
+        let delivery = || deliveries.iter().find_map(|seq| log.by_delivery.get(seq).copied());
+        let id = requests.first().copied().or_else(delivery).or(own.last().copied())?;
         Some(Link { entry: *log.index.get(&id)?, id, entries: own.len() })
     }
 

@@ -3,9 +3,9 @@
 
 use super::budget;
 use super::errors::{SetupError, UrlProblem};
-use super::har::{self, Exchanged, Recorder};
+use super::har::{Exchanged, Recorder};
 use super::key_variant::KeyEdit;
-use super::outcome::Stop;
+use super::outcome::{Failure, Stop};
 use super::redact;
 use reqwest::{Method, Url};
 use serde_json::Value;
@@ -44,8 +44,6 @@ impl Sent {
 pub struct Answer {
     /// Order of recording, run-wide.
     pub seq: u64,
-    /// The case whose work sent it (`None`: setup or preflight).
-    pub case: Option<&'static str>,
     pub sent: Sent,
     /// The path below the base URL, segment by segment (`["v1", "accounts", "acc_1"]`).
     pub segments: Vec<String>,
@@ -58,6 +56,8 @@ pub struct Answer {
     /// against each other and against the deliveries by these (`checks::state`).
     pub sent_at: Instant,
     pub answered_at: Instant,
+    /// The id of its entry in the HAR (`_id`), when one is recorded.
+    pub har: Option<u64>,
 }
 
 impl Answer {
@@ -96,21 +96,41 @@ struct LogInner {
 const MAX_KEPT: usize = 48 * 1024 * 1024;
 
 impl AnswerLog {
-    fn push(&self, mut answer: Answer) {
+    /// Keeps `answer`; its `seq`, unless the budget is spent.
+    fn push(&self, mut answer: Answer) -> Option<u64> {
         let mut log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let weight = answer.sent.url.len() + answer.sent.request.len();
         let body = answer.body.as_ref().map_or(0, String::len);
         if log.bytes + weight > MAX_KEPT {
             log.unkept += 1;
-            return;
+            return None;
         }
         if log.bytes + weight + body > MAX_KEPT {
             answer.body = None;
             log.unkept += 1;
         }
         log.bytes += weight + answer.body.as_ref().map_or(0, String::len);
-        answer.seq = log.answers.len() as u64;
+        let seq = log.answers.len() as u64;
+        answer.seq = seq;
         log.answers.push(Arc::new(answer));
+        Some(seq)
+    }
+
+    /// The latest answer to a request of the path `segments` (any method, query or key): the
+    /// evidence of a finding about a read made through a helper that keeps only its data.
+    pub fn latest(&self, segments: &[&str]) -> Option<u64> {
+        let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        log.answers
+            .iter()
+            .rev()
+            .find(|a| a.segments.iter().map(String::as_str).eq(segments.iter().copied()))
+            .map(|a| a.seq)
+    }
+
+    /// The answer `seq` (a failure's evidence).
+    pub fn get(&self, seq: u64) -> Option<Arc<Answer>> {
+        let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        usize::try_from(seq).ok().and_then(|i| log.answers.get(i)).cloned()
     }
 
     /// Every exchange recorded so far, in order.
@@ -122,34 +142,6 @@ impl AnswerLog {
     pub fn unkept(&self) -> usize {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).unkept
     }
-
-    /// The exchange that shows a failure of `case`: the latest one its message names (the
-    /// case's own first, then any: fixtures are shared), and of those one whose status the
-    /// message names too (`status 201`), so that a probe sent several ways to one path
-    /// reproduces by the try that failed. A message that names no request (a webhook payload's
-    /// failure) has none: its evidence is the delivery it names.
-    pub fn evidence(&self, case: &str, message: &str) -> Option<Arc<Answer>> {
-        let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        // Tiers, best first: (the case's own, the status named too).
-        let tiers = [(true, true), (true, false), (false, true), (false, false)];
-        tiers.into_iter().find_map(|(own, status)| {
-            log.answers
-                .iter()
-                .rev()
-                .find(|a| {
-                    message.contains(&a.sent.request)
-                        && (!own || a.case == Some(case))
-                        && (!status || names_status(message, a.status))
-                })
-                .cloned()
-        })
-    }
-}
-
-/// Whether `message` says `status <code>` (not as the start of a longer number).
-fn names_status(message: &str, code: u16) -> bool {
-    let word = format!("status {code}");
-    message.match_indices(&word).any(|(at, _)| !message[at + word.len()..].starts_with(|c: char| c.is_ascii_digit()))
 }
 
 /// Largest response body read; a target that sends more is cut off (and fails the case).
@@ -182,6 +174,10 @@ pub struct Exchange {
     pub body: String,
     /// Byte offset of the first byte of the body that is not UTF-8, if any.
     pub invalid_utf8: Option<usize>,
+    /// Its place in the run's answer log ([`Answer::seq`]): what a failure it shows rests on.
+    pub seq: Option<u64>,
+    /// The id of its HAR entry, when one is recorded.
+    pub har: Option<u64>,
 }
 
 impl Exchange {
@@ -191,6 +187,25 @@ impl Exchange {
 
     pub fn is_server_error(&self) -> bool {
         self.status >= 500
+    }
+
+    /// A finding this answer shows: `message` (which names the request), resting on it.
+    pub fn fail(&self, message: impl Into<String>) -> Stop {
+        Stop::Fail(self.failure(message))
+    }
+
+    /// Fails with `message` unless `condition` holds: [`super::outcome::ensure`] on this answer.
+    pub fn ensure(&self, condition: bool, message: impl FnOnce() -> String) -> Result<(), Stop> {
+        if condition {
+            Ok(())
+        } else {
+            Err(self.fail(message()))
+        }
+    }
+
+    /// [`Exchange::fail`] as a [`Failure`], to collect among [`super::outcome::Problems`].
+    pub fn failure(&self, message: impl Into<String>) -> Failure {
+        Failure::from(message.into()).on_answer(self.seq)
     }
 
     /// The start of the body, for messages: without control characters (a hostile body must
@@ -213,20 +228,21 @@ impl Exchange {
     /// The JSON body of a 2xx answer, or a failure naming the request and what came back.
     pub fn success_json(&self) -> Result<Value, Stop> {
         if !self.is_success() {
-            return Err(Stop::fail(format!("{}: expected 2xx, got {}", self.request, self.summary())));
+            let failure = self.failure(format!("{}: expected 2xx, got {}", self.request, self.summary()));
+            return Err(Stop::Fail(failure.expected("2xx", self.summary())));
         }
         if let Some(at) = self.invalid_utf8 {
-            return Err(Stop::fail(format!(
+            return Err(self.fail(format!(
                 "{}: expected a JSON body, which is UTF-8, but byte {at} of the body is not valid UTF-8: {}",
                 self.request,
                 self.summary()
             )));
         }
         if let Some(why) = budget::too_dense(self.body.as_bytes()) {
-            return Err(Stop::fail(format!("{}: not read: {why}", self.request)));
+            return Err(self.fail(format!("{}: not read: {why}", self.request)));
         }
         serde_json::from_str(&self.body)
-            .map_err(|e| Stop::fail(format!("{}: expected a JSON body, got {} ({e})", self.request, self.summary())))
+            .map_err(|e| self.fail(format!("{}: expected a JSON body, got {} ({e})", self.request, self.summary())))
     }
 }
 
@@ -414,14 +430,13 @@ impl Api {
         let url = self.checked_url(segments, query)?;
         let sent = Sent { method: method.to_string(), url: url.to_string(), auth, request: describe(&method, &url) };
         let sent_at = Instant::now();
-        let result = self.exchange(&self.client, method, url, authorization, "application/json").await;
-        let (status, body) = match &result {
-            Ok(x) => (x.status, x.is_success().then(|| x.body.clone())),
-            Err(_) => (0, None),
+        let mut result = self.exchange(&self.client, method, url, authorization, "application/json").await;
+        let (status, body, har) = match &result {
+            Ok(x) => (x.status, x.is_success().then(|| x.body.clone()), x.har),
+            Err(_) => (0, None, None),
         };
-        self.answers.push(Answer {
+        let seq = self.answers.push(Answer {
             seq: 0,
-            case: har::current_case(),
             sent,
             segments: segments.iter().map(|s| s.to_string()).collect(),
             query: query.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
@@ -429,7 +444,14 @@ impl Api {
             body,
             sent_at,
             answered_at: Instant::now(),
+            har,
         });
+        match &mut result {
+            Ok(x) => x.seq = seq,
+            // A finding about the answer itself (too large): it rests on it.
+            Err(Stop::Fail(f)) => *f = std::mem::take(f).on_answer(seq),
+            Err(_) => {}
+        }
         result
     }
 
@@ -449,21 +471,19 @@ impl Api {
             request: describe(&Method::GET, &url),
         };
         let sent_at = Instant::now();
-        let result = self.exchange(&self.browser, Method::GET, url, None, "*/*").await;
+        let mut result = self.exchange(&self.browser, Method::GET, url, None, "*/*").await;
         let status = result.as_ref().map_or(0, |x| x.status);
+        let har = result.as_ref().ok().and_then(|x| x.har);
         let (segments, query) = (segments.iter().map(|s| s.to_string()).collect(), Vec::new());
         let answered_at = Instant::now();
-        self.answers.push(Answer {
-            seq: 0,
-            case: har::current_case(),
-            sent,
-            segments,
-            query,
-            status,
-            body: None,
-            sent_at,
-            answered_at,
-        });
+        let seq =
+            self.answers.push(Answer { seq: 0, sent, segments, query, status, body: None, sent_at, answered_at, har });
+        match &mut result {
+            Ok(x) => x.seq = seq,
+            // A finding about the answer itself (too large): it rests on it.
+            Err(Stop::Fail(f)) => *f = std::mem::take(f).on_answer(seq),
+            Err(_) => {}
+        }
         result
     }
 
@@ -571,8 +591,8 @@ impl Api {
             self.throttle.answered(&endpoint);
             let invalid_utf8 = std::str::from_utf8(&body).err().map(|e| e.valid_up_to());
             let body = String::from_utf8_lossy(&body).into_owned();
-            record(content_type.as_deref(), &body);
-            return Ok(Exchange { request, status, content_type, body, invalid_utf8 });
+            let har = record(content_type.as_deref(), &body);
+            return Ok(Exchange { request, status, content_type, body, invalid_utf8, seq: None, har });
         }
     }
 }

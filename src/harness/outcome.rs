@@ -75,18 +75,84 @@ impl IgnoreCause {
     }
 }
 
-/// How the target broke a case's rule (the section is the case's).
+/// What a failure rests on, by reference: the run's requests (`http::Answer::seq`, the
+/// answer log's order) and webhook deliveries (`delivery::Delivery::seq`, the receiver's),
+/// the one that shows it first. The reports render the curl, the offline replay and the HAR
+/// link from these, never from the message's words.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Evidence {
+    pub answers: Vec<u64>,
+    pub deliveries: Vec<u64>,
+}
+
+impl Evidence {
+    /// Whether it names nothing (a rule about an absence, or a flow that read nothing).
+    pub fn is_empty(&self) -> bool {
+        self.answers.is_empty() && self.deliveries.is_empty()
+    }
+
+    /// `other`'s references after this one's, each once.
+    fn extend(&mut self, other: &Evidence) {
+        for (mine, theirs) in [(&mut self.answers, &other.answers), (&mut self.deliveries, &other.deliveries)] {
+            for seq in theirs {
+                if !mine.contains(seq) {
+                    mine.push(*seq);
+                }
+            }
+        }
+    }
+}
+
+/// What a rule expected and what the target did instead.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Contrast {
+    /// `2xx`, `a refusal (any non-2xx)`.
+    pub expected: String,
+    /// `status 500: {…}`.
+    pub actual: String,
+}
+
+/// How the target broke a case's rule (the section is the case's).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Failure {
-    /// The evidence: the request, what was expected and what was received.
+    /// The whole finding, for a person: the request, what was expected and what was received.
     pub message: String,
+    /// What the rule expected and what came instead, when the finding states them apart.
+    pub contrast: Option<Box<Contrast>>,
+    /// The requests and deliveries it rests on.
+    pub evidence: Evidence,
     /// For a property: the smallest failing input it shrank to.
     pub shrunk_input: Option<String>,
 }
 
+impl Failure {
+    /// The finding `message`, resting on the answer `seq` (none when the log did not keep it).
+    pub fn on_answer(mut self, seq: Option<u64>) -> Self {
+        self.evidence.extend(&Evidence { answers: seq.into_iter().collect(), deliveries: Vec::new() });
+        self
+    }
+
+    /// The finding, resting on the delivery `seq` too.
+    pub fn on_delivery(mut self, seq: u64) -> Self {
+        self.evidence.extend(&Evidence { answers: Vec::new(), deliveries: vec![seq] });
+        self
+    }
+
+    /// The finding with what was expected and what came instead, apart from its message.
+    pub fn expected(mut self, expected: impl Into<String>, actual: impl Into<String>) -> Self {
+        self.contrast = Some(Box::new(Contrast { expected: expected.into(), actual: actual.into() }));
+        self
+    }
+
+    /// The same finding in other words (`after connection.connected: …`), its evidence kept.
+    pub fn reworded(self, f: impl FnOnce(&str) -> String) -> Self {
+        Self { message: f(&self.message), ..self }
+    }
+}
+
 impl From<String> for Failure {
     fn from(message: String) -> Self {
-        Self { message, shrunk_input: None }
+        Self { message, ..Self::default() }
     }
 }
 
@@ -149,9 +215,12 @@ impl Outcome {
     pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Self::Passed => Self::Passed,
-            Self::Failed(Failure { message, shrunk_input }) => {
-                Self::Failed(Failure { message: f(&message), shrunk_input: shrunk_input.map(|s| f(&s)) })
-            }
+            Self::Failed(Failure { message, contrast, evidence, shrunk_input }) => Self::Failed(Failure {
+                message: f(&message),
+                contrast: contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
+                evidence,
+                shrunk_input: shrunk_input.map(|s| f(&s)),
+            }),
             Self::Error { source, message } => Self::Error { source, message: f(&message) },
             Self::Ignored { cause, reason } => Self::Ignored { cause, reason: f(&reason) },
         }
@@ -240,20 +309,26 @@ pub fn validate(schema: Schema, instance: &Value, what: &str) -> Result<(), Stop
     schemas::check(schema, instance, what).map_err(Stop::fail)
 }
 
-/// Collects every problem instead of stopping at the first, then fails with them all.
+/// Collects every problem instead of stopping at the first, then fails with them all (their
+/// evidence together, the first problem's first).
 #[derive(Default)]
-pub struct Problems(Vec<String>);
+pub struct Problems(Vec<Failure>);
 
 impl Problems {
-    pub fn add(&mut self, problem: impl Into<String>) {
+    pub fn add(&mut self, problem: impl Into<Failure>) {
         self.0.push(problem.into());
+    }
+
+    /// A problem that the answer `seq` shows (`http::Exchange::seq`).
+    pub fn add_at(&mut self, seq: Option<u64>, problem: impl Into<String>) {
+        self.0.push(Failure::from(problem.into()).on_answer(seq));
     }
 
     /// Keeps a failure as a problem; an ignore or error still stops.
     pub fn keep(&mut self, result: Result<(), Stop>) -> Result<(), Stop> {
         match result {
             Err(Stop::Fail(f)) => {
-                self.0.push(f.message);
+                self.0.push(f);
                 Ok(())
             }
             other => other,
@@ -261,12 +336,20 @@ impl Problems {
     }
 
     pub fn finish(self) -> Result<(), Stop> {
-        match self.0.len() {
-            0 => Ok(()),
-            1 => Err(Stop::fail(self.0.into_iter().next().unwrap_or_default())),
-            // Every one: the reports carry the whole message, only the terminal shortens it.
-            n => Err(Stop::fail(format!("{n} problems: {}", self.0.join("; ")))),
+        let n = self.0.len();
+        let mut all = self.0.into_iter();
+        let Some(mut first) = all.next() else { return Ok(()) };
+        if n == 1 {
+            return Err(Stop::Fail(first));
         }
+        // Every one: the reports carry the whole message, only the terminal shortens it.
+        let mut messages = vec![std::mem::take(&mut first.message)];
+        for other in all {
+            first.evidence.extend(&other.evidence);
+            messages.push(other.message);
+        }
+        let message = format!("{n} problems: {}", messages.join("; "));
+        Err(Stop::Fail(Failure { message, contrast: None, ..first }))
     }
 }
 

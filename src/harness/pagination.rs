@@ -5,7 +5,7 @@
 
 use super::budget;
 use super::http::Api;
-use super::outcome::Stop;
+use super::outcome::{Failure, Stop};
 pub use super::reads::{Item, Page};
 use super::redact;
 
@@ -65,7 +65,7 @@ fn read_page(exchange: super::http::Exchange) -> Result<Page, Stop> {
     let items = match body.get("data") {
         Some(Value::Array(items)) => items.iter().map(Item::of).collect(),
         _ => {
-            return Err(Stop::fail(format!(
+            return Err(exchange.fail(format!(
                 "{}: expected an object with a data array, got {}",
                 exchange.request,
                 exchange.snippet()
@@ -75,7 +75,7 @@ fn read_page(exchange: super::http::Exchange) -> Result<Page, Stop> {
     let has_more = match body.get("has_more") {
         Some(Value::Bool(b)) => *b,
         _ => {
-            return Err(Stop::fail(format!(
+            return Err(exchange.fail(format!(
                 "{}: expected a boolean has_more, got {}",
                 exchange.request,
                 exchange.snippet()
@@ -86,7 +86,7 @@ fn read_page(exchange: super::http::Exchange) -> Result<Page, Stop> {
         Some(Value::String(s)) => Some(s.clone()),
         _ => None,
     };
-    Ok(Page { size: exchange.body.len(), request: exchange.request, items, has_more, next_cursor })
+    Ok(Page { size: exchange.body.len(), request: exchange.request, items, has_more, next_cursor, seq: exchange.seq })
 }
 
 /// A walk from one starting point to the page whose `has_more` is false.
@@ -104,6 +104,11 @@ pub struct Walk {
 impl Walk {
     pub fn ids(&self) -> Vec<String> {
         self.pages.iter().flat_map(Page::ids).collect()
+    }
+
+    /// A finding this walk shows, resting on every page it read.
+    pub fn fail(&self, message: String) -> Stop {
+        Stop::Fail(self.pages.iter().fold(Failure::from(message), |f, p| f.on_answer(p.seq)))
     }
 
     /// Keeps `page`, within the run's budget of held bytes.
@@ -304,11 +309,11 @@ async fn follow(
             return Ok(walk);
         }
         let next = next.ok_or_else(|| {
-            Stop::fail(format!("{request}: has_more is true but there is no next_cursor to follow (§4.3 rule 1)"))
+            walk.fail(format!("{request}: has_more is true but there is no next_cursor to follow (§4.3 rule 1)"))
         })?;
         // Cursors are kept as a hash: a target chooses their length.
         if !followed.insert(hash(&next)) {
-            return Err(Stop::fail(format!(
+            return Err(walk.fail(format!(
                 "{request}: next_cursor {:?} was already followed: the walk loops",
                 redact::shorten(&next, 100)
             )));

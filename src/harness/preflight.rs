@@ -139,7 +139,7 @@ fn created(session: &Session, exchange: &Exchange) -> Option<Created> {
         session.redactor.add_token(token);
     }
     let connection_id = body.get("connectionId").and_then(Value::as_str)?.to_string();
-    Some(Created { connection_id, widget_token, body })
+    Some(Created { connection_id, widget_token, body, answer: None })
 }
 
 fn silent_diagnosis(session: &Session) -> SilentReceiver {

@@ -33,7 +33,7 @@ where
     let (run_seed, cases) = (ctx.seed, ctx.config.cases.max(1));
     let mut trees = draw(&strategy, ctx.case_seed(case_id), cases)?;
     let test = Arc::new(test);
-    let mut failing: Option<(usize, String)> = None;
+    let mut failing: Option<(usize, Failure)> = None;
     // An input the target left unanswered: without a failure, the property was not judged.
     let mut unanswered: Option<Stop> = None;
     // Dropping the set (the case overran its limit) aborts every input still playing.
@@ -60,23 +60,21 @@ where
             Ok(()) | Err(Stop::Ignore(..)) => {}
             Err(Stop::Fail(f)) => {
                 if failing.as_ref().is_none_or(|(first, ..)| i < *first) {
-                    failing = Some((i, f.message));
+                    failing = Some((i, f));
                 }
             }
             // The first error (the driver failed) stops the property as an error, not a failure.
             Err(e) => return Err(e),
         }
     }
-    let Some((i, message)) = failing else { return unanswered.map_or(Ok(()), Err) };
+    let Some((i, failure)) = failing else { return unanswered.map_or(Ok(()), Err) };
     let tree = trees.swap_remove(i);
-    // The message names the request that shows the failure: the runner finds it in the log.
-    let (message, input) = shrink(tree, &*test, message).await?;
-    Err(Stop::Fail(Failure {
-        message: format!(
-            "{message} [shrunk input: {input}; seed {run_seed}: replay with `bankconf run --seed {run_seed} {case_id}`]"
-        ),
-        shrunk_input: Some(input),
-    }))
+    // The failure carries the requests that show it: the reports' evidence.
+    let (failure, input) = shrink(tree, &*test, failure).await?;
+    let failure = failure.reworded(|message| {
+        format!("{message} [shrunk input: {input}; seed {run_seed}: replay with `bankconf run --seed {run_seed} {case_id}`]")
+    });
+    Err(Stop::Fail(Failure { shrunk_input: Some(input), ..failure }))
 }
 
 /// `cases` value trees from a runner seeded with `seed`.
@@ -110,18 +108,18 @@ where
 
 /// Shrinks a failing input as proptest would (simplify while it fails, complicate while it
 /// passes), one attempt at a time, within [`MAX_SHRINK_TIME`] and [`MAX_SHRINK_ITERS`]. Returns
-/// the last failure's message and its input.
+/// the last failure and its input.
 async fn shrink<T, Fut>(
     mut tree: T,
     test: &(impl Fn(T::Value) -> Fut + ?Sized),
-    message: String,
-) -> Result<(String, String), Stop>
+    failure: Failure,
+) -> Result<(Failure, String), Stop>
 where
     T: ValueTree,
     T::Value: Debug,
     Fut: Future<Output = Result<(), Stop>>,
 {
-    let mut best = (message, format!("{:?}", tree.current()));
+    let mut best = (failure, format!("{:?}", tree.current()));
     let deadline = Instant::now() + MAX_SHRINK_TIME;
     if !tree.simplify() {
         return Ok(best);
@@ -133,7 +131,7 @@ where
         let Ok(verdict) = tokio::time::timeout(left, play(test, input)).await else { break };
         let more = match verdict {
             Err(Stop::Fail(f)) => {
-                best = (f.message, shown);
+                best = (f, shown);
                 tree.simplify()
             }
             Err(e @ Stop::Error(..)) => return Err(e),

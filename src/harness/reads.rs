@@ -2,7 +2,7 @@
 //! the run's cache of pages shared by its cases. Below the HTTP client, which owns the cache
 //! (one per run, shared by the client's clones), so that no run sees another's pages.
 
-use super::outcome::Stop;
+use super::outcome::{Failure, Stop};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -45,9 +45,16 @@ pub struct Page {
     pub next_cursor: Option<String>,
     /// Bytes of the body.
     pub size: usize,
+    /// Its answer's place in the run's answer log (`http::Exchange::seq`).
+    pub seq: Option<u64>,
 }
 
 impl Page {
+    /// A finding this page shows, resting on its answer.
+    pub fn fail(&self, message: String) -> Stop {
+        Stop::Fail(Failure::from(message).on_answer(self.seq))
+    }
+
     pub fn ids(&self) -> Vec<String> {
         self.items.iter().map(|i| i.id.clone()).collect()
     }

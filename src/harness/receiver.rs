@@ -307,7 +307,7 @@ async fn receive(
         Recipient::Second => second_url(&first),
     };
     let refuse = |status: StatusCode| {
-        store.recorder.delivery(&url, b"", status.as_u16(), None);
+        store.recorder.delivery(&url, b"", status.as_u16(), None, None);
         store.refused.fetch_add(1, Ordering::Relaxed);
         tx.send_modify(|n| *n += 1);
         status
@@ -330,7 +330,7 @@ async fn receive(
         }
         let seq = all.len() as u64;
         let delivery = Delivery { seq, body: parsed, to };
-        store.recorder.delivery(&url, &body, StatusCode::NO_CONTENT.as_u16(), delivery.connection_id());
+        store.recorder.delivery(&url, &body, StatusCode::NO_CONTENT.as_u16(), delivery.connection_id(), Some(seq));
         store.arrivals.lock().unwrap_or_else(|e| e.into_inner()).push(std::time::Instant::now());
         all.push(delivery);
     }

@@ -11,7 +11,7 @@ use super::errors::SetupError;
 use super::expect::{Expectations, Standing};
 use super::fixtures::RunContext;
 use super::har;
-use super::outcome::{CaseResult, ErrorSource, IgnoreCause, Outcome, Problems};
+use super::outcome::{CaseResult, ErrorSource, Evidence, IgnoreCause, Outcome, Problems};
 use super::preflight;
 pub use super::progress::Progress;
 use super::session::Session;
@@ -247,7 +247,11 @@ fn write_har(
     let links = results
         .iter()
         .filter_map(|r| match &r.outcome {
-            Outcome::Failed(f) => Some((r.case.id.clone(), recorder.link(&r.case.id, &f.message)?)),
+            Outcome::Failed(f) => {
+                let requests: Vec<u64> =
+                    f.evidence.answers.iter().filter_map(|seq| ctx.api.answers().get(*seq)?.har).collect();
+                Some((r.case.id.clone(), recorder.link(&r.case.id, &requests, &f.evidence.deliveries)?))
+            }
             _ => None,
         })
         .collect();
@@ -307,59 +311,52 @@ fn conclude(
     judged: Option<Judged>,
     duration: Duration,
 ) -> CaseResult {
-    let log = ctx.api.answers();
-    let (outcome, evidence) = match (flow, judged) {
+    let outcome = match (flow, judged) {
         (flow, Some(judged)) if !judged.problems.is_empty() => {
+            // The flow's failure first: its evidence leads.
             let mut problems = Problems::default();
-            if let Outcome::Failed(f) = &flow {
-                problems.add(f.message.clone());
+            if let Outcome::Failed(f) = flow {
+                problems.add(f);
             }
-            let evidence = match &flow {
-                Outcome::Failed(f) => log.evidence(&case.id, &f.message),
-                _ => Some(judged.problems[0].1.clone()),
-            };
-            for (problem, _) in judged.problems {
+            for problem in judged.problems {
                 problems.add(problem);
             }
-            let outcome = Outcome::from(problems.finish());
-            (outcome, evidence)
+            Outcome::from(problems.finish())
         }
         // Nothing failed, but a rule lacked its evidence (no delivery after the read it rests on).
         (Outcome::Passed, Some(Judged { unjudged: Some(reason), .. })) => {
-            (Outcome::Ignored { cause: IgnoreCause::NoDeliveries, reason }, None)
+            Outcome::Ignored { cause: IgnoreCause::NoDeliveries, reason }
         }
         (Outcome::Passed, Some(judged)) if judged.answers == 0 => {
             let reason = "no 2xx answer (or delivery) that its rules judge came in, so they went unjudged".to_string();
-            (Outcome::Ignored { cause: IgnoreCause::Unsupported, reason }, None)
+            Outcome::Ignored { cause: IgnoreCause::Unsupported, reason }
         }
-        (Outcome::Failed(f), _) => {
-            let evidence = log.evidence(&case.id, &f.message);
-            (Outcome::Failed(f), evidence)
-        }
-        (flow, _) => (flow, None),
+        (flow, _) => flow,
     };
-    // The curl replays the request the failure names (else the case's last one); a failure
-    // that names no request rests on deliveries: they are judged again offline.
-    let reproduction = match (evidence, &outcome) {
-        (Some(answer), _) => Some(answer.sent.curl()),
-        (None, Outcome::Failed(f)) => delivery_reproduction(ctx, &f.message),
+    let reproduction = match &outcome {
+        Outcome::Failed(f) => reproduction(ctx, &f.evidence).map(|r| ctx.redactor.redact(&r)),
         _ => None,
     };
-    let reproduction = reproduction.map(|r| ctx.redactor.redact(&r));
     let outcome = outcome.map_text(|m| ctx.redactor.redact(m));
     CaseResult { case, outcome, duration, reproduction }
 }
 
-/// `printf '%s\n' '{…}' … | bankconf check-events -`: the deliveries of the connection a failure
-/// names (each event once), piped into the offline judge of the same rules, for a failure that
-/// rests on deliveries rather than on a request.
-fn delivery_reproduction(ctx: &RunContext, message: &str) -> Option<String> {
+/// What reproduces a failure, from its evidence: the curl of the first request it rests on;
+/// for one that rests on deliveries alone, those deliveries' connections judged again offline.
+fn reproduction(ctx: &RunContext, evidence: &Evidence) -> Option<String> {
+    if let Some(answer) = evidence.answers.first().and_then(|seq| ctx.api.answers().get(*seq)) {
+        return Some(answer.sent.curl());
+    }
+    delivery_reproduction(ctx, &evidence.deliveries)
+}
+
+/// `printf '%s\n' '{…}' … | bankconf check-events -`: the deliveries of the connection of the
+/// first delivery a failure rests on (each event once), piped into the offline judge of the
+/// same rules.
+fn delivery_reproduction(ctx: &RunContext, deliveries: &[u64]) -> Option<String> {
     let receiver = ctx.receiver().ok()?;
     let timeline = receiver.timeline();
-    let named = timeline.iter().map(|(_, d)| d).find(|d| {
-        d.connection_id().is_some_and(|c| message.contains(c))
-            || d.body.get("id").and_then(serde_json::Value::as_str).is_some_and(|id| message.contains(id))
-    })?;
+    let named = deliveries.iter().find_map(|seq| timeline.iter().map(|(_, d)| d).find(|d| d.seq == *seq))?;
     let deliveries = match named.connection_id() {
         Some(connection) => super::delivery::unique(&receiver.for_connection(connection)),
         None => vec![named.clone()],
@@ -438,12 +435,14 @@ pub async fn run_all(
         }
     }
     let answered: Vec<&str> = cases.iter().filter(|c| responds(c)).map(|c| c.id.as_str()).collect();
-    let mut judged = checks::judge_responses(&answered, &ctx.api.answers().all());
+    // Each answer read once, for both kinds of rule.
+    let reads = checks::reads_of(&ctx.api.answers().all());
+    let mut judged = checks::judge_responses(&answered, &reads);
     // A run cut short does not wait for the deliveries a model's findings await: those
     // findings go unjudged.
     let models = tokio::select! {
         biased;
-        models = checks::judge_models(&ctx, &answered) => models,
+        models = checks::judge_models(&ctx, &answered, &reads) => models,
         _ = cancel.fired() => Default::default(),
     };
     for (id, found) in models {

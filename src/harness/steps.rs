@@ -16,6 +16,8 @@ pub struct Created {
     pub connection_id: String,
     pub widget_token: Option<String>,
     pub body: Value,
+    /// The creation's place in the run's answer log: what a finding about it rests on.
+    pub answer: Option<u64>,
 }
 
 impl Session {
@@ -42,12 +44,12 @@ impl Session {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .ok_or_else(|| {
-                Stop::fail(format!("{}: no connectionId string in {}", exchange.request, exchange.snippet()))
+                exchange.fail(format!("{}: no connectionId string in {}", exchange.request, exchange.snippet()))
             })?
             .to_string();
         // Its `connection.created` is late by the time from here (§6.2; reported, not judged).
         self.api.recorder().latency.triggered(&connection_id, sent_at);
-        Ok(Created { connection_id, widget_token, body })
+        Ok(Created { connection_id, widget_token, body, answer: exchange.seq })
     }
 
     /// Asks the driver for `action` on `created`. A target that cannot (not supported) or will
@@ -110,7 +112,7 @@ impl Session {
                 let body = exchange.success_json()?;
                 return match body {
                     Value::Array(items) => Ok(items),
-                    _ => Err(Stop::fail(format!(
+                    _ => Err(exchange.fail(format!(
                         "{}: expected a JSON array, got {}",
                         exchange.request,
                         exchange.snippet()

@@ -4,7 +4,7 @@
 
 use super::delivery::{labels, Delivery};
 use super::http::Auth;
-use super::outcome::Stop;
+use super::outcome::{Failure, Stop};
 use super::pagination;
 use super::session::Session;
 use super::steps::Created;
@@ -234,13 +234,15 @@ async fn finish_step(ctx: &Session, connection: &Created, step: Started, client:
     // A wrong one is judged below (it names another object); none at all fails here.
     let event = super::delivery::step_event(&seen, &known, expected, names).cloned();
     if !arrived && event.is_none() {
-        return Err(Stop::fail(format!(
+        let message = format!(
             "drove {action} on {id}, but no {expected} arrived ({}); received {}{}{}",
             receiver.patience.describe(at.elapsed()),
             labels(&seen),
             receiver.batch_hint(),
             receiver.refusals()
-        )));
+        );
+        // An absence: its evidence is what did arrive for the connection.
+        return Err(Stop::Fail(super::event_rules::on(&seen, message)));
     }
     react(ctx, id, action, event.as_ref(), before.as_ref(), client).await
 }
@@ -282,6 +284,8 @@ async fn shows_update(
     if read(Some(walked)).await? {
         return Ok(());
     }
+    // The reaction read that showed nothing new: what a finding below rests on.
+    let reaction = ctx.api.answers().latest(&["v1", "connections", connection_id, "accounts"]);
     let mut pause = std::time::Duration::from_millis(100);
     while reacted.elapsed() < ctx.config.event_wait() {
         tokio::time::sleep(pause).await;
@@ -296,10 +300,13 @@ async fn shows_update(
             if announced_again {
                 return Ok(());
             }
-            return Err(Stop::fail(format!(
-                "after accounts.updated for {account}, GET /v1/connections/{connection_id}/accounts and                  GET /v1/accounts/{account}/transactions still showed the account as before the update; the change                  showed {:.1}s later with no accounts.updated after it: the event came before the data (§6, §6.3)",
+            let message = format!(
+                "after accounts.updated for {account}, GET /v1/connections/{connection_id}/accounts and \
+                 GET /v1/accounts/{account}/transactions still showed the account as before the update; the change \
+                 showed {:.1}s later with no accounts.updated after it: the event came before the data (§6, §6.3)",
                 reacted.elapsed().as_secs_f64()
-            )));
+            );
+            return Err(Stop::Fail(Failure::from(message).on_answer(reaction)));
         }
     }
     Ok(())
@@ -387,11 +394,20 @@ pub fn announcing_event(action: Action) -> &'static str {
     }
 }
 
+/// A finding about the step's `event`, resting on its delivery.
+fn about(event: Option<&Delivery>, message: impl Into<String>) -> Stop {
+    let failure = Failure::from(message.into());
+    Stop::Fail(match event {
+        Some(d) => failure.on_delivery(d.seq),
+        None => failure,
+    })
+}
+
 /// A failure of the reaction to `event`, saying so; what stops otherwise (a read left
 /// unanswered) is passed on as it is, never made a failure.
 fn after(event: &'static str) -> impl Fn(Stop) -> Stop {
     move |stop| match stop {
-        Stop::Fail(f) => Stop::fail(format!("after {event}: {}", f.message)),
+        Stop::Fail(f) => Stop::Fail(f.reworded(|m| format!("after {event}: {m}"))),
         other => other,
     }
 }
@@ -417,11 +433,15 @@ pub(crate) async fn react(
         }
         // §6.3: re-read the account and its transactions.
         Action::UpdateAccounts => {
-            let account = data("accountId").ok_or_else(|| Stop::fail("accounts.updated carries no data.accountId"))?;
+            let account =
+                data("accountId").ok_or_else(|| about(event, "accounts.updated carries no data.accountId"))?;
             if before.is_some_and(|b| !b.has_account(&account)) {
-                return Err(Stop::fail(format!(
+                return Err(about(
+                    event,
+                    format!(
                     "accounts.updated names account {account}, which is not an account of connection {connection_id}"
-                )));
+                ),
+                ));
             }
             let exchange = ctx.api.get(&["v1", "accounts", &account], &[]).await?;
             exchange.success_json().map_err(after("accounts.updated"))?;
@@ -434,17 +454,17 @@ pub(crate) async fn react(
         // §6.3: the deleted transaction is gone from the list.
         Action::DeleteTransaction => {
             let account =
-                data("accountId").ok_or_else(|| Stop::fail("transaction.deleted carries no data.accountId"))?;
-            let txn =
-                data("transactionId").ok_or_else(|| Stop::fail("transaction.deleted carries no data.transactionId"))?;
+                data("accountId").ok_or_else(|| about(event, "transaction.deleted carries no data.accountId"))?;
+            let txn = data("transactionId")
+                .ok_or_else(|| about(event, "transaction.deleted carries no data.transactionId"))?;
             if let Some(before) = before {
                 if !before.has_account(&account) {
-                    return Err(Stop::fail(format!(
+                    return Err(about(event, format!(
                         "transaction.deleted names account {account}, which is not an account of connection {connection_id}"
                     )));
                 }
                 if before.transactions(&account).is_some_and(|listed| !listed.contains(&txn)) {
-                    return Err(Stop::fail(format!(
+                    return Err(about(event, format!(
                         "transaction.deleted names {txn}, which GET /v1/accounts/{account}/transactions never listed before"
                     )));
                 }

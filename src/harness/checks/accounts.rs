@@ -45,7 +45,7 @@ async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> {
             return Err(Stop::ignore("the target connected the new connection on its own before it could be read"));
         }
     }
-    Err(Stop::fail(format!(
+    Err(exchange.fail(format!(
         "{}: expected a refusal (any non-2xx) while the connection is CREATED (§3.2), got {}",
         exchange.request,
         exchange.summary()

@@ -2,7 +2,7 @@
 
 use super::Reply;
 use crate::harness::fixtures::RunContext;
-use crate::harness::outcome::{ensure, str_field, Stop};
+use crate::harness::outcome::{str_field, Failure, Stop};
 use crate::schemas::{self, Schema};
 use crate::spec::prefix;
 use serde_json::Value;
@@ -70,9 +70,10 @@ async fn fresh_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
     seen.insert(ctx.created().await?.connection_id.clone());
     for n in 2..=3 {
         let created = ctx.create_connection().await?;
-        ensure(seen.insert(created.connection_id.clone()), || {
-            format!("{REQUEST}: creation {n} returned connectionId {:?} again", created.connection_id)
-        })?;
+        if !seen.insert(created.connection_id.clone()) {
+            let message = format!("{REQUEST}: creation {n} returned connectionId {:?} again", created.connection_id);
+            return Err(Stop::Fail(Failure::from(message).on_answer(created.answer)));
+        }
     }
     Ok(())
 }
@@ -81,7 +82,9 @@ async fn fresh_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
 async fn id_shape(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let created = ctx.created().await?;
     let rest = created.connection_id.strip_prefix(prefix::CONNECTION).unwrap_or(&created.connection_id);
-    ensure(rest.len() == 26 && rest.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()), || {
-        format!("{REQUEST}: connectionId {:?} differs from the samples' shape (conn_ + 26 upper-case alphanumerics); allowed, noted only", created.connection_id)
-    })
+    if rest.len() == 26 && rest.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()) {
+        return Ok(());
+    }
+    let message = format!("{REQUEST}: connectionId {:?} differs from the samples' shape (conn_ + 26 upper-case alphanumerics); allowed, noted only", created.connection_id);
+    Err(Stop::Fail(Failure::from(message).on_answer(created.answer)))
 }

@@ -68,7 +68,7 @@ async fn created_announced(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let tour = ctx.tour().await?;
     let mut problems = Problems::default();
     for missing in event_rules::missing_created(&tour.connections()?) {
-        problems.add(format!("{missing}, though the connection was created by POST /v1/connections"));
+        problems.add(missing.reworded(|m| format!("{m}, though the connection was created by POST /v1/connections")));
     }
     problems.finish()
 }
@@ -84,7 +84,7 @@ async fn time_follows_chain(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let mut problems = Problems::default();
     for (connection, deliveries) in tour.connections()? {
         for contradiction in chain::time_contradictions(deliveries) {
-            problems.add(format!("{connection}: {contradiction}"));
+            problems.add(event_rules::on(deliveries, format!("{connection}: {contradiction}")));
         }
     }
     problems.finish()

@@ -16,16 +16,18 @@ mod connections;
 pub(crate) mod events;
 mod lifecycle;
 mod reactions;
+mod read;
 mod robustness;
 mod security;
 mod state;
 pub(crate) mod transactions;
 mod widget;
 
-use super::budget;
 use super::errors::DeliveriesUnproven;
 use super::fixtures::{CheckFn, RunContext};
 use super::http::Answer;
+use super::outcome::Failure;
+pub use read::{reads_of, Endpoint, Read};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -94,33 +96,6 @@ pub struct ResponseCheck {
     pub rule: fn(&Reply) -> Vec<String>,
 }
 
-/// The endpoints of §4 whose answers have rules.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endpoint {
-    /// `POST /v1/connections` (§4.1).
-    CreateConnection,
-    /// `GET /v1/connections/{connectionId}/accounts` (§4.2).
-    ConnectionAccounts,
-    /// `GET /v1/accounts/{accountId}` (§4.4).
-    Account,
-    /// `GET /v1/accounts/{accountId}/transactions` (§4.3).
-    AccountTransactions,
-}
-
-impl Endpoint {
-    /// The endpoint `method` and `segments` address, and the id in its path ("" for none).
-    pub fn of<'a>(method: &str, segments: &'a [String]) -> Option<(Self, &'a str)> {
-        let path: Vec<&str> = segments.iter().map(String::as_str).collect();
-        match (method, path.as_slice()) {
-            ("POST", ["v1", "connections"]) => Some((Self::CreateConnection, "")),
-            ("GET", ["v1", "connections", _, "accounts"]) => Some((Self::ConnectionAccounts, &segments[2])),
-            ("GET", ["v1", "accounts", _]) => Some((Self::Account, &segments[2])),
-            ("GET", ["v1", "accounts", _, "transactions"]) => Some((Self::AccountTransactions, &segments[2])),
-            _ => None,
-        }
-    }
-}
-
 /// One 2xx answer, as a response check sees it.
 pub struct Reply<'a> {
     /// `GET /v1/accounts/acc_1/transactions?limit=3`: every problem names it.
@@ -156,8 +131,8 @@ pub fn code_of(id: &str) -> Option<&'static Registration> {
 pub struct Judged {
     /// How many answers its rules judged.
     pub answers: usize,
-    /// Each problem with the answer that showed it.
-    pub problems: Vec<(String, Arc<Answer>)>,
+    /// Each problem, resting on the answer that showed it.
+    pub problems: Vec<Failure>,
     /// Why some of its rules were not judged (their evidence is missing), if so.
     pub unjudged: Option<String>,
 }
@@ -165,31 +140,22 @@ pub struct Judged {
 /// Most problems kept per case (the first ones; the count says how many more there were).
 const MAX_PROBLEMS: usize = 20;
 
-/// Runs the response checks of `cases` over `answers` (each 2xx body parsed once).
-pub fn judge_responses(cases: &[&str], answers: &[Arc<Answer>]) -> BTreeMap<&'static str, Judged> {
+/// Runs the response checks of `cases` over the run's reads.
+pub fn judge_responses(cases: &[&str], reads: &[Read]) -> BTreeMap<&'static str, Judged> {
     let registrations: Vec<&Registration> =
         cases.iter().filter_map(|id| code_of(id)).filter(|r| !r.responses.is_empty()).collect();
     let mut judged: BTreeMap<&'static str, Judged> = registrations.iter().map(|r| (r.id, Judged::default())).collect();
-    for answer in answers {
-        let Some(text) = answer.body.as_deref() else { continue };
-        let Some((endpoint, id)) = Endpoint::of(&answer.sent.method, &answer.segments) else { continue };
-        if !registrations.iter().any(|r| r.responses.iter().any(|c| c.endpoint == endpoint)) {
-            continue;
-        }
-        // A body that is not JSON fails the flow that reads it (`Exchange::success_json`); one
-        // too dense to parse within the memory budget is not judged.
-        if budget::too_dense(text.as_bytes()).is_some() {
-            continue;
-        }
-        let Ok(body) = serde_json::from_str::<Value>(text) else { continue };
-        let reply = Reply { request: &answer.sent.request, id, limit: answer.limit(), body: &body };
+    for read in reads {
+        let answer = &read.answer;
+        let reply = Reply { request: &answer.sent.request, id: &read.id, limit: answer.limit(), body: &read.body };
         for registration in &registrations {
-            for check in registration.responses.iter().filter(|c| c.endpoint == endpoint) {
+            for check in registration.responses.iter().filter(|c| c.endpoint == read.endpoint) {
                 let found = judged.entry(registration.id).or_default();
                 found.answers += 1;
                 for problem in (check.rule)(&reply) {
                     if found.problems.len() < MAX_PROBLEMS {
-                        found.problems.push((format!("{problem}{}", answer.whose()), answer.clone()));
+                        let problem = format!("{problem}{}", answer.whose());
+                        found.problems.push(Failure::from(problem).on_answer(Some(answer.seq)));
                     }
                 }
             }
@@ -203,14 +169,13 @@ pub fn judge_responses(cases: &[&str], answers: &[Arc<Answer>]) -> BTreeMap<&'st
 /// passed since the read that shows it: only an event that never comes fails. And only with
 /// evidence that deliveries still came through after that read (`delivery_evidence`): an
 /// absence proves nothing on a receiver that hears nothing.
-pub async fn judge_models(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'static str, Judged> {
+pub async fn judge_models(ctx: &RunContext, cases: &[&str], reads: &[Read]) -> BTreeMap<&'static str, Judged> {
     let registrations: Vec<&Registration> =
         cases.iter().filter_map(|id| code_of(id)).filter(|r| !r.models.is_empty()).collect();
     if registrations.is_empty() {
         return BTreeMap::new();
     }
     let deliveries = || ctx.receiver.as_ref().map(|r| r.timeline()).unwrap_or_default();
-    let answers = ctx.api.answers().all();
     let judge = |model: &state::Model| {
         registrations
             .iter()
@@ -227,13 +192,13 @@ pub async fn judge_models(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'static
     let awaited = |judged: &[(&str, usize, Vec<Finding>)]| {
         judged.iter().flat_map(|(_, _, f)| f).filter(|f| f.awaits_event).map(|f| f.answer.answered_at).max()
     };
-    let mut judged = judge(&state::Model::of(&answers, &deliveries()));
+    let mut judged = judge(&state::Model::of(reads, &deliveries()));
     if let (Some(latest), Some(receiver)) = (awaited(&judged), ctx.receiver.as_ref()) {
         let wait = ctx.config.event_wait();
         let until = (latest + wait).min(std::time::Instant::now() + wait);
         // Judged again on each delivery, until none is awaited or the wait is over.
         while awaited(&judged).is_some() && receiver.next_arrival(until).await {
-            judged = judge(&state::Model::of(&answers, &deliveries()));
+            judged = judge(&state::Model::of(reads, &deliveries()));
         }
     }
     let unheard = match awaited(&judged) {
@@ -248,7 +213,7 @@ pub async fn judge_models(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'static
                 if f.awaits_event && unheard.is_some() {
                     found.unjudged = unheard.clone();
                 } else if found.problems.len() < MAX_PROBLEMS {
-                    found.problems.push((f.problem, f.answer));
+                    found.problems.push(Failure::from(f.problem).on_answer(Some(f.answer.seq)));
                 }
             }
             (id, found)
@@ -303,17 +268,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn endpoints_are_recognised_by_method_and_path() {
-        let path = |p: &str| p.split('/').map(str::to_string).collect::<Vec<_>>();
-        assert_eq!(Endpoint::of("POST", &path("v1/connections")).map(|e| e.0), Some(Endpoint::CreateConnection));
-        let accounts = path("v1/connections/conn_1/accounts");
-        assert_eq!(Endpoint::of("GET", &accounts), Some((Endpoint::ConnectionAccounts, "conn_1")));
-        let txns = path("v1/accounts/acc_1/transactions");
-        assert_eq!(Endpoint::of("GET", &txns), Some((Endpoint::AccountTransactions, "acc_1")));
-        assert_eq!(Endpoint::of("GET", &path("v1/accounts/acc_1")).map(|e| e.0), Some(Endpoint::Account));
-        assert_eq!(Endpoint::of("DELETE", &path("v1/accounts/acc_1")), None);
     }
 }

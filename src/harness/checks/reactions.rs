@@ -67,7 +67,7 @@ async fn account_balance(ctx: Arc<RunContext>) -> Result<(), Stop> {
         return Err(Stop::ignore("no numeric balance in both GET /v1/accounts/{accountId} and the account list"));
     };
     if (got - want).abs() > 1e-9 {
-        return Err(Stop::fail(format!(
+        return Err(one.fail(format!(
             "after {} for {account}: {} shows balance {got}, GET /v1/connections/{id}/accounts shows {want}",
             spec::ACCOUNTS_UPDATED,
             one.request

@@ -14,7 +14,7 @@ crate::cases! {
 
 fn no_server_error(exchange: &Exchange, problems: &mut Problems) {
     if exchange.is_server_error() {
-        problems.add(format!("{}: expected no 5xx, got {}", exchange.request, exchange.summary()));
+        problems.add_at(exchange.seq, format!("{}: expected no 5xx, got {}", exchange.request, exchange.summary()));
     }
 }
 

@@ -61,11 +61,10 @@ async fn refused(
 ) -> Result<(), Stop> {
     let exchange = ctx.api.send(method, segments, &[], auth).await?;
     if exchange.is_success() {
-        problems.add(format!(
-            "{} {what}: expected a refusal (any non-2xx), got {}",
-            exchange.request,
-            exchange.summary()
-        ));
+        problems.add_at(
+            exchange.seq,
+            format!("{} {what}: expected a refusal (any non-2xx), got {}", exchange.request, exchange.summary()),
+        );
     }
     Ok(())
 }
@@ -299,7 +298,7 @@ async fn first_reads_second(
         let path: Vec<&str> = path.iter().map(String::as_str).collect();
         let exchange = ctx.api.send(Method::GET, &path, &[], Auth::Primary).await?;
         if let Some(m) = leaks_to(ctx, &exchange, &ids, Auth::Primary) {
-            problems.add(m);
+            problems.add_at(exchange.seq, m);
         }
     }
     Ok(())
@@ -315,7 +314,7 @@ async fn isolation_accounts(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ids.push(fixture.connection_id.clone());
     let mut problems = Problems::default();
     if let Some(m) = leaks(&ctx, &exchange, &ids) {
-        problems.add(m);
+        problems.add_at(exchange.seq, m);
     }
     first_reads_second(&ctx, &mut problems, |connection, accounts| {
         let path = ["v1", "connections", connection, "accounts"].map(str::to_string).to_vec();
@@ -331,7 +330,7 @@ async fn isolation_account(ctx: Arc<RunContext>) -> Result<(), Stop> {
     for id in fixture.account_ids() {
         let exchange = ctx.api.send(Method::GET, &["v1", "accounts", &id], &[], Auth::Second).await?;
         if let Some(m) = leaks(&ctx, &exchange, std::slice::from_ref(&id)) {
-            problems.add(m);
+            problems.add_at(exchange.seq, m);
         }
     }
     first_reads_second(&ctx, &mut problems, |_, accounts| {
@@ -350,7 +349,7 @@ async fn isolation_transactions(ctx: Arc<RunContext>) -> Result<(), Stop> {
         let exchange =
             ctx.api.send(Method::GET, &["v1", "accounts", account, "transactions"], &[], Auth::Second).await?;
         if let Some(m) = leaks(&ctx, &exchange, &ids) {
-            problems.add(m);
+            problems.add_at(exchange.seq, m);
         }
     }
     first_reads_second(&ctx, &mut problems, |_, accounts| {
@@ -391,7 +390,7 @@ async fn probe_cursor(
     let exchange = ctx.api.get(&["v1", "accounts", asked, "transactions"], &query).await?;
     let named = foreign.iter().find(|id| exchange.is_success() && exchange.body.contains(id.as_str()));
     if let Some(id) = named {
-        problems.add(format!(
+        problems.add_at(exchange.seq, format!(
             "{} (a starting_after taken from {whose}): expected a refusal, an empty page or transactions of {asked}, got status {} naming {id}",
             exchange.request, exchange.status
         ));
@@ -511,7 +510,7 @@ async fn request_shapes(ctx: Arc<RunContext>) -> Result<(), Stop> {
             let exchange =
                 ctx.api.send(Method::GET, &["v1", "accounts", account, "transactions"], &query, Auth::Second).await?;
             if let Some(m) = leaks(&ctx, &exchange, &secret) {
-                problems.add(m);
+                problems.add_at(exchange.seq, m);
             }
         }
     }

@@ -5,7 +5,7 @@
 use super::Reply;
 use crate::harness::fixtures::{Connected, RunContext};
 use crate::harness::har;
-use crate::harness::outcome::{str_field, ErrorSource, Problems, Stop};
+use crate::harness::outcome::{str_field, ErrorSource, Failure, Problems, Stop};
 use crate::harness::pagination::{self, fetch_page, Window};
 use crate::harness::property;
 use crate::schemas::{self, Schema};
@@ -188,7 +188,7 @@ where
                 return Ok(());
             }
             match test(ctx, reference, input.clone()).await {
-                Err(Stop::Fail(f)) => Err(Stop::fail(format!("{} [boundary input: {input:?}]", f.message))),
+                Err(Stop::Fail(f)) => Err(Stop::Fail(f.reworded(|m| format!("{m} [boundary input: {input:?}]")))),
                 Err(Stop::Ignore(..)) => Ok(()),
                 other => other,
             }
@@ -275,7 +275,7 @@ async fn walk_exactly_once(ctx: Arc<RunContext>) -> Result<(), Stop> {
             let got = window.walk.ids();
             let mut seen = std::collections::HashSet::new();
             if let Some(dup) = got.iter().find(|id| !seen.insert(id.as_str())) {
-                return Err(Stop::fail(format!(
+                return Err(window.walk.fail(format!(
                     "{} and following next_cursor: {dup} was visited twice",
                     walk_request(account, Some(input.limit), after)
                 )));
@@ -286,7 +286,7 @@ async fn walk_exactly_once(ctx: Arc<RunContext>) -> Result<(), Stop> {
             sorted_expected.sort();
             sorted_got.sort();
             if let Some(d) = difference(&sorted_expected, &sorted_got) {
-                return Err(Stop::fail(format!(
+                return Err(window.walk.fail(format!(
                     "{} and following next_cursor: {d}",
                     walk_request(account, Some(input.limit), after)
                 )));
@@ -323,7 +323,7 @@ async fn starting_after(ctx: Arc<RunContext>) -> Result<(), Stop> {
         }
         match difference(window.expected(ids), &window.walk.ids()) {
             None => Ok(()),
-            Some(d) => Err(Stop::fail(format!(
+            Some(d) => Err(window.walk.fail(format!(
                 "{} (item {k} of {}) and following next_cursor: expected the items after it, in the same order; {d}",
                 walk_request(account, Some(input.limit), Some(&ids[k])),
                 ids.len()
@@ -341,7 +341,7 @@ async fn has_more_honest(ctx: Arc<RunContext>) -> Result<(), Stop> {
             // has_more true: another page exists, so the next page has items (§4.3 rule 2).
             for pair in walk.pages.windows(2) {
                 if pair[1].items.is_empty() {
-                    return Err(Stop::fail(format!(
+                    return Err(pair[1].fail(format!(
                         "{}: has_more was true, but the next page ({}) was empty",
                         pair[0].request, pair[1].request
                     )));
@@ -352,7 +352,7 @@ async fn has_more_honest(ctx: Arc<RunContext>) -> Result<(), Stop> {
             if let Some(item) = last.items.last() {
                 let after = pagination::page(&ctx.api, account, Some(input.limit), Some(&item.id)).await?;
                 if !after.items.is_empty() {
-                    return Err(Stop::fail(format!(
+                    return Err(after.fail(format!(
                         "{}: has_more was false, but {} still returned {} items",
                         last.request,
                         after.request,
@@ -362,7 +362,7 @@ async fn has_more_honest(ctx: Arc<RunContext>) -> Result<(), Stop> {
             }
             let (seen, remaining) = (walk.ids().len(), window.expected(ids).len());
             if seen < remaining {
-                return Err(Stop::fail(format!(
+                return Err(last.fail(format!(
                     "{}: has_more was false after {seen} items, but at least {remaining} were to come",
                     last.request
                 )));
@@ -397,12 +397,15 @@ async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), Stop> {
     // Never above the target's own page size, which §8 lets it cap.
     let limit = (before.len() / 4).clamp(1, page.max(1)) as u64;
     let (mut seen, mut cursor, mut first) = (Vec::new(), None::<String>, None);
+    // The pages read: the evidence of what they listed.
+    let mut pages = Vec::new();
     for read in 0.. {
         if read == pagination::MAX_LIMITED_PAGES {
             return Err(Stop::ignore(format!("the walk stopped at its bound of {read} pages; not judged")));
         }
         let page = fetch_page(&ctx.api, &account, Some(limit), cursor.as_deref()).await?;
         first.get_or_insert_with(|| page.request.clone());
+        pages.push(page.seq);
         seen.extend(page.ids());
         if !page.has_more {
             break;
@@ -426,9 +429,16 @@ async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), Stop> {
     for id in &before {
         match counts.get(id.as_str()).copied().unwrap_or(0) {
             1 => {}
-            0 => problems.add(format!("{walked}: {id} was never listed, though it existed throughout")),
-            n => problems.add(format!("{walked}: {id} was listed {n} times")),
+            0 => {
+                problems.add(on_pages(&pages, format!("{walked}: {id} was never listed, though it existed throughout")))
+            }
+            n => problems.add(on_pages(&pages, format!("{walked}: {id} was listed {n} times"))),
         }
     }
     problems.finish()
+}
+
+/// A finding resting on the answers of `pages` (their places in the answer log).
+fn on_pages(pages: &[Option<u64>], message: String) -> Failure {
+    pages.iter().fold(Failure::from(message), |f, seq| f.on_answer(*seq))
 }

@@ -44,7 +44,8 @@ async fn fetch(ctx: &RunContext) -> Result<Exchange, Stop> {
     // A browser loads the script: no API key (§5.2 keeps keys out of frontends), `Accept: */*`,
     // redirects followed.
     let exchange = ctx.api.fetch_asset(&["widget", &format!("{service}-connect.js")]).await?;
-    ensure(exchange.is_success(), || format!("{}: expected 2xx, got {}", exchange.request, exchange.summary()))?;
+    exchange
+        .ensure(exchange.is_success(), || format!("{}: expected 2xx, got {}", exchange.request, exchange.summary()))?;
     Ok(exchange)
 }
 
@@ -52,7 +53,7 @@ async fn served(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let exchange = fetch(&ctx).await?;
     let media =
         exchange.content_type.as_deref().unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    ensure(JS_TYPES.contains(&media.as_str()), || {
+    exchange.ensure(JS_TYPES.contains(&media.as_str()), || {
         format!(
             "{}: expected a JavaScript content type, got {:?}",
             exchange.request,
@@ -69,7 +70,7 @@ async fn defines_open(ctx: Arc<RunContext>) -> Result<(), Stop> {
         return global_open(ctx).await;
     }
     let exchange = fetch(&ctx).await?;
-    ensure(exchange.body.contains("open"), || {
+    exchange.ensure(exchange.body.contains("open"), || {
         format!("{}: the script never mentions `open` ({})", exchange.request, browser::INSTALL_HINT)
     })
 }
@@ -161,7 +162,7 @@ fn printable(text: &str) -> String {
 async fn no_api_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let exchange = fetch(&ctx).await?;
     let mut keys = ctx.api.keys();
-    ensure(!keys.any(|k| exchange.body.contains(k)), || {
+    exchange.ensure(!keys.any(|k| exchange.body.contains(k)), || {
         format!("{}: the script contains an API key of this run (§5.2: keys never reach a frontend)", exchange.request)
     })
 }
@@ -185,14 +186,17 @@ async fn token_no_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
         let value = created.body.get(field).map(ToString::to_string).unwrap_or_default();
         if let Some(key) = revealed_key(&ctx, &value) {
             found = true;
-            problems.add(format!(
+            problems.add_at(created.answer, format!(
                 "POST /v1/connections: `{field}` carries {key} or a piece of it (plain or encoded); the frontend gets it (§5.2, §5.3)"
             ));
         }
     }
     if !found {
         if let Some(key) = revealed_key(&ctx, &created.body.to_string()) {
-            problems.add(format!("POST /v1/connections: the answer carries {key} or a piece of it (plain or encoded)"));
+            problems.add_at(
+                created.answer,
+                format!("POST /v1/connections: the answer carries {key} or a piece of it (plain or encoded)"),
+            );
         }
     }
     problems.finish()
@@ -203,7 +207,7 @@ async fn token_no_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
 async fn no_key_derivative(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let exchange = fetch(&ctx).await?;
     let body = ctx.api.keys().fold(exchange.body.clone(), |body, key| body.replace(key, ""));
-    ensure(revealed_key(&ctx, &body).is_none(), || {
+    exchange.ensure(revealed_key(&ctx, &body).is_none(), || {
         format!(
             "{}: the script carries a piece of {} (plain or encoded; §5.2: keys never reach a frontend)",
             exchange.request,

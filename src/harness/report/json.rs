@@ -54,6 +54,15 @@ pub fn render(report: &Report) -> Value {
                     "standing": report.standing(r).map(Standing::as_str),
                 })),
                 "duration_ms": millis(r.duration),
+                "evidence": match &r.outcome {
+                    Outcome::Failed(f) => json!({
+                        "requests": f.evidence.answers,
+                        "deliveries": f.evidence.deliveries,
+                        "expected": f.contrast.as_ref().map(|c| &c.expected),
+                        "actual": f.contrast.as_ref().map(|c| &c.actual),
+                    }),
+                    _ => Value::Null,
+                },
                 "har": report.har.as_ref().and_then(|(file, links)| {
                     links.get(&r.case.id).map(|l| json!({"file": file, "entry": l.entry, "id": l.id, "entries": l.entries}))
                 }),

@@ -14,7 +14,7 @@ mod walk;
 use crate::harness::fixtures::RunContext;
 use crate::harness::graph::TransitionGraph;
 use crate::harness::har;
-use crate::harness::outcome::{ErrorSource, Stop};
+use crate::harness::outcome::{ErrorSource, Failure, Stop};
 use crate::harness::property;
 use crate::harness::session::Session;
 use crate::spec::{Action, ConnectionState};
@@ -86,7 +86,7 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
             Err(Stop::Fail(f)) => {
                 // The graph so far goes into the reports: it is needed most now.
                 record_partial(&ctx, &lock(&atlas).graph);
-                return Err(explored(f.message, &sequence));
+                return Err(explored(f, &sequence));
             }
             Err(e) if e.is_transport() => return Err(e),
             Err(Stop::Ignore(..)) => halted = true,
@@ -99,7 +99,7 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
             Ok(()) => {}
             Err(Stop::Fail(f)) => {
                 record_partial(&ctx, &lock(&atlas).graph);
-                return Err(explored(f.message, &sequence));
+                return Err(explored(f, &sequence));
             }
             Err(e) if e.is_transport() => return Err(e),
             Err(Stop::Ignore(..)) => {}
@@ -177,8 +177,8 @@ fn record_partial(ctx: &RunContext, graph: &TransitionGraph) {
 }
 
 /// The failure of an explored sequence (its message names the request that shows it).
-fn explored(message: String, sequence: &[Action]) -> Stop {
-    Stop::fail(format!("{message} [explored sequence: {sequence:?}]"))
+fn explored(failure: Failure, sequence: &[Action]) -> Stop {
+    Stop::Fail(failure.reworded(|m| format!("{m} [explored sequence: {sequence:?}]")))
 }
 
 async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {

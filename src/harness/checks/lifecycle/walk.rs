@@ -22,12 +22,11 @@ struct Trace {
 }
 
 impl Trace {
+    /// A finding about the connection's events, resting on their deliveries.
     fn fail(&self, connection: &str, problem: String, deliveries: &[Delivery]) -> Stop {
-        Stop::fail(format!(
-            "after [{}] on {connection}: {problem}; events {}",
-            self.steps.join(", "),
-            labels(deliveries)
-        ))
+        let message =
+            format!("after [{}] on {connection}: {problem}; events {}", self.steps.join(", "), labels(deliveries));
+        Stop::Fail(crate::harness::event_rules::on(deliveries, message))
     }
 }
 

@@ -1,7 +1,9 @@
-//! The model of the target's observable state: every 2xx read of the run and every delivery,
+//! The model of the target's observable state: every 2xx read of the run (`checks::reads_of`:
+//! parsed once, as the response checks see it) and every delivery,
 //! each read in its client's view and each event once, from its first arrival. It judges
 //! nothing; the rules that read it are [`super::rules`].
 
+use crate::harness::checks::read::{Endpoint, Read};
 use crate::harness::delivery;
 use crate::harness::http::{Answer, Auth};
 use crate::spec;
@@ -128,8 +130,8 @@ fn timestamp(v: &Value, key: &str) -> Option<String> {
 }
 
 impl Model {
-    /// The model of `answers` and `deliveries` (each with its arrival, in arrival order).
-    pub fn of(answers: &[Arc<Answer>], deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
+    /// The model of the run's `reads` and `deliveries` (each with its arrival, in arrival order).
+    pub fn of(reads: &[Read], deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
         let mut model = Model {
             lists: Vec::new(),
             pages: Vec::new(),
@@ -138,42 +140,43 @@ impl Model {
             created: HashMap::new(),
             posted: Vec::new(),
         };
-        for answer in answers {
-            let (Some(text), Some(_)) = (answer.body.as_deref(), view(answer)) else { continue };
+        for read in reads {
+            let (answer, body) = (&read.answer, &read.body);
+            if view(answer).is_none() {
+                continue;
+            }
             // Only a page size and a cursor, each well-formed: other input may be answered anyhow.
             let plain = answer.query.iter().all(|(k, _)| k == "limit" || k == "starting_after")
                 && answer.query.iter().all(|(k, _)| k != "limit" || answer.limit().is_some());
-            if !plain || crate::harness::budget::too_dense(text.as_bytes()).is_some() {
+            if !plain {
                 continue;
             }
-            let Ok(body) = serde_json::from_str::<Value>(text) else { continue };
-            let path: Vec<&str> = answer.segments.iter().map(String::as_str).collect();
-            match (answer.sent.method.as_str(), path.as_slice()) {
-                ("POST", ["v1", "connections"]) => {
-                    if let Some(connection) = string(&body, "connectionId") {
+            match read.endpoint {
+                Endpoint::CreateConnection => {
+                    if let Some(connection) = string(body, "connectionId") {
                         model.created.entry(connection).or_default().push(answer.clone());
                     }
                 }
-                ("GET", ["v1", "connections", connection, "accounts"]) => {
+                Endpoint::ConnectionAccounts => {
                     let Value::Array(items) = body else { continue };
                     let fields = |a: &Value| -> Value {
                         let kept = ACCOUNT_FIELDS.iter().chain([&LAST_SYNCED_AT]);
                         Value::Object(kept.filter_map(|f| Some((f.to_string(), a.get(*f)?.clone()))).collect())
                     };
                     let accounts = items.iter().filter_map(|a| Some((string(a, "id")?, fields(a)))).collect();
-                    model.lists.push(ListRead { answer: answer.clone(), connection: connection.to_string(), accounts });
+                    model.lists.push(ListRead { answer: answer.clone(), connection: read.id.clone(), accounts });
                 }
-                ("GET", ["v1", "accounts", account]) => {
+                Endpoint::Account => {
                     if let Some(balance) = body.get("balance").and_then(Value::as_f64) {
-                        model.balances.push((answer.clone(), account.to_string(), balance));
+                        model.balances.push((answer.clone(), read.id.clone(), balance));
                     }
                 }
-                ("GET", ["v1", "accounts", account, "transactions"]) => {
+                Endpoint::AccountTransactions => {
                     let Some(Value::Array(items)) = body.get("data") else { continue };
                     let Some(has_more) = body.get("has_more").and_then(Value::as_bool) else { continue };
                     model.pages.push(PageRead {
                         answer: answer.clone(),
-                        account: account.to_string(),
+                        account: read.id.clone(),
                         limit: answer.limit(),
                         cursor: answer.query.iter().find(|(k, _)| k == "starting_after").map(|(_, v)| v.clone()),
                         items: items
@@ -181,10 +184,9 @@ impl Model {
                             .filter_map(|t| Some((string(t, "id")?, fingerprint(t), timestamp(t, CREATED_AT))))
                             .collect(),
                         has_more,
-                        next_cursor: string(&body, "next_cursor"),
+                        next_cursor: string(body, "next_cursor"),
                     });
                 }
-                _ => {}
             }
         }
         // Events are a set: each one counts from its first arrival, so a late copy of an earlier

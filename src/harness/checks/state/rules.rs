@@ -418,7 +418,6 @@ mod tests {
             let request = format!("GET /{path}");
             self.answers.push(Arc::new(Answer {
                 seq: n,
-                case: None,
                 sent: Sent { method: "GET".into(), url: request.clone(), auth: Auth::Primary, request },
                 segments: path.split('/').map(str::to_string).collect(),
                 query: query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
@@ -426,6 +425,7 @@ mod tests {
                 body: Some(body.to_string()),
                 sent_at: self.at(10 * n),
                 answered_at: self.at(10 * n + 1),
+                har: None,
             }));
         }
 
@@ -439,7 +439,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, (ms, b))| (self.at(*ms), Delivery::new(i as u64, b.clone())))
                 .collect();
-            Model::of(&self.answers, &deliveries)
+            Model::of(&crate::harness::checks::read::reads_of(&self.answers), &deliveries)
         }
     }
 
