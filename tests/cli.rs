@@ -354,8 +354,26 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
                     assert!(line.contains("FAIL"), "{mutant}: {id} fails again offline:\n{out}");
                 }
             }
+            // The failure carries its evidence by reference: a curl replays its first request,
+            // a replay pipes its deliveries, and the HAR link is the first one's entry.
+            let evidence = &case["evidence"];
+            let (requests, deliveries) =
+                (evidence["requests"].as_array().unwrap(), evidence["deliveries"].as_array().unwrap());
+            assert_eq!(reproduction.starts_with("curl "), !requests.is_empty(), "{mutant}: {case:#}");
+            assert!(!requests.is_empty() || !deliveries.is_empty(), "{mutant}: no evidence\n{case:#}");
             let entry = &har["log"]["entries"][case["har"]["entry"].as_u64().unwrap() as usize];
             assert_eq!(entry["_id"], case["har"]["id"], "{mutant}");
+            let kind = if requests.is_empty() { Some("webhook") } else { None };
+            if kind.is_some() {
+                assert_eq!(entry["_kind"], "webhook", "{mutant}: a delivery is the evidence\n{case:#}");
+            } else {
+                let url = entry["request"]["url"].as_str().unwrap();
+                let path = &url[url.find("/v1").unwrap_or(0)..];
+                assert!(
+                    reproduction.contains(path),
+                    "{mutant}: the HAR entry is the curl's request\n{url}\n{reproduction}"
+                );
+            }
             if case["id"] == "events.schema" {
                 assert_eq!(entry["_kind"], "webhook", "{mutant}: the delivery is the evidence\n{case:#}");
             }

@@ -476,4 +476,30 @@ mod tests {
         let Err(Stop::Fail(f)) = problems.finish() else { panic!("a failure") };
         assert_eq!(f.message, "5 problems: problem 1; problem 2; problem 3; problem 4; problem 5");
     }
+
+    /// Several problems fail once, with every problem's evidence, the first problem's first:
+    /// the reports link and replay what the first finding rests on.
+    #[test]
+    fn problems_keep_the_evidence_of_each_the_first_leading() {
+        let mut problems = Problems::default();
+        problems.add_at(Some(7), "GET /v1/accounts/acc_1: expected 2xx, got status 500");
+        problems.add(Failure::from("delivery evt_1: body is not JSON").on_delivery(3));
+        problems.add_at(Some(2), "GET /v1/accounts/acc_2: expected 2xx, got status 500");
+        problems.add_at(Some(7), "the same answer again");
+        let Err(Stop::Fail(failure)) = problems.finish() else { panic!("a failure") };
+        assert_eq!(failure.evidence, Evidence { answers: vec![7, 2], deliveries: vec![3] });
+        assert!(failure.message.starts_with("4 problems: GET /v1/accounts/acc_1"), "{}", failure.message);
+    }
+
+    /// Rewording keeps the evidence; redaction reaches what was expected and what came.
+    #[test]
+    fn a_reworded_or_redacted_failure_keeps_its_evidence() {
+        let failure = Failure::from("x").on_answer(Some(1)).expected("2xx", "status 500: sk_live_secret");
+        let failure = failure.reworded(|m| format!("after accounts.updated: {m}"));
+        assert_eq!(failure.evidence.answers, [1]);
+        let redacted = Outcome::Failed(failure).map_text(|t| t.replace("sk_live_secret", "[redacted]"));
+        let Outcome::Failed(redacted) = redacted else { panic!("still a failure") };
+        assert_eq!(redacted.contrast.map(|c| c.actual).as_deref(), Some("status 500: [redacted]"));
+        assert_eq!(redacted.evidence.answers, [1]);
+    }
 }

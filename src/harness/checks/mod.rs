@@ -10,6 +10,11 @@
 //!   keeps, whoever read it (either client, any case or fixture). They run once, after every
 //!   flow, over the run's answer log ([`judge_responses`]): a violation cannot hide in a read
 //!   that another case made.
+//!
+//! Both those and the state model's rules read the run's answers as [`Read`]s, parsed once
+//! ([`reads_of`]); every finding carries the answers and deliveries it rests on
+//! ([`Failure::evidence`](super::outcome::Failure)), from which the reports make the curl, the
+//! offline replay and the HAR link.
 
 mod accounts;
 mod connections;
