@@ -436,8 +436,7 @@ pub async fn run_all(
     }
     let answered: Vec<&str> = cases.iter().filter(|c| responds(c)).map(|c| c.id.as_str()).collect();
     // Each answer read once, for both kinds of rule.
-    let reads = checks::reads_of(&ctx.api.answers().all());
-    let mut judged = checks::judge_responses(&answered, &reads);
+    let (mut judged, reads) = checks::judge_responses(&answered, &ctx.api.answers().all());
     // A run cut short does not wait for the deliveries a model's findings await: those
     // findings go unjudged.
     let models = tokio::select! {

@@ -11,8 +11,8 @@
 //!   flow, over the run's answer log ([`judge_responses`]): a violation cannot hide in a read
 //!   that another case made.
 //!
-//! Both those and the state model's rules read the run's answers as [`Read`]s, parsed once
-//! ([`reads_of`]); every finding carries the answers and deliveries it rests on
+//! Both those and the state model's rules read the run's answers as [`Read`](read::Read)s, parsed once
+//! ([`reads_of`], one at a time); every finding carries the answers and deliveries it rests on
 //! ([`Failure::evidence`](super::outcome::Failure)), from which the reports make the curl, the
 //! offline replay and the HAR link.
 
@@ -32,7 +32,7 @@ use super::errors::DeliveriesUnproven;
 use super::fixtures::{CheckFn, RunContext};
 use super::http::Answer;
 use super::outcome::Failure;
-pub use read::{reads_of, Endpoint, Read};
+pub use read::{reads_of, Endpoint};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -145,12 +145,19 @@ pub struct Judged {
 /// Most problems kept per case (the first ones; the count says how many more there were).
 const MAX_PROBLEMS: usize = 20;
 
-/// Runs the response checks of `cases` over the run's reads.
-pub fn judge_responses(cases: &[&str], reads: &[Read]) -> BTreeMap<&'static str, Judged> {
+/// Reads the run's `answers` once ([`reads_of`]): the response checks of `cases` judge each
+/// read as it is taken, and the state model keeps what its rules compare (for
+/// [`judge_models`]); no more than one body is held parsed at a time.
+pub fn judge_responses(
+    cases: &[&str],
+    answers: &[Arc<Answer>],
+) -> (BTreeMap<&'static str, Judged>, Arc<state::Observed>) {
     let registrations: Vec<&Registration> =
         cases.iter().filter_map(|id| code_of(id)).filter(|r| !r.responses.is_empty()).collect();
     let mut judged: BTreeMap<&'static str, Judged> = registrations.iter().map(|r| (r.id, Judged::default())).collect();
-    for read in reads {
+    let mut observed = state::Observed::default();
+    for read in reads_of(answers) {
+        observed.add(&read);
         let answer = &read.answer;
         let reply = Reply { request: &answer.sent.request, id: &read.id, limit: answer.limit(), body: &read.body };
         for registration in &registrations {
@@ -166,7 +173,7 @@ pub fn judge_responses(cases: &[&str], reads: &[Read]) -> BTreeMap<&'static str,
             }
         }
     }
-    judged
+    (judged, Arc::new(observed))
 }
 
 /// Runs the model rules of `cases` over the run's answers and deliveries. A finding that a
@@ -174,7 +181,11 @@ pub fn judge_responses(cases: &[&str], reads: &[Read]) -> BTreeMap<&'static str,
 /// passed since the read that shows it: only an event that never comes fails. And only with
 /// evidence that deliveries still came through after that read (`delivery_evidence`): an
 /// absence proves nothing on a receiver that hears nothing.
-pub async fn judge_models(ctx: &RunContext, cases: &[&str], reads: &[Read]) -> BTreeMap<&'static str, Judged> {
+pub async fn judge_models(
+    ctx: &RunContext,
+    cases: &[&str],
+    reads: &Arc<state::Observed>,
+) -> BTreeMap<&'static str, Judged> {
     let registrations: Vec<&Registration> =
         cases.iter().filter_map(|id| code_of(id)).filter(|r| !r.models.is_empty()).collect();
     if registrations.is_empty() {

@@ -44,21 +44,20 @@ pub struct Read {
     pub body: Value,
 }
 
-/// The reads among `answers`, in their order. A body that is not JSON fails the flow that read
-/// it (`Exchange::success_json`); one too dense to parse within the memory budget is not read.
-pub fn reads_of(answers: &[Arc<Answer>]) -> Vec<Read> {
-    answers
-        .iter()
-        .filter_map(|answer| {
-            let text = answer.body.as_deref()?;
-            let (endpoint, id) = Endpoint::of(&answer.sent.method, &answer.segments)?;
-            if budget::too_dense(text.as_bytes()).is_some() {
-                return None;
-            }
-            let body = serde_json::from_str::<Value>(text).ok()?;
-            Some(Read { answer: answer.clone(), endpoint, id: id.to_string(), body })
-        })
-        .collect()
+/// The reads among `answers`, in their order, each parsed as it is taken: one body at a time is
+/// held whole (a hostile target's pages may be large), and each consumer keeps what it needs.
+/// A body that is not JSON fails the flow that read it (`Exchange::success_json`); one too dense
+/// to parse within the memory budget is not read.
+pub fn reads_of(answers: &[Arc<Answer>]) -> impl Iterator<Item = Read> + '_ {
+    answers.iter().filter_map(|answer| {
+        let text = answer.body.as_deref()?;
+        let (endpoint, id) = Endpoint::of(&answer.sent.method, &answer.segments)?;
+        if budget::too_dense(text.as_bytes()).is_some() {
+            return None;
+        }
+        let body = serde_json::from_str::<Value>(text).ok()?;
+        Some(Read { answer: answer.clone(), endpoint, id: id.to_string(), body })
+    })
 }
 
 #[cfg(test)]

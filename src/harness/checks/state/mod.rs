@@ -23,8 +23,8 @@ use crate::harness::http::Auth;
 use crate::harness::outcome::Stop;
 use crate::harness::pagination;
 use crate::spec::{self, Action};
-pub use model::Model;
 pub(crate) use model::Posted;
+pub use model::{Model, Observed};
 use serde_json::Value;
 use std::sync::Arc;
 

@@ -25,18 +25,34 @@ const ACCOUNT_FIELDS: [&str; 8] =
 pub(super) const CREATED_AT: &str = "createdAt";
 pub(super) const LAST_SYNCED_AT: &str = "lastSyncedAt";
 
-/// The reads the model judges, with the deliveries of the run.
-pub struct Model {
+/// What the model keeps of the run's reads: the few fields its rules compare, taken from each
+/// read once (`Observed::add`), so that the bodies need not be held.
+#[derive(Default)]
+pub struct Observed {
     pub(super) lists: Vec<ListRead>,
     pub(super) pages: Vec<PageRead>,
     /// `GET /v1/accounts/{id}` answers with a numeric `balance` (§4.4; its shape is not shown).
     pub(super) balances: Vec<(Arc<Answer>, String, f64)>,
-    pub(super) events: Vec<Event>,
     /// Each connection created with a client's key (§4.1), with the creation's answers: whose
     /// connection it is (ids may repeat across clients, §2: then it is not known).
     created: HashMap<String, Vec<Arc<Answer>>>,
+}
+
+/// The reads the model judges, with the deliveries of the run (read again as more arrive; the
+/// reads are shared, not taken again).
+pub struct Model {
+    reads: Arc<Observed>,
+    pub(super) events: Vec<Event>,
     /// Every event at each address it was posted to (the same event at two addresses is two).
     posted: Vec<Posted>,
+}
+
+impl std::ops::Deref for Model {
+    type Target = Observed;
+
+    fn deref(&self) -> &Observed {
+        &self.reads
+    }
 }
 
 /// An event as posted to one of the receiver's addresses (for isolation between clients).
@@ -129,66 +145,65 @@ fn timestamp(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).filter(|s| s.len() <= 64).map(str::to_string)
 }
 
-impl Model {
-    /// The model of the run's `reads` and `deliveries` (each with its arrival, in arrival order).
-    pub fn of(reads: &[Read], deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
-        let mut model = Model {
-            lists: Vec::new(),
-            pages: Vec::new(),
-            balances: Vec::new(),
-            events: Vec::new(),
-            created: HashMap::new(),
-            posted: Vec::new(),
-        };
-        for read in reads {
-            let (answer, body) = (&read.answer, &read.body);
-            if view(answer).is_none() {
-                continue;
+impl Observed {
+    /// Keeps what the rules compare of `read` (reads with a client's own key and plain input
+    /// only).
+    pub fn add(&mut self, read: &Read) {
+        let (answer, body) = (&read.answer, &read.body);
+        if view(answer).is_none() {
+            return;
+        }
+        // Only a page size and a cursor, each well-formed: other input may be answered anyhow.
+        let plain = answer.query.iter().all(|(k, _)| k == "limit" || k == "starting_after")
+            && answer.query.iter().all(|(k, _)| k != "limit" || answer.limit().is_some());
+        if !plain {
+            return;
+        }
+        match read.endpoint {
+            Endpoint::CreateConnection => {
+                if let Some(connection) = string(body, "connectionId") {
+                    self.created.entry(connection).or_default().push(answer.clone());
+                }
             }
-            // Only a page size and a cursor, each well-formed: other input may be answered anyhow.
-            let plain = answer.query.iter().all(|(k, _)| k == "limit" || k == "starting_after")
-                && answer.query.iter().all(|(k, _)| k != "limit" || answer.limit().is_some());
-            if !plain {
-                continue;
+            Endpoint::ConnectionAccounts => {
+                let Value::Array(items) = body else { return };
+                let fields = |a: &Value| -> Value {
+                    let kept = ACCOUNT_FIELDS.iter().chain([&LAST_SYNCED_AT]);
+                    Value::Object(kept.filter_map(|f| Some((f.to_string(), a.get(*f)?.clone()))).collect())
+                };
+                let accounts = items.iter().filter_map(|a| Some((string(a, "id")?, fields(a)))).collect();
+                self.lists.push(ListRead { answer: answer.clone(), connection: read.id.clone(), accounts });
             }
-            match read.endpoint {
-                Endpoint::CreateConnection => {
-                    if let Some(connection) = string(body, "connectionId") {
-                        model.created.entry(connection).or_default().push(answer.clone());
-                    }
+            Endpoint::Account => {
+                if let Some(balance) = body.get("balance").and_then(Value::as_f64) {
+                    self.balances.push((answer.clone(), read.id.clone(), balance));
                 }
-                Endpoint::ConnectionAccounts => {
-                    let Value::Array(items) = body else { continue };
-                    let fields = |a: &Value| -> Value {
-                        let kept = ACCOUNT_FIELDS.iter().chain([&LAST_SYNCED_AT]);
-                        Value::Object(kept.filter_map(|f| Some((f.to_string(), a.get(*f)?.clone()))).collect())
-                    };
-                    let accounts = items.iter().filter_map(|a| Some((string(a, "id")?, fields(a)))).collect();
-                    model.lists.push(ListRead { answer: answer.clone(), connection: read.id.clone(), accounts });
-                }
-                Endpoint::Account => {
-                    if let Some(balance) = body.get("balance").and_then(Value::as_f64) {
-                        model.balances.push((answer.clone(), read.id.clone(), balance));
-                    }
-                }
-                Endpoint::AccountTransactions => {
-                    let Some(Value::Array(items)) = body.get("data") else { continue };
-                    let Some(has_more) = body.get("has_more").and_then(Value::as_bool) else { continue };
-                    model.pages.push(PageRead {
-                        answer: answer.clone(),
-                        account: read.id.clone(),
-                        limit: answer.limit(),
-                        cursor: answer.query.iter().find(|(k, _)| k == "starting_after").map(|(_, v)| v.clone()),
-                        items: items
-                            .iter()
-                            .filter_map(|t| Some((string(t, "id")?, fingerprint(t), timestamp(t, CREATED_AT))))
-                            .collect(),
-                        has_more,
-                        next_cursor: string(body, "next_cursor"),
-                    });
-                }
+            }
+            Endpoint::AccountTransactions => {
+                let Some(Value::Array(items)) = body.get("data") else { return };
+                let Some(has_more) = body.get("has_more").and_then(Value::as_bool) else { return };
+                self.pages.push(PageRead {
+                    answer: answer.clone(),
+                    account: read.id.clone(),
+                    limit: answer.limit(),
+                    cursor: answer.query.iter().find(|(k, _)| k == "starting_after").map(|(_, v)| v.clone()),
+                    items: items
+                        .iter()
+                        .filter_map(|t| Some((string(t, "id")?, fingerprint(t), timestamp(t, CREATED_AT))))
+                        .collect(),
+                    has_more,
+                    next_cursor: string(body, "next_cursor"),
+                });
             }
         }
+    }
+}
+
+impl Model {
+    /// The model of the run's reads (`Observed`) and `deliveries` (each with its arrival, in
+    /// arrival order).
+    pub fn of(reads: &Arc<Observed>, deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
+        let mut model = Model { reads: reads.clone(), events: Vec::new(), posted: Vec::new() };
         // Events are a set: each one counts from its first arrival, so a late copy of an earlier
         // event never stands in for an announcement that did not come.
         let mut seen = std::collections::HashSet::new();

@@ -439,7 +439,9 @@ mod tests {
                 .enumerate()
                 .map(|(i, (ms, b))| (self.at(*ms), Delivery::new(i as u64, b.clone())))
                 .collect();
-            Model::of(&crate::harness::checks::read::reads_of(&self.answers), &deliveries)
+            let mut observed = crate::harness::checks::state::Observed::default();
+            crate::harness::checks::read::reads_of(&self.answers).for_each(|read| observed.add(&read));
+            Model::of(&std::sync::Arc::new(observed), &deliveries)
         }
     }
 
