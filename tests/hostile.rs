@@ -193,12 +193,20 @@ fn running(pid: &str) -> bool {
 
 impl Row {
     fn holds(self, name: &str) {
-        let reports = [("json", temp_path(&format!("{name}.json"))), ("junit", temp_path(&format!("{name}.xml")))];
-        let md = temp_path(&format!("{name}.md"));
+        let reports = [
+            ("json", "--report-json", temp_path(&format!("{name}.json"))),
+            ("junit", "--report-junit", temp_path(&format!("{name}.xml"))),
+            ("md", "--report-md", temp_path(&format!("{name}.md"))),
+            ("har", "--report-har", temp_path(&format!("{name}.har"))),
+        ];
         let mut args = self.args.clone();
-        args.extend(["--report-json".into(), reports[0].1.display().to_string()]);
-        args.extend(["--report-junit".into(), reports[1].1.display().to_string()]);
-        args.extend(["--report-md".into(), md.display().to_string()]);
+        for (kind, flag, path) in &reports {
+            let _ = std::fs::remove_file(path);
+            // `check-events` sends no request: it has no HAR.
+            if *kind != "har" || args[0] == "run" {
+                args.extend([flag.to_string(), path.display().to_string()]);
+            }
+        }
         let ran = run(&args);
         let text = format!("{}{}", String::from_utf8_lossy(&ran.stdout), String::from_utf8_lossy(&ran.stderr));
         eprintln!("row {name}: exit {}, peak resident size {} MiB, {:?}", ran.code, ran.peak_kib >> 10, ran.wall);
@@ -222,11 +230,11 @@ impl Row {
         );
 
         let mut outputs = vec![("stdout", ran.stdout.clone()), ("stderr", ran.stderr.clone())];
-        let written = ran.code != 2;
-        for (kind, path) in reports.iter().chain([("md", md.clone())].iter()) {
+        // A run that cannot start writes its reports too (the HAR only once requests were sent).
+        for (kind, _, path) in &reports {
             match std::fs::read(path) {
                 Ok(bytes) => outputs.push((kind, bytes)),
-                Err(e) => assert!(!written, "{name}: no {kind} report: {e}"),
+                Err(e) => assert!(*kind == "har" || ran.code == 2, "{name}: no {kind} report: {e}"),
             }
         }
         for (kind, bytes) in &outputs {
@@ -236,9 +244,18 @@ impl Row {
                 assert!(!out.contains(fragment.as_str()), "{name}: {fragment:?} of a key in {kind}:\n{out}");
             }
             match *kind {
-                "json" => {
-                    serde_json::from_slice::<serde_json::Value>(bytes)
-                        .unwrap_or_else(|e| panic!("{name}: the JSON report does not parse: {e}"));
+                "json" | "har" => {
+                    let value = serde_json::from_slice::<serde_json::Value>(bytes)
+                        .unwrap_or_else(|e| panic!("{name}: the {kind} report does not parse: {e}"));
+                    // Every string as decoded: JSON escapes must not hide a piece of a key.
+                    for text in strings(&value) {
+                        for fragment in fragments(KEY).iter().chain(fragments(SECOND_KEY).iter()) {
+                            assert!(
+                                !text.contains(fragment.as_str()),
+                                "{name}: {fragment:?} of a key in {kind}: {text}"
+                            );
+                        }
+                    }
                 }
                 "junit" => parses_as_xml(name, bytes),
                 "md" => {
@@ -258,6 +275,18 @@ impl Row {
                 assert!(!running(pid), "{name}: process {pid}, started by a driver, outlived the run");
             }
         }
+    }
+}
+
+/// Every string of `value`, object keys included.
+fn strings(value: &serde_json::Value) -> Vec<&str> {
+    match value {
+        serde_json::Value::String(s) => vec![s.as_str()],
+        serde_json::Value::Array(items) => items.iter().flat_map(strings).collect(),
+        serde_json::Value::Object(map) => {
+            map.iter().flat_map(|(k, v)| [k.as_str()].into_iter().chain(strings(v))).collect()
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -486,6 +515,27 @@ fn a_target_that_echoes_the_key() {
         Response::builder().status(400).header(header::CONTENT_TYPE, "application/json").body(body).unwrap()
     }));
     row(&serve(app), 1, &["status 400"]).holds("a_target_that_echoes_the_key");
+}
+
+/// A driver that fails during the preflight and prints both keys on stderr, among terminal
+/// escapes and HTML: the setup error quotes it, and every report of the run that never started
+/// holds it (the JSON report's `setup_error` once held the key in plain text).
+#[test]
+fn a_driver_that_prints_the_key_in_the_preflight() {
+    let app = Router::new().fallback(any(|| async { StatusCode::NOT_FOUND }));
+    let script = format!(
+        "printf '\\033[2K<script>alert(1)</script> key={KEY} other=\"{SECOND_KEY}\" part={} %s\\n' \"$*\" >&2; exit 1",
+        &KEY[3..14]
+    );
+    let (script, pids) = driver("prints_key", &format!("echo $$ >> PIDS; {script}"));
+    Row {
+        args: run_args(Some(&serve(app)), &script),
+        code: 2,
+        expect: vec!["preflight"],
+        forbid: vec![],
+        pids: Some(pids),
+    }
+    .holds("a_driver_that_prints_the_key_in_the_preflight");
 }
 
 /// A driver that ignores SIGTERM, with a child: the timeout ends both.

@@ -189,6 +189,7 @@ fn synthetic() -> Report {
         latency: Default::default(),
         har: None,
         stopped: None,
+        redactor: Default::default(),
     }
 }
 
@@ -250,6 +251,7 @@ fn with_failures() -> Report {
         latency: Default::default(),
         har: None,
         stopped: None,
+        redactor: Default::default(),
     }
 }
 

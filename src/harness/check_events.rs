@@ -208,6 +208,7 @@ pub fn check_events(mut config: CheckEventsConfig) -> i32 {
         latency: Default::default(),
         har: None,
         stopped: None,
+        redactor: Default::default(),
     };
     report::finish(&report, &config.outputs)
 }

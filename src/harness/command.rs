@@ -7,7 +7,7 @@ use super::cancel::{Cancel, Cause, Signal};
 use super::catalogue;
 use super::config::RunConfig;
 use super::report::{self, progress, EXIT_NOT_RUN};
-use super::{orphans, redact, runner, sanitize};
+use super::{orphans, runner, sanitize};
 use libtest_mimic::Arguments;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -26,7 +26,6 @@ pub async fn run(config: RunConfig) -> i32 {
     }
     let cancel = Cancel::default();
     on_signals(cancel.clone());
-    let secrets = config_secrets(&config);
     // No process a driver started outlives the run: the session's shutdown stops its driver.
     let report = runner::run_report_until(
         config,
@@ -35,7 +34,7 @@ pub async fn run(config: RunConfig) -> i32 {
     )
     .await;
     if let Some(e) = &report.setup_error {
-        eprintln!("bankconf: {}", sanitize::visible(&secrets.redact(&e.to_string())));
+        eprintln!("bankconf: {}", sanitize::visible(&report.redactor.redact(&e.to_string())));
     }
     report::finish(&report, &outputs)
 }
@@ -102,18 +101,18 @@ pub fn test_main(mut config: RunConfig, args: Arguments) -> ExitCode {
         }
     };
     let cancel = Cancel::default();
-    let secrets = config_secrets(&config);
     let report = runtime.block_on(async {
         on_signals(cancel.clone());
         runner::run_report_until(config, None, cancel).await
     });
+    let visible = |text: &str| sanitize::visible(&report.redactor.redact(text));
     if let Some(e) = &report.setup_error {
-        eprintln!("bankconf: {}", sanitize::visible(&secrets.redact(&e.to_string())));
+        eprintln!("bankconf: {}", visible(&e.to_string()));
         return ExitCode::from(2);
     }
-    eprintln!("bankconf: {} (seed {})", sanitize::visible(&report.server), report.seed().unwrap_or_default());
+    eprintln!("bankconf: {} (seed {})", visible(&report.server), report.seed().unwrap_or_default());
     for note in &report.notes {
-        eprintln!("bankconf: {}", sanitize::visible(note));
+        eprintln!("bankconf: {}", visible(note));
     }
     if let Err(e) = report::write(&outputs, &report) {
         eprintln!("bankconf: {e}");
@@ -136,10 +135,4 @@ fn selected_by(args: &Arguments) -> Vec<String> {
         .filter(|c| !args.skip.iter().any(|s| hit(s, &c.id)))
         .map(|c| c.id.clone())
         .collect()
-}
-
-/// A redactor of the keys the flags give, for a setup error (which may quote a driver that
-/// echoed one) printed after the run, whose own redactor is gone.
-fn config_secrets(config: &RunConfig) -> redact::Redactor {
-    redact::Redactor::of([config.api_key.as_deref().unwrap_or(""), config.second_api_key.as_deref().unwrap_or("")])
 }

@@ -6,6 +6,7 @@ use super::driver::Driver;
 use super::embedded::{Conditions, Mutant, Variant};
 use super::errors::{SetupError, UnknownName};
 use super::outcome::Gate;
+use super::redact::Redactor;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -188,6 +189,12 @@ impl RunConfig {
             config: RunConfig,
         }
         <EnvOnly as clap::Parser>::try_parse_from(["bankconf"]).map(|e| e.config.with_legacy_env())
+    }
+
+    /// A redactor of the secrets the flags give: for what a run says before its session has
+    /// one of its own (a setup error may quote a driver or a target that echoed a key).
+    pub(crate) fn secrets(&self) -> Redactor {
+        Redactor::of([self.api_key.as_deref().unwrap_or(""), self.second_api_key.as_deref().unwrap_or("")])
     }
 
     /// The configuration, with report paths that only a former variable name gives

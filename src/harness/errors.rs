@@ -5,6 +5,7 @@
 //! [`SetupError`] is everything that stops a run before it starts (exit 2); the other types are
 //! failures of one step that the run survives or turns into an outcome.
 
+use super::redact::Redactor;
 use std::net::SocketAddr;
 use std::time::Duration;
 use thiserror::Error;
@@ -68,19 +69,19 @@ pub enum SetupError {
     ReportUnwritable(#[from] ReportWriteError),
     /// The embedded sandbox did not start.
     #[error("the run could not start: embedded sandbox: {0}")]
-    SandboxStart(#[source] anyhow::Error),
+    SandboxStart(String),
     /// The HTTP client of the target could not be built.
     #[error("the run could not start: {0}")]
-    HttpClient(#[source] reqwest::Error),
+    HttpClient(String),
     /// Nothing answers HTTP at `--base-url`.
     #[error("the run could not start: target unreachable: no answer at {base_url}: {cause}")]
     TargetUnreachable { base_url: String, cause: String },
     /// The HTTP client of `--driver-url` could not be built.
     #[error("the run could not start: --driver-url: {0}")]
-    DriverClient(#[source] reqwest::Error),
+    DriverClient(String),
     /// The webhook receiver did not start (its address taken, say).
     #[error("the run could not start: {0}")]
-    ReceiverStart(#[source] anyhow::Error),
+    ReceiverStart(String),
     /// The driver broke on `register_webhook` (not "unsupported", which only ignores the event
     /// cases); `hint` names the driver to look at.
     #[error("preflight: the driver failed on register_webhook ({hint}): {message}")]
@@ -103,6 +104,60 @@ pub enum SetupError {
     /// The driver broke on `connect`: every case after it would break with it.
     #[error("preflight: the driver failed on connect (is the driver right?): {message}")]
     DriverConnectFailed { message: String },
+}
+
+impl SetupError {
+    /// The text of an error of another library and of its sources, for the variants that wrap
+    /// one: a public error holds no foreign type.
+    pub(crate) fn cause(error: &(dyn std::error::Error + 'static)) -> String {
+        let mut text = error.to_string();
+        let mut source = error.source();
+        while let Some(e) = source {
+            let more = e.to_string();
+            if !text.contains(&more) {
+                text.push_str(": ");
+                text.push_str(&more);
+            }
+            source = e.source();
+        }
+        text
+    }
+
+    /// The same error with every text it carries passed through `redactor`. A setup error may
+    /// quote a driver, a target or a flag that echoed a key, and it is written to every report
+    /// of a run that never got its own redactor.
+    pub(crate) fn redacted(self, redactor: &Redactor) -> Self {
+        let r = |text: String| redactor.redact(&text);
+        match self {
+            Self::BadBaseUrl { url, problem } => Self::BadBaseUrl { url: r(url), problem },
+            Self::BadDriverUrl { url } => Self::BadDriverUrl { url: r(url) },
+            Self::SandboxStart(cause) => Self::SandboxStart(r(cause)),
+            Self::HttpClient(cause) => Self::HttpClient(r(cause)),
+            Self::TargetUnreachable { base_url, cause } => {
+                Self::TargetUnreachable { base_url: r(base_url), cause: r(cause) }
+            }
+            Self::DriverClient(cause) => Self::DriverClient(r(cause)),
+            Self::ReceiverStart(cause) => Self::ReceiverStart(r(cause)),
+            Self::DriverRegisterFailed { hint, message } => Self::DriverRegisterFailed { hint, message: r(message) },
+            Self::KeyRefused { flag, request, status } => Self::KeyRefused { flag, request: r(request), status },
+            Self::ConnectionIdUnanswered { reason } => Self::ConnectionIdUnanswered { reason: r(reason) },
+            Self::ConnectionIdRefused { id, request, status } => {
+                Self::ConnectionIdRefused { id: r(id), request: r(request), status }
+            }
+            Self::DriverConnectFailed { message } => Self::DriverConnectFailed { message: r(message) },
+            // The flags' own mistakes, the selection and the files name no secret the run knows
+            // of, but an expectations file or a report path could quote anything: their text is
+            // kept whole and redacted again wherever it is rendered.
+            other @ (Self::TargetFlagsWithoutBaseUrl { .. }
+            | Self::SeveralDrivers
+            | Self::SameKeyTwice
+            | Self::MissingApiKey
+            | Self::SandboxFlagsWithBaseUrl
+            | Self::Selection(_)
+            | Self::Expectations(_)
+            | Self::ReportUnwritable(_)) => other,
+        }
+    }
 }
 
 /// Why a URL is no http(s) URL.

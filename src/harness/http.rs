@@ -293,10 +293,15 @@ impl Api {
         base.set_path(&trimmed);
         let builder =
             || reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(5)));
-        let client = builder().redirect(reqwest::redirect::Policy::none()).build().map_err(SetupError::HttpClient)?;
+        let client = builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| SetupError::HttpClient(SetupError::cause(&e)))?;
         // Assets are fetched as a browser would: following a few redirects.
-        let browser =
-            builder().redirect(reqwest::redirect::Policy::limited(5)).build().map_err(SetupError::HttpClient)?;
+        let browser = builder()
+            .redirect(reqwest::redirect::Policy::limited(5))
+            .build()
+            .map_err(|e| SetupError::HttpClient(SetupError::cause(&e)))?;
         Ok(Self {
             client,
             browser,

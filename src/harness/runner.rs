@@ -28,6 +28,8 @@ pub async fn start(config: RunConfig) -> Result<Arc<RunContext>, SetupError> {
     match preflight::check(&mut session).await {
         Ok(()) => Ok(RunContext::new(session)),
         Err(e) => {
+            // The session's redactor knows the sandbox's keys and every token made so far.
+            let e = e.redacted(&session.redactor);
             session.shutdown().await;
             Err(e)
         }
@@ -63,6 +65,8 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
     let _deadline = config.deadline().map(|after| Aborting(cancel.deadline(after)));
     let (settings, gate) = (config.rerun_settings(), config.gate());
     let selection = config.selection();
+    // A run that stops before its session exists still knows the keys its flags gave.
+    let secrets = config.secrets();
     let empty = |setup_error: Option<SetupError>| Report {
         origin: Origin::Run { seed: 0, settings: settings.clone() },
         server: String::new(),
@@ -76,8 +80,9 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         latency: Default::default(),
         har: None,
         stopped: None,
+        redactor: secrets.clone(),
     };
-    let not_run = |setup_error: SetupError| empty(Some(setup_error));
+    let not_run = |setup_error: SetupError| empty(Some(setup_error.redacted(&secrets)));
     // A broken expectations file is found before anything runs.
     let expectations = match config.expect.as_deref().map(Expectations::load).transpose() {
         Ok(e) => e,
@@ -202,6 +207,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         latency: ctx.api.recorder().latency.summary(),
         har,
         stopped,
+        redactor: ctx.redactor.clone(),
     };
     match cancel.cause() {
         None => ctx.shutdown().await,

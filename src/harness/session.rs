@@ -87,7 +87,8 @@ impl Session {
         };
         let (sandbox, base_url, key, second_key, service) = match &config.base_url {
             None => {
-                let sandbox = Sandbox::start(sandbox_config).await.map_err(SetupError::SandboxStart)?;
+                let sandbox =
+                    Sandbox::start(sandbox_config).await.map_err(|e| SetupError::SandboxStart(format!("{e:#}")))?;
                 let key = sandbox.clients.first().map(|c| c.api_key.clone());
                 let second = sandbox.clients.get(1).map(|c| c.api_key.clone());
                 let service = config.service.clone().or_else(|| Some(sandbox.service.clone()));
@@ -134,7 +135,7 @@ impl Session {
                 let recorder = api.recorder_handle();
                 let receiver = Receiver::start(config.webhook_listen, config.webhook_public_url.clone(), recorder)
                     .await
-                    .map_err(SetupError::ReceiverStart)?;
+                    .map_err(|e| SetupError::ReceiverStart(format!("{e:#}")))?;
                 let args = webhook_args(&receiver, second_key.is_some());
                 let call = driver.run(DriverAction::RegisterWebhook, &args);
                 let webhooks = match api.recorder().driven(DriverAction::RegisterWebhook, &args, call).await {

@@ -8,6 +8,7 @@ use crate::harness::expect::{Expectations, Standing};
 use crate::harness::graph::TransitionGraph;
 use crate::harness::latency;
 use crate::harness::outcome::{count, CaseResult, Counts, Gate, IgnoreCause, Outcome};
+use crate::harness::redact::Redactor;
 use crate::harness::sanitize::shell_word;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -103,6 +104,10 @@ pub struct Report {
     /// ignored with this cause, and the run is INCOMPLETE at best.
     #[doc(hidden)]
     pub stopped: Option<Cause>,
+    /// The run's secrets: every report passes each string it writes through it, whatever made
+    /// the string (a setup error, a note, a driver's words), as the last step of its rendering.
+    #[doc(hidden)]
+    pub redactor: Redactor,
 }
 
 impl Report {
@@ -431,4 +436,16 @@ pub enum Reading {
     /// Not judged, or judged as the `--expect` file expects: reported ignored, with why.
     Ignore(String),
     Fail(String),
+}
+
+impl Reading {
+    /// The same reading, its text passed through `redactor`.
+    pub fn redacted(self, redactor: &Redactor) -> Self {
+        match self {
+            Self::Pass => Self::Pass,
+            Self::Note(text) => Self::Note(redactor.redact(&text)),
+            Self::Ignore(text) => Self::Ignore(redactor.redact(&text)),
+            Self::Fail(text) => Self::Fail(redactor.redact(&text)),
+        }
+    }
 }

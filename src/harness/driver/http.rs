@@ -26,7 +26,7 @@ impl HttpDriver {
             // An admin endpoint that redirects is misconfigured: a broken driver, not a hop.
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(SetupError::DriverClient)?;
+            .map_err(|e| SetupError::DriverClient(SetupError::cause(&e)))?;
         Ok(Self { url: url.to_string(), client, second_key })
     }
 

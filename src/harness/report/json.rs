@@ -6,6 +6,7 @@ use crate::harness::expect::Standing;
 use crate::harness::graph::Transition;
 use crate::harness::latency::Stats;
 use crate::harness::outcome::{Counts, Outcome};
+use crate::harness::redact::Redactor;
 use serde_json::{json, Map, Value};
 
 /// Version of the report's shape; bumped when `schemas/report.json` changes incompatibly.
@@ -25,7 +26,30 @@ fn millis(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
+/// The report as a JSON value, every string in it passed through the run's redactor.
 pub fn render(report: &Report) -> Value {
+    let mut value = render_raw(report);
+    redact_strings(&mut value, &report.redactor);
+    value
+}
+
+/// Redacts every string of `value`, keys of objects included.
+fn redact_strings(value: &mut Value, redactor: &Redactor) {
+    match value {
+        Value::String(s) => *s = redactor.redact(s),
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_strings(v, redactor)),
+        Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (key, mut v) in entries {
+                redact_strings(&mut v, redactor);
+                map.insert(redactor.redact(&key), v);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+fn render_raw(report: &Report) -> Value {
     let cases: Vec<Value> = report
         .results
         .iter()

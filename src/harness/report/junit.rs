@@ -85,8 +85,12 @@ fn test_case(report: &Report, result: &CaseResult) -> TestCase {
     tc
 }
 
-/// The report as JUnit XML.
+/// The report as JUnit XML, every string passed through the run's redactor.
 pub fn render(report: &Report) -> String {
+    report.redactor.redact(&render_raw(report))
+}
+
+fn render_raw(report: &Report) -> String {
     let mut junit = quick_junit::Report::new(format!("bankconf {}", report.command()));
     junit.set_time(report.duration);
     let mut suites: Vec<TestSuite> = Vec::new();

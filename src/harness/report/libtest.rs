@@ -17,7 +17,7 @@ pub fn trials(report: &Report, embedded: bool) -> Vec<Trial> {
         .results
         .iter()
         .map(|r| {
-            let reading = report.reading(r);
+            let reading = report.reading(r).redacted(&report.redactor);
             Trial::ignorable_test(r.case.id.clone(), move || match reading {
                 Reading::Pass => Ok(Completion::Completed),
                 Reading::Note(note) => {
@@ -30,7 +30,7 @@ pub fn trials(report: &Report, embedded: bool) -> Vec<Trial> {
             .with_kind(r.case.level.as_str())
         })
         .collect();
-    let gap = report.coverage_gap();
+    let gap = report.coverage_gap().map(|gap| report.redactor.redact(&gap));
     trials.push(
         Trial::ignorable_test(COVERAGE, move || match gap {
             None => Ok(Completion::Completed),

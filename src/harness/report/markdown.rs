@@ -104,7 +104,12 @@ fn cell(text: &str) -> String {
     sanitize::markdown_inline(text)
 }
 
+/// The Markdown summary, every string passed through the run's redactor.
 pub fn render(report: &Report) -> String {
+    report.redactor.redact(&render_raw(report))
+}
+
+fn render_raw(report: &Report) -> String {
     let mut out = String::new();
     let c = report.counts(None);
     let _ = writeln!(out, "## bankconf {}: {}\n", report.command(), report.verdict());

@@ -268,6 +268,10 @@ pub fn summary(report: &Report, note: &str) -> String {
 /// closing block of failures and errors, and the verdict line, which says what decided it. A
 /// run that could not start shows no table: its setup error was printed once, above.
 pub fn render_summary(report: &Report, paint: Paint, note: &str) -> String {
+    report.redactor.redact(&render_summary_raw(report, paint, note))
+}
+
+fn render_summary_raw(report: &Report, paint: Paint, note: &str) -> String {
     let mut out = String::new();
     if report.setup_error.is_none() || !report.results.is_empty() {
         table(&mut out, report);
