@@ -80,7 +80,7 @@ pub mod internal {
     }
     /// The flags of `bankconf run` and `bankconf serve`.
     pub mod config {
-        pub use crate::harness::config::{parse_mutant, parse_variant, SandboxConditions};
+        pub use crate::harness::config::{forget_empty_env, parse_mutant, parse_variant, SandboxConditions};
     }
     /// The driver over HTTP.
     pub mod driver {

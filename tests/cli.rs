@@ -487,3 +487,21 @@ fn without_a_browser_the_run_says_how_to_get_one_and_skip_browser_is_on_purpose(
     let output = run(&["--skip-browser", "--expect", expect.to_str().unwrap(), "widget."]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
 }
+
+/// An empty `BANKCONF_*` variable is unset, for every variable `run --help` names: CI templates
+/// write `BANKCONF_BROWSER=` for "none".
+#[test]
+fn every_empty_variable_is_unset() {
+    let help = String::from_utf8_lossy(&Command::new(BIN).args(["run", "--help"]).output().unwrap().stdout).to_string();
+    let names: Vec<&str> =
+        help.split("[env: ").skip(1).filter_map(|rest| rest.split(['=', ']']).next()).collect::<Vec<_>>();
+    assert!(names.len() > 20 && names.contains(&"BANKCONF_BROWSER"), "{names:?}");
+    let mut command = Command::new(BIN);
+    command.args(["run", "--list"]);
+    for name in &names {
+        command.env(name, "");
+    }
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout).lines().count(), catalogue_len(), "{}", text(&output));
+}

@@ -67,6 +67,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
     let selection = config.selection();
     // A run that stops before its session exists still knows the keys its flags gave.
     let secrets = config.secrets();
+    let short_keys = config.short_keys_note();
     let empty = |setup_error: Option<SetupError>| Report {
         origin: Origin::Run { seed: 0, settings: settings.clone() },
         server: String::new(),
@@ -178,6 +179,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
         notes.extend(copies_note(&r.timeline().into_iter().map(|(_, d)| d).collect::<Vec<_>>()));
     }
+    notes.extend(short_keys);
     notes.extend(ctx.api.throttle().note());
     notes.extend(ctx.notes());
     let unkept = ctx.api.answers().unkept();

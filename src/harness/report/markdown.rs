@@ -9,7 +9,7 @@ use crate::harness::expect::Standing;
 use crate::harness::graph::TransitionGraph;
 use crate::harness::outcome::{CaseResult, Outcome};
 use crate::harness::sanitize;
-use crate::spec::{within, Action, SECTIONS};
+use crate::spec::{within, Action, REFERS_TO, SECTIONS, STATES_NOTHING};
 use std::fmt::Write;
 
 /// A fenced block whose fence is longer than any backtick run inside `text` (neutralised).
@@ -269,6 +269,41 @@ fn transitions(graph: &TransitionGraph) -> String {
     out
 }
 
+const NO_CASE: &str = "**no case checks this section**";
+const NOT_IN_REPORT: &str = "not in this report";
+
+/// The cases of this report that check `section` itself, and how the report covers it.
+fn section_coverage(report: &Report, section: &str) -> (Vec<String>, String) {
+    let direct: Vec<String> = report
+        .results
+        .iter()
+        .filter(|r| r.case.section == section)
+        .map(|r| format!("`{}` {}", r.case.id, report.mark(r)))
+        .collect();
+    let through_subsections = report.results.iter().any(|r| within(&r.case.section, section));
+    let in_catalogue = catalogue::all().iter().filter(|c| within(&c.section, section)).count();
+    let judged = report
+        .results
+        .iter()
+        .filter(|r| within(&r.case.section, section))
+        .any(|r| matches!(r.outcome, Outcome::Passed | Outcome::Failed(_)));
+    let coverage = if (!direct.is_empty() || through_subsections) && !judged {
+        "**not judged in this run**".to_string()
+    } else if !direct.is_empty() {
+        "checked".to_string()
+    } else if through_subsections {
+        "through its subsections".to_string()
+    } else if in_catalogue > 0 {
+        format!(
+            "{NOT_IN_REPORT} ({in_catalogue} {} in the catalogue)",
+            if in_catalogue == 1 { "case" } else { "cases" }
+        )
+    } else {
+        NO_CASE.to_string()
+    };
+    (direct, coverage)
+}
+
 /// The clause coverage matrix: every section of the spec, the cases of this report that check
 /// it with their outcomes, and plainly which sections no case of the catalogue checks.
 fn coverage(report: &Report) -> String {
@@ -278,35 +313,20 @@ fn coverage(report: &Report) -> String {
     let mut unchecked = Vec::new();
     let mut unselected = Vec::new();
     for (section, title) in SECTIONS {
-        let direct: Vec<String> = report
-            .results
-            .iter()
-            .filter(|r| r.case.section == section)
-            .map(|r| format!("`{}` {}", r.case.id, report.mark(r)))
-            .collect();
-        let through_subsections = report.results.iter().any(|r| within(&r.case.section, section));
-        let in_catalogue = catalogue::all().iter().filter(|c| within(&c.section, section)).count();
-        let judged = report
-            .results
-            .iter()
-            .filter(|r| within(&r.case.section, section))
-            .any(|r| matches!(r.outcome, Outcome::Passed | Outcome::Failed(_)));
-        let coverage = if (!direct.is_empty() || through_subsections) && !judged {
-            "**not judged in this run**".to_string()
-        } else if !direct.is_empty() {
-            "checked".to_string()
-        } else if through_subsections {
-            "through its subsections".to_string()
-        } else if in_catalogue > 0 {
-            unselected.push(section);
-            format!(
-                "not in this report ({in_catalogue} {} in the catalogue)",
-                if in_catalogue == 1 { "case" } else { "cases" }
-            )
-        } else {
-            unchecked.push(format!("{section} {title}"));
-            "**no case checks this section**".to_string()
+        let referred = REFERS_TO.iter().find(|(from, _)| *from == section).map(|(_, to)| *to);
+        let (direct, coverage) = match referred {
+            // Its cases are the referred section's, shown on that row.
+            Some(to) => (Vec::new(), format!("as {to}, to which it refers: {}", section_coverage(report, to).1)),
+            None if STATES_NOTHING.contains(&section) => {
+                (Vec::new(), "nothing to check: everything it names is not shown".to_string())
+            }
+            None => section_coverage(report, section),
         };
+        match coverage.as_str() {
+            NO_CASE => unchecked.push(format!("{section} {title}")),
+            c if c.starts_with(NOT_IN_REPORT) => unselected.push(section),
+            _ => {}
+        }
         let cases = if direct.is_empty() { "—".to_string() } else { direct.join(", ") };
         let _ = writeln!(out, "| {section} | {title} | {cases} | {coverage} |");
     }
