@@ -146,7 +146,7 @@ pub const ACCOUNT_TYPES: [&str; 5] = ["checking", "savings", "credit_card", "bro
 
 /// Actions that move a connection or change its data. The spec does not say how (§3.2, §4.5),
 /// so the harness asks a driver for them and the sandbox exposes them as control routes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {
     /// Take the connection through the user's part of the widget to CONNECTED.
     Connect,
@@ -162,6 +162,14 @@ pub enum Action {
     UpdateAccounts,
     /// Delete a transaction, announced by `transaction.deleted`.
     DeleteTransaction,
+}
+
+/// The driver protocol's name (`require_mfa`), never Rust's (`RequireMfa`): an explored or
+/// shrunk sequence is printed in failure messages as `[require_mfa, connect]`.
+impl fmt::Debug for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Action {

@@ -190,6 +190,7 @@ fn synthetic() -> Report {
         har: None,
         stopped: None,
         redactor: Default::default(),
+        cited: Default::default(),
     }
 }
 
@@ -252,6 +253,7 @@ fn with_failures() -> Report {
         har: None,
         stopped: None,
         redactor: Default::default(),
+        cited: Default::default(),
     }
 }
 
@@ -348,7 +350,7 @@ fn json_seed_survives_a_reader_that_rounds_numbers() {
     let report = json::render(&with_failures());
     assert_valid_report(&report);
     assert_eq!(report["seed"], "18446744073709551557");
-    assert_eq!(report["format_version"], 2);
+    assert_eq!(report["format_version"], 3);
     // `jq -r .seed` prints it as written.
     let path = common::temp_path("seed.json");
     std::fs::write(&path, serde_json::to_string(&report).unwrap()).unwrap();

@@ -205,7 +205,7 @@ impl Exchange {
 
     /// [`Exchange::fail`] as a [`Failure`], to collect among [`super::outcome::Problems`].
     pub fn failure(&self, message: impl Into<String>) -> Failure {
-        Failure::from(message.into()).on_answer(self.seq)
+        Failure::from(message.into()).shown_by(self.seq)
     }
 
     /// The start of the body, for messages: without control characters (a hostile body must
@@ -454,7 +454,7 @@ impl Api {
         match &mut result {
             Ok(x) => x.seq = seq,
             // A finding about the answer itself (too large): it rests on it.
-            Err(Stop::Fail(f)) => *f = std::mem::take(f).on_answer(seq),
+            Err(Stop::Fail(f)) => *f = std::mem::take(f).shown_by(seq),
             Err(_) => {}
         }
         result
@@ -486,7 +486,7 @@ impl Api {
         match &mut result {
             Ok(x) => x.seq = seq,
             // A finding about the answer itself (too large): it rests on it.
-            Err(Stop::Fail(f)) => *f = std::mem::take(f).on_answer(seq),
+            Err(Stop::Fail(f)) => *f = std::mem::take(f).shown_by(seq),
             Err(_) => {}
         }
         result

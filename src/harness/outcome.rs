@@ -123,12 +123,25 @@ pub struct Failure {
     pub evidence: Evidence,
     /// For a property: the smallest failing input it shrank to.
     pub shrunk_input: Option<String>,
+    /// The answer that shows the (first) problem by itself, when one does: the rule judged
+    /// that answer alone, so sending its request again reproduces the finding. None for a
+    /// finding that compares reads, or a read with an event or an absence.
+    pub alone: Option<u64>,
 }
 
 impl Failure {
     /// The finding `message`, resting on the answer `seq` (none when the log did not keep it).
     pub fn on_answer(mut self, seq: Option<u64>) -> Self {
         self.evidence.extend(&Evidence { answers: seq.into_iter().collect(), deliveries: Vec::new() });
+        self
+    }
+
+    /// The finding `message`, shown by the answer `seq` by itself (see [`Failure::alone`]).
+    pub fn shown_by(mut self, seq: Option<u64>) -> Self {
+        self = self.on_answer(seq);
+        if self.alone.is_none() {
+            self.alone = seq;
+        }
         self
     }
 
@@ -215,11 +228,12 @@ impl Outcome {
     pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Self::Passed => Self::Passed,
-            Self::Failed(Failure { message, contrast, evidence, shrunk_input }) => Self::Failed(Failure {
+            Self::Failed(Failure { message, contrast, evidence, shrunk_input, alone }) => Self::Failed(Failure {
                 message: f(&message),
                 contrast: contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
                 evidence,
                 shrunk_input: shrunk_input.map(|s| f(&s)),
+                alone,
             }),
             Self::Error { source, message } => Self::Error { source, message: f(&message) },
             Self::Ignored { cause, reason } => Self::Ignored { cause, reason: f(&reason) },
@@ -321,7 +335,7 @@ impl Problems {
 
     /// A problem that the answer `seq` shows (`http::Exchange::seq`).
     pub fn add_at(&mut self, seq: Option<u64>, problem: impl Into<String>) {
-        self.0.push(Failure::from(problem.into()).on_answer(seq));
+        self.0.push(Failure::from(problem.into()).shown_by(seq));
     }
 
     /// Keeps a failure as a problem; an ignore or error still stops.

@@ -44,6 +44,10 @@ pub(crate) const DELIVERY_RULES: [(&str, DeliveryRule); 3] = [
     (UNIQUE_IDS, event_rules::ids_identify_events),
 ];
 
+/// The run's cases that `bankconf check-events` judges again from a capture: a failure of one of
+/// them, resting on deliveries, is reproduced by piping those deliveries into it.
+pub const JUDGED_OFFLINE: [&str; 4] = [SCHEMA, ENVELOPE_AGREES, UNIQUE_IDS, PREVIOUS_STATUS_CHAIN];
+
 /// Applies the delivery rule of `case` to the tour's deliveries.
 async fn over_tour(ctx: &RunContext, case: &str) -> Result<(), Stop> {
     let deliveries = tour_deliveries(ctx).await?;

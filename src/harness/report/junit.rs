@@ -23,6 +23,9 @@ fn details(report: &Report, result: &CaseResult, message: &str) -> String {
     if let Some(curl) = &result.reproduction {
         body += &format!("\nreproduce: {curl}");
     }
+    if let Some(context) = report.context(result) {
+        body += &format!("\n{context}");
+    }
     body += &format!("\nrerun: {}", report.rerun(result));
     xml(&body)
 }

@@ -194,6 +194,9 @@ fn render_raw(report: &Report) -> String {
             cell(&r.case.title)
         );
         out += &problem(r.outcome.message().unwrap_or_default());
+        if let Some(context) = report.context(r) {
+            let _ = writeln!(out, "{}\n", cell(&context));
+        }
         out += "Reproduce:\n\n";
         let mut steps = String::new();
         if let Some(curl) = &r.reproduction {

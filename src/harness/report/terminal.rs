@@ -16,8 +16,9 @@ use std::sync::Mutex;
 const WIDTH: usize = 100;
 /// Lines of a message shown under a case line; the rest is in the report files.
 const MAX_LINES: usize = 8;
-/// Characters of the one-line reason of the closing summary.
-const REASON: usize = 110;
+/// Lines of the reason of a case in the closing summary: room for the clause a user acts on
+/// (the URL to fix, what did arrive), which ends most messages.
+const REASON_LINES: usize = 3;
 /// Where the whole text of a cut message is: the report file written, or how to get one.
 pub fn full_text(paths: &OutputPaths) -> String {
     let written = [&paths.report_json, &paths.report_md, &paths.junit].into_iter().flatten().next();
@@ -391,7 +392,18 @@ fn closing(out: &mut String, report: &Report, paint: Paint, note: &str) {
         // The problem, not the request it names (the rerun replays that).
         let (_, problem) = super::request_and_problem(message.lines().next().unwrap_or_default());
         let more = if message.lines().nth(1).is_some() { "\n…" } else { "" };
-        let _ = writeln!(out, "      {}", one_line(&visible(&format!("{problem}{more}")), REASON, note));
+        // The whole text is in a report file, else in the case's own lines above when it fit.
+        let above = wrap(&visible(message), WIDTH - 6, MAX_LINES + 1, "").len() <= MAX_LINES;
+        let whole = if above && !note.starts_with("(full text in") { "(whole text above)" } else { note };
+        let reason = one_line(&visible(&format!("{problem}{more}")), REASON_LINES * (WIDTH - 6), whole);
+        for line in wrap(&reason, WIDTH - 6, REASON_LINES + 1, whole) {
+            let _ = writeln!(out, "      {line}");
+        }
+        if let [one] = cases.as_slice() {
+            if let Some(context) = report.context(one) {
+                let _ = writeln!(out, "      {}", paint.dim(&one_line(&visible(&context), WIDTH - 6, "")));
+            }
+        }
         let _ = writeln!(out, "      {} {}", paint.dim("rerun:"), visible(&report.rerun_cases(&ids)));
     }
     out.push('\n');
