@@ -191,6 +191,7 @@ fn synthetic() -> Report {
         stopped: None,
         redactor: Default::default(),
         cited: Default::default(),
+        root_causes: Default::default(),
     }
 }
 
@@ -254,6 +255,7 @@ fn with_failures() -> Report {
         stopped: None,
         redactor: Default::default(),
         cited: Default::default(),
+        root_causes: Default::default(),
     }
 }
 

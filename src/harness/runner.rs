@@ -83,6 +83,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         stopped: None,
         redactor: secrets.clone(),
         cited: BTreeMap::new(),
+        root_causes: Vec::new(),
     };
     let not_run = |setup_error: SetupError| empty(Some(setup_error.redacted(&secrets)));
     // A broken expectations file is found before anything runs.
@@ -198,6 +199,9 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
     notes.extend(unregistered);
     let har = write_har(&ctx, &results, &mut notes);
     let cited = cite(&ctx, &results);
+    let deliveries: Vec<_> =
+        ctx.receiver().map(|r| r.timeline().into_iter().map(|(_, d)| d).collect()).unwrap_or_default();
+    let root_causes = super::causes::find(&ctx.api.answers().all(), &deliveries, &results);
     let report = Report {
         origin: Origin::Run { seed: ctx.seed, settings },
         server: ctx.server.clone(),
@@ -213,6 +217,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         stopped,
         redactor: ctx.redactor.clone(),
         cited,
+        root_causes,
     };
     match cancel.cause() {
         None => ctx.shutdown().await,
@@ -395,17 +400,15 @@ fn reproduction(ctx: &RunContext, case: &Case, failure: &Failure) -> Option<Stri
     let evidence = &failure.evidence;
     match failure.alone {
         Some(seq) if evidence.deliveries.is_empty() => ctx.api.answers().get(seq).map(|a| a.sent.curl()),
-        _ if evidence.answers.is_empty() && checks::events::JUDGED_OFFLINE.contains(&case.id.as_str()) => {
-            delivery_reproduction(ctx, &evidence.deliveries)
-        }
+        _ if evidence.answers.is_empty() => delivery_reproduction(ctx, &case.id, &evidence.deliveries),
         _ => None,
     }
 }
 
 /// `printf '%s\n' '{…}' … | bankconf check-events -`: the deliveries of the connection of the
 /// first delivery a failure rests on (each event once), piped into the offline judge of the
-/// same rules.
-fn delivery_reproduction(ctx: &RunContext, deliveries: &[u64]) -> Option<String> {
+/// same rules; only when that judge fails the case on them too ([`checks::events::offline`]).
+fn delivery_reproduction(ctx: &RunContext, case: &str, deliveries: &[u64]) -> Option<String> {
     let receiver = ctx.receiver().ok()?;
     let timeline = receiver.timeline();
     let named = deliveries.iter().find_map(|seq| timeline.iter().map(|(_, d)| d).find(|d| d.seq == *seq))?;
@@ -413,6 +416,9 @@ fn delivery_reproduction(ctx: &RunContext, deliveries: &[u64]) -> Option<String>
         Some(connection) => super::delivery::unique(&receiver.for_connection(connection)),
         None => vec![named.clone()],
     };
+    if !matches!(checks::events::offline(case, &deliveries), Some(Err(super::outcome::Stop::Fail(_)))) {
+        return None;
+    }
     let quoted: Vec<String> = deliveries.iter().map(|d| super::sanitize::shell_word(&d.body.to_string())).collect();
     Some(format!("printf '%s\\n' {} | bankconf check-events -", quoted.join(" ")))
 }

@@ -85,6 +85,16 @@ impl Cited {
     }
 }
 
+/// One fact of the run that may explain several failures, said once, before them
+/// (`harness::causes`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RootCause {
+    /// What was observed, with its counts and the section it breaks.
+    pub cause: String,
+    /// The failed cases whose evidence shows it.
+    pub cases: Vec<String>,
+}
+
 /// Most items of a failure's evidence a line names; the JSON report lists them all.
 const CITED_IN_A_LINE: usize = 4;
 
@@ -143,6 +153,9 @@ pub struct Report {
     /// Per failed case, what its failure rests on, named as the written files name it.
     #[doc(hidden)]
     pub cited: BTreeMap<String, Vec<Cited>>,
+    /// Facts of the run that may explain several failures at once, said before them.
+    #[doc(hidden)]
+    pub root_causes: Vec<RootCause>,
 }
 
 impl Report {

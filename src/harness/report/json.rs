@@ -153,6 +153,7 @@ fn render_raw(report: &Report) -> Value {
         },
         "har": report.har.as_ref().map(|(file, _)| file),
         "notes": report.notes,
+        "root_causes": report.root_causes.iter().map(|c| json!({"cause": c.cause, "cases": c.cases})).collect::<Vec<_>>(),
         "cases": cases,
         "summary": summary,
     })

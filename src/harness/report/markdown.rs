@@ -174,6 +174,13 @@ fn render_raw(report: &Report) -> String {
         let _ = writeln!(out, "| {level} | {} | {} | {} | {} | {gates} |", c.passed, c.failed, c.errors, c.ignored);
     }
 
+    if !report.root_causes.is_empty() {
+        let _ = writeln!(out, "\n### Root causes\n");
+        for c in &report.root_causes {
+            let cases: Vec<String> = c.cases.iter().map(|id| format!("`{id}`")).collect();
+            let _ = writeln!(out, "- {} It may explain: {}.", cell(&c.cause), cases.join(", "));
+        }
+    }
     let failures = report.failures();
     let _ = writeln!(out, "\n### Failures\n");
     if failures.is_empty() {

@@ -377,6 +377,13 @@ fn closing(out: &mut String, report: &Report, paint: Paint, note: &str) {
     if groups.is_empty() {
         return;
     }
+    // One fact that may explain many failures, before them.
+    for c in &report.root_causes {
+        let cause = wrap(&visible(&c.cause), WIDTH - 6, MAX_LINES, note).join("\n      ");
+        let _ = writeln!(out, "\n{}\n      {cause}", paint.bold("root cause, first:"));
+        let list = wrap(&c.cases.join(", "), WIDTH - 6, MAX_LINES, note).join("\n      ");
+        let _ = writeln!(out, "      it may explain these {} failures:\n      {list}", c.cases.len());
+    }
     let cases: usize = groups.iter().map(|(_, _, cases)| cases.len()).sum();
     let what = if cases == 1 { "case" } else { "cases" };
     let _ = writeln!(out, "\n{}", paint.bold(&format!("{cases} {what} to act on, gating first:")));
