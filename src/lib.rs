@@ -46,7 +46,9 @@ pub use harness::catalogue::{Case, Level, Need};
 pub use harness::config::RunConfig;
 pub use harness::driver::{Answer, DriveArgs, DriveFuture, Driver, DriverAction};
 pub use harness::errors::SetupError;
-pub use harness::outcome::{CaseResult, Contrast, Counts, ErrorSource, Evidence, Failure, Gate, IgnoreCause, Outcome};
+pub use harness::outcome::{
+    CaseResult, Contrast, Counts, ErrorSource, Evidence, Failure, Gate, IgnoreCause, Outcome, Problem,
+};
 pub use harness::verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
 pub use spec::{Action, ConnectionState};
 

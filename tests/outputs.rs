@@ -231,7 +231,14 @@ fn with_failures() -> Report {
         gate: Gate(vec![Level::Must, Level::Security]),
         results: vec![
             result("create.status-created", Outcome::Passed, None),
-            result("transactions.page-schema", Outcome::Failed(long.into()), Some(curl)),
+            result(
+                "transactions.page-schema",
+                Outcome::Failed(
+                    bankconf::Failure::from(long)
+                        .requested("GET http://staging.example:8080/v1/accounts/acc_1/transactions?limit=100"),
+                ),
+                Some(curl),
+            ),
             result("create.id-shape", Outcome::Failed("ids are 10 characters long".into()), None),
             result(
                 "widget.served",
@@ -705,4 +712,30 @@ fn a_run_cut_short_is_incomplete_and_names_its_cause() {
     // A failure judged before the signal is still a failure.
     let failed = Report { stopped: Some(Cause::Interrupted(Signal::Interrupt)), ..synthetic() };
     assert_eq!((failed.verdict(), failed.exit_code()), ("FAILED", 130));
+}
+
+/// A target's body with `; `, `|`, a newline and backticks stays one problem in every report:
+/// the reports render typed problems and never take a message apart.
+#[test]
+fn target_text_never_splits_a_problem() {
+    let body = "{\"error\": \"a; b | c\\nd ``` e\"}";
+    let request = "GET http://127.0.0.1:9/v1/accounts/acc_1";
+    let failure =
+        bankconf::Failure::from(format!("{request}: expected 2xx, got status 500: {body}")).requested(request);
+    assert_eq!(failure.problems.len(), 1);
+    let mut report = synthetic();
+    report.results[1].outcome = Outcome::Failed(failure);
+    let md = markdown::render(&report);
+    assert!(md.contains("**Problem:** expected 2xx") && !md.contains("**Problems"), "{md}");
+    let json = json::render(&report);
+    assert_eq!(json["cases"][1]["problems"].as_array().unwrap().len(), 1, "{json:#}");
+    assert_eq!(json["cases"][1]["problems"][0]["request"], request);
+    let terminal = bankconf::internal::report::terminal::render_summary(
+        &report,
+        bankconf::internal::report::terminal::Paint(false),
+        "(full text in r.json)",
+    );
+    assert!(!terminal.contains("problems, the first"), "{terminal}");
+    let junit = junit::render(&report);
+    assert_eq!(junit.matches("<failure").count(), 1, "{junit}");
 }

@@ -205,7 +205,7 @@ impl Exchange {
 
     /// [`Exchange::fail`] as a [`Failure`], to collect among [`super::outcome::Problems`].
     pub fn failure(&self, message: impl Into<String>) -> Failure {
-        Failure::from(message.into()).shown_by(self.seq)
+        Failure::from(message.into()).shown_by(self.seq).requested(&self.request)
     }
 
     /// The start of the body, for messages: without control characters (a hostile body must

@@ -112,11 +112,36 @@ pub struct Contrast {
     pub actual: String,
 }
 
+/// One violation a finding shows, as a value the reports render: the request whose answer shows
+/// it (when the finding names one), what is wrong, and what it rests on. A report never takes a
+/// message apart to find these: target text may hold any `; `, `|` or newline.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Problem {
+    /// `GET /v1/accounts/acc_1`, when one request's answer shows the problem.
+    pub request: Option<String>,
+    /// What is wrong, without the request.
+    pub detail: String,
+    /// The requests and deliveries it rests on.
+    pub evidence: Evidence,
+}
+
+impl Problem {
+    /// `GET /v1/…: detail`, or the detail alone.
+    pub fn text(&self) -> String {
+        match &self.request {
+            Some(request) => format!("{request}: {}", self.detail),
+            None => self.detail.clone(),
+        }
+    }
+}
+
 /// How the target broke a case's rule (the section is the case's).
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Failure {
     /// The whole finding, for a person: the request, what was expected and what was received.
     pub message: String,
+    /// Each violation it shows, in order (one for most findings).
+    pub problems: Vec<Problem>,
     /// What the rule expected and what came instead, when the finding states them apart.
     pub contrast: Option<Box<Contrast>>,
     /// The requests and deliveries it rests on.
@@ -132,7 +157,24 @@ pub struct Failure {
 impl Failure {
     /// The finding `message`, resting on the answer `seq` (none when the log did not keep it).
     pub fn on_answer(mut self, seq: Option<u64>) -> Self {
-        self.evidence.extend(&Evidence { answers: seq.into_iter().collect(), deliveries: Vec::new() });
+        let more = Evidence { answers: seq.into_iter().collect(), deliveries: Vec::new() };
+        self.evidence.extend(&more);
+        if let [one] = self.problems.as_mut_slice() {
+            one.evidence.extend(&more);
+        }
+        self
+    }
+
+    /// The finding, shown by the answer to `request` (`GET /v1/…`): its one problem names that
+    /// request apart from what is wrong (a message that starts with it is split there once,
+    /// here, where both are known).
+    pub fn requested(mut self, request: &str) -> Self {
+        if let [one] = self.problems.as_mut_slice() {
+            if let Some(detail) = one.detail.strip_prefix(request).and_then(|rest| rest.strip_prefix(": ")) {
+                one.detail = detail.to_string();
+            }
+            one.request = Some(request.to_string());
+        }
         self
     }
 
@@ -147,7 +189,11 @@ impl Failure {
 
     /// The finding, resting on the delivery `seq` too.
     pub fn on_delivery(mut self, seq: u64) -> Self {
-        self.evidence.extend(&Evidence { answers: Vec::new(), deliveries: vec![seq] });
+        let more = Evidence { answers: Vec::new(), deliveries: vec![seq] };
+        self.evidence.extend(&more);
+        if let [one] = self.problems.as_mut_slice() {
+            one.evidence.extend(&more);
+        }
         self
     }
 
@@ -157,15 +203,25 @@ impl Failure {
         self
     }
 
-    /// The same finding in other words (`after connection.connected: …`), its evidence kept.
-    pub fn reworded(self, f: impl FnOnce(&str) -> String) -> Self {
-        Self { message: f(&self.message), ..self }
+    /// The same finding in other words (`after connection.connected: …`), its evidence kept;
+    /// a finding of one problem says it in the same words.
+    pub fn reworded(mut self, f: impl FnOnce(&str) -> String) -> Self {
+        let message = f(&self.message);
+        if let [one] = self.problems.as_mut_slice() {
+            match message.strip_prefix(self.message.as_str()) {
+                // Words added after it (`[explored sequence: …]`): the request stays apart.
+                Some(added) => one.detail.push_str(added),
+                None => (one.request, one.detail) = (None, message.clone()),
+            }
+        }
+        Self { message, ..self }
     }
 }
 
 impl From<String> for Failure {
     fn from(message: String) -> Self {
-        Self { message, ..Self::default() }
+        let problems = vec![Problem { detail: message.clone(), ..Problem::default() }];
+        Self { message, problems, ..Self::default() }
     }
 }
 
@@ -228,13 +284,23 @@ impl Outcome {
     pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Self::Passed => Self::Passed,
-            Self::Failed(Failure { message, contrast, evidence, shrunk_input, alone }) => Self::Failed(Failure {
-                message: f(&message),
-                contrast: contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
-                evidence,
-                shrunk_input: shrunk_input.map(|s| f(&s)),
-                alone,
-            }),
+            Self::Failed(Failure { message, problems, contrast, evidence, shrunk_input, alone }) => {
+                Self::Failed(Failure {
+                    message: f(&message),
+                    problems: problems
+                        .into_iter()
+                        .map(|p| Problem {
+                            request: p.request.map(|r| f(&r)),
+                            detail: f(&p.detail),
+                            evidence: p.evidence,
+                        })
+                        .collect(),
+                    contrast: contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
+                    evidence,
+                    shrunk_input: shrunk_input.map(|s| f(&s)),
+                    alone,
+                })
+            }
             Self::Error { source, message } => Self::Error { source, message: f(&message) },
             Self::Ignored { cause, reason } => Self::Ignored { cause, reason: f(&reason) },
         }
@@ -361,6 +427,7 @@ impl Problems {
         for other in all {
             first.evidence.extend(&other.evidence);
             messages.push(other.message);
+            first.problems.extend(other.problems);
         }
         let message = format!("{n} problems: {}", messages.join("; "));
         Err(Stop::Fail(Failure { message, contrast: None, ..first }))

@@ -167,7 +167,8 @@ pub fn judge_responses(
                 for problem in (check.rule)(&reply) {
                     if found.problems.len() < MAX_PROBLEMS {
                         let problem = format!("{problem}{}", answer.whose());
-                        found.problems.push(Failure::from(problem).shown_by(Some(answer.seq)));
+                        let failure = Failure::from(problem).shown_by(Some(answer.seq));
+                        found.problems.push(failure.requested(&answer.sent.request));
                     }
                 }
             }

@@ -87,6 +87,10 @@ fn render_raw(report: &Report) -> Value {
                     _ => None,
                 },
                 "message": r.outcome.message(),
+                "problems": match &r.outcome {
+                    Outcome::Failed(f) => json!(f.problems.iter().map(|p| json!({"request": p.request, "detail": p.detail})).collect::<Vec<_>>()),
+                    _ => Value::Null,
+                },
                 "reproduction": if failed { r.reproduction.clone() } else { None },
                 "rerun": report.rerun(r),
                 "gating": report.gates(r),

@@ -7,7 +7,7 @@ use super::verdict::Report;
 use crate::harness::catalogue;
 use crate::harness::expect::Standing;
 use crate::harness::graph::TransitionGraph;
-use crate::harness::outcome::{CaseResult, Outcome};
+use crate::harness::outcome::{CaseResult, Failure, Outcome};
 use crate::harness::sanitize;
 use crate::spec::{within, Action, REFERS_TO, SECTIONS, STATES_NOTHING};
 use std::fmt::Write;
@@ -25,25 +25,38 @@ const CODE_WIDTH: usize = 80;
 
 /// A failure's message, problem first: what was expected and what came back as wrapped text,
 /// then the request it names (`GET …: problem` puts the request last), then any further lines.
-fn problem(message: &str) -> String {
-    let mut lines = message.lines();
-    let (request, problem) = super::request_and_problem(lines.next().unwrap_or_default());
+/// Most problems of one failure listed one by one; the JSON report holds them all.
+const LISTED_PROBLEMS: usize = 12;
+
+/// A failure's problems, each what is wrong first and then the request that shows it, from the
+/// typed [`Problem`](crate::harness::outcome::Problem)s (never by taking the message apart).
+fn problem(failure: &Failure) -> String {
     let mut out = String::new();
-    let parts: Vec<&str> = problem.split("; ").collect();
-    if parts.len() > 1 && parts.len() <= 12 {
-        out += "**Problem:**\n\n";
-        for part in parts {
-            let _ = writeln!(out, "- {}", cell(part));
+    match failure.problems.as_slice() {
+        [one] => {
+            let _ = writeln!(out, "**Problem:** {}\n", cell(&one.detail));
+            if let Some(request) = &one.request {
+                let _ = writeln!(out, "**Request:** {}\n", cell(request));
+            }
         }
-        out.push('\n');
-    } else {
-        let _ = writeln!(out, "**Problem:** {}\n", cell(problem));
-    }
-    for more in lines.filter(|l| !l.trim().is_empty()) {
-        let _ = writeln!(out, "> {}\n", cell(more));
-    }
-    if let Some(request) = request {
-        let _ = writeln!(out, "**Request:** {}\n", cell(request));
+        [] => {
+            let _ = writeln!(out, "**Problem:** {}\n", cell(&failure.message));
+        }
+        many => {
+            let _ = writeln!(out, "**Problems ({}):**\n", many.len());
+            for p in many.iter().take(LISTED_PROBLEMS) {
+                match &p.request {
+                    Some(request) => writeln!(out, "- {} (request: {})", cell(&p.detail), cell(request)),
+                    None => writeln!(out, "- {}", cell(&p.detail)),
+                }
+                .unwrap_or_default();
+            }
+            if many.len() > LISTED_PROBLEMS {
+                let _ =
+                    writeln!(out, "- and {} more (the JSON report's message holds them)", many.len() - LISTED_PROBLEMS);
+            }
+            out.push('\n');
+        }
     }
     out
 }
@@ -200,7 +213,9 @@ fn render_raw(report: &Report) -> String {
             r.case.level,
             cell(&r.case.title)
         );
-        out += &problem(r.outcome.message().unwrap_or_default());
+        if let Outcome::Failed(f) = &r.outcome {
+            out += &problem(f);
+        }
         if let Some(context) = report.context(r) {
             let _ = writeln!(out, "{}\n", cell(&context));
         }
@@ -378,10 +393,19 @@ mod tests {
 
     #[test]
     fn the_problem_comes_before_the_request() {
-        let md = problem("GET http://x/v1/a?limit=2: /data/0/id: \"tx_1\" does not match \"^txn_\"");
+        let one = Failure::from("GET http://x/v1/a?limit=2: /data/0/id: \"tx_1\" does not match \"^txn_\"")
+            .requested("GET http://x/v1/a?limit=2");
+        let md = problem(&one);
         assert!(md.starts_with("**Problem:** /data/0/id: \"tx\\_1\" does not match"), "{md}");
         assert!(md.ends_with("**Request:** GET http://x/v1/a?limit=2\n\n"), "{md}");
-        let md = problem("3 problems: a; b; c");
-        assert!(md.contains("- 3 problems: a\n- b\n- c\n"), "{md}");
+        // Target text with `; ` stays one problem; three problems are three items.
+        let md = problem(&Failure::from("body {\"a\": \"x; y\"}"));
+        assert!(!md.contains("- "), "{md}");
+        let mut problems = crate::harness::outcome::Problems::default();
+        for p in ["a", "b; c", "d"] {
+            problems.add(p);
+        }
+        let Err(crate::harness::outcome::Stop::Fail(three)) = problems.finish() else { panic!() };
+        assert!(problem(&three).contains("**Problems (3):**\n\n- a\n- b; c\n- d\n"), "{}", problem(&three));
     }
 }

@@ -5,7 +5,7 @@
 use super::verdict::{Report, KNOWN};
 use crate::harness::config::OutputPaths;
 use crate::harness::graph::Transition;
-use crate::harness::outcome::{count, CaseResult};
+use crate::harness::outcome::{count, CaseResult, Outcome};
 use crate::harness::sanitize::visible;
 use anstyle::{AnsiColor, Style};
 use std::collections::HashMap;
@@ -152,21 +152,26 @@ pub fn one_line(text: &str, max: usize, note: &str) -> String {
     format!("{line} {note}")
 }
 
-/// What a one-line reason keeps of a long message: of several problems their count and the
-/// first, and of an answer its status, not the start of its body (the report keeps both).
+/// What a one-line reason keeps of a long message: of an answer its status, not the start of
+/// its body (the report keeps both).
 fn gist(text: &str) -> String {
-    static MANY: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"^(\d+) problems: ").expect("a valid regex"));
     static BODY: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"(status \d{3}): .*$").expect("a valid regex"));
-    let (lead, first) = match MANY.captures(text) {
-        Some(c) => {
-            let rest = &text[c[0].len()..];
-            (format!("{} problems, the first: ", &c[1]), rest.split("; ").next().unwrap_or(rest))
-        }
-        None => (String::new(), text),
-    };
-    format!("{lead}{}", BODY.replace(first, "$1"))
+    BODY.replace(text, "$1").into_owned()
+}
+
+/// The reason a closing block gives for a case: of a failure, its one problem without the request
+/// that shows it (the rerun replays that), or the count of its problems and the first; of an
+/// error, its message. From the typed problems, never by taking the message apart.
+fn reason(result: &CaseResult) -> String {
+    match &result.outcome {
+        Outcome::Failed(f) => match f.problems.as_slice() {
+            [one] => one.detail.clone(),
+            [first, ..] => format!("{} problems, the first: {}", f.problems.len(), first.detail),
+            [] => f.message.clone(),
+        },
+        other => other.message().unwrap_or_default().to_string(),
+    }
 }
 
 /// Ids (`txn_01HV…`, `acc_9f3…`) shortened to their prefix: a reader needs the kind, the
@@ -396,9 +401,9 @@ fn closing(out: &mut String, report: &Report, paint: Paint, note: &str) {
             let list = wrap(&named.join(", "), WIDTH - 6, MAX_LINES, note).join("\n      ");
             let _ = writeln!(out, "{} {} cases, one diagnosis:\n      {list}", paint.mark(mark), cases.len());
         }
-        // The problem, not the request it names (the rerun replays that).
-        let (_, problem) = super::request_and_problem(message.lines().next().unwrap_or_default());
-        let more = if message.lines().nth(1).is_some() { "\n…" } else { "" };
+        let reason = reason(cases[0]);
+        let problem = reason.lines().next().unwrap_or_default();
+        let more = if reason.lines().nth(1).is_some() { "\n…" } else { "" };
         // The whole text is in a report file, else in the case's own lines above when it fit.
         let above = wrap(&visible(message), WIDTH - 6, MAX_LINES + 1, "").len() <= MAX_LINES;
         let whole = if above && !note.starts_with("(full text in") { "(whole text above)" } else { note };
