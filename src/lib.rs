@@ -72,6 +72,10 @@ pub mod internal {
     pub mod catalogue {
         pub use crate::harness::catalogue::{all, check_selection, find};
     }
+    /// The code of the cases.
+    pub mod checks {
+        pub use crate::harness::checks::judge_one;
+    }
     /// `bankconf check-events`.
     pub mod check_events {
         pub use crate::harness::check_events::{check_events, judge_capture, parse, CheckEventsConfig, CASE_IDS};

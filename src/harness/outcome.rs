@@ -123,6 +123,10 @@ pub struct Problem {
     pub detail: String,
     /// The requests and deliveries it rests on.
     pub evidence: Evidence,
+    /// Whether its one answer shows it by itself: the rule judged that answer alone, so
+    /// sending its request again reproduces it. Not a problem that compares reads, or a read
+    /// with an event or an absence.
+    pub alone: bool,
 }
 
 impl Problem {
@@ -147,11 +151,7 @@ pub struct Failure {
     /// The requests and deliveries it rests on.
     pub evidence: Evidence,
     /// For a property: the smallest failing input it shrank to.
-    pub shrunk_input: Option<String>,
-    /// The answer that shows the (first) problem by itself, when one does: the rule judged
-    /// that answer alone, so sending its request again reproduces the finding. None for a
-    /// finding that compares reads, or a read with an event or an absence.
-    pub alone: Option<u64>,
+    pub shrunk_input: Option<Box<str>>,
 }
 
 impl Failure {
@@ -178,13 +178,22 @@ impl Failure {
         self
     }
 
-    /// The finding `message`, shown by the answer `seq` by itself (see [`Failure::alone`]).
+    /// The finding `message`, shown by the answer `seq` by itself (see [`Problem::alone`]).
     pub fn shown_by(mut self, seq: Option<u64>) -> Self {
         self = self.on_answer(seq);
-        if self.alone.is_none() {
-            self.alone = seq;
+        if let ([one], Some(_)) = (self.problems.as_mut_slice(), seq) {
+            one.alone = one.evidence.answers.len() == 1 && one.evidence.deliveries.is_empty();
         }
         self
+    }
+
+    /// The answer that shows its first problem by itself, if one does ([`Problem::alone`]).
+    pub fn alone(&self) -> Option<u64> {
+        let first = self.problems.first().filter(|p| p.alone && p.evidence.deliveries.is_empty())?;
+        match first.evidence.answers.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        }
     }
 
     /// The finding, resting on the delivery `seq` too.
@@ -284,23 +293,16 @@ impl Outcome {
     pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Self::Passed => Self::Passed,
-            Self::Failed(Failure { message, problems, contrast, evidence, shrunk_input, alone }) => {
-                Self::Failed(Failure {
-                    message: f(&message),
-                    problems: problems
-                        .into_iter()
-                        .map(|p| Problem {
-                            request: p.request.map(|r| f(&r)),
-                            detail: f(&p.detail),
-                            evidence: p.evidence,
-                        })
-                        .collect(),
-                    contrast: contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
-                    evidence,
-                    shrunk_input: shrunk_input.map(|s| f(&s)),
-                    alone,
-                })
-            }
+            Self::Failed(Failure { message, problems, contrast, evidence, shrunk_input }) => Self::Failed(Failure {
+                message: f(&message),
+                problems: problems
+                    .into_iter()
+                    .map(|p| Problem { request: p.request.map(|r| f(&r)), detail: f(&p.detail), ..p })
+                    .collect(),
+                contrast: contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
+                evidence,
+                shrunk_input: shrunk_input.map(|s| f(&s).into()),
+            }),
             Self::Error { source, message } => Self::Error { source, message: f(&message) },
             Self::Ignored { cause, reason } => Self::Ignored { cause, reason: f(&reason) },
         }

@@ -398,7 +398,7 @@ fn conclude(
 /// request, and `check-events` does not judge absences or cross-references.
 fn reproduction(ctx: &RunContext, case: &Case, failure: &Failure) -> Option<String> {
     let evidence = &failure.evidence;
-    match failure.alone {
+    match failure.alone() {
         Some(seq) if evidence.deliveries.is_empty() => ctx.api.answers().get(seq).map(|a| a.sent.curl()),
         _ if evidence.answers.is_empty() => delivery_reproduction(ctx, &case.id, &evidence.deliveries),
         _ => None,
