@@ -396,6 +396,11 @@ pub async fn run_all(
     let mut results: Vec<Option<CaseResult>> = vec![None; cases.len()];
     let mut flows: Vec<Option<(Outcome, Duration)>> = vec![None; cases.len()];
     let mut aborted = false;
+    // Whether the preflight's first deliveries are still awaited; once it proves that none
+    // reaches the receiver (`deaf`), the run stops: the event cases cannot be judged, and the
+    // setup is what to fix (exit 2), not a target to wait for.
+    let mut listening = true;
+    let mut deaf = None;
     loop {
         let joined = tokio::select! {
             biased;
@@ -409,6 +414,15 @@ pub async fn run_all(
                 aborted = true;
                 continue;
             }
+            heard = ctx.heard(), if listening && !aborted => {
+                listening = false;
+                if let Err(diagnosis) = heard {
+                    set.abort_all();
+                    aborted = true;
+                    deaf = Some(diagnosis.to_string());
+                }
+                continue;
+            }
         };
         let Ok((i, outcome, took)) = joined else { continue };
         if responds(cases[i]) {
@@ -419,8 +433,23 @@ pub async fn run_all(
             results[i] = Some(result);
         }
     }
-    let stopped = if aborted { cancel.cause() } else { None };
+    let stopped = if aborted && deaf.is_none() { cancel.cause() } else { None };
     let unfinished = |cause: Cause| Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() };
+    if let Some(diagnosis) = &deaf {
+        for (i, case) in cases.iter().enumerate() {
+            if results[i].is_none() && flows[i].is_none() {
+                // One message for all, as the event cases that ended on it have: one diagnosis.
+                let outcome = Outcome::Error { source: ErrorSource::Receiver, message: diagnosis.clone() };
+                if responds(case) {
+                    flows[i] = Some((outcome, began.elapsed()));
+                } else {
+                    let result = conclude(&ctx, case, outcome, None, began.elapsed());
+                    on_result(&result);
+                    results[i] = Some(result);
+                }
+            }
+        }
+    }
     if let Some(cause) = stopped {
         for (i, case) in cases.iter().enumerate() {
             if results[i].is_none() && flows[i].is_none() {
@@ -441,6 +470,7 @@ pub async fn run_all(
     // findings go unjudged.
     let models = tokio::select! {
         biased;
+        () = async {}, if deaf.is_some() => Default::default(),
         models = checks::judge_models(&ctx, &answered, &reads) => models,
         _ = cancel.fired() => Default::default(),
     };
