@@ -123,6 +123,9 @@ pub struct Failure {
     pub evidence: Evidence,
     /// For a property: the smallest failing input it shrank to.
     pub shrunk_input: Option<String>,
+    /// The case that owns the rule this finding breaks, when another case's random exploration
+    /// found it (`lifecycle.random-sequences`): it is reported there (one judge per rule).
+    pub owner: Option<&'static str>,
 }
 
 impl Failure {
@@ -141,6 +144,12 @@ impl Failure {
     /// The finding with what was expected and what came instead, apart from its message.
     pub fn expected(mut self, expected: impl Into<String>, actual: impl Into<String>) -> Self {
         self.contrast = Some(Box::new(Contrast { expected: expected.into(), actual: actual.into() }));
+        self
+    }
+
+    /// The finding, naming the case that owns the rule it breaks (see [`Failure::owner`]).
+    pub fn owned_by(mut self, case: &'static str) -> Self {
+        self.owner = Some(case);
         self
     }
 
@@ -215,11 +224,12 @@ impl Outcome {
     pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Self::Passed => Self::Passed,
-            Self::Failed(Failure { message, contrast, evidence, shrunk_input }) => Self::Failed(Failure {
+            Self::Failed(Failure { message, contrast, evidence, shrunk_input, owner }) => Self::Failed(Failure {
                 message: f(&message),
                 contrast: contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
                 evidence,
                 shrunk_input: shrunk_input.map(|s| f(&s)),
+                owner,
             }),
             Self::Error { source, message } => Self::Error { source, message: f(&message) },
             Self::Ignored { cause, reason } => Self::Ignored { cause, reason: f(&reason) },

@@ -385,6 +385,9 @@ pub async fn run_all(
 ) -> Vec<CaseResult> {
     let began = Instant::now();
     let responds = |case: &Case| checks::code_of(&case.id).is_some_and(checks::Registration::judges_answers);
+    // Concluded once every flow ended: the response checks judge every answer of the run, and
+    // another case's exploration may report a finding under it.
+    let deferred = |case: &Case| responds(case) || checks::receives_findings(&case.id);
     let mut set = tokio::task::JoinSet::new();
     for (i, case) in cases.iter().copied().enumerate() {
         let ctx = ctx.clone();
@@ -425,7 +428,7 @@ pub async fn run_all(
             }
         };
         let Ok((i, outcome, took)) = joined else { continue };
-        if responds(cases[i]) {
+        if deferred(cases[i]) {
             flows[i] = Some((outcome, took));
         } else {
             let result = conclude(&ctx, cases[i], outcome, None, took);
@@ -440,7 +443,7 @@ pub async fn run_all(
             if results[i].is_none() && flows[i].is_none() {
                 // One message for all, as the event cases that ended on it have: one diagnosis.
                 let outcome = Outcome::Error { source: ErrorSource::Receiver, message: diagnosis.clone() };
-                if responds(case) {
+                if deferred(case) {
                     flows[i] = Some((outcome, began.elapsed()));
                 } else {
                     let result = conclude(&ctx, case, outcome, None, began.elapsed());
@@ -453,7 +456,7 @@ pub async fn run_all(
     if let Some(cause) = stopped {
         for (i, case) in cases.iter().enumerate() {
             if results[i].is_none() && flows[i].is_none() {
-                if responds(case) {
+                if deferred(case) {
                     flows[i] = Some((unfinished(cause), began.elapsed()));
                 } else {
                     let result = conclude(&ctx, case, unfinished(cause), None, began.elapsed());
@@ -482,9 +485,13 @@ pub async fn run_all(
     }
     for (i, flow) in flows.into_iter().enumerate() {
         let Some((outcome, took)) = flow else { continue };
-        let mut result =
-            conclude(&ctx, cases[i], outcome, Some(judged.remove(cases[i].id.as_str()).unwrap_or_default()), took);
-        if let (Some(cause), Outcome::Passed) = (stopped, &result.outcome) {
+        let mut found = if responds(cases[i]) { Some(judged.remove(cases[i].id.as_str()).unwrap_or_default()) } else { None };
+        let reported = ctx.found_for(&cases[i].id);
+        if !reported.is_empty() {
+            found.get_or_insert_with(Default::default).problems.extend(reported);
+        }
+        let mut result = conclude(&ctx, cases[i], outcome, found, took);
+        if let (Some(cause), Outcome::Passed, true) = (stopped, &result.outcome, responds(cases[i])) {
             result.outcome = Outcome::Ignored {
                 cause: cause.ignore_cause(),
                 reason: format!("{}: its response rules judged only the answers read before", cause.unfinished()),
