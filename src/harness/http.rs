@@ -250,6 +250,9 @@ impl Exchange {
 #[derive(Clone)]
 pub struct Api {
     client: reqwest::Client,
+    /// For the requests that are not idempotent (`POST`): a new connection each, never one
+    /// the server may have closed while idle ([`Api::exchange`]).
+    fresh: reqwest::Client,
     browser: reqwest::Client,
     base: Url,
     key: Option<String>,
@@ -294,11 +297,17 @@ impl Api {
         let builder =
             || reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(5)));
         let client = builder().redirect(reqwest::redirect::Policy::none()).build().map_err(SetupError::HttpClient)?;
+        let fresh = builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_max_idle_per_host(0)
+            .build()
+            .map_err(SetupError::HttpClient)?;
         // Assets are fetched as a browser would: following a few redirects.
         let browser =
             builder().redirect(reqwest::redirect::Policy::limited(5)).build().map_err(SetupError::HttpClient)?;
         Ok(Self {
             client,
+            fresh,
             browser,
             base,
             key,
@@ -493,6 +502,11 @@ impl Api {
     /// backoff for an idempotent read (`GET`) within the run's budget, never for a creation
     /// (`POST` is not idempotent). What stays unanswered is [`Stop::transport`]: its case is
     /// ignored, never failed.
+    ///
+    /// Idle closes (RFC 9112 §9.3) are not unanswered requests: a server may close a pooled
+    /// connection just as a request goes out on it. A `POST` therefore goes on a new connection
+    /// of its own (never sent twice); a read whose connection closed before any byte of an answer
+    /// is sent again at once on another ([`closed_unanswered`]), without counting as a failure.
     async fn exchange(
         &self,
         client: &reqwest::Client,
@@ -506,7 +520,8 @@ impl Api {
         let segments: Vec<&str> = url.path_segments().map(Iterator::collect).unwrap_or_default();
         let endpoint = super::throttle::endpoint(method.as_str(), &segments);
         let idempotent = matches!(method, Method::GET | Method::HEAD);
-        let (mut spent, mut tries) = (Duration::ZERO, 0u32);
+        let client = if idempotent { client } else { &self.fresh };
+        let (mut spent, mut tries, mut resent) = (Duration::ZERO, 0u32, 0u32);
         let mut kept = None;
         loop {
             if let Some(why) = self.throttle.given_up(&endpoint) {
@@ -533,6 +548,11 @@ impl Api {
                 Ok(response) => response,
                 Err(e) => {
                     drop(permit);
+                    if idempotent && resent < IDLE_RESENDS && closed_unanswered(&e) {
+                        resent += 1;
+                        tries -= 1;
+                        continue;
+                    }
                     let pause =
                         unanswered(&self.throttle, &endpoint, &request, &e, idempotent, tries, clock.elapsed())?;
                     tokio::time::sleep(pause).await;
@@ -599,6 +619,34 @@ impl Api {
 
 /// Most tries of an idempotent read that gets no answer.
 const MAX_TRIES: u32 = 3;
+
+/// Most times a read is sent again at once because its connection closed before any byte of an
+/// answer (an idle close, [`closed_unanswered`]); past them it counts as unanswered.
+const IDLE_RESENDS: u32 = 4;
+
+/// Whether `error` says the connection closed (or was reset) before any byte of an answer came:
+/// what a server's idle close looks like to a request sent on it. Not a timeout, not a refused
+/// connection.
+fn closed_unanswered(error: &reqwest::Error) -> bool {
+    if error.is_timeout() || error.is_connect() {
+        return false;
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+            if matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof) {
+                return true;
+            }
+        }
+        // hyper's IncompleteMessage: the connection ended before a response began.
+        if e.to_string().contains("connection closed before message completed") {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
 
 /// After try number `tries` of `request` got no (whole) answer (`error`, after `took`): the
 /// pause before the next try, or why the request stays unanswered (its case is ignored). Only an
