@@ -745,6 +745,34 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
     }
 
+    /// A server that reads each request and closes without a byte of an answer: a read is sent
+    /// again (it may have been an idle close), a `POST` exactly once (it may have been done).
+    #[tokio::test]
+    async fn a_post_is_never_sent_twice_and_a_read_is_sent_again() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let heard = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let log = heard.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut head = [0u8; 1024];
+                let n = tokio::io::AsyncReadExt::read(&mut socket, &mut head).await.unwrap_or(0);
+                let line = String::from_utf8_lossy(&head[..n]).lines().next().unwrap_or("").to_string();
+                log.lock().unwrap().push(line);
+                drop(socket);
+            }
+        });
+        let api = Api::new(&format!("http://{addr}"), Some("k".into()), None, Duration::from_secs(2)).unwrap();
+        let created = api.send(Method::POST, &["v1", "connections"], &[], Auth::Primary).await;
+        assert!(created.is_err_and(|e| e.is_transport()));
+        let posts = heard.lock().unwrap().iter().filter(|l| l.starts_with("POST")).count();
+        assert_eq!(posts, 1, "{:?}", heard.lock().unwrap());
+        let read = api.get(&["v1", "accounts", "acc_1"], &[]).await;
+        assert!(read.is_err_and(|e| e.is_transport()));
+        let gets = heard.lock().unwrap().iter().filter(|l| l.starts_with("GET")).count();
+        assert!(gets > 1, "{:?}", heard.lock().unwrap());
+    }
+
     #[test]
     fn retry_after_is_read_defensively() {
         for hostile in ["NaN", "inf", "-inf", "1e400", "abc", ""] {
