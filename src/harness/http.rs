@@ -506,7 +506,7 @@ impl Api {
     /// Idle closes (RFC 9112 §9.3) are not unanswered requests: a server may close a pooled
     /// connection just as a request goes out on it. A `POST` therefore goes on a new connection
     /// of its own (never sent twice); a read whose connection closed before any byte of an answer
-    /// is sent again at once on another ([`closed_unanswered`]), without counting as a failure.
+    /// is sent again at once on a new one ([`closed_unanswered`]), without counting as a failure.
     async fn exchange(
         &self,
         client: &reqwest::Client,
@@ -520,7 +520,7 @@ impl Api {
         let segments: Vec<&str> = url.path_segments().map(Iterator::collect).unwrap_or_default();
         let endpoint = super::throttle::endpoint(method.as_str(), &segments);
         let idempotent = matches!(method, Method::GET | Method::HEAD);
-        let client = if idempotent { client } else { &self.fresh };
+        let mut client = if idempotent { client } else { &self.fresh };
         let (mut spent, mut tries, mut resent) = (Duration::ZERO, 0u32, 0u32);
         let mut kept = None;
         loop {
@@ -549,8 +549,9 @@ impl Api {
                 Err(e) => {
                     drop(permit);
                     if idempotent && resent < IDLE_RESENDS && closed_unanswered(&e) {
-                        resent += 1;
-                        tries -= 1;
+                        // Sent again on a new connection: the pool may hold more that the
+                        // server closed at the same moment.
+                        (resent, tries, client) = (resent + 1, tries - 1, &self.fresh);
                         continue;
                     }
                     let pause =
@@ -620,9 +621,10 @@ impl Api {
 /// Most tries of an idempotent read that gets no answer.
 const MAX_TRIES: u32 = 3;
 
-/// Most times a read is sent again at once because its connection closed before any byte of an
-/// answer (an idle close, [`closed_unanswered`]); past them it counts as unanswered.
-const IDLE_RESENDS: u32 = 4;
+/// Most times a read is sent again at once, on a new connection, because its connection closed
+/// before any byte of an answer (an idle close, [`closed_unanswered`]); past them it counts as
+/// unanswered.
+const IDLE_RESENDS: u32 = 2;
 
 /// Whether `error` says the connection closed (or was reset) before any byte of an answer came:
 /// what a server's idle close looks like to a request sent on it. Not a timeout, not a refused

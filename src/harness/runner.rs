@@ -485,7 +485,8 @@ pub async fn run_all(
     }
     for (i, flow) in flows.into_iter().enumerate() {
         let Some((outcome, took)) = flow else { continue };
-        let mut found = if responds(cases[i]) { Some(judged.remove(cases[i].id.as_str()).unwrap_or_default()) } else { None };
+        let mut found =
+            if responds(cases[i]) { Some(judged.remove(cases[i].id.as_str()).unwrap_or_default()) } else { None };
         let reported = ctx.found_for(&cases[i].id);
         if !reported.is_empty() {
             found.get_or_insert_with(Default::default).problems.extend(reported);

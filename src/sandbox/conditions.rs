@@ -13,9 +13,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
 use std::future::Future;
-use tokio::io::{AsyncRead, AsyncWrite};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 /// The conditions; all zero (the default) is a local, unlimited sandbox.
 /// Each is a `bankconf serve` flag of its name (`--latency-ms`).

@@ -232,7 +232,8 @@ impl Walk {
     pub async fn checkpoint(&mut self, ctx: &Session) -> Result<(), Stop> {
         let deliveries = self.pending.settle(ctx, Some(self.state)).await?;
         let Pending { id, trace, reaction, .. } = &mut self.pending;
-        chain::resolve(&deliveries).map_err(|problem| trace.fail(owners::CHAIN, id, problem.to_string(), &deliveries))?;
+        chain::resolve(&deliveries)
+            .map_err(|problem| trace.fail(owners::CHAIN, id, problem.to_string(), &deliveries))?;
         accounts_follow_state(ctx, id, trace).await?;
         if let Some(reaction) = reaction.take() {
             judge_reaction(ctx, id, trace, reaction, &deliveries).await?;
@@ -309,7 +310,8 @@ async fn judge_reaction(
     // began: the step's event is one not known before it, naming what it was driven on.
     let names = |d: &Delivery| before.as_ref().is_some_and(|b| b.named_by(action, d));
     let event = delivery::step_event(deliveries, &known, announcing_event(action), names);
-    let owner = if action == Action::DeleteTransaction { owners::TRANSACTION_DELETED } else { owners::ACCOUNTS_UPDATED };
+    let owner =
+        if action == Action::DeleteTransaction { owners::TRANSACTION_DELETED } else { owners::ACCOUNTS_UPDATED };
     react(ctx, id, action, event, before.as_ref(), &Auth::Primary).await.map_err(|e| {
         if e.is_fail() {
             trace.fail(owner, id, e.to_string(), deliveries)
