@@ -318,7 +318,7 @@ const MAX_TRANSLATED: usize = 16 * 1024 * 1024;
 /// The API layer of [`Variant::PerClientIds`] (see `aliases`): the request's ids in, the
 /// answer's ids out, as the authenticated client sees them. Other flavors pass through.
 pub(crate) async fn translate_ids(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    if !shared.flavor.has(Variant::PerClientIds) || !request.uri().path().starts_with("/v1/") {
+    if !shared.flavor.per_client_ids() || !request.uri().path().starts_with("/v1/") {
         return next.run(request).await;
     }
     let key = request

@@ -343,6 +343,8 @@ departures! {
             "the connections of the second client link no account: CONNECTED, with an empty accounts list";
         ForeignConnectionEvents = "foreign-connection-events", "§6", [],
             "each new connection comes with another connection of the same client, made and connected elsewhere, whose events reach the receiver too";
+        PerClientIdsAtCreation = "per-client-ids-at-creation", "§2", [],
+            "each client numbers its accounts and transactions from 1 as they are created, read or not: another client's id often names one of the reader's own";
     }
 }
 
@@ -375,6 +377,11 @@ impl Flavor {
 
     pub fn has(self, v: Variant) -> bool {
         self.variant == Some(v)
+    }
+
+    /// Whether account and transaction ids are numbered per client (two variants, §2).
+    pub fn per_client_ids(self) -> bool {
+        self.has(Variant::PerClientIds) || self.has(Variant::PerClientIdsAtCreation)
     }
 
     /// A fresh identifier with `prefix` (§2): 26 upper-case alphanumerics, a lower-case UUID

@@ -1,6 +1,6 @@
 //! What the routes and the control handle share: the state behind one mutex.
 
-use super::faults::{Flavor, Variant};
+use super::faults::Flavor;
 use super::store::{ActionOutcome, Store};
 use super::transitions::{ActionArgs, ControlError};
 use crate::spec::Action;
@@ -47,7 +47,7 @@ impl Shared {
         target: &ActionArgs,
     ) -> Result<ActionOutcome, ControlError> {
         let mut store = self.lock();
-        if !self.flavor.has(Variant::PerClientIds) {
+        if !self.flavor.per_client_ids() {
             return store.apply(connection_id, action, target);
         }
         // The driver names accounts and transactions as the connection's client reads them.

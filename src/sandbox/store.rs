@@ -210,7 +210,7 @@ impl Store {
             batch.reverse();
         }
         for (body, client) in batch {
-            let body = if self.flavor.has(Variant::PerClientIds) {
+            let body = if self.flavor.per_client_ids() {
                 let mut seen = (*body).clone();
                 self.aliases.outward(&client, &mut seen);
                 Arc::new(seen)
@@ -597,6 +597,14 @@ impl Store {
                     t.id = id;
                 }
             }
+        }
+        if self.flavor.has(Variant::PerClientIdsAtCreation) {
+            // Numbered as they are made, read or not: the client's first account is its 1.
+            let mut made: Value = accounts
+                .iter()
+                .flat_map(|a| std::iter::once(a.id.clone()).chain(a.transactions.iter().map(|t| t.id.clone())))
+                .collect();
+            self.aliases.outward(&conn.client_id, &mut made);
         }
         for account in accounts {
             conn.account_ids.push(account.id.clone());
