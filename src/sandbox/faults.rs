@@ -285,6 +285,9 @@ departures! {
             "an unknown starting_after answers 500";
         UnknownIds500 = "unknown-ids-500", "§7", ["robustness.unknown-ids"],
             "unknown connection and account ids answer 500";
+        // Issue 39: statements judged from every view (cases/clauses.toml)
+        WidgetTokenAsKey = "widget-token-as-key", "§5", ["auth.widget-token"],
+            "a connection's widgetToken sent as the Bearer key is served as that connection's client";
     }
 }
 

@@ -123,6 +123,9 @@ impl Store {
     /// The client an API key belongs to.
     pub fn client_for_key(&self, key: &str) -> Option<String> {
         let exact = self.clients.get(key).cloned();
+        if exact.is_none() && self.flavor.is(Mutant::WidgetTokenAsKey) {
+            return self.connections.values().find(|c| c.widget_token == key).map(|c| c.client_id.clone());
+        }
         if exact.is_none() && self.flavor.is(Mutant::KeyPrefixMatch) {
             return self.clients.iter().find(|(k, _)| key.starts_with(k.as_str())).map(|(_, c)| c.clone());
         }

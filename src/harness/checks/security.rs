@@ -18,6 +18,7 @@ crate::cases! {
     MALFORMED_KEY = "auth.malformed-key" => malformed_key;
     UNKNOWN_KEY = "auth.unknown-key" => unknown_key;
     NEAR_MISS_KEY = "auth.near-miss-key" => near_miss_key;
+    WIDGET_TOKEN = "auth.widget-token" => widget_token;
     ACCOUNTS = "isolation.accounts" => isolation_accounts;
     ACCOUNT = "isolation.account" => isolation_account;
     TRANSACTIONS = "isolation.transactions" => isolation_transactions;
@@ -127,6 +128,21 @@ async fn near_miss_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
         refused(&ctx, Method::POST, &path, Auth::NearKey(edit), &what, &mut problems).await?;
     }
     problems.finish()
+}
+
+/// §5 items 2 and 3: the frontend holds the `widgetToken` (`sess_…`), never the API key, so the
+/// token must not work as one. A fresh connection's token, sent as `Authorization: Bearer`, is
+/// refused on every endpoint (it is redacted like a key: never printed).
+async fn widget_token(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let created = ctx.create_connection().await?;
+    let Some(token) = created.widget_token else {
+        return Err(Stop::ignore(
+            "the connection's creation carried no widgetToken (judged by create.response-schema)",
+        ));
+    };
+    ctx.redactor.add(&token);
+    let what = "with the connection's widgetToken as the Bearer key";
+    refused_everywhere(&ctx, Auth::Header(format!("Bearer {token}")), what).await
 }
 
 /// The service prefix of a key (§5: a fixed prefix and an underscore), `""` when it has none.
