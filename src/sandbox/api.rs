@@ -210,7 +210,15 @@ async fn get_account(
     if f.is(Mutant::AccountUnreadableAfterUpdate) && account.last_synced_at != account.created_at {
         return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "simulated server error"));
     }
-    Ok(Json(render::single_account(f, account)))
+    let mut one = render::single_account(f, account);
+    if let Some(other) = store.sibling_account(account).filter(|_| f.is(Mutant::AccountReadOtherFields)) {
+        // The right id with another account's name, type and currency.
+        let theirs = render::single_account(f, other);
+        for field in ["name", "type", "currency"] {
+            one[field] = theirs[field].clone();
+        }
+    }
+    Ok(Json(one))
 }
 
 /// `limit` of §4.3: a positive integer (leading zeros allowed), clamped to the maximum

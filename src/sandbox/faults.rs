@@ -288,6 +288,12 @@ departures! {
         // Issue 39: statements judged from every view (cases/clauses.toml)
         WidgetTokenAsKey = "widget-token-as-key", "§5", ["auth.widget-token"],
             "a connection's widgetToken sent as the Bearer key is served as that connection's client";
+        DeletedNamesOtherAccount = "deleted-names-other-account", "§6.2", ["state.deleted-owner"],
+            "transaction.deleted names another account of the connection as accountId (the transaction is removed from its own)";
+        AccountsListPartial = "accounts-list-partial", "§4.2", ["state.list-complete"],
+            "the accounts list leaves out the connection's last account, which GET /v1/accounts/{id} serves and every update_accounts updates too (announced by accounts.updated)";
+        AccountReadOtherFields = "account-read-other-fields", "§4.4", ["state.account-read-agrees"],
+            "GET /v1/accounts/{id} answers the right id with another account's name, type and currency";
     }
 }
 
@@ -361,6 +367,8 @@ impl Mutant {
             Self::AccountDropsAfterUpdate => &["reactions.account-balance"],
             // The tour's reaction read after `transaction.deleted` (§6.3).
             Self::DeletedTransactionListed => &["reactions.transaction-deleted"],
+            // The single reads of every listed account (§4.4).
+            Self::AccountReadOtherFields => &["account.readable"],
             _ => &[],
         }
     }

@@ -352,7 +352,13 @@ impl Store {
         if conn.status != ConnectionState::Connected && !served {
             return Err(ReadError::NotConnected(conn.status));
         }
-        let listed = conn.account_ids.iter().filter_map(|id| self.account_as_read(id));
+        // The mutant's list leaves out the connection's last account (of two or more).
+        let hidden = match self.flavor.is(Mutant::AccountsListPartial) && conn.account_ids.len() > 1 {
+            true => conn.account_ids.last().map(String::as_str),
+            false => None,
+        };
+        let listed =
+            conn.account_ids.iter().filter(|id| Some(id.as_str()) != hidden).filter_map(|id| self.account_as_read(id));
         // The mutant forgets an account once `update_accounts` changed it.
         let dropped = |a: &&Account| self.flavor.is(Mutant::AccountDropsAfterUpdate) && a.updates > 0;
         let mut accounts = render::accounts(self.flavor, listed.filter(|a| !dropped(a)));
@@ -533,6 +539,9 @@ impl Store {
                     }
                 }
                 let detail = EventDetail::AccountsUpdated { account_id: account_id.clone() };
+                if self.flavor.is(Mutant::AccountsListPartial) {
+                    self.update_hidden_account(conn_id, &account_id, &client_id, now);
+                }
                 (account_id, txn_id, detail, ACCOUNTS_UPDATED)
             }
             _ => {
@@ -556,8 +565,15 @@ impl Store {
                 } else {
                     txn.id.clone()
                 };
-                let detail =
-                    EventDetail::TransactionDeleted { account_id: account_id.clone(), transaction_id: announced };
+                // The mutant names another account of the connection as the one concerned.
+                let named = match self.flavor.is(Mutant::DeletedNamesOtherAccount) {
+                    true => self.connections[conn_id].account_ids.iter().find(|a| **a != account_id).cloned(),
+                    false => None,
+                };
+                let detail = EventDetail::TransactionDeleted {
+                    account_id: named.unwrap_or_else(|| account_id.clone()),
+                    transaction_id: announced,
+                };
                 (account_id, txn.id, detail, TRANSACTION_DELETED)
             }
         };
@@ -613,6 +629,31 @@ impl Store {
             conn.account_ids.push(account.id.clone());
             self.accounts.insert(account.id.clone(), account);
         }
+    }
+
+    /// [`Mutant::AccountsListPartial`]: a sync updates the account the list leaves out too,
+    /// announced by an `accounts.updated` of its own.
+    fn update_hidden_account(&mut self, conn_id: &str, driven: &str, client_id: &str, now: DateTime<Utc>) {
+        let ids = &self.connections[conn_id].account_ids;
+        let Some(hidden) = ids.last().filter(|h| ids.len() > 1 && h.as_str() != driven).cloned() else { return };
+        self.update_account(conn_id, &hidden, now);
+        self.emit(Event {
+            id: self.flavor.new_id(prefix::EVENT),
+            kind: ACCOUNTS_UPDATED,
+            at: now,
+            client_id: client_id.to_string(),
+            connection_id: conn_id.to_string(),
+            detail: EventDetail::AccountsUpdated { account_id: hidden },
+        });
+    }
+
+    /// Another account of `account`'s connection (the next one), for
+    /// [`Mutant::AccountReadOtherFields`].
+    pub(crate) fn sibling_account(&self, account: &Account) -> Option<&Account> {
+        let ids = &self.connections.get(&account.connection_id)?.account_ids;
+        let at = ids.iter().position(|id| *id == account.id)?;
+        let next = ids.get((at + 1) % ids.len()).filter(|id| **id != account.id)?;
+        self.accounts.get(next)
     }
 
     /// The given account (which must belong to the connection) or the connection's first.

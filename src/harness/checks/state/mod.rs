@@ -16,6 +16,7 @@
 
 mod model;
 mod rules;
+mod views;
 
 use crate::harness::delivery;
 use crate::harness::fixtures::RunContext;
@@ -35,6 +36,9 @@ crate::cases! {
     DELETIONS_HOLD = "state.deletions-hold" => reread, models [rules::deletions_hold];
     NOTHING_VANISHES = "state.nothing-vanishes" => reread, models [rules::nothing_vanishes];
     CHANGES_ANNOUNCED = "state.changes-announced" => reread, models [rules::changes_announced];
+    DELETED_OWNER = "state.deleted-owner" => reread, models [views::deleted_owner];
+    LIST_COMPLETE = "state.list-complete" => reread, models [views::list_complete];
+    ACCOUNT_READ_AGREES = "state.account-read-agrees" => reread, models [views::account_read_agrees];
 }
 
 /// The flow of the state cases, run once for all four: the fixtures' and the tour's reads, then
