@@ -294,6 +294,8 @@ departures! {
             "the accounts list leaves out the connection's last account, which GET /v1/accounts/{id} serves and every update_accounts updates too (announced by accounts.updated)";
         AccountReadOtherFields = "account-read-other-fields", "§4.4", ["state.account-read-agrees"],
             "GET /v1/accounts/{id} answers the right id with another account's name, type and currency";
+        EventsToFirstAddress = "events-to-first-address", "§6", ["isolation.deliveries"],
+            "every client's events go to the address registered first (the first client's), although each client registered its own";
     }
 }
 
@@ -354,6 +356,8 @@ departures! {
             "each new connection comes with another connection of the same client, made and connected elsewhere, whose events reach the receiver too";
         PerClientIdsAtCreation = "per-client-ids-at-creation", "§2", [],
             "each client numbers its accounts and transactions from 1 as they are created, read or not: another client's id often names one of the reader's own";
+        SharedWebhookAddress = "shared-webhook-address", "§6.3", [],
+            "one webhook address for all clients: a registration replaces it, whichever client registers (the driver says so)";
     }
 }
 

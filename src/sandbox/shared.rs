@@ -29,6 +29,13 @@ impl Shared {
                 Some(store.client_for_key(key).ok_or_else(|| ControlError::NotFound("no client has that key".into()))?)
             }
         };
+        if self.flavor.has(super::faults::Variant::SharedWebhookAddress) {
+            // One address for every client: the new one replaces whatever was registered.
+            for old in store.outbox_mut().urls().into_iter().filter(|u| u != url) {
+                store.outbox_mut().unregister(&old);
+            }
+            return Ok(store.outbox_mut().register(url, None));
+        }
         Ok(store.outbox_mut().register(url, client))
     }
 

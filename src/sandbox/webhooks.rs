@@ -110,7 +110,13 @@ async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor, conditions: Co
             Msg::Deliver(event, of) => {
                 // The mutant sends every event to every address, whoever registered it.
                 let anywhere = flavor.is(Mutant::EventsToOtherClient);
-                for w in workers.iter().filter(|w| anywhere || w.only.as_ref().is_none_or(|c| *c == of)) {
+                // This one sends every event to the address registered first, and only there.
+                let first = flavor.is(Mutant::EventsToFirstAddress);
+                let takes = |(i, w): &(usize, &Worker)| match first {
+                    true => *i == 0,
+                    false => anywhere || w.only.as_ref().is_none_or(|c| *c == of),
+                };
+                for (_, w) in workers.iter().enumerate().filter(takes) {
                     let _ = w.tx.send(event.clone());
                 }
             }

@@ -601,8 +601,11 @@ async fn request_shapes(ctx: Arc<RunContext>) -> Result<(), Stop> {
 /// §1 step 3, §6: each client's events go to its own server. The tour drives a connection of
 /// each client; the receiver has an address per client. The rule is judged over every delivery
 /// of the run ([`deliveries_isolated`]) once the separation is evidenced: some of the second
-/// client's events reached its own address. A driver that registers one address for both
-/// clients leaves it unjudged, saying so.
+/// client's events reached its own address. When none did, what the driver said it registered
+/// decides ([`Driver::per_client_addresses`](crate::harness::driver::Driver)): an address per
+/// client makes it a leak (failed); one address for all clients is the target's set-up (passed,
+/// with a note saying what that leaves unjudged); nothing said leaves both causes open
+/// (ignored, naming both).
 async fn separate_addresses(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let tour = ctx.tour().await?;
     let groups = tour.by_client()?;
@@ -610,14 +613,53 @@ async fn separate_addresses(ctx: Arc<RunContext>) -> Result<(), Stop> {
     if second.is_empty() {
         return Err(Stop::ignore("no event of the second client's connection arrived: delivery isolation not judged"));
     }
-    if !second.iter().any(|d| d.to == Recipient::Second) {
-        return Err(Stop::ignore(
-            "the second client's events all arrived at the first client's address: the driver registered one \
-             address for both clients (register BANKCONF_SECOND_WEBHOOK_URL / secondWebhookUrl for the second \
-             client, docs/driver.md), so delivery isolation is not judged",
-        ));
+    if second.iter().any(|d| d.to == Recipient::Second) {
+        return Ok(());
     }
-    Ok(())
+    match ctx.driver.as_ref().and_then(|d| d.per_client_addresses()) {
+        Some(true) => {
+            let mut problems = Problems::default();
+            let legs = tour.legs.iter().filter(|l| l.client == Auth::Second);
+            for (leg, created) in legs.filter_map(|l| Some((l, l.created.as_ref().ok()?))) {
+                let mut kinds: Vec<&str> = leg.deliveries.iter().filter_map(|d| d.event_type()).collect();
+                if kinds.is_empty() {
+                    continue;
+                }
+                let count = kinds.len();
+                kinds.sort_unstable();
+                kinds.dedup();
+                problems.add_at(
+                    created.answer,
+                    format!(
+                    "the client under test's webhook address got {count} event{} of the second client's connection {} \
+                     ({}), and none arrived at the second client's own address, which the driver registered for it \
+                     (it says each client's address is its own): each client's events go to its own server",
+                    if count == 1 { "" } else { "s" },
+                    created.connection_id,
+                    kinds.join(", ")
+                ),
+                );
+            }
+            problems.finish()
+        }
+        Some(false) => {
+            ctx.note(
+                "not judged",
+                "the target keeps one webhook address for all clients (the driver says it registered one, shared): \
+                 every client's events arrive there, so which client an event was meant for is not judged by \
+                 isolation.deliveries"
+                    .to_string(),
+            );
+            Ok(())
+        }
+        None => Err(Stop::ignore(
+            "the second client's events all arrived at the client under test's address: either the driver \
+             registered one address for both clients, or the target sent the second client's events to the first \
+             client's address (a leak). The driver did not say which: a driver that registers each address for its \
+             own client says `webhooks=per-client` (a leak then fails this case), one that registers one address \
+             because the target keeps one for all clients says `webhooks=shared` (docs/driver.md)",
+        )),
+    }
 }
 
 /// Every event at one client's address names that client's connection or `clientId` (§6.2),
@@ -649,7 +691,10 @@ fn deliveries_isolated(model: &state::Model) -> (usize, Vec<Finding>) {
         .iter()
         .any(|p| p.to == Recipient::Second && whose(p).is_some_and(|a| a.sent.auth == Auth::Second));
     if !separated {
-        return (0, Vec::new());
+        // Nothing separated to judge here: the flow ([`separate_addresses`]) reads what the
+        // driver said it registered (a leak, the target's one address, or either); the
+        // deliveries it rests on are these.
+        return (model.posted().iter().filter(|p| whose(p).is_some()).count(), Vec::new());
     }
     let mut judged = 0;
     // One finding per connection and address: the connection's creation, its events there.
