@@ -275,8 +275,14 @@ async fn widget_script(
     State(shared): State<Arc<Shared>>,
     Path(file): Path<String>,
     Query(query): Query<HashMap<String, String>>,
+    headers: axum::http::HeaderMap,
 ) -> Response {
     let key = || shared.lock().any_key().unwrap_or_default();
+    // The mutant serves its widget only to a caller holding an API key, which no frontend does.
+    let bearer = headers.get(AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(|h| h.strip_prefix("Bearer "));
+    if shared.flavor.is(Mutant::WidgetNeedsKey) && bearer.and_then(|k| shared.lock().client_for_key(k)).is_none() {
+        return ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "an API key is required").into_response();
+    }
     let connection = query.get("connectionId").cloned().unwrap_or_default();
     if file == widget::FRAME_FILE {
         let leak = if shared.flavor.is(Mutant::KeyInWidgetFrame) {
@@ -308,6 +314,11 @@ async fn widget_script(
         let codes: Vec<String> = key().bytes().map(|b| b.to_string()).collect();
         let leak = format!("metadata.session = String.fromCharCode({}); {}", codes.join(","), widget::SUCCESS);
         script = script.replace(widget::SUCCESS, &leak);
+    }
+    if shared.flavor.is(Mutant::WidgetCorpSameOrigin) {
+        // No page of another origin (every client's frontend) may load it.
+        let corp = axum::http::HeaderName::from_static("cross-origin-resource-policy");
+        return ([(CONTENT_TYPE, media), (corp, "same-origin")], script).into_response();
     }
     ([(CONTENT_TYPE, media)], script).into_response()
 }

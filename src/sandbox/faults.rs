@@ -296,6 +296,10 @@ departures! {
             "GET /v1/accounts/{id} answers the right id with another account's name, type and currency";
         EventsToFirstAddress = "events-to-first-address", "§6", ["isolation.deliveries"],
             "every client's events go to the address registered first (the first client's), although each client registered its own";
+        WidgetNeedsKey = "widget-needs-key", "§5", ["widget.served"],
+            "the widget script answers 401 unless the request carries an API key, which no frontend holds";
+        WidgetCorpSameOrigin = "widget-corp-same-origin", "§1", ["widget.loads-cross-origin"],
+            "the widget script is served with Cross-Origin-Resource-Policy: same-origin, so no client's page can load it";
     }
 }
 
