@@ -300,6 +300,8 @@ departures! {
             "the widget script answers 401 unless the request carries an API key, which no frontend holds";
         WidgetCorpSameOrigin = "widget-corp-same-origin", "§1", ["widget.loads-cross-origin"],
             "the widget script is served with Cross-Origin-Resource-Policy: same-origin, so no client's page can load it";
+        ChangeAfterAck = "change-after-ack", "§6.3", ["reactions.accounts-updated"],
+            "accounts.updated goes out at once, but the update becomes readable only 0.5 s after its delivery is acknowledged";
     }
 }
 

@@ -86,6 +86,9 @@ pub(crate) struct Store {
     /// Mutant `event-before-data`: an updated account as it was before the update, served until
     /// the instant given (the event goes out at once).
     stale: HashMap<String, (std::time::Instant, Account)>,
+    /// Mutant `change-after-ack`: an updated account as it was before its update, served until
+    /// 0.5 s after the delivery of the event (its id) that announced the update is acknowledged.
+    unacked: HashMap<String, (String, Account)>,
 }
 
 impl Store {
@@ -105,6 +108,7 @@ impl Store {
             returning: HashMap::new(),
             stale: HashMap::new(),
             resurrecting: HashMap::new(),
+            unacked: HashMap::new(),
         }
     }
 
@@ -325,6 +329,12 @@ impl Store {
     /// The account as reads show it: under mutant `event-before-data`, as it was before its
     /// update for a moment after the update was announced.
     fn account_as_read(&self, account_id: &str) -> Option<&Account> {
+        if let Some((event, before)) = self.unacked.get(account_id) {
+            let readable = self.outbox.acked(event).map(|at| at + std::time::Duration::from_millis(500));
+            if readable.is_none_or(|at| std::time::Instant::now() < at) {
+                return Some(before);
+            }
+        }
         match self.stale.get(account_id) {
             Some((until, before)) if std::time::Instant::now() < *until => Some(before),
             _ => self.accounts.get(account_id),
@@ -525,9 +535,11 @@ impl Store {
             return Err(ControlError::NotPossible(format!("{action} needs a connected connection, it is {from}")));
         }
         let client_id = self.connections[conn_id].client_id.clone();
+        let mut before_update = None;
         let (account_id, transaction_id, detail, kind) = match action {
             Action::UpdateAccounts => {
                 let account_id = self.target_account(conn_id, target.account_id.as_deref())?;
+                before_update = self.accounts.get(&account_id).cloned();
                 if self.flavor.is(Mutant::EventBeforeData) {
                     let until = std::time::Instant::now() + std::time::Duration::from_millis(2500);
                     self.stale.insert(account_id.clone(), (until, self.accounts[&account_id].clone()));
@@ -591,6 +603,11 @@ impl Store {
             connection_id: conn_id.to_string(),
             detail,
         }));
+        if let (true, Some(event)) = (self.flavor.is(Mutant::ChangeAfterAck), outcome.event_ids.last()) {
+            if let (ACCOUNTS_UPDATED, Some(before)) = (kind, before_update) {
+                self.unacked.insert(account_id.clone(), (event.clone(), before));
+            }
+        }
         outcome.account_id = Some(account_id);
         outcome.transaction_id = Some(transaction_id);
         Ok(outcome)

@@ -253,7 +253,7 @@ async fn judge_reaction(
     // began: the step's event is one not known before it, naming what it was driven on.
     let names = |d: &Delivery| before.as_ref().is_some_and(|b| b.named_by(action, d));
     let event = delivery::step_event(deliveries, &known, announcing_event(action), names);
-    react(ctx, id, action, event, before.as_ref(), &Auth::Primary).await.map_err(|e| {
+    react(ctx, id, action, event, before.as_ref(), &Auth::Primary, None).await.map_err(|e| {
         if e.is_fail() {
             trace.fail(id, e.to_string(), deliveries)
         } else {
