@@ -309,6 +309,10 @@ async fn widget_script(
     if shared.flavor.is(Mutant::WidgetEmbedsKey) {
         script = format!("var BANKCONF_API_KEY = \"{}\";\n{script}", key());
     }
+    if shared.flavor.is(Mutant::WidgetKeyHex) {
+        let hex: String = key().bytes().map(|b| format!("{b:02x}")).collect();
+        script = format!("var session = \"{hex}\";\n{script}");
+    }
     if shared.flavor.is(Mutant::KeyInSuccessMetadata) {
         // Built at run time, so that the script's text carries no piece of the key.
         let codes: Vec<String> = key().bytes().map(|b| b.to_string()).collect();

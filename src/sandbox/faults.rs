@@ -302,6 +302,8 @@ departures! {
             "the widget script is served with Cross-Origin-Resource-Policy: same-origin, so no client's page can load it";
         ChangeAfterAck = "change-after-ack", "§6.3", ["reactions.accounts-updated"],
             "accounts.updated goes out at once, but the update becomes readable only 0.5 s after its delivery is acknowledged";
+        WidgetKeyHex = "widget-key-hex", "§5", ["widget.no-key-derivative"],
+            "the widget script carries a client's API key, hex-encoded";
     }
 }
 
