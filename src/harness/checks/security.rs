@@ -744,6 +744,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_leak_is_the_other_clients_object_by_content_not_its_id() {
+        use serde_json::json;
+        let ids: HashSet<&str> = ["acc_1", "conn_A"].into_iter().collect();
+        let theirs = json!([{"id": "acc_1", "connectionId": "conn_A", "name": "Everyday", "createdAt": "2026-01-01T00:00:00Z", "balance": 5}]);
+        let theirs = identified(&theirs, &ids);
+        // The same account, its balance changed since: a leak.
+        let same =
+            identified(&json!({"id": "acc_1", "connectionId": "conn_A", "name": "Everyday", "balance": 9}), &ids);
+        assert_eq!(same_object(&theirs[0].1, &same[0].1), Some(vec!["connectionId", "name"]));
+        // The reader's own account under an equal id: no leak.
+        let own = identified(&json!({"id": "acc_1", "connectionId": "conn_B", "name": "Everyday"}), &ids);
+        assert_eq!(same_object(&theirs[0].1, &own[0].1), None);
+        // Nothing to compare but the id: unknown content, no leak.
+        let bare = identified(&json!({"id": "acc_1"}), &ids);
+        assert_eq!(same_object(&theirs[0].1, &bare[0].1), None);
+        // A page's items belong to the account named: each is compared by its own id.
+        let page = identified(&json!({"data": [{"id": "txn_9", "accountId": "acc_1", "amount": -3}]}), &ids);
+        assert_eq!(page.len(), 1);
+        assert_eq!(page[0].0, "txn_9");
+    }
+
+    #[test]
     fn shapes_edit_after_the_prefix_and_never_equal_the_key() {
         let key = "bank_Ab3z9";
         let keys: Vec<String> = shapes(key).iter().map(|(edit, _)| edit.apply(key)).collect();
