@@ -20,7 +20,7 @@ BANKCONF_SECOND_API_KEY, so that each client's events go to its own address. Ada
 Exit status: 0 done (the action was accepted; its events may follow later); 3 the server cannot
 do this action (an unknown action, or 404/501 to unregister_webhook); 4 refused from the
 connection's current state (409); 1 any other failure, with a message on stderr. Stdout is
-ignored by bankconf.
+ignored by bankconf, except the line `webhooks=per-client` that register_webhook prints.
 """
 
 import json
@@ -67,6 +67,9 @@ def main():
         second = os.environ.get("BANKCONF_SECOND_WEBHOOK_URL")
         if second and 200 <= status < 300:
             status, text = admin_request(method, f"{admin}/webhooks", {"url": second}, "BANKCONF_SECOND_API_KEY")
+            if action == "register_webhook" and 200 <= status < 300:
+                # Say so (docs/driver.md): an event at the other client's address is then a leak.
+                print("webhooks=per-client")
     elif action in ACTIONS:
         connection = os.environ.get("BANKCONF_CONNECTION_ID") or fail(1, "BANKCONF_CONNECTION_ID is not set")
         body = {}

@@ -69,6 +69,8 @@ if [ "$action" = register_webhook ] || [ "$action" = unregister_webhook ]; then
             "${BANKCONF_API_KEY:-}"
         request "$method" "$base/sandbox/webhooks" "{\"url\":$(json_string "$BANKCONF_SECOND_WEBHOOK_URL")}" \
             "${BANKCONF_SECOND_API_KEY:-}"
+        # Say so (docs/driver.md): an event at the other client's address is then a leak.
+        [ "$action" = register_webhook ] && echo "webhooks=per-client"
     fi
     exit 0
 else

@@ -20,7 +20,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # A module's submodules share its layer (`harness::report::json` is `harness::report`'s).
 LAYERS = [
     ("base", ["spec", "schemas", "sandbox", "harness::embedded"]),
-    ("vocabulary", ["harness::catalogue", "harness::outcome", "harness::sanitize", "harness::budget",
+    ("vocabulary", ["harness::catalogue", "harness::clauses", "harness::outcome", "harness::sanitize", "harness::budget",
                     "harness::redact", "harness::key_variant", "harness::cancel", "harness::progress",
                     "harness::errors"]),
     ("pure rules", ["harness::delivery", "harness::chain", "harness::event_rules", "harness::graph",

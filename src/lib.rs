@@ -76,6 +76,10 @@ pub mod internal {
     pub mod checks {
         pub use crate::harness::checks::judge_one;
     }
+    /// The clause matrix of `cases/clauses.toml`.
+    pub mod clauses {
+        pub use crate::harness::clauses::{markdown, matrix, problems, Cell, Clause, Matrix};
+    }
     /// `bankconf check-events`.
     pub mod check_events {
         pub use crate::harness::check_events::{check_events, judge_capture, parse, CheckEventsConfig, CASE_IDS};

@@ -41,6 +41,20 @@ fn an_external_run_with_the_example_driver_passes_every_case() {
 /// A wrong `--service`, and a target that serves no widget script (they look alike from
 /// outside), are one diagnosis naming both causes: the widget cases end in it (error, exit 2),
 /// and every other case is judged, none blamed on the target.
+/// A widget script that answers 401 to a caller without a key is there, and refuses the
+/// frontend that loads it (§1 item 2, §5.2): the target's failure (exit 1), not "no widget".
+#[test]
+fn a_widget_script_that_wants_a_key_fails_the_target() {
+    let server = serve(&["--mutant", "widget-needs-key"]);
+    let args = external(&server.url, KEY, SECOND_KEY);
+    let (code, out, report) = run_with_report("widget-needs-key", &args);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(!out.contains("serves no widget"), "{out}");
+    let report = report.expect("a report");
+    let served = report["cases"].as_array().unwrap().iter().find(|c| c["id"] == "widget.served").cloned();
+    assert_eq!(served.map(|c| c["outcome"].clone()), Some("failed".into()), "{out}");
+}
+
 #[test]
 fn a_wrong_service_or_a_missing_widget_is_one_diagnosis_and_the_rest_is_judged() {
     for (name, serve_args, service) in

@@ -387,6 +387,7 @@ fn http_answers() -> Result<(), Failed> {
         // Answers with the status its path names; /slow never answers in time.
         let router = axum::Router::new()
             .route("/slow", axum::routing::post(|| async { tokio::time::sleep(Duration::from_secs(5)).await }))
+            .route("/shared", axum::routing::post(|| async { r#"{"webhooks": "shared"}"# }))
             .route(
                 "/{status}",
                 axum::routing::post(|axum::extract::Path(status): axum::extract::Path<u16>| async move {
@@ -429,6 +430,14 @@ fn http_answers() -> Result<(), Failed> {
                 check(format!("{got:?}").contains("said by the endpoint") || path == "slow", || format!("{got:?}"))?;
             }
         }
+        // register_webhook's answer may say what was registered (docs/driver-over-http.md).
+        let said = HttpDriver::new(&format!("{base}/shared"), Duration::from_millis(500), true).unwrap();
+        let hook = DriveArgs { webhook_url: Some("http://127.0.0.1:9/hook".into()), ..Default::default() };
+        let got = (&said as &dyn Driver).act(DriverAction::RegisterWebhook, &hook).await;
+        check(got == Answer::Done && said.per_client_addresses() == Some(false), || format!("shared: {got:?}"))?;
+        let silent = HttpDriver::new(&format!("{base}/204"), Duration::from_millis(500), true).unwrap();
+        let _ = (&silent as &dyn Driver).act(DriverAction::RegisterWebhook, &hook).await;
+        check(silent.per_client_addresses().is_none(), || "an answer that says nothing".to_string())?;
         let gone = HttpDriver::new("http://127.0.0.1:9/", Duration::from_millis(500), false).unwrap();
         let got = (&gone as &dyn Driver).act(DriverAction::Act(Action::Connect), &args).await;
         check(matches!(got, Answer::Error(_)), || format!("no endpoint: {got:?}"))

@@ -471,6 +471,80 @@ impl Session {
     }
 }
 
+/// A client's frontend, as the browser sees one: a page with no credentials, served from a
+/// loopback port of its own (another origin than the service's; a `data:` page would be a
+/// public context, which the browser keeps from loading a loopback target's script).
+const ELSEWHERE_PAGE: &str = "<!doctype html><title>a client's frontend</title>";
+
+/// Serves [`ELSEWHERE_PAGE`] on 127.0.0.1, port 0, to every request, until aborted.
+async fn serve_elsewhere() -> std::io::Result<(String, JoinHandle<()>)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    let task = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = [0u8; 4096];
+                let _ = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut head)).await;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{ELSEWHERE_PAGE}",
+                    ELSEWHERE_PAGE.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    Ok((url, task))
+}
+
+/// Adds `<script src>` to the page and answers whether it loaded (`__SRC__` replaced).
+const LOAD_JS: &str = r#"new Promise((done) => {
+  const s = document.createElement("script");
+  s.src = __SRC__;
+  s.onload = () => done(true);
+  s.onerror = () => done(false);
+  (document.head || document.documentElement).appendChild(s);
+})"#;
+
+impl Session {
+    /// Whether a page of another origin, holding no key, loads `src` with a plain
+    /// `<script src>` (§1 item 2: the client's frontend loads the widget).
+    pub async fn loads_elsewhere(&self, src: &str) -> Result<bool, Stop> {
+        let run = async {
+            let browser_error = |e: chromiumoxide::error::CdpError| harness_error(format!("the browser: {e}"));
+            let (home, server) =
+                serve_elsewhere().await.map_err(|e| harness_error(format!("a page of another origin: {e}")))?;
+            // The page's server ends with this call, however it ends.
+            struct Ends(JoinHandle<()>);
+            impl Drop for Ends {
+                fn drop(&mut self) {
+                    self.0.abort();
+                }
+            }
+            let _server = Ends(server);
+            let page = self.browser.new_page(home.as_str()).await.map_err(browser_error)?;
+            let quoted = serde_json::Value::from(src).to_string();
+            let params = EvaluateParams::builder()
+                .expression(LOAD_JS.replace("__SRC__", &quoted))
+                .await_promise(true)
+                .return_by_value(true)
+                .build()
+                .map_err(|e| harness_error(format!("the browser: {e}")))?;
+            let result = page.evaluate_expression(params).await;
+            let _ = page.close().await;
+            result
+                .map_err(browser_error)?
+                .into_value::<bool>()
+                .map_err(|e| harness_error(format!("the browser's load answered oddly: {e}")))
+        };
+        tokio::time::timeout(PROBE_TIMEOUT, run).await.map_err(|_| {
+            harness_error(format!(
+                "the browser did not finish loading {src} from another origin within {PROBE_TIMEOUT:?}"
+            ))
+        })?
+    }
+}
+
 /// The responses a page loads, from the DevTools network events: which requests finished, and
 /// their URLs (bounded), collected aside while the probe runs.
 struct Loads {

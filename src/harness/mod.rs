@@ -4,7 +4,8 @@
 //! `tests/layers.rs`:
 //!
 //! 0. base: `spec`, `schemas`, and the sandbox through its one seam, [`embedded`];
-//! 1. vocabulary: [`catalogue`] (the cases of `cases/*.toml`), [`outcome`] (typed outcomes,
+//! 1. vocabulary: [`catalogue`] (the cases of `cases/*.toml`), [`clauses`] (the clause matrix
+//!    of `cases/clauses.toml`), [`outcome`] (typed outcomes,
 //!    problems, schema validation), [`sanitize`] (target text made safe for each medium),
 //!    [`budget`] (the run's memory budget), [`redact`] (secrets), [`key_variant`] (near misses of a
 //!    key, and the shell expressions that make them), [`cancel`] (a run cut short by a
@@ -40,6 +41,7 @@ mod causes;
 mod chain;
 pub(crate) mod check_events;
 pub(crate) mod checks;
+pub(crate) mod clauses;
 pub(crate) mod command;
 pub(crate) mod config;
 mod delivery;

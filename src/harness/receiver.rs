@@ -42,6 +42,34 @@ struct Store {
     bytes: std::sync::atomic::AtomicUsize,
     /// Deliveries refused for their size, or for the receiver's budget.
     refused: std::sync::atomic::AtomicUsize,
+    /// The deliveries a case answers only once it has read ([`Receiver::hold`]).
+    holds: Mutex<Vec<HoldSpec>>,
+}
+
+/// Longest a held delivery waits for its answer: below the usual delivery timeouts (the
+/// sandbox's is 2 s), so that holding never makes a target give up.
+const HOLD_CAP: Duration = Duration::from_millis(1500);
+
+/// A delivery to hold: the first of `kind` for `connection` that arrives after the hold.
+struct HoldSpec {
+    id: u64,
+    connection: String,
+    kind: String,
+    released: watch::Receiver<bool>,
+}
+
+/// Holds the answer to a delivery until dropped ([`Receiver::hold`]).
+pub struct Hold {
+    store: Arc<Store>,
+    id: u64,
+    release: watch::Sender<bool>,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let _ = self.release.send(true);
+        self.store.holds.lock().unwrap_or_else(|e| e.into_inner()).retain(|h| h.id != self.id);
+    }
 }
 
 /// A running receiver.
@@ -99,6 +127,7 @@ impl Receiver {
             arrivals: Mutex::default(),
             bytes: Default::default(),
             refused: Default::default(),
+            holds: Mutex::default(),
         });
         let (tx, arrivals) = watch::channel(0u64);
         let app = Router::new()
@@ -138,6 +167,20 @@ impl Receiver {
     /// The address to register for the second client: deliveries there are [`Recipient::Second`].
     pub fn second_url(&self) -> String {
         second_url(&self.url)
+    }
+
+    /// Answers the next delivery of `kind` for `connection` only once the returned [`Hold`] is
+    /// dropped (at most [`HOLD_CAP`]): a client's handler reads what an event announces before
+    /// it answers the delivery (§6.3), so a target that makes its change readable only once the
+    /// delivery is acknowledged is caught whatever the timing. The delivery is kept (and the
+    /// waits see it) at once.
+    pub fn hold(&self, connection: &str, kind: &str) -> Hold {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (release, released) = watch::channel(false);
+        let spec = HoldSpec { id, connection: connection.to_string(), kind: kind.to_string(), released };
+        self.store.holds.lock().unwrap_or_else(|e| e.into_inner()).push(spec);
+        Hold { store: self.store.clone(), id, release }
     }
 
     /// The address it listens on, with the port the system bound.
@@ -322,6 +365,7 @@ async fn receive(
         return refuse(StatusCode::INSUFFICIENT_STORAGE);
     }
     let parsed = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let held;
     {
         let mut all = store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
         if all.len() >= MAX_DELIVERIES {
@@ -332,10 +376,23 @@ async fn receive(
         let delivery = Delivery::posted(seq, parsed, to);
         store.recorder.delivery(&url, &body, StatusCode::NO_CONTENT.as_u16(), delivery.connection_id(), Some(seq));
         store.arrivals.lock().unwrap_or_else(|e| e.into_inner()).push(std::time::Instant::now());
+        held = held_by(&store, &delivery);
         all.push(delivery);
     }
     tx.send_modify(|n| *n += 1);
+    if let Some(mut released) = held {
+        let _ = tokio::time::timeout(HOLD_CAP, released.wait_for(|r| *r)).await;
+    }
     StatusCode::NO_CONTENT
+}
+
+/// The hold `delivery` answers to, if any: taken from the list (it holds one delivery).
+fn held_by(store: &Store, delivery: &Delivery) -> Option<watch::Receiver<bool>> {
+    let mut holds = store.holds.lock().unwrap_or_else(|e| e.into_inner());
+    let at = holds.iter().position(|h| {
+        delivery.connection_id() == Some(h.connection.as_str()) && delivery.event_type() == Some(h.kind.as_str())
+    })?;
+    Some(holds.remove(at).released)
 }
 
 #[cfg(test)]

@@ -193,6 +193,9 @@ struct Started {
     /// The events known before the step was driven: none of them is the step's.
     known: std::collections::HashSet<String>,
     at: std::time::Instant,
+    /// A data step's event is answered only after its reaction read, as a client's handler
+    /// answers (§6.3): what the read shows cannot depend on when the delivery was acknowledged.
+    hold: Option<super::receiver::Hold>,
 }
 
 /// Prepares (reads what a data action applies to) and drives one step.
@@ -212,16 +215,17 @@ async fn start_step(ctx: &Session, connection: &Created, action: Action) -> Resu
     }
     let (account, transaction) = before.as_ref().map_or((None, None), |b| (b.account.clone(), b.transaction.clone()));
     let known = super::delivery::identities(&receiver.for_connection(id));
+    let hold = before.is_some().then(|| receiver.hold(id, announcing_event(action)));
     let at = std::time::Instant::now();
     ctx.drive(action, connection, account.as_deref(), transaction.as_deref()).await?;
-    Ok(Started { action, before, known, at })
+    Ok(Started { action, before, known, at, hold })
 }
 
 /// Waits for the event that announces a driven step, and checks the reaction (§6.3).
 async fn finish_step(ctx: &Session, connection: &Created, step: Started, client: &Auth) -> Result<(), Stop> {
     let receiver = ctx.receiver()?;
     let id = &connection.connection_id;
-    let Started { action, before, known, at } = step;
+    let Started { action, before, known, at, hold } = step;
     let expected = announcing_event(action);
     let names = |d: &Delivery| before.as_ref().is_none_or(|b| b.named_by(action, d));
     // The step's own event: not known before it, naming what it was driven on (a late copy of
@@ -244,7 +248,7 @@ async fn finish_step(ctx: &Session, connection: &Created, step: Started, client:
         // An absence: its evidence is what did arrive for the connection.
         return Err(Stop::Fail(super::event_rules::on(&seen, message)));
     }
-    react(ctx, id, action, event.as_ref(), before.as_ref(), client).await
+    react(ctx, id, action, event.as_ref(), before.as_ref(), client, hold).await
 }
 
 /// §6.3: the read that answers `accounts.updated` sees what it announces. The driver's
@@ -260,6 +264,7 @@ async fn shows_update(
     account: &str,
     before: &Before,
     walked: Vec<String>,
+    hold: Option<super::receiver::Hold>,
 ) -> Result<(), Stop> {
     let (Some(old), Some(old_ids)) = (&before.updated, before.transactions(account)) else { return Ok(()) };
     if old.get("id").and_then(Value::as_str) != Some(account) {
@@ -281,7 +286,10 @@ async fn shows_update(
     };
     let known = super::delivery::identities(&receiver.for_connection(connection_id));
     let reacted = std::time::Instant::now();
-    if read(Some(walked)).await? {
+    let shown = read(Some(walked)).await?;
+    // The reaction read is done: the delivery is answered now, as a client's handler would.
+    drop(hold);
+    if shown {
         return Ok(());
     }
     // The reaction read that showed nothing new: what a finding below rests on.
@@ -420,6 +428,7 @@ pub(crate) async fn react(
     event: Option<&Delivery>,
     before: Option<&Before>,
     client: &Auth,
+    hold: Option<super::receiver::Hold>,
 ) -> Result<(), Stop> {
     let data = |field: &str| {
         event.and_then(|e| e.body.pointer(&format!("/data/{field}"))).and_then(Value::as_str).map(str::to_string)
@@ -447,7 +456,7 @@ pub(crate) async fn react(
             exchange.success_json().map_err(after("accounts.updated"))?;
             let walk = pagination::walk(&ctx.api, &account, None, None).await.map_err(after("accounts.updated"))?;
             match before {
-                Some(before) => shows_update(ctx, connection_id, &account, before, walk.ids()).await,
+                Some(before) => shows_update(ctx, connection_id, &account, before, walk.ids(), hold).await,
                 None => Ok(()),
             }
         }

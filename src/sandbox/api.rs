@@ -229,7 +229,15 @@ async fn get_account(
     if f.is(Mutant::AccountUnreadableAfterUpdate) && account.last_synced_at != account.created_at {
         return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "simulated server error"));
     }
-    Ok(Json(render::single_account(f, account)))
+    let mut one = render::single_account(f, account);
+    if let Some(other) = store.sibling_account(account).filter(|_| f.is(Mutant::AccountReadOtherFields)) {
+        // The right id with another account's name, type and currency.
+        let theirs = render::single_account(f, other);
+        for field in ["name", "type", "currency"] {
+            one[field] = theirs[field].clone();
+        }
+    }
+    Ok(Json(one))
 }
 
 /// `limit` of §4.3: a positive integer (leading zeros allowed), clamped to the maximum
@@ -286,8 +294,14 @@ async fn widget_script(
     State(shared): State<Arc<Shared>>,
     Path(file): Path<String>,
     Query(query): Query<HashMap<String, String>>,
+    headers: axum::http::HeaderMap,
 ) -> Response {
     let key = || shared.lock().any_key().unwrap_or_default();
+    // The mutant serves its widget only to a caller holding an API key, which no frontend does.
+    let bearer = headers.get(AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(|h| h.strip_prefix("Bearer "));
+    if shared.flavor.is(Mutant::WidgetNeedsKey) && bearer.and_then(|k| shared.lock().client_for_key(k)).is_none() {
+        return ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "an API key is required").into_response();
+    }
     let connection = query.get("connectionId").cloned().unwrap_or_default();
     if file == widget::FRAME_FILE {
         let leak = if shared.flavor.is(Mutant::KeyInWidgetFrame) {
@@ -314,11 +328,20 @@ async fn widget_script(
     if shared.flavor.is(Mutant::WidgetEmbedsKey) {
         script = format!("var BANKCONF_API_KEY = \"{}\";\n{script}", key());
     }
+    if shared.flavor.is(Mutant::WidgetKeyHex) {
+        let hex: String = key().bytes().map(|b| format!("{b:02x}")).collect();
+        script = format!("var session = \"{hex}\";\n{script}");
+    }
     if shared.flavor.is(Mutant::KeyInSuccessMetadata) {
         // Built at run time, so that the script's text carries no piece of the key.
         let codes: Vec<String> = key().bytes().map(|b| b.to_string()).collect();
         let leak = format!("metadata.session = String.fromCharCode({}); {}", codes.join(","), widget::SUCCESS);
         script = script.replace(widget::SUCCESS, &leak);
+    }
+    if shared.flavor.is(Mutant::WidgetCorpSameOrigin) {
+        // No page of another origin (every client's frontend) may load it.
+        let corp = axum::http::HeaderName::from_static("cross-origin-resource-policy");
+        return ([(CONTENT_TYPE, media), (corp, "same-origin")], script).into_response();
     }
     ([(CONTENT_TYPE, media)], script).into_response()
 }
@@ -337,7 +360,7 @@ const MAX_TRANSLATED: usize = 16 * 1024 * 1024;
 /// The API layer of [`Variant::PerClientIds`] (see `aliases`): the request's ids in, the
 /// answer's ids out, as the authenticated client sees them. Other flavors pass through.
 pub(crate) async fn translate_ids(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    if !shared.flavor.has(Variant::PerClientIds) || !request.uri().path().starts_with("/v1/") {
+    if !shared.flavor.per_client_ids() || !request.uri().path().starts_with("/v1/") {
         return next.run(request).await;
     }
     let key = request

@@ -290,6 +290,25 @@ departures! {
         // §4: one cause under many symptoms (the closing block names it first)
         JsonBom = "json-bom", "§4", ["create.response-schema", "accounts.response-schema"],
             "every JSON body starts with a byte-order mark (U+FEFF)";
+        // Issue 39: statements judged from every view (cases/clauses.toml)
+        WidgetTokenAsKey = "widget-token-as-key", "§5", ["auth.widget-token"],
+            "a connection's widgetToken sent as the Bearer key is served as that connection's client";
+        DeletedNamesOtherAccount = "deleted-names-other-account", "§6.2", ["state.deleted-owner"],
+            "transaction.deleted names another account of the connection as accountId (the transaction is removed from its own)";
+        AccountsListPartial = "accounts-list-partial", "§4.2", ["state.list-complete"],
+            "the accounts list leaves out the connection's last account, which GET /v1/accounts/{id} serves and every update_accounts updates too (announced by accounts.updated)";
+        AccountReadOtherFields = "account-read-other-fields", "§4.4", ["state.account-read-agrees"],
+            "GET /v1/accounts/{id} answers the right id with another account's name, type and currency";
+        EventsToFirstAddress = "events-to-first-address", "§6", ["isolation.deliveries"],
+            "every client's events go to the address registered first (the first client's), although each client registered its own";
+        WidgetNeedsKey = "widget-needs-key", "§5", ["widget.served"],
+            "the widget script answers 401 unless the request carries an API key, which no frontend holds";
+        WidgetCorpSameOrigin = "widget-corp-same-origin", "§1", ["widget.loads-cross-origin"],
+            "the widget script is served with Cross-Origin-Resource-Policy: same-origin, so no client's page can load it";
+        ChangeAfterAck = "change-after-ack", "§6.3", ["reactions.accounts-updated"],
+            "accounts.updated goes out at once, but the update becomes readable only 0.5 s after its delivery is acknowledged";
+        WidgetKeyHex = "widget-key-hex", "§5", ["widget.no-key-derivative"],
+            "the widget script carries a client's API key, hex-encoded";
     }
 }
 
@@ -348,6 +367,10 @@ departures! {
             "the connections of the second client link no account: CONNECTED, with an empty accounts list";
         ForeignConnectionEvents = "foreign-connection-events", "§6", [],
             "each new connection comes with another connection of the same client, made and connected elsewhere, whose events reach the receiver too";
+        PerClientIdsAtCreation = "per-client-ids-at-creation", "§2", [],
+            "each client numbers its accounts and transactions from 1 as they are created, read or not: another client's id often names one of the reader's own";
+        SharedWebhookAddress = "shared-webhook-address", "§6.3", [],
+            "one webhook address for all clients: a registration replaces it, whichever client registers (the driver says so)";
     }
 }
 
@@ -361,6 +384,8 @@ impl Mutant {
             Self::AccountDropsAfterUpdate => &["reactions.account-balance"],
             // The tour's reaction read after `transaction.deleted` (§6.3).
             Self::DeletedTransactionListed => &["reactions.transaction-deleted"],
+            // The single reads of every listed account (§4.4).
+            Self::AccountReadOtherFields => &["account.readable"],
             _ => &[],
         }
     }
@@ -380,6 +405,11 @@ impl Flavor {
 
     pub fn has(self, v: Variant) -> bool {
         self.variant == Some(v)
+    }
+
+    /// Whether account and transaction ids are numbered per client (two variants, §2).
+    pub fn per_client_ids(self) -> bool {
+        self.has(Variant::PerClientIds) || self.has(Variant::PerClientIdsAtCreation)
     }
 
     /// A fresh identifier with `prefix` (§2): 26 upper-case alphanumerics, a lower-case UUID

@@ -112,6 +112,12 @@ impl Control {
         self.shared.register_webhook(url, key).map(drop)
     }
 
+    /// Whether the sandbox keeps one webhook address for every client
+    /// ([`Variant::SharedWebhookAddress`]): a driver then registers one and says so.
+    pub fn one_webhook_address(&self) -> bool {
+        self.shared.flavor.has(Variant::SharedWebhookAddress)
+    }
+
     /// Removes a webhook delivery address (like `DELETE /sandbox/webhooks`).
     pub async fn unregister_webhook(&self, url: &str) {
         self.shared.unregister_webhook(url);

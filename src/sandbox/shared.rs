@@ -1,6 +1,6 @@
 //! What the routes and the control handle share: the state behind one mutex.
 
-use super::faults::{Flavor, Variant};
+use super::faults::Flavor;
 use super::store::{ActionOutcome, Store};
 use super::transitions::{ActionArgs, ControlError};
 use crate::spec::Action;
@@ -29,6 +29,13 @@ impl Shared {
                 Some(store.client_for_key(key).ok_or_else(|| ControlError::NotFound("no client has that key".into()))?)
             }
         };
+        if self.flavor.has(super::faults::Variant::SharedWebhookAddress) {
+            // One address for every client: the new one replaces whatever was registered.
+            for old in store.outbox_mut().urls().into_iter().filter(|u| u != url) {
+                store.outbox_mut().unregister(&old);
+            }
+            return Ok(store.outbox_mut().register(url, None));
+        }
         Ok(store.outbox_mut().register(url, client))
     }
 
@@ -47,7 +54,7 @@ impl Shared {
         target: &ActionArgs,
     ) -> Result<ActionOutcome, ControlError> {
         let mut store = self.lock();
-        if !self.flavor.has(Variant::PerClientIds) {
+        if !self.flavor.per_client_ids() {
             return store.apply(connection_id, action, target);
         }
         // The driver names accounts and transactions as the connection's client reads them.

@@ -88,6 +88,9 @@ pub(crate) struct Store {
     stale: HashMap<String, (std::time::Instant, Account)>,
     /// Mutant `wrong-connection`: each client's first connection.
     first_connections: HashMap<String, String>,
+    /// Mutant `change-after-ack`: an updated account as it was before its update, served until
+    /// 0.5 s after the delivery of the event (its id) that announced the update is acknowledged.
+    unacked: HashMap<String, (String, Account)>,
 }
 
 impl Store {
@@ -108,6 +111,7 @@ impl Store {
             returning: HashMap::new(),
             stale: HashMap::new(),
             resurrecting: HashMap::new(),
+            unacked: HashMap::new(),
         }
     }
 
@@ -126,6 +130,9 @@ impl Store {
     /// The client an API key belongs to.
     pub fn client_for_key(&self, key: &str) -> Option<String> {
         let exact = self.clients.get(key).cloned();
+        if exact.is_none() && self.flavor.is(Mutant::WidgetTokenAsKey) {
+            return self.connections.values().find(|c| c.widget_token == key).map(|c| c.client_id.clone());
+        }
         if exact.is_none() && self.flavor.is(Mutant::KeyPrefixMatch) {
             return self.clients.iter().find(|(k, _)| key.starts_with(k.as_str())).map(|(_, c)| c.clone());
         }
@@ -219,7 +226,7 @@ impl Store {
             batch.reverse();
         }
         for (body, client) in batch {
-            let body = if self.flavor.has(Variant::PerClientIds) {
+            let body = if self.flavor.per_client_ids() {
                 let mut seen = (*body).clone();
                 self.aliases.outward(&client, &mut seen);
                 Arc::new(seen)
@@ -332,6 +339,12 @@ impl Store {
     /// The account as reads show it: under mutant `event-before-data`, as it was before its
     /// update for a moment after the update was announced.
     fn account_as_read(&self, account_id: &str) -> Option<&Account> {
+        if let Some((event, before)) = self.unacked.get(account_id) {
+            let readable = self.outbox.acked(event).map(|at| at + std::time::Duration::from_millis(500));
+            if readable.is_none_or(|at| std::time::Instant::now() < at) {
+                return Some(before);
+            }
+        }
         match self.stale.get(account_id) {
             Some((until, before)) if std::time::Instant::now() < *until => Some(before),
             _ => self.accounts.get(account_id),
@@ -359,7 +372,13 @@ impl Store {
         if conn.status != ConnectionState::Connected && !served {
             return Err(ReadError::NotConnected(conn.status));
         }
-        let listed = conn.account_ids.iter().filter_map(|id| self.account_as_read(id));
+        // The mutant's list leaves out the connection's last account (of two or more).
+        let hidden = match self.flavor.is(Mutant::AccountsListPartial) && conn.account_ids.len() > 1 {
+            true => conn.account_ids.last().map(String::as_str),
+            false => None,
+        };
+        let listed =
+            conn.account_ids.iter().filter(|id| Some(id.as_str()) != hidden).filter_map(|id| self.account_as_read(id));
         // The mutant forgets an account once `update_accounts` changed it.
         let dropped = |a: &&Account| self.flavor.is(Mutant::AccountDropsAfterUpdate) && a.updates > 0;
         let mut accounts = render::accounts(self.flavor, listed.filter(|a| !dropped(a)));
@@ -526,9 +545,11 @@ impl Store {
             return Err(ControlError::NotPossible(format!("{action} needs a connected connection, it is {from}")));
         }
         let client_id = self.connections[conn_id].client_id.clone();
+        let mut before_update = None;
         let (account_id, transaction_id, detail, kind) = match action {
             Action::UpdateAccounts => {
                 let account_id = self.target_account(conn_id, target.account_id.as_deref())?;
+                before_update = self.accounts.get(&account_id).cloned();
                 if self.flavor.is(Mutant::EventBeforeData) {
                     let until = std::time::Instant::now() + std::time::Duration::from_millis(2500);
                     self.stale.insert(account_id.clone(), (until, self.accounts[&account_id].clone()));
@@ -540,6 +561,9 @@ impl Store {
                     }
                 }
                 let detail = EventDetail::AccountsUpdated { account_id: account_id.clone() };
+                if self.flavor.is(Mutant::AccountsListPartial) {
+                    self.update_hidden_account(conn_id, &account_id, &client_id, now);
+                }
                 (account_id, txn_id, detail, ACCOUNTS_UPDATED)
             }
             _ => {
@@ -563,8 +587,15 @@ impl Store {
                 } else {
                     txn.id.clone()
                 };
-                let detail =
-                    EventDetail::TransactionDeleted { account_id: account_id.clone(), transaction_id: announced };
+                // The mutant names another account of the connection as the one concerned.
+                let named = match self.flavor.is(Mutant::DeletedNamesOtherAccount) {
+                    true => self.connections[conn_id].account_ids.iter().find(|a| **a != account_id).cloned(),
+                    false => None,
+                };
+                let detail = EventDetail::TransactionDeleted {
+                    account_id: named.unwrap_or_else(|| account_id.clone()),
+                    transaction_id: announced,
+                };
                 (account_id, txn.id, detail, TRANSACTION_DELETED)
             }
         };
@@ -582,6 +613,11 @@ impl Store {
             connection_id: conn_id.to_string(),
             detail,
         }));
+        if let (true, Some(event)) = (self.flavor.is(Mutant::ChangeAfterAck), outcome.event_ids.last()) {
+            if let (ACCOUNTS_UPDATED, Some(before)) = (kind, before_update) {
+                self.unacked.insert(account_id.clone(), (event.clone(), before));
+            }
+        }
         outcome.account_id = Some(account_id);
         outcome.transaction_id = Some(transaction_id);
         Ok(outcome)
@@ -608,10 +644,43 @@ impl Store {
                 }
             }
         }
+        if self.flavor.has(Variant::PerClientIdsAtCreation) {
+            // Numbered as they are made, read or not: the client's first account is its 1.
+            let mut made: Value = accounts
+                .iter()
+                .flat_map(|a| std::iter::once(a.id.clone()).chain(a.transactions.iter().map(|t| t.id.clone())))
+                .collect();
+            self.aliases.outward(&conn.client_id, &mut made);
+        }
         for account in accounts {
             conn.account_ids.push(account.id.clone());
             self.accounts.insert(account.id.clone(), account);
         }
+    }
+
+    /// [`Mutant::AccountsListPartial`]: a sync updates the account the list leaves out too,
+    /// announced by an `accounts.updated` of its own.
+    fn update_hidden_account(&mut self, conn_id: &str, driven: &str, client_id: &str, now: DateTime<Utc>) {
+        let ids = &self.connections[conn_id].account_ids;
+        let Some(hidden) = ids.last().filter(|h| ids.len() > 1 && h.as_str() != driven).cloned() else { return };
+        self.update_account(conn_id, &hidden, now);
+        self.emit(Event {
+            id: self.flavor.new_id(prefix::EVENT),
+            kind: ACCOUNTS_UPDATED,
+            at: now,
+            client_id: client_id.to_string(),
+            connection_id: conn_id.to_string(),
+            detail: EventDetail::AccountsUpdated { account_id: hidden },
+        });
+    }
+
+    /// Another account of `account`'s connection (the next one), for
+    /// [`Mutant::AccountReadOtherFields`].
+    pub(crate) fn sibling_account(&self, account: &Account) -> Option<&Account> {
+        let ids = &self.connections.get(&account.connection_id)?.account_ids;
+        let at = ids.iter().position(|id| *id == account.id)?;
+        let next = ids.get((at + 1) % ids.len()).filter(|id| **id != account.id)?;
+        self.accounts.get(next)
     }
 
     /// The given account (which must belong to the connection) or the connection's first.

@@ -33,14 +33,31 @@ enum Msg {
     Deliver(Arc<Value>, String),
 }
 
+/// When each event was first acknowledged (a 2xx answer), by event id: for
+/// [`Mutant::ChangeAfterAck`], whose change becomes readable only after that.
+pub(crate) type Acked = Arc<std::sync::Mutex<HashMap<String, std::time::Instant>>>;
+
 /// The sending end of the delivery queue, kept in the store.
 pub(crate) struct Outbox {
     tx: UnboundedSender<Msg>,
     /// Each address and the client it was registered for (`None`: every client).
     urls: HashMap<String, Option<String>>,
+    acked: Acked,
+}
+
+/// The HTTP client of the deliveries, and where they note what was acknowledged.
+#[derive(Clone)]
+struct Poster {
+    http: reqwest::Client,
+    acked: Acked,
 }
 
 impl Outbox {
+    /// When the event `id` was first acknowledged, if it was.
+    pub fn acked(&self, id: &str) -> Option<std::time::Instant> {
+        self.acked.lock().unwrap_or_else(|e| e.into_inner()).get(id).copied()
+    }
+
     /// Adds a delivery address for `client`'s events (`None`: every client's); `false` if it
     /// was already registered so (registering it for another client moves it).
     pub fn register(&mut self, url: &str, client: Option<String>) -> bool {
@@ -81,17 +98,19 @@ impl Outbox {
 /// Starts the dispatcher task; returns the outbox feeding it.
 pub(crate) fn start(flavor: Flavor, conditions: Conditions) -> (Outbox, JoinHandle<()>) {
     let (tx, rx) = unbounded_channel();
-    let task = tokio::spawn(dispatch(rx, flavor, conditions));
-    (Outbox { tx, urls: HashMap::new() }, task)
+    let acked = Acked::default();
+    let task = tokio::spawn(dispatch(rx, flavor, conditions, acked.clone()));
+    (Outbox { tx, urls: HashMap::new(), acked }, task)
 }
 
-async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor, conditions: Conditions) {
-    let client = reqwest::Client::builder()
+async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor, conditions: Conditions, acked: Acked) {
+    let http = reqwest::Client::builder()
         .timeout(TIMEOUT)
         .no_proxy()
         .user_agent(concat!("bankconf-sandbox/", env!("CARGO_PKG_VERSION")))
         .build()
         .expect("reqwest client");
+    let client = Poster { http, acked };
     let mut workers: Vec<Worker> = Vec::new();
     while let Some(msg) = rx.recv().await {
         match msg {
@@ -110,7 +129,13 @@ async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor, conditions: Co
             Msg::Deliver(event, of) => {
                 // The mutant sends every event to every address, whoever registered it.
                 let anywhere = flavor.is(Mutant::EventsToOtherClient);
-                for w in workers.iter().filter(|w| anywhere || w.only.as_ref().is_none_or(|c| *c == of)) {
+                // This one sends every event to the address registered first, and only there.
+                let first = flavor.is(Mutant::EventsToFirstAddress);
+                let takes = |(i, w): &(usize, &Worker)| match first {
+                    true => *i == 0,
+                    false => anywhere || w.only.as_ref().is_none_or(|c| *c == of),
+                };
+                for (_, w) in workers.iter().enumerate().filter(takes) {
                     let _ = w.tx.send(event.clone());
                 }
             }
@@ -128,7 +153,7 @@ struct Worker {
 }
 
 async fn worker(
-    client: reqwest::Client,
+    client: Poster,
     url: String,
     mut rx: UnboundedReceiver<Arc<Value>>,
     flavor: Flavor,
@@ -211,14 +236,18 @@ fn shuffled(window: u64) -> u64 {
 }
 
 /// One event to one address, with retries.
-async fn deliver(client: &reqwest::Client, url: &str, event: &Value) {
+async fn deliver(client: &Poster, url: &str, event: &Value) {
     let mut last_error = String::new();
     for attempt in 0..=BACKOFF.len() {
         if attempt > 0 {
             tokio::time::sleep(BACKOFF[attempt - 1]).await;
         }
-        match client.post(url).json(event).send().await {
+        match client.http.post(url).json(event).send().await {
             Ok(resp) if resp.status().is_success() => {
+                if let Some(id) = event.get("id").and_then(Value::as_str) {
+                    let mut acked = client.acked.lock().unwrap_or_else(|e| e.into_inner());
+                    acked.entry(id.to_string()).or_insert_with(std::time::Instant::now);
+                }
                 last_error.clear();
                 break;
             }

@@ -56,6 +56,12 @@ impl Driver for StateDriver {
         })
     }
 
+    /// Each address is registered for its own client: an event of one client at the other's
+    /// address is a leak (`isolation.deliveries`).
+    fn per_client_addresses(&self) -> Option<bool> {
+        Some(true)
+    }
+
     fn unregister_webhook<'a>(&'a self, url: &'a str, second: Option<&'a str>) -> DriveFuture<'a> {
         Box::pin(async move {
             for url in std::iter::once(url).chain(second) {

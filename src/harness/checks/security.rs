@@ -10,7 +10,7 @@ use super::{state, Finding};
 use crate::harness::delivery::{Delivery, Recipient};
 use crate::harness::http::Answer;
 use reqwest::Method;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 crate::cases! {
@@ -18,6 +18,7 @@ crate::cases! {
     MALFORMED_KEY = "auth.malformed-key" => malformed_key;
     UNKNOWN_KEY = "auth.unknown-key" => unknown_key;
     NEAR_MISS_KEY = "auth.near-miss-key" => near_miss_key;
+    WIDGET_TOKEN = "auth.widget-token" => widget_token;
     ACCOUNTS = "isolation.accounts" => isolation_accounts;
     ACCOUNT = "isolation.account" => isolation_account;
     TRANSACTIONS = "isolation.transactions" => isolation_transactions;
@@ -129,6 +130,21 @@ async fn near_miss_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     problems.finish()
 }
 
+/// §5 items 2 and 3: the frontend holds the `widgetToken` (`sess_…`), never the API key, so the
+/// token must not work as one. A fresh connection's token, sent as `Authorization: Bearer`, is
+/// refused on every endpoint (it is redacted like a key: never printed).
+async fn widget_token(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let created = ctx.create_connection().await?;
+    let Some(token) = created.widget_token else {
+        return Err(Stop::ignore(
+            "the connection's creation carried no widgetToken (judged by create.response-schema)",
+        ));
+    };
+    ctx.redactor.add(&token);
+    let what = "with the connection's widgetToken as the Bearer key";
+    refused_everywhere(&ctx, Auth::Header(format!("Bearer {token}")), what).await
+}
+
 /// The service prefix of a key (§5: a fixed prefix and an underscore), `""` when it has none.
 fn shape_prefix(key: &str) -> &str {
     key.find('_').map_or("", |i| &key[..=i])
@@ -193,10 +209,27 @@ fn leaks(ctx: &RunContext, exchange: &Exchange, ids: &[String]) -> Option<String
     leaks_to(ctx, exchange, ids, Auth::Second)
 }
 
-/// A 2xx answer read with `reader`'s key leaks another client's data when it names any of
-/// `ids` (that client's objects) that is not also an id of `reader`'s own data: ids are opaque
-/// (§2) and need not be unique across clients, so the reader's own object under an equal id
-/// string is no leak (an advisory note says the ids repeat); the other client's data is.
+/// The fields that tell one client's object from another's under an equal id: what an account
+/// (§2.2) or a transaction (§2.3) is, not what changes with an announced update (balances,
+/// `lastSyncedAt`).
+const IDENTIFYING: [&str; 10] = [
+    "connectionId",
+    "accountId",
+    "name",
+    "type",
+    "currency",
+    "accountNumber",
+    "createdAt",
+    "amount",
+    "description",
+    "transactionDate",
+];
+
+/// A 2xx answer read with `reader`'s key leaks the other client's data when it carries an
+/// object that client read, by content: the same id, and every [`IDENTIFYING`] field both show
+/// equal (at least one). Ids are opaque (§2) and need not be unique across clients, so an
+/// answer that names one of `ids` (the other client's) with other content is the reader's own
+/// object under an equal id, or unknown: an advisory note at most, never a failure.
 fn leaks_to(ctx: &RunContext, exchange: &Exchange, ids: &[String], reader: Auth) -> Option<String> {
     if !exchange.is_success() {
         return None;
@@ -205,65 +238,99 @@ fn leaks_to(ctx: &RunContext, exchange: &Exchange, ids: &[String], reader: Auth)
     if named.is_empty() {
         return None;
     }
-    let own = own_ids(ctx, &reader);
-    let whose = match reader {
-        Auth::Primary => "the first client's key, of the second client's data",
-        _ => "the second client's key",
+    let (owner, whose) = match reader {
+        Auth::Primary => (Auth::Second, "the first client's key, of the second client's data"),
+        _ => (Auth::Primary, "the second client's key"),
     };
-    match named.iter().find(|id| !own.contains(id.as_str())) {
-        Some(id) => Some(format!(
-            "{} with {whose}: expected a refusal, got status {} naming {id}",
-            exchange.request, exchange.status
-        )),
-        None => {
-            // One short item per request: the ids themselves would fill the line.
-            ctx.note(
-                "advisory: ids repeat across clients, which §2 allows (these answers named only the reader's own \
-                 ids; the other client's data would be a leak)",
-                format!("{} with {whose}: {}", exchange.request, exchange.status),
-            );
-            None
+    let named: HashSet<&str> = named.iter().map(|s| s.as_str()).collect();
+    let theirs = objects_read_by(ctx, &owner, &named);
+    let answered = exchange.success_json().ok().map(|body| identified(&body, &named)).unwrap_or_default();
+    for (id, got) in &answered {
+        let Some(versions) = theirs.get(id) else { continue };
+        if let Some(agree) = versions.iter().find_map(|v| same_object(v, got)) {
+            return Some(format!(
+                "{} with {whose}: expected a refusal, got status {} serving {id} as the other client read it \
+                 ({} agree)",
+                exchange.request,
+                exchange.status,
+                agree.join(", ")
+            ));
         }
     }
+    // One short item per request: the ids themselves would fill the line.
+    ctx.note(
+        "advisory: an answer named an id of the other client's, with content unlike what that client read \
+         (ids may repeat across clients, §2: the reader's own object or unknown content is no leak)",
+        format!("{} with {whose}: {}", exchange.request, exchange.status),
+    );
+    None
 }
 
-/// The ids of `reader`'s own data, as its own reads showed them: the connections it created
-/// (§4.1), the accounts listed under those (§4.2), and the transactions of those accounts (§4.3).
-/// Derived from creations only, never from an answer to a probe, so a leak cannot make itself
-/// own.
-fn own_ids(ctx: &RunContext, reader: &Auth) -> std::collections::HashSet<String> {
+/// The objects of `body` (itself, its array's items, its `data` items) that `ids` name (as
+/// their `id`, or as the connection or account they belong to), each by its own id with its
+/// [`IDENTIFYING`] fields.
+fn identified(body: &serde_json::Value, ids: &HashSet<&str>) -> Vec<(String, serde_json::Value)> {
     use serde_json::Value;
-    let answers = ctx.api.answers().all();
-    // Only the reader's own 2xx reads of these shapes, each parsed on its own and dropped (the
-    // log may hold a hostile target's fat pages: no two parsed at once).
-    let mine = |path: Vec<&'static str>| {
-        let path_matches = move |a: &&Arc<crate::harness::http::Answer>| {
-            a.sent.auth == *reader
-                && (200..300).contains(&a.status)
-                && a.segments.len() == path.len()
-                && a.segments.iter().zip(&path).all(|(s, p)| p.is_empty() || s == p)
-        };
-        answers.iter().filter(path_matches).collect::<Vec<_>>()
-    };
-    let parsed = |a: &crate::harness::http::Answer| -> Option<Value> {
-        let text = a.body.as_deref()?;
-        crate::harness::budget::too_dense(text.as_bytes()).is_none().then(|| serde_json::from_str(text).ok())?
-    };
-    let mut own: std::collections::HashSet<String> = mine(vec!["v1", "connections"])
-        .into_iter()
-        .filter_map(|a| parsed(a)?.get("connectionId")?.as_str().map(str::to_string))
-        .collect();
-    // Accounts under own connections, then transactions under own accounts.
-    for (parent, child) in [("connections", "accounts"), ("accounts", "transactions")] {
-        let mut found = Vec::new();
-        for a in mine(vec!["v1", parent, "", child]).into_iter().filter(|a| own.contains(&a.segments[2])) {
-            let Some(body) = parsed(a) else { continue };
-            let items = body.as_array().or_else(|| body.get("data")?.as_array());
-            found.extend(items.into_iter().flatten().filter_map(|i| i.get("id")?.as_str().map(str::to_string)));
+    let items: Vec<&Value> = match body {
+        Value::Array(items) => items.iter().collect(),
+        Value::Object(map) => {
+            let data = map.get("data").and_then(Value::as_array).into_iter().flatten();
+            std::iter::once(body).chain(data).collect()
         }
-        own.extend(found);
+        _ => Vec::new(),
+    };
+    items
+        .into_iter()
+        .filter_map(|item| {
+            let id = item.get("id")?.as_str()?;
+            let named = |f: &str| item.get(f).and_then(Value::as_str).is_some_and(|v| ids.contains(v));
+            if !(ids.contains(id) || named("connectionId") || named("accountId")) {
+                return None;
+            }
+            let kept = IDENTIFYING.iter().filter_map(|f| Some((f.to_string(), item.get(*f)?.clone())));
+            Some((id.to_string(), Value::Object(kept.collect())))
+        })
+        .collect()
+}
+
+/// The fields two readings of one object agree on, when they agree on every field both show
+/// and there is at least one; `None` when they differ (another object under the same id).
+fn same_object(theirs: &serde_json::Value, got: &serde_json::Value) -> Option<Vec<&'static str>> {
+    let mut agree = Vec::new();
+    for field in IDENTIFYING {
+        match (theirs.get(field), got.get(field)) {
+            (Some(a), Some(b)) if a == b || (a.as_f64().is_some() && a.as_f64() == b.as_f64()) => agree.push(field),
+            (Some(_), Some(_)) => return None,
+            _ => {}
+        }
     }
-    own
+    (!agree.is_empty()).then_some(agree)
+}
+
+/// Every object with one of `ids` that `owner`'s own 2xx reads of §4.2, §4.3 and §4.4 showed,
+/// by id, each as [`identified`] keeps it. Only the owner's reads: a probe's answer never
+/// stands for what the owner holds.
+fn objects_read_by(ctx: &RunContext, owner: &Auth, ids: &HashSet<&str>) -> HashMap<String, Vec<serde_json::Value>> {
+    let mut out: HashMap<String, Vec<serde_json::Value>> = HashMap::new();
+    let reads = ctx.api.answers().all();
+    let owners = reads.iter().filter(|a| {
+        a.sent.auth == *owner
+            && (200..300).contains(&a.status)
+            && a.segments.first().map(String::as_str) == Some("v1")
+            && a.segments.len() >= 3
+    });
+    for answer in owners {
+        // Each body parsed on its own and dropped (a hostile target's fat pages: never two).
+        let Some(text) = answer.body.as_deref() else { continue };
+        if !ids.iter().any(|id| text.contains(id)) || crate::harness::budget::too_dense(text.as_bytes()).is_some() {
+            continue;
+        }
+        let Ok(body) = serde_json::from_str::<serde_json::Value>(text) else { continue };
+        for (id, fields) in identified(&body, ids) {
+            out.entry(id).or_default().push(fields);
+        }
+    }
+    out
 }
 
 /// The other direction: the second client's CONNECTED connection from the tour (§5: each
@@ -296,6 +363,17 @@ async fn first_reads_second(
     let Some((connection, accounts)) = second_client_data(ctx).await? else { return Ok(()) };
     for (path, ids) in read(&connection, &accounts) {
         let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        // What the second client itself reads there is what a leak would carry: read once
+        // with its own key when the run has not yet.
+        let read_by_owner = ctx
+            .api
+            .answers()
+            .all()
+            .iter()
+            .any(|a| a.sent.auth == Auth::Second && a.segments == path && a.query.is_empty());
+        if !read_by_owner {
+            ctx.api.send(Method::GET, &path, &[], Auth::Second).await?;
+        }
         let exchange = ctx.api.send(Method::GET, &path, &[], Auth::Primary).await?;
         if let Some(m) = leaks_to(ctx, &exchange, &ids, Auth::Primary) {
             problems.add_at(exchange.seq, m);
@@ -523,8 +601,11 @@ async fn request_shapes(ctx: Arc<RunContext>) -> Result<(), Stop> {
 /// §1 step 3, §6: each client's events go to its own server. The tour drives a connection of
 /// each client; the receiver has an address per client. The rule is judged over every delivery
 /// of the run ([`deliveries_isolated`]) once the separation is evidenced: some of the second
-/// client's events reached its own address. A driver that registers one address for both
-/// clients leaves it unjudged, saying so.
+/// client's events reached its own address. When none did, what the driver said it registered
+/// decides ([`Driver::per_client_addresses`](crate::harness::driver::Driver)): an address per
+/// client makes it a leak (failed); one address for all clients is the target's set-up (passed,
+/// with a note saying what that leaves unjudged); nothing said leaves both causes open
+/// (ignored, naming both).
 async fn separate_addresses(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let tour = ctx.tour().await?;
     let groups = tour.by_client()?;
@@ -532,14 +613,53 @@ async fn separate_addresses(ctx: Arc<RunContext>) -> Result<(), Stop> {
     if second.is_empty() {
         return Err(Stop::ignore("no event of the second client's connection arrived: delivery isolation not judged"));
     }
-    if !second.iter().any(|d| d.to == Recipient::Second) {
-        return Err(Stop::ignore(
-            "the second client's events all arrived at the first client's address: the driver registered one \
-             address for both clients (register BANKCONF_SECOND_WEBHOOK_URL / secondWebhookUrl for the second \
-             client, docs/driver.md), so delivery isolation is not judged",
-        ));
+    if second.iter().any(|d| d.to == Recipient::Second) {
+        return Ok(());
     }
-    Ok(())
+    match ctx.driver.as_ref().and_then(|d| d.per_client_addresses()) {
+        Some(true) => {
+            let mut problems = Problems::default();
+            let legs = tour.legs.iter().filter(|l| l.client == Auth::Second);
+            for (leg, created) in legs.filter_map(|l| Some((l, l.created.as_ref().ok()?))) {
+                let mut kinds: Vec<&str> = leg.deliveries.iter().filter_map(|d| d.event_type()).collect();
+                if kinds.is_empty() {
+                    continue;
+                }
+                let count = kinds.len();
+                kinds.sort_unstable();
+                kinds.dedup();
+                problems.add_at(
+                    created.answer,
+                    format!(
+                    "the client under test's webhook address got {count} event{} of the second client's connection {} \
+                     ({}), and none arrived at the second client's own address, which the driver registered for it \
+                     (it says each client's address is its own): each client's events go to its own server",
+                    if count == 1 { "" } else { "s" },
+                    created.connection_id,
+                    kinds.join(", ")
+                ),
+                );
+            }
+            problems.finish()
+        }
+        Some(false) => {
+            ctx.note(
+                "not judged",
+                "the target keeps one webhook address for all clients (the driver says it registered one, shared): \
+                 every client's events arrive there, so which client an event was meant for is not judged by \
+                 isolation.deliveries"
+                    .to_string(),
+            );
+            Ok(())
+        }
+        None => Err(Stop::ignore(
+            "the second client's events all arrived at the client under test's address: either the driver \
+             registered one address for both clients, or the target sent the second client's events to the first \
+             client's address (a leak). The driver did not say which: a driver that registers each address for its \
+             own client says `webhooks=per-client` (a leak then fails this case), one that registers one address \
+             because the target keeps one for all clients says `webhooks=shared` (docs/driver.md)",
+        )),
+    }
 }
 
 /// Every event at one client's address names that client's connection or `clientId` (§6.2),
@@ -571,7 +691,10 @@ fn deliveries_isolated(model: &state::Model) -> (usize, Vec<Finding>) {
         .iter()
         .any(|p| p.to == Recipient::Second && whose(p).is_some_and(|a| a.sent.auth == Auth::Second));
     if !separated {
-        return (0, Vec::new());
+        // Nothing separated to judge here: the flow ([`separate_addresses`]) reads what the
+        // driver said it registered (a leak, the target's one address, or either); the
+        // deliveries it rests on are these.
+        return (model.posted().iter().filter(|p| whose(p).is_some()).count(), Vec::new());
     }
     let mut judged = 0;
     // One finding per connection and address: the connection's creation, its events there.
@@ -619,6 +742,28 @@ fn deliveries_isolated(model: &state::Model) -> (usize, Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leak_is_the_other_clients_object_by_content_not_its_id() {
+        use serde_json::json;
+        let ids: HashSet<&str> = ["acc_1", "conn_A"].into_iter().collect();
+        let theirs = json!([{"id": "acc_1", "connectionId": "conn_A", "name": "Everyday", "createdAt": "2026-01-01T00:00:00Z", "balance": 5}]);
+        let theirs = identified(&theirs, &ids);
+        // The same account, its balance changed since: a leak.
+        let same =
+            identified(&json!({"id": "acc_1", "connectionId": "conn_A", "name": "Everyday", "balance": 9}), &ids);
+        assert_eq!(same_object(&theirs[0].1, &same[0].1), Some(vec!["connectionId", "name"]));
+        // The reader's own account under an equal id: no leak.
+        let own = identified(&json!({"id": "acc_1", "connectionId": "conn_B", "name": "Everyday"}), &ids);
+        assert_eq!(same_object(&theirs[0].1, &own[0].1), None);
+        // Nothing to compare but the id: unknown content, no leak.
+        let bare = identified(&json!({"id": "acc_1"}), &ids);
+        assert_eq!(same_object(&theirs[0].1, &bare[0].1), None);
+        // A page's items belong to the account named: each is compared by its own id.
+        let page = identified(&json!({"data": [{"id": "txn_9", "accountId": "acc_1", "amount": -3}]}), &ids);
+        assert_eq!(page.len(), 1);
+        assert_eq!(page[0].0, "txn_9");
+    }
 
     #[test]
     fn shapes_edit_after_the_prefix_and_never_equal_the_key() {

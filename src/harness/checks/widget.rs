@@ -17,6 +17,7 @@ crate::cases! {
     GLOBAL_OPEN = "widget.global-open" => global_open;
     OPEN_ACCEPTS_TOKEN = "widget.open-accepts-token" => open_accepts_token;
     FRONTEND_NO_KEY = "widget.frontend-no-key" => frontend_no_key;
+    LOADS_CROSS_ORIGIN = "widget.loads-cross-origin" => loads_cross_origin;
 }
 
 /// The JavaScript MIME type essences browsers accept (WHATWG MIME Sniffing, RFC 9239).
@@ -44,8 +45,14 @@ async fn fetch(ctx: &RunContext) -> Result<Exchange, Stop> {
     // A browser loads the script: no API key (§5.2 keeps keys out of frontends), `Accept: */*`,
     // redirects followed.
     let exchange = ctx.api.fetch_asset(&["widget", &format!("{service}-connect.js")]).await?;
-    exchange
-        .ensure(exchange.is_success(), || format!("{}: expected 2xx, got {}", exchange.request, exchange.summary()))?;
+    let why = match exchange.status {
+        // §1 item 2, §5.2: the client's frontend loads it, and holds no key.
+        401 | 403 => ": the client's frontend loads the script with no API key (§1 item 2, §5.2)",
+        _ => "",
+    };
+    exchange.ensure(exchange.is_success(), || {
+        format!("{}: expected 2xx, got {}{why}", exchange.request, exchange.summary())
+    })?;
     Ok(exchange)
 }
 
@@ -89,6 +96,26 @@ async fn probe(ctx: &RunContext) -> Result<Probe, Stop> {
         })
         .await
         .clone()
+}
+
+/// §1 item 2, §5.2, §5.3: the client's frontend is a page of its own origin, holding no key,
+/// that loads the script with a plain `<script src>`. Such a page (another origin than the
+/// service's, no credentials) must be able to load it: judged only once the page of the
+/// script's own origin loaded it (`widget.script-runs`), so that a failed load is the origin's.
+async fn loads_cross_origin(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let probe = probe(&ctx).await?;
+    if probe.load_failed {
+        return Err(Stop::ignore("the script did not load even from its own origin (judged by widget.script-runs)"));
+    }
+    let session = ctx.browser.get(ctx.config.browser.as_deref()).await?;
+    let url = script_url(&ctx);
+    let loaded = session.loads_elsewhere(&url).await?;
+    ensure(loaded, || {
+        format!(
+            "{url}: a page of another origin (a client's frontend, holding no key) could not load the script, which \
+             its own origin loads (a Cross-Origin-Resource-Policy or similar refusal)"
+        )
+    })
 }
 
 /// The script's URL, for messages.

@@ -32,12 +32,14 @@ pub struct CommandDriver {
     /// Process groups of this driver's calls that may still have processes (a call cancelled
     /// with its case, a driver's background child): ended by [`Driver::stop`], or on drop.
     groups: Mutex<Vec<i32>>,
+    /// What `register_webhook` said it registered on stdout ([`super::said_addresses`]).
+    addresses: Mutex<Option<bool>>,
 }
 
 impl CommandDriver {
     /// A driver running `command` against `base_url`, each call bounded by `timeout`.
     pub fn new(command: String, base_url: String, timeout: Duration, keys: Keys) -> Self {
-        Self { command, base_url, timeout, keys, groups: Mutex::new(Vec::new()) }
+        Self { command, base_url, timeout, keys, groups: Mutex::new(Vec::new()), addresses: Mutex::new(None) }
     }
 
     /// Remembers `group` until it is empty; it dies with the harness meanwhile, even on SIGKILL.
@@ -61,7 +63,8 @@ impl CommandDriver {
             .env("BANKCONF_ACTION", action.as_str())
             .env("BANKCONF_BASE_URL", &self.base_url)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            // Only register_webhook's stdout is read: it may say what it registered.
+            .stdout(if action == DriverAction::RegisterWebhook { Stdio::piped() } else { Stdio::null() })
             .stderr(Stdio::piped())
             // Its own process group, so that a timeout or the end of the run ends its children too.
             .process_group(0)
@@ -108,6 +111,19 @@ impl CommandDriver {
                 }
             })
         });
+        // Its head only (what it says is one short line), the rest drained unread.
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let out_reader = child.stdout.take().map(|mut s| {
+            let out = out.clone();
+            tokio::spawn(async move {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = s.read(&mut chunk).await {
+                    let mut buf = out.lock().unwrap_or_else(|e| e.into_inner());
+                    let room = MAX_SAID.saturating_sub(buf.len()).min(n);
+                    buf.extend_from_slice(&chunk[..room]);
+                }
+            })
+        });
         let status = match tokio::time::timeout(self.timeout, child.wait()).await {
             Ok(status) => status,
             Err(_) => {
@@ -121,10 +137,15 @@ impl CommandDriver {
                 return Answer::Error(format!("driver {} timed out after {:.0?}", action.as_str(), self.timeout));
             }
         };
-        if let Some(mut r) = reader {
+        for mut r in reader.into_iter().chain(out_reader) {
             // What the driver wrote before it exited is in the pipe by now.
             let _ = tokio::time::timeout(STDERR_AFTER_EXIT, &mut r).await;
             r.abort();
+        }
+        if action == DriverAction::RegisterWebhook && matches!(status, Ok(s) if s.success()) {
+            let said = std::mem::take(&mut *out.lock().unwrap_or_else(|e| e.into_inner()));
+            *self.addresses.lock().unwrap_or_else(|e| e.into_inner()) =
+                super::said_addresses(&String::from_utf8_lossy(&said));
         }
         if let Some(group) = group {
             self.forget_if_empty(group);
@@ -149,6 +170,10 @@ impl CommandDriver {
 impl Driver for CommandDriver {
     fn act<'a>(&'a self, action: DriverAction, args: &'a DriveArgs) -> DriveFuture<'a> {
         Box::pin(self.run_command(action, args))
+    }
+
+    fn per_client_addresses(&self) -> Option<bool> {
+        *self.addresses.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Ends every process a call left running: no driver process outlives the run.
@@ -216,6 +241,22 @@ mod tests {
     fn running(pid: &str) -> bool {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+    }
+
+    #[tokio::test]
+    async fn register_webhook_may_say_what_it_registered_on_stdout() {
+        let args = DriveArgs { webhook_url: Some("http://127.0.0.1:9/".into()), ..Default::default() };
+        for (script, said) in [
+            ("echo registered; echo webhooks=shared", Some(false)),
+            ("echo webhooks=per-client", Some(true)),
+            ("echo nothing to say", None),
+            ("echo webhooks=shared; exit 1", None),
+        ] {
+            let driver =
+                CommandDriver::new(script.into(), "http://127.0.0.1:9".into(), Duration::from_secs(5), Keys::default());
+            let _ = driver.act(DriverAction::RegisterWebhook, &args).await;
+            assert_eq!(driver.per_client_addresses(), said, "{script}");
+        }
     }
 
     #[tokio::test]

@@ -13,6 +13,8 @@ pub struct HttpDriver {
     url: String,
     client: reqwest::Client,
     second_key: bool,
+    /// What the answer to `register_webhook` said it registered ([`super::said_addresses`]).
+    addresses: std::sync::Mutex<Option<bool>>,
 }
 
 impl HttpDriver {
@@ -27,7 +29,7 @@ impl HttpDriver {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| SetupError::DriverClient(SetupError::cause(&e)))?;
-        Ok(Self { url: url.to_string(), client, second_key })
+        Ok(Self { url: url.to_string(), client, second_key, addresses: Default::default() })
     }
 
     /// Whether `url` can be a driver's endpoint: an http(s) URL with a host. Checked with the
@@ -88,6 +90,10 @@ impl HttpDriver {
                 _ => break,
             }
         }
+        if action == DriverAction::RegisterWebhook && (200..300).contains(&status) {
+            *self.addresses.lock().unwrap_or_else(|e| e.into_inner()) =
+                super::said_addresses(&String::from_utf8_lossy(&said));
+        }
         let said = tail(&String::from_utf8_lossy(&said));
         match status {
             200..=299 => Answer::Done,
@@ -101,6 +107,10 @@ impl HttpDriver {
 impl Driver for HttpDriver {
     fn act<'a>(&'a self, action: DriverAction, args: &'a DriveArgs) -> DriveFuture<'a> {
         Box::pin(self.post(action, args))
+    }
+
+    fn per_client_addresses(&self) -> Option<bool> {
+        *self.addresses.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

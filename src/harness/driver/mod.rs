@@ -203,6 +203,16 @@ pub trait Driver: Send + Sync {
         not_supported("delete_transaction")
     }
 
+    /// What [`Driver::register_webhook`] registered, when the driver says (docs/driver.md
+    /// "register_webhook and the second client"): `Some(true)` each client's address for its
+    /// own client's events, `Some(false)` one address that the target uses for every client,
+    /// `None` not said (every driver of before; still fine). It decides how
+    /// `isolation.deliveries` reads the second client's events at the first client's address:
+    /// a leak (per client), the target's set-up (one address), or either (not said).
+    fn per_client_addresses(&self) -> Option<bool> {
+        None
+    }
+
     /// Ends whatever the driver left running (the run is over); by default nothing.
     fn stop(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async {})
@@ -214,6 +224,21 @@ impl dyn Driver {
     pub(crate) async fn run(&self, action: DriverAction, args: &DriveArgs) -> Result<(), DriveError> {
         self.act(action, args).await.into_result()
     }
+}
+
+/// What a driver said it registered, from its own words: `webhooks=per-client` or
+/// `webhooks=shared` on a line of its own (the command driver's stdout), or the HTTP driver's
+/// answer `{"webhooks": "per-client"}`; anything else says nothing.
+pub(crate) fn said_addresses(text: &str) -> Option<bool> {
+    let word = |w: &str| match w.trim() {
+        "per-client" => Some(true),
+        "shared" => Some(false),
+        _ => None,
+    };
+    if let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(text) {
+        return map.get("webhooks").and_then(serde_json::Value::as_str).and_then(word);
+    }
+    text.lines().find_map(|l| l.trim().strip_prefix("webhooks=").and_then(word))
 }
 
 /// An answer that is ready at once.
@@ -289,6 +314,15 @@ fn tail(said: &str) -> String {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn a_driver_says_per_client_or_shared_in_a_line_or_a_json_answer() {
+        assert_eq!(said_addresses("ok\nwebhooks=per-client\n"), Some(true));
+        assert_eq!(said_addresses(r#"{"webhooks": "shared"}"#), Some(false));
+        assert_eq!(said_addresses("webhooks=both"), None);
+        assert_eq!(said_addresses(r#"{"registered": true}"#), None);
+        assert_eq!(said_addresses(""), None);
+    }
 
     /// Implements two actions; the others answer not supported.
     struct Partial;

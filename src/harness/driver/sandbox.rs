@@ -17,7 +17,7 @@ impl Driver for SandboxDriver {
             let second = args.second_webhook_url.as_deref();
             match (action, args.webhook_url.as_deref(), args.connection_id.as_deref()) {
                 (DriverAction::RegisterWebhook, Some(url), _) => {
-                    let Some(second) = second else {
+                    let Some(second) = second.filter(|_| !control.one_webhook_address()) else {
                         control.register_webhook(url).await;
                         return Answer::Done;
                     };
@@ -45,5 +45,10 @@ impl Driver for SandboxDriver {
             }
             Answer::Done
         })
+    }
+
+    /// An address per client, unless the sandbox keeps one for all (then one is registered).
+    fn per_client_addresses(&self) -> Option<bool> {
+        Some(!self.control.one_webhook_address())
     }
 }

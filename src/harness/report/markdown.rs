@@ -270,6 +270,7 @@ fn render_raw(report: &Report) -> String {
         }
     }
     out += &coverage(report);
+    out += &statements(report);
     out
 }
 
@@ -363,6 +364,47 @@ fn coverage(report: &Report) -> String {
     }
     if !unselected.is_empty() {
         let _ = writeln!(out, "Checked by the catalogue but not by this report: {}.", unselected.join(", "));
+    }
+    out
+}
+
+/// The clause matrix (`cases/clauses.toml`) against this report: how many of the judged cells
+/// (statement × view) its cases judged, and each statement a failed case judges, with the views
+/// that showed it.
+fn statements(report: &Report) -> String {
+    use crate::harness::clauses::{matrix, Cell};
+    let m = matrix();
+    let (mut judged, mut cells, mut failing) = (0, 0, Vec::new());
+    for clause in &m.clause {
+        let mut views = Vec::new();
+        for view in &m.views {
+            let Some(Cell::Judged(cases)) = m.cell(clause, view) else { continue };
+            cells += 1;
+            let results: Vec<&CaseResult> = report.results.iter().filter(|r| cases.contains(&r.case.id)).collect();
+            if results.iter().any(|r| matches!(r.outcome, Outcome::Passed | Outcome::Failed(_))) {
+                judged += 1;
+            }
+            // An advisory note is no broken statement.
+            let broken = |r: &&&CaseResult| r.case.level != catalogue::Level::Advisory;
+            if results.iter().filter(broken).any(|r| matches!(r.outcome, Outcome::Failed(_))) {
+                views.push(view.as_str());
+            }
+        }
+        if !views.is_empty() {
+            let says = clause.says.replace('|', "\\|");
+            failing.push(format!("| {} | {} | {says} | {} |", clause.id, clause.section, views.join(", ")));
+        }
+    }
+    let mut out = format!(
+        "\n### Statements by view\n\n{} statements of the spec against {} views (`cases/clauses.toml`): this report \
+         judged {judged} of the {cells} cells a case judges.\n",
+        m.clause.len(),
+        m.views.len()
+    );
+    if !failing.is_empty() {
+        out += "\n| statement | section | says | broken in the views |\n|---|---|---|---|\n";
+        out += &failing.join("\n");
+        out.push('\n');
     }
     out
 }

@@ -312,7 +312,7 @@ async fn judge_reaction(
     let event = delivery::step_event(deliveries, &known, announcing_event(action), names);
     let owner =
         if action == Action::DeleteTransaction { owners::TRANSACTION_DELETED } else { owners::ACCOUNTS_UPDATED };
-    react(ctx, id, action, event, before.as_ref(), &Auth::Primary).await.map_err(|e| {
+    react(ctx, id, action, event, before.as_ref(), &Auth::Primary, None).await.map_err(|e| {
         if e.is_fail() {
             trace.fail(owner, id, e.to_string(), deliveries)
         } else {

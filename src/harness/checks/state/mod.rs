@@ -16,6 +16,7 @@
 
 mod model;
 mod rules;
+mod views;
 
 use crate::harness::delivery;
 use crate::harness::fixtures::RunContext;
@@ -35,6 +36,9 @@ crate::cases! {
     DELETIONS_HOLD = "state.deletions-hold" => reread, models [rules::deletions_hold];
     NOTHING_VANISHES = "state.nothing-vanishes" => reread, models [rules::nothing_vanishes];
     CHANGES_ANNOUNCED = "state.changes-announced" => reread, models [rules::changes_announced];
+    DELETED_OWNER = "state.deleted-owner" => reread, models [views::deleted_owner];
+    LIST_COMPLETE = "state.list-complete" => reread, models [views::list_complete];
+    ACCOUNT_READ_AGREES = "state.account-read-agrees" => single_reads, models [views::account_read_agrees];
 }
 
 /// The flow of the state cases, run once for all four: the fixtures' and the tour's reads, then
@@ -42,6 +46,22 @@ crate::cases! {
 /// requests: each listed account's first walk at the default page size).
 async fn reread(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.reread.get_or_init(|| reread_once(&ctx)).await.clone()
+}
+
+/// The flow of `state.account-read-agrees`: the state cases' reads, and a single read (§4.4)
+/// of each of the shared connection's accounts that no case has read yet (`account.readable`
+/// reads them all in a full run).
+async fn single_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    reread(ctx.clone()).await?;
+    let fixture = ctx.connected().await?;
+    let answers = ctx.api.answers().all();
+    for id in fixture.account_ids() {
+        let read = answers.iter().any(|a| a.segments.len() == 3 && a.segments[1] == "accounts" && a.segments[2] == id);
+        if !read {
+            ctx.api.get(&["v1", "accounts", &id], &[]).await?;
+        }
+    }
+    Ok(())
 }
 
 async fn reread_once(ctx: &RunContext) -> Result<(), Stop> {

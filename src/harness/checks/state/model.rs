@@ -33,6 +33,9 @@ pub struct Observed {
     pub(super) pages: Vec<PageRead>,
     /// `GET /v1/accounts/{id}` answers with a numeric `balance` (§4.4; its shape is not shown).
     pub(super) balances: Vec<(Arc<Answer>, String, f64)>,
+    /// `GET /v1/accounts/{id}` answers that are an object of the asked id (or of none), with
+    /// the fields of [`ACCOUNT_FIELDS`] it shows (`state.account-read-agrees`).
+    pub(super) singles: Vec<(Arc<Answer>, String, Value)>,
     /// Each connection created with a client's key (§4.1), with the creation's answers: whose
     /// connection it is (ids may repeat across clients, §2: then it is not known).
     created: HashMap<String, Vec<Arc<Answer>>>,
@@ -177,6 +180,11 @@ impl Observed {
             Endpoint::Account => {
                 if let Some(balance) = body.get("balance").and_then(Value::as_f64) {
                     self.balances.push((answer.clone(), read.id.clone(), balance));
+                }
+                let of_asked = body.get("id").is_none_or(|id| id.as_str() == Some(read.id.as_str()));
+                if let (true, Value::Object(map)) = (of_asked, body) {
+                    let kept = ACCOUNT_FIELDS.iter().filter_map(|f| Some((f.to_string(), map.get(*f)?.clone())));
+                    self.singles.push((answer.clone(), read.id.clone(), Value::Object(kept.collect())));
                 }
             }
             Endpoint::AccountTransactions => {

@@ -1,0 +1,177 @@
+//! Rules that hold one statement against another view of the same object (issue 39, the clause
+//! matrix `cases/clauses.toml`): what an event names against what the reads list, and the
+//! single account read (§4.4) against the connection's list (§4.2). Like [`super::rules`], each
+//! reads the [`Model`] and fails the reads that contradict another view.
+
+use super::model::{same, view, Event, ListRead, Model};
+use crate::harness::checks::Finding;
+use crate::harness::http::Answer;
+use crate::spec;
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn finding(problem: String, answer: &Arc<Answer>) -> Finding {
+    Finding { problem: format!("{problem}{}", answer.whose()), answer: answer.clone(), awaits_event: false }
+}
+
+/// §6.2 `accountId` of `transaction.deleted` is the account concerned, and §2.3 a
+/// transaction's owning account: the account the event names is the one whose list showed the
+/// removed transaction. Judged where a read of the event's view listed it under some account.
+pub(super) fn deleted_owner(model: &Model) -> (usize, Vec<Finding>) {
+    let mut judged = 0;
+    let mut findings = Vec::new();
+    for e in model.events.iter().filter(|e| e.kind == spec::TRANSACTION_DELETED) {
+        let (Some(account), Some(txn)) = (&e.account, &e.transaction) else { continue };
+        let listing =
+            model.pages.iter().filter(|p| e.speaks_for(view(&p.answer)) && p.items.iter().any(|(id, _, _)| id == txn));
+        let owners: Vec<_> = listing.collect();
+        if owners.is_empty() {
+            continue;
+        }
+        judged += 1;
+        if owners.iter().any(|p| p.account == *account) {
+            continue;
+        }
+        let page = owners[0];
+        findings.push(finding(
+            format!(
+                "{} names account {account} for the removed transaction {txn}, which {} lists under account {} \
+                 (§6.2: the account concerned; §2.3: the owning account)",
+                spec::TRANSACTION_DELETED,
+                page.answer.sent.request,
+                page.account
+            ),
+            &page.answer,
+        ));
+    }
+    (judged, findings)
+}
+
+/// Whether a connection event of `connection` that the server may date after `e` arrived
+/// before `before`: a reconnection may link other accounts, so a list read after it is not held
+/// against `e`.
+fn relinked(model: &Model, e: &Event, connection: &str, before: Instant) -> bool {
+    model.events.iter().any(|f| {
+        f.kind.starts_with("connection.")
+            && f.connection.as_deref() == Some(connection)
+            && f.arrived < before
+            && !f.occurred_before(e)
+    })
+}
+
+/// §4.2: the accounts list holds all accounts linked to the connection. An account that an
+/// `accounts.updated` or `transaction.deleted` of the connection names (§6.2: the account
+/// concerned) is in every list of that connection read after the event arrived, in the event's
+/// view. An account that was listed and then dropped out is `state.nothing-vanishes`'s (one
+/// judge per rule): here only accounts the view's lists never showed before.
+pub(super) fn list_complete(model: &Model) -> (usize, Vec<Finding>) {
+    let mut judged = 0;
+    let mut findings = Vec::new();
+    let mut reported: HashSet<(u64, &str)> = HashSet::new();
+    let naming =
+        model.events.iter().filter(|e| e.kind == spec::ACCOUNTS_UPDATED || e.kind == spec::TRANSACTION_DELETED);
+    for e in naming {
+        let (Some(account), Some(connection)) = (&e.account, &e.connection) else { continue };
+        let lists = model
+            .lists
+            .iter()
+            .filter(|l| l.connection == *connection && e.speaks_for(view(&l.answer)) && l.answer.sent_at > e.arrived);
+        for list in lists {
+            judged += 1;
+            if list.accounts.iter().any(|(id, _)| id == account) {
+                continue;
+            }
+            let listed_before = model.lists.iter().any(|l| {
+                l.connection == list.connection
+                    && view(&l.answer) == view(&list.answer)
+                    && l.answer.sent_at < list.answer.sent_at
+                    && l.accounts.iter().any(|(id, _)| id == account)
+            });
+            if listed_before
+                || relinked(model, e, connection, list.answer.sent_at)
+                || !reported.insert((list.answer.seq, account))
+            {
+                continue;
+            }
+            findings.push(finding(
+                format!(
+                    "{} leaves out account {account}, which a {} of connection {connection} named before the read \
+                     (§4.2: all accounts linked to the connection)",
+                    list.answer.sent.request, e.kind
+                ),
+                &list.answer,
+            ));
+        }
+    }
+    (judged, findings)
+}
+
+/// The account fields the single read (§4.4) and the list (§4.2) must agree on when no event
+/// separates them: what the account is, not its balance (`reactions.account-balance`'s).
+const AGREED: [&str; 6] = ["connectionId", "name", "type", "currency", "accountNumber", "createdAt"];
+
+/// §4.4 and §2.2: `GET /v1/accounts/{id}` (its shape is not shown) that answers with account
+/// fields states them of the account asked for: each one it shows equals what the
+/// connection's list showed of that account, in the same view, at the list read nearest in
+/// time with no announcement of a change between the two (§1 step 5).
+pub(super) fn account_read_agrees(model: &Model) -> (usize, Vec<Finding>) {
+    let mut judged = 0;
+    let mut findings = Vec::new();
+    for (answer, id, fields) in &model.singles {
+        let distance = |at: Instant| {
+            if at > answer.sent_at {
+                at - answer.sent_at
+            } else {
+                answer.sent_at - at
+            }
+        };
+        // A change announced between the two reads (an event of the account, or of its
+        // connection) may explain a difference: such a pair is not compared.
+        let unchanged = |list: &&ListRead| {
+            let (from, to) = if list.answer.sent_at < answer.sent_at {
+                (list.answer.sent_at, answer.answered_at)
+            } else {
+                (answer.sent_at, list.answer.answered_at)
+            };
+            !model.events.iter().any(|e| {
+                e.arrived >= from
+                    && e.arrived <= to
+                    && (e.account.as_deref() == Some(id.as_str())
+                        || (e.kind.starts_with("connection.")
+                            && e.connection.as_deref() == Some(list.connection.as_str())))
+            })
+        };
+        let nearest = model
+            .lists
+            .iter()
+            .filter(|l| view(&l.answer) == view(answer))
+            .filter(unchanged)
+            .filter_map(|l| Some((l, l.accounts.iter().find(|(a, _)| a == id)?)))
+            .min_by_key(|(l, _)| distance(l.answer.sent_at));
+        let Some((list, (_, listed))) = nearest else { continue };
+        let mut differ = BTreeSet::new();
+        for field in AGREED {
+            if let (Some(a), Some(b)) = (listed.get(field), fields.get(field)) {
+                if !same(a, b) {
+                    differ.insert(format!("{field} {b} where the list shows {a}"));
+                }
+            }
+        }
+        if AGREED.iter().any(|f| listed.get(*f).is_some() && fields.get(*f).is_some()) {
+            judged += 1;
+        }
+        if !differ.is_empty() {
+            findings.push(finding(
+                format!(
+                    "{} answers account {id} with {} (by {}, §4.4, §2.2: one account, one set of fields)",
+                    answer.sent.request,
+                    differ.into_iter().collect::<Vec<_>>().join(", "),
+                    list.answer.sent.request
+                ),
+                answer,
+            ));
+        }
+    }
+    (judged, findings)
+}
