@@ -141,5 +141,6 @@ fn selected_by(args: &Arguments) -> Vec<String> {
 /// A redactor of the keys the flags give, for a setup error (which may quote a driver that
 /// echoed one) printed after the run, whose own redactor is gone.
 fn config_secrets(config: &RunConfig) -> redact::Redactor {
-    redact::Redactor::of([config.api_key.as_deref().unwrap_or(""), config.second_api_key.as_deref().unwrap_or("")])
+    let keys = [config.api_key.as_deref().unwrap_or(""), config.second_api_key.as_deref().unwrap_or("")];
+    redact::Redactor::of(keys.into_iter().chain(super::transport::header_values(&config.headers)))
 }

@@ -103,6 +103,12 @@ pub enum SetupError {
     /// The driver broke on `connect`: every case after it would break with it.
     #[error("preflight: the driver failed on connect (is the driver right?): {message}")]
     DriverConnectFailed { message: String },
+    /// `--ca-cert` that cannot be read, or holds no PEM certificate.
+    #[error("--ca-cert {}: {problem}", .file.display())]
+    CaCert { file: std::path::PathBuf, problem: String },
+    /// A `--header` that is not `Name: value` (its value is never quoted: a secret).
+    #[error("--header #{position}: {problem} (expected 'Name: value')")]
+    BadHeader { position: usize, problem: &'static str },
 }
 
 /// Why a URL is no http(s) URL.
