@@ -223,7 +223,9 @@ impl RunBrowser {
         if slot.is_none() {
             *slot = Some(match find(given) {
                 None => Err(Stop::ignore(INSTALL_HINT)),
-                Some(path) => self.pool.get(&path, self.ignore_certificates).await.map_err(|e| harness_error(e.to_string())),
+                Some(path) => {
+                    self.pool.get(&path, self.ignore_certificates).await.map_err(|e| harness_error(e.to_string()))
+                }
             });
         }
         slot.clone().expect("set above")

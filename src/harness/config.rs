@@ -138,7 +138,13 @@ pub struct RunConfig {
     pub insecure: bool,
     /// A header sent on every request to the target's API, `'Name: value'` (repeatable; in
     /// BANKCONF_HEADER one per line). Values are secrets: never printed.
-    #[arg(long = "header", env = "BANKCONF_HEADER", value_delimiter = '\n', hide_env_values = true, value_name = "NAME: VALUE")]
+    #[arg(
+        long = "header",
+        env = "BANKCONF_HEADER",
+        value_delimiter = '\n',
+        hide_env_values = true,
+        value_name = "NAME: VALUE"
+    )]
     pub headers: Vec<String>,
     /// Select cases by section (`§4.3` or `4.3`; repeatable).
     #[arg(long = "section")]

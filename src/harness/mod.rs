@@ -70,6 +70,6 @@ mod sanitize;
 mod session;
 mod steps;
 mod throttle;
-mod transport;
 mod tour;
+mod transport;
 pub(crate) mod verdict;

@@ -161,8 +161,8 @@ impl Session {
         let browser_pool = config.browser_pool.clone();
         // Chromium takes no CA file: with --ca-cert or --insecure it skips verification, the
         // target's certificate having been verified (or not, with --insecure) by the API client.
-        let browser = RunBrowser::new(browser_pool)
-            .ignoring_certificate_errors(config.insecure || config.ca_cert.is_some());
+        let browser =
+            RunBrowser::new(browser_pool).ignoring_certificate_errors(config.insecure || config.ca_cert.is_some());
         let session = Self {
             config,
             server,

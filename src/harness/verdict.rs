@@ -34,7 +34,8 @@ pub fn set_program(word: String) {
     let _ = PROGRAM.set(word);
 }
 
-fn program() -> &'static str {
+/// The program word of a rerun or replay: `bankconf`, or what `main` named ([`set_program`]).
+pub(crate) fn program() -> &'static str {
     PROGRAM.get().map_or("bankconf", String::as_str)
 }
 
