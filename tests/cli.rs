@@ -604,7 +604,8 @@ fn tls_front(upstream: &str, cert: &std::path::Path, key: &std::path::Path) -> T
 /// A target behind a private CA: without `--ca-cert` the run stops at its preflight (exit 2)
 /// naming `--ca-cert`; with it the run passes, the browser loading the widget too. `--header`
 /// values reach the server on every request and appear in no output: terminal, reports, HAR,
-/// rerun lines (`--header 'Name: [redacted]'`). `--insecure` passes too, and says so.
+/// rerun lines (`--header 'Name: [redacted]'`). HTTPS_PROXY and NO_PROXY are honoured.
+/// `--insecure` passes too, and says so.
 #[test]
 fn a_target_behind_a_private_ca_passes_with_ca_cert_and_headers_stay_secret() {
     let dir = temp_path("private-ca");
@@ -658,6 +659,24 @@ fn a_target_behind_a_private_ca_passes_with_ca_cert_and_headers_stay_secret() {
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&files[0].1).unwrap()).unwrap();
     let rerun = report["cases"][0]["rerun"].as_str().unwrap();
     assert!(rerun.contains("--header 'X-Gateway-Token: [redacted]'") && rerun.contains("--ca-cert "), "{rerun}");
+
+    // HTTPS_PROXY is honoured (a proxy where nothing listens: the target is unreachable), and
+    // NO_PROXY too.
+    let proxied = |no_proxy: &str| {
+        Command::new(BIN)
+            .arg("run")
+            .args([&args[..], &["--ca-cert", &ca_arg, "create.status-created"]].concat())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", no_proxy)
+            .output()
+            .unwrap()
+    };
+    let output = proxied("");
+    assert_eq!(output.status.code(), Some(2), "through the proxy: {}", text(&output));
+    let output = proxied("127.0.0.1,localhost");
+    assert_eq!(output.status.code(), Some(0), "NO_PROXY: {}", text(&output));
 
     let output = run(&[&args[..], &["--insecure", "--report-json", &paths[0], "create.status-created"]].concat());
     let out = text(&output);

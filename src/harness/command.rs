@@ -40,7 +40,7 @@ pub async fn run(config: RunConfig) -> i32 {
     report::finish(&report, &outputs)
 }
 
-/// Names this binary in every rerun command ([`verdict::set_program`](super::verdict::set_program)):
+/// Names this binary in every rerun command (`verdict::set_program`):
 /// `bankconf` when that name on PATH is this very file, else the path of this file, relative to
 /// the current directory when it is below it (`./target/release/bankconf`, after `cargo run`),
 /// so that a rerun pasted in the same directory runs it.
