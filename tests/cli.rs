@@ -160,8 +160,10 @@ fn failures_carry_their_reproduction_in_every_report_and_keys_never_appear() {
     for t in &texts {
         assert!(t.contains("Authorization: Bearer $BANKCONF_API_KEY"), "no curl reproduction:\n{t}");
         assert!(t.contains("/accounts"), "{t}");
+        // Markdown wraps long commands (` \` and an indent): read as one line.
+        let joined = t.replace(" \\\n    ", " ");
         let rerun = format!("bankconf run --base-url {} --api-key ", server.url);
-        assert!(t.contains(&rerun), "the rerun command names the target:\n{t}");
+        assert!(joined.contains(&rerun), "the rerun command names the target:\n{t}");
     }
     let report: Value = serde_json::from_str(&texts[0]).unwrap();
     if let Err(v) = bankconf::internal::schemas::validate(bankconf::internal::schemas::Schema::Report, &report) {

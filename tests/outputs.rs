@@ -498,7 +498,12 @@ fn check_events_flags_each_fault() {
         assert!(text(&output).contains(evidence), "{file}: {}", text(&output));
         let failures = w.junit.find("failure");
         assert_eq!(failures.len(), failing.len(), "{file}");
-        assert!(failures[0].text.contains(&format!("rerun: bankconf check-events {}", fixture(file))));
+        // The binary by its path (bankconf on PATH is not this build), pasteable as is.
+        assert!(
+            failures[0].text.contains(&format!("/bankconf check-events {}", fixture(file))),
+            "{}",
+            failures[0].text
+        );
         assert!(w.markdown.starts_with("## bankconf check-events: FAILED"));
         // Wrapped text now, not a code block: Markdown's escapes (`mfa\_required`) aside.
         assert!(w.markdown.replace('\\', "").contains(evidence), "{file}: {}", w.markdown);
