@@ -86,7 +86,7 @@ pub mod internal {
     }
     /// `bankconf run` and `cargo test --test conformance`.
     pub mod command {
-        pub use crate::harness::command::{conformance_test, run};
+        pub use crate::harness::command::{conformance_test, name_this_binary, run};
     }
     /// The flags of `bankconf run` and `bankconf serve`.
     pub mod config {

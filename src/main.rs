@@ -10,8 +10,11 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
+/// `bankconf --version`: the crate's version and the commit it was built from (build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("BANKCONF_COMMIT"), ")");
+
 #[derive(Parser)]
-#[command(name = "bankconf", version, about = "Conformance harness for the Bank Connection Aggregation Service")]
+#[command(name = "bankconf", version = VERSION, about = "Conformance harness for the Bank Connection Aggregation Service")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -69,6 +72,11 @@ enum Command {
         #[arg(long, default_value_t = 8.0)]
         event_timeout: f64,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions {
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
     /// Write the man pages (`bankconf.1`, `bankconf-run.1`, …) into a folder: docs/man is
     /// written so, and a test checks it is current.
     #[command(hide = true)]
@@ -81,6 +89,7 @@ enum Command {
 fn main() -> ExitCode {
     bankconf::internal::config::forget_empty_env();
     let cli = Cli::parse();
+    command::name_this_binary();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -135,8 +144,13 @@ fn main() -> ExitCode {
         Command::Serve { listen, api_keys, service, mutant, variant, conditions, .. } => {
             runtime.block_on(serve(SandboxConfig { listen, api_keys, service, mutant, variant, conditions }))
         }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "bankconf", &mut script);
+            emit(&String::from_utf8_lossy(&script))
+        }
         Command::Man { dir } => {
-            match std::fs::create_dir_all(&dir).and_then(|()| clap_mangen::generate_to(Cli::command(), &dir)) {
+            match std::fs::create_dir_all(&dir).and_then(|()| clap_mangen::generate_to(man_command(), &dir)) {
                 Ok(()) => EXIT_PASSED,
                 Err(e) => {
                     eprintln!("bankconf man: cannot write {}: {e}", dir.display());
@@ -199,6 +213,12 @@ async fn serve(config: SandboxConfig) -> i32 {
         _ = tokio::signal::ctrl_c() => {}
     }
     0
+}
+
+/// The command line the man pages describe: versioned by the crate alone (docs/man is committed,
+/// and cannot name the commit that holds it).
+fn man_command() -> clap::Command {
+    Cli::command().version(env!("CARGO_PKG_VERSION"))
 }
 
 /// Writes `text` to stdout. A closed pipe (`bankconf run --list | head`) is not an error.

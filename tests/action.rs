@@ -3,6 +3,11 @@
 //! saved whatever the verdict, the artifact name is unique per job, and its run step, run
 //! locally as GitHub would run it, judges `bankconf serve`, leaves the three reports, the HAR
 //! and the job summary, and sets the outputs `verdict` and `exit-code`. Loopback only.
+//!
+//! The release artifacts too: `scripts/package.sh` packs the debug binary cargo built for the
+//! tests (no release build here) into the archive the docs promise, the binstall metadata
+//! resolves to its names, the action's release step takes it only when its sources are the
+//! release's, and the release workflow and the Dockerfile parse.
 
 use serde_json::Value;
 use std::process::Command;
@@ -64,7 +69,8 @@ fn every_input_mirrors_a_flag() {
         if OWN_INPUTS.contains(&name.as_str()) {
             continue;
         }
-        assert!(help.contains(&format!("--{name} ")), "{name}: no flag --{name} in `bankconf run --help`");
+        let flag = [format!("--{name} "), format!("--{name}\n")];
+        assert!(flag.iter().any(|f| help.contains(f)), "{name}: no flag --{name} in `bankconf run --help`");
         assert!(help.contains(&format!("BANKCONF_{upper}")), "{name}: no BANKCONF_{upper}");
         let words = run_sh.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
         assert!(words.into_iter().any(|w| w == upper), "{name}: run.sh does not export BANKCONF_{upper}");
@@ -233,4 +239,209 @@ fn the_documented_uses_line_names_a_ref_that_exists() {
         let sha = r.len() == 40 && r.bytes().all(|b| b.is_ascii_hexdigit());
         assert!(r == "main" || sha, "{r}: no such tag or branch");
     }
+}
+
+/// The target the tests name their archive after (only a name here: the binary is the host's).
+const TARGET: &str = "x86_64-unknown-linux-musl";
+
+/// `scripts/package.sh` run once for this process, on the debug binary: its output folder.
+fn packaged() -> &'static std::path::Path {
+    static DIST: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIST.get_or_init(|| {
+        let out = temp_path("dist");
+        let _ = std::fs::remove_dir_all(&out);
+        let output = Command::new("bash")
+            .args(["scripts/package.sh", "--target", TARGET, "--bin", BIN, "--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", text(&output));
+        out
+    })
+}
+
+fn archive_name() -> String {
+    format!("bankconf-v{}-{TARGET}", env!("CARGO_PKG_VERSION"))
+}
+
+#[test]
+fn the_release_archive_holds_what_the_docs_promise_and_binstall_resolves_to_it() {
+    let dist = packaged();
+    let name = archive_name();
+    let archive = dist.join(format!("{name}.tar.gz"));
+    let listing = Command::new("tar").arg("-tzf").arg(&archive).output().unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout).to_string();
+    let entries: Vec<&str> = listing.lines().map(|l| l.trim_end_matches('/')).collect();
+    let mut promised: Vec<String> = ["bankconf", "LICENSE-MIT", "LICENSE-APACHE", "README.md"]
+        .iter()
+        .chain(&["bankconf.bash", "_bankconf", "bankconf.fish", "bankconf.elv", "_bankconf.ps1"].map(|c| {
+            // The completions folder, one script per shell clap_complete knows.
+            Box::leak(format!("completions/{c}").into_boxed_str()) as &str
+        }))
+        .map(|f| f.to_string())
+        .collect();
+    // Every man page of docs/man (the same generator).
+    for page in std::fs::read_dir("docs/man").unwrap() {
+        promised.push(format!("man/{}", page.unwrap().file_name().to_string_lossy()));
+    }
+    for file in &promised {
+        assert!(entries.contains(&format!("{name}/{file}").as_str()), "{file} missing from the archive:\n{listing}");
+    }
+    // Its SHA-256 sum checks.
+    let sum = Command::new("sha256sum").args(["-c", &format!("{name}.tar.gz.sha256")]).current_dir(dist).output();
+    assert!(sum.unwrap().status.success(), "the .sha256 does not match");
+    // Unpacked, it runs and names its commit; the completions are scripts for their shell.
+    let unpacked = temp_path("unpacked");
+    let _ = std::fs::remove_dir_all(&unpacked);
+    std::fs::create_dir_all(&unpacked).unwrap();
+    assert!(Command::new("tar").arg("-xzf").arg(&archive).arg("-C").arg(&unpacked).status().unwrap().success());
+    let version = Command::new(unpacked.join(&name).join("bankconf")).arg("--version").output().unwrap();
+    let version = String::from_utf8_lossy(&version.stdout).to_string();
+    assert!(version.starts_with(&format!("bankconf {} (commit ", env!("CARGO_PKG_VERSION"))), "{version}");
+    let bash = std::fs::read_to_string(unpacked.join(&name).join("completions/bankconf.bash")).unwrap();
+    assert!(bash.contains("complete -F _bankconf") && bash.contains("--ca-cert"), "{bash}");
+
+    // `cargo binstall` resolves Cargo.toml's templates to these names.
+    let manifest: toml::Value = toml::from_str(&std::fs::read_to_string("Cargo.toml").unwrap()).unwrap();
+    let package = &manifest["package"];
+    let binstall = &package["metadata"]["binstall"];
+    let repo = package["repository"].as_str().unwrap();
+    let fill = |template: &str| {
+        [
+            ("{ repo }", repo),
+            ("{ name }", "bankconf"),
+            ("{ version }", env!("CARGO_PKG_VERSION")),
+            ("{ target }", TARGET),
+            ("{ archive-suffix }", ".tar.gz"),
+            ("{ bin }", "bankconf"),
+            ("{ binary-ext }", ""),
+        ]
+        .iter()
+        .fold(template.to_string(), |t, (k, v)| t.replace(k, v))
+    };
+    assert_eq!(binstall["pkg-fmt"].as_str(), Some("tgz"));
+    let url = fill(binstall["pkg-url"].as_str().unwrap());
+    assert!(!url.contains('{'), "{url}");
+    assert_eq!(
+        url,
+        format!("{repo}/releases/download/v{}/{name}.tar.gz", env!("CARGO_PKG_VERSION")),
+        "the release workflow publishes under the tag v<version>"
+    );
+    let bin_dir = fill(binstall["bin-dir"].as_str().unwrap());
+    assert!(entries.contains(&bin_dir.as_str()), "{bin_dir} is not in the archive:\n{listing}");
+}
+
+/// The action's release step, run as GitHub would against a release folder (file://): it takes
+/// the release binary when the action's sources are the release's, and falls back to building
+/// from source when they differ, or when the archive does not match its sum.
+#[test]
+fn the_action_uses_the_release_binary_only_when_its_sources_are_the_release() {
+    let dist = packaged();
+    let prepared = Command::new("bash").arg(".github/action/prepare.sh").env_remove("GITHUB_OUTPUT").output().unwrap();
+    let prepared = String::from_utf8_lossy(&prepared.stdout).to_string();
+    let value = |k: &str| prepared.lines().find_map(|l| l.strip_prefix(&format!("{k}="))).unwrap().to_string();
+    let (version, sources) = (value("version"), value("sources"));
+    let release = temp_path("release");
+    let _ = std::fs::remove_dir_all(&release);
+    std::fs::create_dir_all(&release).unwrap();
+    let name = archive_name();
+    for file in [format!("{name}.tar.gz"), format!("{name}.tar.gz.sha256")] {
+        std::fs::copy(dist.join(&file), release.join(&file)).unwrap();
+    }
+    std::fs::write(release.join(format!("bankconf-v{version}-sources.txt")), format!("{sources}\n")).unwrap();
+    let step = |sources: &str| {
+        let (output, runner) = (temp_path("release-output"), temp_path("runner"));
+        let _ = std::fs::remove_file(&output);
+        std::fs::create_dir_all(&runner).unwrap();
+        let ran = Command::new("bash")
+            .arg(".github/action/release.sh")
+            .env("VERSION", &version)
+            .env("SOURCES", sources)
+            .env("RUNNER_OS", "Linux")
+            .env("RUNNER_ARCH", "X64")
+            .env("RUNNER_TEMP", &runner)
+            .env("GITHUB_OUTPUT", &output)
+            .env("BANKCONF_RELEASE_URL", format!("file://{}", release.display()))
+            .output()
+            .unwrap();
+        assert!(ran.status.success(), "the step never fails the job: {}", text(&ran));
+        (outputs(&output), text(&ran))
+    };
+    let (set, said) = step(&sources);
+    assert!(set.contains(&("installed".into(), "true".into())), "{set:?}\n{said}");
+    let bin = &set.iter().find(|(k, _)| k == "bin").unwrap().1;
+    assert!(Command::new(bin).arg("--version").output().unwrap().status.success());
+    let (set, said) = step("0000-other-sources");
+    assert_eq!(set, [("installed".to_string(), "false".to_string())], "{said}");
+    assert!(said.contains("not those of release"), "{said}");
+    // A tampered archive is refused.
+    std::fs::write(release.join(format!("{name}.tar.gz.sha256")), format!("{}  {name}.tar.gz\n", "0".repeat(64)))
+        .unwrap();
+    let (set, said) = step(&sources);
+    assert_eq!(set, [("installed".to_string(), "false".to_string())], "{said}");
+    // The action skips the build when the release step installed bankconf.
+    let action = action();
+    for name in ["Restore the bankconf build", "Install bankconf"] {
+        assert_eq!(step_if(&action, name), "steps.release.outputs.installed != 'true'", "{name}");
+    }
+    assert!(position(&action, "Use the release binary") < position(&action, "Restore the bankconf build"));
+}
+
+fn step_if(action: &Value, name: &str) -> String {
+    step(action, name)["if"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn the_release_workflow_and_the_dockerfile_parse() {
+    let text = std::fs::read_to_string(".github/workflows/release.yml").unwrap();
+    let workflow: Value = serde_norway::from_str(&text).expect("release.yml is YAML");
+    // YAML reads the key `on` as is (serde_norway: YAML 1.2, no boolean `on`).
+    let tags = &workflow["on"]["push"]["tags"];
+    assert!(tags[0].as_str().is_some_and(|t| t.starts_with('v')), "{tags}");
+    let matrix = workflow["jobs"]["build"]["strategy"]["matrix"]["include"].as_array().unwrap();
+    let targets: Vec<&str> = matrix.iter().map(|m| m["target"].as_str().unwrap()).collect();
+    for target in ["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl", "aarch64-apple-darwin"] {
+        assert!(targets.contains(&target), "{targets:?}");
+    }
+    let runs = |job: &str| -> String {
+        let steps = workflow["jobs"][job]["steps"].as_array().unwrap();
+        steps.iter().filter_map(|s| s["run"].as_str()).collect::<Vec<_>>().join("\n")
+    };
+    assert!(runs("build").contains("scripts/package.sh"), "the archive is package.sh's");
+    assert!(runs("publish").contains("-sources.txt") && runs("publish").contains("prepare.sh"), "{}", runs("publish"));
+    assert!(runs("publish").contains("SHA256SUMS"));
+    for job in workflow["jobs"].as_object().unwrap().values() {
+        for step in job["steps"].as_array().unwrap().iter().filter(|s| s.get("run").is_some()) {
+            assert_eq!(step["shell"], "bash", "{step:?}");
+        }
+    }
+
+    // The Dockerfile: every instruction known, stages named before use, the entrypoint `bankconf run`.
+    let docker = std::fs::read_to_string("Dockerfile").unwrap();
+    let joined = docker.replace("\\\n", " ");
+    let instructions: Vec<(&str, &str)> = joined
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| l.split_once(' ').unwrap_or((l, "")))
+        .collect();
+    const KNOWN: [&str; 11] =
+        ["FROM", "RUN", "COPY", "ARG", "ENV", "WORKDIR", "USER", "ENTRYPOINT", "CMD", "LABEL", "EXPOSE"];
+    let mut stages = Vec::new();
+    for (instruction, rest) in &instructions {
+        assert!(KNOWN.contains(instruction), "unknown instruction {instruction}");
+        if *instruction == "FROM" {
+            stages.extend(rest.split(" AS ").nth(1).map(str::trim));
+        }
+        if let Some(from) = rest.strip_prefix("--from=") {
+            let stage = from.split_whitespace().next().unwrap();
+            assert!(stages.contains(&stage), "COPY --from={stage}: no such stage");
+        }
+    }
+    assert_eq!(instructions[0].0, "FROM");
+    let entrypoint = instructions.iter().rev().find(|(i, _)| *i == "ENTRYPOINT").unwrap().1;
+    let entrypoint: Vec<String> = serde_json::from_str(entrypoint).expect("ENTRYPOINT in exec form");
+    assert_eq!(entrypoint, ["bankconf", "run"]);
+    let browser = instructions.iter().find(|(i, r)| *i == "ENV" && r.starts_with("BANKCONF_BROWSER=")).unwrap().1;
+    let wrapper = browser.trim_start_matches("BANKCONF_BROWSER=");
+    assert!(docker.contains(&format!("> {wrapper}")), "the browser wrapper is written: {wrapper}");
 }

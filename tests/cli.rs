@@ -174,8 +174,10 @@ fn failures_carry_their_reproduction_in_every_report_and_keys_never_appear() {
     for t in &texts {
         assert!(t.contains("Authorization: Bearer $BANKCONF_API_KEY"), "no curl reproduction:\n{t}");
         assert!(t.contains("/accounts"), "{t}");
+        // Markdown wraps long commands (` \` and an indent): read as one line.
+        let joined = t.replace(" \\\n    ", " ");
         let rerun = format!("bankconf run --base-url {} --api-key ", server.url);
-        assert!(t.contains(&rerun), "the rerun command names the target:\n{t}");
+        assert!(joined.contains(&rerun), "the rerun command names the target:\n{t}");
     }
     let report: Value = serde_json::from_str(&texts[0]).unwrap();
     if let Err(v) = bankconf::internal::schemas::validate(bankconf::internal::schemas::Schema::Report, &report) {
@@ -360,9 +362,10 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
                 assert!(message.contains(&format!("{method} {path}")), "{mutant}: {reproduction}\n{message}");
             } else {
                 // The deliveries it rests on, judged again offline: the same case fails.
-                assert!(reproduction.ends_with("| bankconf check-events -"), "{mutant}: {reproduction}");
-                let pasted = reproduction.replace("bankconf check-events", &format!("{BIN} check-events"));
-                let output = Command::new("sh").arg("-c").arg(&pasted).env_clear().output().unwrap();
+                // Pasted as printed, in the same directory: it names the binary as it was run.
+                assert!(reproduction.ends_with("/bankconf check-events -"), "{mutant}: {reproduction}");
+                let pasted = reproduction;
+                let output = Command::new("sh").arg("-c").arg(pasted).env_clear().output().unwrap();
                 let out = text(&output);
                 assert_eq!(output.status.code(), Some(1), "{mutant}: {pasted}\n{out}");
                 // The offline cases fail as they did; a run-only case (a lifecycle) by the rule it broke.
@@ -392,9 +395,14 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
                 assert_eq!(entry["_kind"], "webhook", "{mutant}: the delivery is the evidence\n{case:#}");
             }
         }
-        // The rerun of one failed case, as printed: it fails that case again.
+        // The rerun of one failed case, pasted as printed into a fresh shell in the same
+        // directory (bankconf is not on PATH: it names the binary by its path): it fails that
+        // case again.
         let case = failed[0];
-        let rerun = case["rerun"].as_str().unwrap().replacen("bankconf", BIN, 1);
+        let rerun = case["rerun"].as_str().unwrap();
+        let program = rerun.split(" run ").next().unwrap();
+        let resolved = std::fs::canonicalize(program).unwrap_or_else(|e| panic!("{mutant}: {rerun}: {e}"));
+        assert_eq!(resolved, std::fs::canonicalize(BIN).unwrap(), "{mutant}: {rerun}");
         let again = temp_path(&format!("{mutant}-again.json"));
         let status = std::process::Command::new("sh")
             .arg("-c")
@@ -607,8 +615,9 @@ fn reproductions_fail_when_pasted(mutant: &str, cases: &[String]) {
                 );
             }
         } else {
-            assert!(reproduction.ends_with("| bankconf check-events -"), "{mutant}: {id}: {reproduction}");
-            let pasted = sh(&reproduction.replace("bankconf check-events", &format!("{BIN} check-events")));
+            // Pasted as printed, in the same directory: it names the binary as it was run.
+            assert!(reproduction.ends_with("bankconf check-events -"), "{mutant}: {id}: {reproduction}");
+            let pasted = sh(reproduction);
             let out = text(&pasted);
             assert_eq!(pasted.status.code(), Some(1), "{mutant}: {id}: {reproduction}\n{out}");
             let line = out.lines().find(|l| l.contains(id)).unwrap_or_default();
@@ -667,4 +676,223 @@ fn a_root_cause_comes_before_its_symptoms() {
         assert_eq!(causes.len(), 1, "{mutant}: {causes:#?}");
         assert!(causes[0]["cases"].as_array().unwrap().len() >= 2, "{mutant}: {causes:#?}");
     }
+}
+
+/// A private CA and a certificate for 127.0.0.1 signed by it, made with the `openssl` CLI in
+/// `dir`: `(ca.pem, server.pem, server.key)`; `None` without openssl.
+fn private_ca(dir: &std::path::Path) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
+    std::fs::create_dir_all(dir).unwrap();
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+    let steps: [&[&str]; 3] = [
+        &[
+            &["req", "-x509"],
+            &ec[..],
+            &["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=bankconf test CA"],
+        ]
+        .concat(),
+        &[&["req"], &ec[..], &["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"]].concat(),
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+        ],
+    ];
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    for args in steps {
+        let status = Command::new("openssl").args(args).current_dir(dir).stderr(std::process::Stdio::null()).status();
+        if !status.is_ok_and(|s| s.success()) {
+            eprintln!("skipped: the openssl CLI could not make a CA ({args:?})");
+            return None;
+        }
+    }
+    Some((dir.join("ca.pem"), dir.join("server.pem"), dir.join("server.key")))
+}
+
+/// A TLS front on 127.0.0.1 for a plain-HTTP server, as a staging server behind an internal CA
+/// is: it serves `cert` and keeps the bytes the harness sent (decrypted, at most 16 MiB).
+struct TlsFront {
+    url: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn tls_front(upstream: &str, cert: &std::path::Path, key: &std::path::Path) -> TlsFront {
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
+    use tokio_rustls::rustls::{self, crypto::aws_lc_rs};
+    let certs: Vec<CertificateDer> = CertificateDer::pem_file_iter(cert).unwrap().map(Result::unwrap).collect();
+    let key = PrivateKeyDer::from_pem_file(key).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(aws_lc_rs::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let url = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (upstream, kept) = (upstream.trim_start_matches("http://").to_string(), seen.clone());
+    runtime.spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, upstream, kept) = (acceptor.clone(), upstream.clone(), kept.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let Ok(back) = tokio::net::TcpStream::connect(&upstream).await else { return };
+                let (mut from_client, mut to_client) = tokio::io::split(tls);
+                let (mut from_server, mut to_server) = back.into_split();
+                let up = async {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    while let Ok(n @ 1..) = from_client.read(&mut buf).await {
+                        {
+                            let mut kept = kept.lock().unwrap();
+                            if kept.len() < 16 << 20 {
+                                kept.extend_from_slice(&buf[..n]);
+                            }
+                        }
+                        if to_server.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                    let _ = to_server.shutdown().await;
+                };
+                let down = async {
+                    let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+                    let _ = to_client.shutdown().await;
+                };
+                tokio::join!(up, down);
+            });
+        }
+    });
+    TlsFront { url, seen, _runtime: runtime }
+}
+
+/// A target behind a private CA: without `--ca-cert` the run stops at its preflight (exit 2)
+/// naming `--ca-cert`; with it the run passes, the browser loading the widget too. `--header`
+/// values reach the server on every request and appear in no output: terminal, reports, HAR,
+/// rerun lines (`--header 'Name: [redacted]'`). HTTPS_PROXY and NO_PROXY are honoured.
+/// `--insecure` passes too, and says so.
+#[test]
+fn a_target_behind_a_private_ca_passes_with_ca_cert_and_headers_stay_secret() {
+    let dir = temp_path("private-ca");
+    let Some((ca, cert, key)) = private_ca(&dir) else { return };
+    let server = serve(&[]);
+    let front = tls_front(&server.url, &cert, &key);
+    // The example driver reaches the sandbox with curl, told of the CA the usual way.
+    let driver = format!("CURL_CA_BUNDLE={} ./examples/sandbox-driver.sh", ca.display());
+    let mut args = external(&front.url, KEY, SECOND_KEY);
+    let at = args.iter().position(|a| *a == "--driver").unwrap();
+    args[at + 1] = &driver;
+    let mut cases = vec!["create.", "auth.", "widget.served"];
+    if bankconf::internal::browser::find(None).is_some() {
+        cases.push("widget.script-runs");
+    }
+
+    let output = run(&[&args[..], &["create.status-created"]].concat());
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{out}");
+    assert!(out.contains("--ca-cert") && out.contains("certificate"), "the preflight names --ca-cert:\n{out}");
+
+    const SECRET: &str = "gw-token-7f3a9c1e5b";
+    let header = format!("X-Gateway-Token: {SECRET}");
+    let files: Vec<(&str, std::path::PathBuf)> = ["json", "md", "junit", "har"]
+        .into_iter()
+        .map(|kind| (kind, temp_path(&format!("private-ca.{kind}"))))
+        .collect();
+    let paths: Vec<String> = files.iter().map(|(_, p)| p.display().to_string()).collect();
+    let ca_arg = ca.display().to_string();
+    let reports =
+        ["--report-json", &paths[0], "--report-md", &paths[1], "--report-junit", &paths[2], "--report-har", &paths[3]];
+    let flags = ["--ca-cert", &ca_arg, "--header", &header, "--header", "X-Tenant: acme-tenant-0042"];
+    let output = run(&[&args[..], &flags[..], &reports[..], &cases[..]].concat());
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}");
+    let sent = String::from_utf8_lossy(&front.seen.lock().unwrap()).to_lowercase();
+    let requests = sent.matches("authorization:").count();
+    assert!(requests > 5, "requests went through the TLS front: {requests}");
+    // Every request of the harness (the driver's curl and the browser name themselves) has it.
+    let heads: Vec<&str> = sent.split("\r\n\r\n").filter(|h| h.contains("\r\nhost:")).collect();
+    let harness: Vec<&&str> = heads.iter().filter(|h| !h.contains("user-agent:")).collect();
+    assert!(harness.len() > 5 && harness.iter().all(|h| h.contains(&header.to_lowercase())), "{harness:#?}");
+    assert!(sent.contains("x-tenant: acme-tenant-0042"));
+    let mut everything = out.clone();
+    for (kind, path) in &files {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        assert!(!text.contains(SECRET) && !text.contains("acme-tenant-0042"), "{kind} shows a header value");
+        everything += &text;
+    }
+    assert!(!everything.contains(SECRET) && !everything.contains(&SECRET[..9]), "a header value was shown:\n{out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&files[0].1).unwrap()).unwrap();
+    let rerun = report["cases"][0]["rerun"].as_str().unwrap();
+    assert!(rerun.contains("--header 'X-Gateway-Token: [redacted]'") && rerun.contains("--ca-cert "), "{rerun}");
+
+    // HTTPS_PROXY is honoured (a proxy where nothing listens: the target is unreachable), and
+    // NO_PROXY too.
+    let proxied = |no_proxy: &str| {
+        Command::new(BIN)
+            .arg("run")
+            .args([&args[..], &["--ca-cert", &ca_arg, "create.status-created"]].concat())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", no_proxy)
+            .output()
+            .unwrap()
+    };
+    let output = proxied("");
+    assert_eq!(output.status.code(), Some(2), "through the proxy: {}", text(&output));
+    let output = proxied("127.0.0.1,localhost");
+    assert_eq!(output.status.code(), Some(0), "NO_PROXY: {}", text(&output));
+
+    let output = run(&[&args[..], &["--insecure", "--report-json", &paths[0], "create.status-created"]].concat());
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}");
+    assert!(out.contains("--insecure"), "the terminal says verification was off:\n{out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&files[0].1).unwrap()).unwrap();
+    assert!(report["notes"].to_string().contains("--insecure"), "{}", report["notes"]);
+}
+
+/// Installed (`bankconf` on PATH is this binary, here through a symlink), the rerun says
+/// `bankconf run …`, and pasted into a fresh shell it fails the same case again.
+#[test]
+fn an_installed_bankconf_is_named_bankconf_in_the_rerun() {
+    let bin = temp_path("installed");
+    std::fs::create_dir_all(&bin).unwrap();
+    let _ = std::fs::remove_file(bin.join("bankconf"));
+    std::os::unix::fs::symlink(BIN, bin.join("bankconf")).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let report = temp_path("installed.json");
+    let run = |command: &str| {
+        Command::new("sh").args(["-c", command]).env_clear().env("PATH", &path).output().expect("run sh")
+    };
+    let command = format!(
+        "bankconf run --sandbox-mutant transaction-prefix --report-json {} transactions.id-prefix",
+        report.display()
+    );
+    let output = run(&command);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let rerun = report["cases"][0]["rerun"].as_str().unwrap();
+    assert!(rerun.starts_with("bankconf run --sandbox-mutant transaction-prefix --seed "), "{rerun}");
+    let output = run(rerun);
+    assert_eq!(output.status.code(), Some(1), "{rerun}: {}", text(&output));
+    assert!(text(&output).contains("FAIL") && text(&output).contains("transactions.id-prefix"), "{}", text(&output));
 }

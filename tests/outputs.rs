@@ -366,6 +366,10 @@ fn json_seed_survives_a_reader_that_rounds_numbers() {
     if let Ok(out) = std::process::Command::new("jq").args(["-r", ".seed", path.to_str().unwrap()]).output() {
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "18446744073709551557");
     }
+    // The commit it was built from changes with every commit: pinned as a placeholder.
+    let mut report = report;
+    assert!(report["tool"]["commit"].as_str().is_some_and(|c| !c.is_empty()), "{}", report["tool"]);
+    report["tool"]["commit"] = "[commit]".into();
     pinned!("json", serde_json::to_string_pretty(&report).unwrap());
 }
 
@@ -507,7 +511,12 @@ fn check_events_flags_each_fault() {
         assert!(text(&output).contains(evidence), "{file}: {}", text(&output));
         let failures = w.junit.find("failure");
         assert_eq!(failures.len(), failing.len(), "{file}");
-        assert!(failures[0].text.contains(&format!("rerun: bankconf check-events {}", fixture(file))));
+        // The binary by its path (bankconf on PATH is not this build), pasteable as is.
+        assert!(
+            failures[0].text.contains(&format!("/bankconf check-events {}", fixture(file))),
+            "{}",
+            failures[0].text
+        );
         assert!(w.markdown.starts_with("## bankconf check-events: FAILED"));
         // Wrapped text now, not a code block: Markdown's escapes (`mfa\_required`) aside.
         assert!(w.markdown.replace('\\', "").contains(evidence), "{file}: {}", w.markdown);

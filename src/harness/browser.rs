@@ -48,6 +48,8 @@ pub struct Session {
     browser: Browser,
     handler: JoinHandle<()>,
     process: Process,
+    /// Started with `--ignore-certificate-errors` (`--ca-cert`, `--insecure`).
+    ignores_certificates: bool,
     /// Held only to be removed once the browser is gone (declared last: dropped last).
     _profile: Profile,
 }
@@ -177,12 +179,14 @@ impl std::fmt::Debug for BrowserPool {
 
 impl BrowserPool {
     /// The pool's browser, started at `path` if none is alive.
-    async fn get(&self, path: &Path) -> Result<Arc<Session>, BrowserLaunchError> {
+    async fn get(&self, path: &Path, ignore_certificates: bool) -> Result<Arc<Session>, BrowserLaunchError> {
         let _launching = self.0.launching.lock().await;
         if let Some(session) = self.0.shared.lock().unwrap_or_else(|e| e.into_inner()).upgrade() {
-            return Ok(session);
+            if session.ignores_certificates == ignore_certificates {
+                return Ok(session);
+            }
         }
-        let session = Arc::new(launch(path).await?);
+        let session = Arc::new(launch(path, ignore_certificates).await?);
         *self.0.shared.lock().unwrap_or_else(|e| e.into_inner()) = Arc::downgrade(&session);
         Ok(session)
     }
@@ -193,13 +197,22 @@ impl BrowserPool {
 #[derive(Default)]
 pub struct RunBrowser {
     pool: BrowserPool,
+    /// Chromium takes no CA file: `--ca-cert` and `--insecure` start it trusting any.
+    ignore_certificates: bool,
     session: Mutex<Option<Result<Arc<Session>, Stop>>>,
 }
 
 impl RunBrowser {
     /// The browser of a run whose configuration holds `pool`.
     pub fn new(pool: BrowserPool) -> Self {
-        Self { pool, session: Mutex::default() }
+        Self { pool, ignore_certificates: false, session: Mutex::default() }
+    }
+
+    /// This browser, started with `--ignore-certificate-errors` when `ignore` (the run's
+    /// `--ca-cert` or `--insecure`: Chromium has no flag for a CA file).
+    pub fn ignoring_certificate_errors(mut self, ignore: bool) -> Self {
+        self.ignore_certificates = ignore;
+        self
     }
 
     /// The browser, starting it if needed; an error names why there is none (ignore the
@@ -210,7 +223,9 @@ impl RunBrowser {
         if slot.is_none() {
             *slot = Some(match find(given) {
                 None => Err(Stop::ignore(INSTALL_HINT)),
-                Some(path) => self.pool.get(&path).await.map_err(|e| harness_error(e.to_string())),
+                Some(path) => {
+                    self.pool.get(&path, self.ignore_certificates).await.map_err(|e| harness_error(e.to_string()))
+                }
             });
         }
         slot.clone().expect("set above")
@@ -270,7 +285,7 @@ const ARGS: &[&str] = &[
 
 /// Starts the browser (started here, not by chromiumoxide, so that it leads a process group
 /// that [`orphans`] watches from its first moment) and connects to its DevTools address.
-async fn launch(path: &Path) -> Result<Session, BrowserLaunchError> {
+async fn launch(path: &Path, ignore_certificates: bool) -> Result<Session, BrowserLaunchError> {
     use tokio::io::AsyncBufReadExt;
     static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -286,6 +301,9 @@ async fn launch(path: &Path) -> Result<Session, BrowserLaunchError> {
     if running_as_root() {
         // Chromium refuses to start as root with its sandbox on.
         command.args(["--no-sandbox", "--disable-setuid-sandbox"]);
+    }
+    if ignore_certificates {
+        command.arg("--ignore-certificate-errors");
     }
     command.arg("about:blank");
     // Declared after the profile: dropped before it (a failed or cancelled launch included).
@@ -319,7 +337,7 @@ async fn launch(path: &Path) -> Result<Session, BrowserLaunchError> {
         use futures::StreamExt;
         while handler.next().await.is_some() {}
     });
-    Ok(Session { browser, handler, process, _profile: profile })
+    Ok(Session { browser, handler, process, ignores_certificates: ignore_certificates, _profile: profile })
 }
 
 fn running_as_root() -> bool {

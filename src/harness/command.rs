@@ -39,6 +39,30 @@ pub async fn run(config: RunConfig) -> i32 {
     report::finish(&report, &outputs)
 }
 
+/// Names this binary in every rerun command (`verdict::set_program`):
+/// `bankconf` when that name on PATH is this very file, else the path of this file, relative to
+/// the current directory when it is below it (`./target/release/bankconf`, after `cargo run`),
+/// so that a rerun pasted in the same directory runs it.
+pub fn name_this_binary() {
+    super::verdict::set_program(invoked_as());
+}
+
+fn invoked_as() -> String {
+    let real = |p: std::path::PathBuf| p.canonicalize().ok();
+    let Some(exe) = std::env::current_exe().ok().and_then(real) else { return "bankconf".into() };
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path).map(|dir| dir.join("bankconf")).find(|p| p.is_file()).and_then(real)
+    });
+    if on_path.as_ref() == Some(&exe) {
+        return "bankconf".into();
+    }
+    let below = std::env::current_dir()
+        .ok()
+        .and_then(real)
+        .and_then(|cwd| exe.strip_prefix(cwd).ok().map(|rel| std::path::Path::new(".").join(rel)));
+    sanitize::shell_word(&below.unwrap_or(exe).display().to_string())
+}
+
 /// Cancels the run on the first SIGINT or SIGTERM; on a second, kills what the run started and
 /// exits at once. Once installed, the handler stays for the life of the process.
 fn on_signals(cancel: Cancel) {

@@ -130,6 +130,23 @@ pub struct RunConfig {
     /// Most API requests in flight at once, from every case: the ceiling of the adaptive window.
     #[arg(long, env = "BANKCONF_CONCURRENCY", default_value_t = 8)]
     pub concurrency: usize,
+    /// A PEM file of CA certificates trusted beside the system's (a staging server behind an
+    /// internal CA); given to every client that reaches the target.
+    #[arg(long, env = "BANKCONF_CA_CERT", value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+    /// Do not verify the target's TLS certificate at all (said in every report).
+    #[arg(long, env = "BANKCONF_INSECURE")]
+    pub insecure: bool,
+    /// A header sent on every request to the target's API, `'Name: value'` (repeatable; in
+    /// BANKCONF_HEADER one per line). Values are secrets: never printed.
+    #[arg(
+        long = "header",
+        env = "BANKCONF_HEADER",
+        value_delimiter = '\n',
+        hide_env_values = true,
+        value_name = "NAME: VALUE"
+    )]
+    pub headers: Vec<String>,
     /// Select cases by section (`§4.3` or `4.3`; repeatable).
     #[arg(long = "section")]
     pub sections: Vec<String>,
@@ -175,6 +192,9 @@ impl RunConfig {
             sandbox_conditions: SandboxConditions::default(),
             rate_limit: 0.0,
             concurrency: 8,
+            ca_cert: None,
+            insecure: false,
+            headers: Vec::new(),
             sections: Vec::new(),
             levels: Vec::new(),
             ids: Vec::new(),
@@ -192,10 +212,11 @@ impl RunConfig {
         <EnvOnly as clap::Parser>::try_parse_from(["bankconf"]).map(|e| e.config.with_legacy_env())
     }
 
-    /// A redactor of the secrets the flags give: for what a run says before its session has
-    /// one of its own (a setup error may quote a driver or a target that echoed a key).
+    /// A redactor of the secrets the flags give (keys, `--header` values): for what a run says
+    /// before its session has one of its own (a setup error may quote a driver or a target that echoed a key).
     pub(crate) fn secrets(&self) -> Redactor {
-        Redactor::of([self.api_key.as_deref().unwrap_or(""), self.second_api_key.as_deref().unwrap_or("")])
+        let keys = [self.api_key.as_deref().unwrap_or(""), self.second_api_key.as_deref().unwrap_or("")];
+        Redactor::of(keys.into_iter().chain(super::transport::header_values(&self.headers)))
     }
 
     /// A note when a key the flags give is shorter than the redactor can tell apart from
@@ -267,6 +288,7 @@ impl RunConfig {
         if let Some(url) = &self.driver_url {
             super::driver::HttpDriver::check_url(url)?;
         }
+        super::transport::parse_headers(&self.headers)?;
         super::catalogue::check_selection(&self.selection())?;
         Ok(())
     }
@@ -307,6 +329,7 @@ impl RunConfig {
         if let Some(v) = self.sandbox_variant {
             words.push(format!("--sandbox-variant {v}"));
         }
+        words.extend(super::transport::rerun_words(&self.headers, self.ca_cert.as_ref(), self.insecure));
         words.extend(self.sandbox_conditions.flags());
         if self.rate_limit > 0.0 {
             words.push(format!("--rate-limit {}", self.rate_limit));

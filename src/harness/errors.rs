@@ -104,6 +104,12 @@ pub enum SetupError {
     /// The driver broke on `connect`: every case after it would break with it.
     #[error("preflight: the driver failed on connect (is the driver right?): {message}")]
     DriverConnectFailed { message: String },
+    /// `--ca-cert` that cannot be read, or holds no PEM certificate.
+    #[error("--ca-cert {}: {problem}", .file.display())]
+    CaCert { file: std::path::PathBuf, problem: String },
+    /// A `--header` that is not `Name: value` (its value is never quoted: a secret).
+    #[error("--header #{position}: {problem} (expected 'Name: value')")]
+    BadHeader { position: usize, problem: &'static str },
 }
 
 impl SetupError {
@@ -145,6 +151,7 @@ impl SetupError {
                 Self::ConnectionIdRefused { id: r(id), request: r(request), status }
             }
             Self::DriverConnectFailed { message } => Self::DriverConnectFailed { message: r(message) },
+            Self::CaCert { file, problem } => Self::CaCert { file, problem: r(problem) },
             // The flags' own mistakes, the selection and the files name no secret the run knows
             // of, but an expectations file or a report path could quote anything: their text is
             // kept whole and redacted again wherever it is rendered.
@@ -155,7 +162,8 @@ impl SetupError {
             | Self::SandboxFlagsWithBaseUrl
             | Self::Selection(_)
             | Self::Expectations(_)
-            | Self::ReportUnwritable(_)) => other,
+            | Self::ReportUnwritable(_)
+            | Self::BadHeader { .. }) => other,
         }
     }
 }

@@ -7,6 +7,7 @@ use super::har::{Exchanged, Recorder};
 use super::key_variant::KeyEdit;
 use super::outcome::{Failure, Stop};
 use super::redact;
+use super::transport::Transport;
 use reqwest::{Method, Url};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -284,18 +285,34 @@ pub fn parse_base_url(text: &str) -> Result<Url, SetupError> {
 }
 
 impl Api {
+    /// A client with no TLS settings or extra headers (the tests').
+    #[cfg(test)]
     pub fn new(
         base_url: &str,
         key: Option<String>,
         second_key: Option<String>,
         timeout: Duration,
     ) -> Result<Self, SetupError> {
+        Self::with_transport(base_url, key, second_key, timeout, &Transport::default())
+    }
+
+    /// [`Api::new`], its clients built with the run's TLS settings and extra headers.
+    pub fn with_transport(
+        base_url: &str,
+        key: Option<String>,
+        second_key: Option<String>,
+        timeout: Duration,
+        transport: &Transport,
+    ) -> Result<Self, SetupError> {
         let mut base = parse_base_url(base_url)?;
         // Paths are appended below whatever path the base URL has.
         let trimmed = base.path().trim_end_matches('/').to_string();
         base.set_path(&trimmed);
-        let builder =
-            || reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(5)));
+        let builder = || {
+            let builder =
+                reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(5)));
+            transport.apply(builder, true)
+        };
         let client = builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()

@@ -21,7 +21,7 @@
 //!    in its answer log for the response checks, and recorded by [`har`]), [`browser`] (the
 //!    headless Chromium of the widget cases), [`orphans`] (what dies with the harness, even on
 //!    SIGKILL), [`pagination`], [`receiver`] (waits bounded by
-//!    [`patience`]), [`driver`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and
+//!    [`patience`]), [`transport`] (TLS and extra headers), [`driver`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and
 //!    driver steps) and [`preflight`] (the setup checked before any case);
 //! 4. fixtures shared by cases: [`tour`], [`fixtures`] (the [`fixtures::RunContext`] a check
 //!    gets), [`property`] (the property runner);
@@ -74,4 +74,5 @@ mod session;
 mod steps;
 mod throttle;
 mod tour;
+mod transport;
 pub(crate) mod verdict;

@@ -470,7 +470,8 @@ pub fn network_error(e: &reqwest::Error) -> String {
     } else if lower.contains("dns") || lower.contains("lookup address") || lower.contains("name or service") {
         "the host name does not resolve"
     } else if ["certificate", "tls", "handshake", "corrupt message"].iter().any(|w| lower.contains(w)) {
-        "TLS failed: https:// to a plain-HTTP port, or a certificate this machine does not trust"
+        "TLS failed: https:// to a plain-HTTP port, or a certificate this machine does not trust (--ca-cert FILE \
+         trusts a private CA; --insecure skips verification)"
     } else if lower.contains("invalid http")
         || lower.contains("unexpected message")
         || lower.contains("invalid status")

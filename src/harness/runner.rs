@@ -420,7 +420,7 @@ fn delivery_reproduction(ctx: &RunContext, case: &str, deliveries: &[u64]) -> Op
         return None;
     }
     let quoted: Vec<String> = deliveries.iter().map(|d| super::sanitize::shell_word(&d.body.to_string())).collect();
-    Some(format!("printf '%s\\n' {} | bankconf check-events -", quoted.join(" ")))
+    Some(format!("printf '%s\\n' {} | {} check-events -", quoted.join(" "), super::verdict::program()))
 }
 
 /// The cases the configuration selects, in catalogue order.

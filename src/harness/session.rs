@@ -16,6 +16,7 @@ use super::http::Api;
 use super::outcome::{ErrorSource, Stop};
 use super::receiver::Receiver;
 use super::redact::Redactor;
+use super::transport::Transport;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tokio::sync::Mutex;
@@ -103,7 +104,12 @@ impl Session {
         for k in key.iter().chain(second_key.iter()) {
             redactor.add(k);
         }
-        let api = Api::new(&base_url, key.clone(), second_key.clone(), config.request_wait())?
+        // `--header` values are secrets like keys (a gateway's token).
+        for value in super::transport::header_values(&config.headers) {
+            redactor.add(value);
+        }
+        let transport = Transport::load(config.ca_cert.as_deref(), config.insecure, &config.headers)?;
+        let api = Api::with_transport(&base_url, key.clone(), second_key.clone(), config.request_wait(), &transport)?
             .with_throttle(std::sync::Arc::new(
                 super::throttle::Throttle::new(config.rate_limit).with_ceiling(config.concurrency),
             ))
@@ -114,7 +120,9 @@ impl Session {
         let driver: Option<Arc<dyn Driver>> = match (&config.driver_impl, &config.driver_url, &config.driver, &sandbox)
         {
             (Some(given), ..) => Some(given.0.clone()),
-            (None, Some(url), ..) => Some(Arc::new(HttpDriver::new(url, config.driver_wait(), second_key.is_some())?)),
+            (None, Some(url), ..) => {
+                Some(Arc::new(HttpDriver::with_transport(url, config.driver_wait(), second_key.is_some(), &transport)?))
+            }
             (None, None, Some(command), _) => Some(Arc::new(CommandDriver::new(
                 command.clone(),
                 api.base_url().to_string(),
@@ -152,7 +160,11 @@ impl Session {
         };
         let seed = config.seed.unwrap_or_else(|| default_seed(service.as_deref()));
         let browser_pool = config.browser_pool.clone();
-        Ok(Self {
+        // Chromium takes no CA file: with --ca-cert or --insecure it skips verification, the
+        // target's certificate having been verified (or not, with --insecure) by the API client.
+        let browser =
+            RunBrowser::new(browser_pool).ignoring_certificate_errors(config.insecure || config.ca_cert.is_some());
+        let session = Self {
             config,
             server,
             api,
@@ -162,14 +174,21 @@ impl Session {
             service,
             redactor,
             seed,
-            browser: RunBrowser::new(browser_pool),
+            browser,
             sandbox: Mutex::new(sandbox),
             unregistered: Default::default(),
             notes: Default::default(),
             connected_early: None,
             first_deliveries: None,
             widget_missing: None,
-        })
+        };
+        if session.config.insecure {
+            session.note(
+                "TLS",
+                "certificate verification was off (--insecure): the target's identity was not checked".into(),
+            );
+        }
+        Ok(session)
     }
 
     /// Asks the driver to unregister the receiver, once (later calls do nothing): a finished

@@ -24,6 +24,22 @@ pub const EXIT_NOT_RUN: i32 = 2;
 /// Exit code: no gating case failed, but some went unjudged (ignored): the run is INCOMPLETE.
 pub const EXIT_INCOMPLETE: i32 = 3;
 
+/// How a rerun command calls bankconf: `bankconf` unless the binary said otherwise
+/// ([`set_program`]).
+static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names the program of every rerun command this process prints: the binary gives the path it
+/// was run by (`./target/release/bankconf`) when `bankconf` on PATH is not itself, so that a
+/// pasted rerun works. A fact of the process, not of a run: set once, by `main` alone.
+pub fn set_program(word: String) {
+    let _ = PROGRAM.set(word);
+}
+
+/// The program word of a rerun or replay: `bankconf`, or what `main` named ([`set_program`]).
+pub(crate) fn program() -> &'static str {
+    PROGRAM.get().map_or("bankconf", String::as_str)
+}
+
 /// The mark of an outcome the `--expect` file expects (see [`Report::mark`]).
 pub const KNOWN: &str = "KNOWN";
 
@@ -219,9 +235,9 @@ impl Report {
     pub fn rerun_cases(&self, ids: &[&str]) -> String {
         let ids = ids.join(" ");
         match &self.origin {
-            Origin::Run { seed, settings } if settings.is_empty() => format!("bankconf run --seed {seed} {ids}"),
-            Origin::Run { seed, settings } => format!("bankconf run {settings} --seed {seed} {ids}"),
-            Origin::Capture { file } => format!("bankconf check-events {}", shell_word(file)),
+            Origin::Run { seed, settings } if settings.is_empty() => format!("{} run --seed {seed} {ids}", program()),
+            Origin::Run { seed, settings } => format!("{} run {settings} --seed {seed} {ids}", program()),
+            Origin::Capture { file } => format!("{} check-events {}", program(), shell_word(file)),
         }
     }
 

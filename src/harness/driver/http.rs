@@ -3,6 +3,7 @@
 
 use super::{tail, Answer, DriveArgs, DriveFuture, Driver, DriverAction, MAX_SAID};
 use crate::harness::errors::SetupError;
+use crate::harness::transport::Transport;
 use std::time::Duration;
 
 /// One JSON `POST` per action to an admin endpoint (`--driver-url`; `docs/driver-over-http.md`):
@@ -21,8 +22,20 @@ impl HttpDriver {
     /// A driver posting to `url`; each call bounded by `timeout`. `second_key`: the run has a
     /// second client (`"secondApiKey": "second"` is sent).
     pub fn new(url: &str, timeout: Duration, second_key: bool) -> Result<Self, SetupError> {
+        Self::with_transport(url, timeout, second_key, &Transport::default())
+    }
+
+    /// [`HttpDriver::new`] with the run's TLS settings (`--ca-cert`, `--insecure`); the
+    /// `--header` pairs are the target API's, not sent here.
+    pub(crate) fn with_transport(
+        url: &str,
+        timeout: Duration,
+        second_key: bool,
+        transport: &Transport,
+    ) -> Result<Self, SetupError> {
         Self::check_url(url)?;
-        let client = reqwest::Client::builder()
+        let client = transport
+            .apply(reqwest::Client::builder(), false)
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(5)))
             // An admin endpoint that redirects is misconfigured: a broken driver, not a hop.

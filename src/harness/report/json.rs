@@ -121,7 +121,7 @@ fn render_raw(report: &Report) -> Value {
     summary["by_level"] = Value::Object(by_level);
     json!({
         "format_version": FORMAT_VERSION,
-        "tool": {"name": "bankconf", "version": env!("CARGO_PKG_VERSION")},
+        "tool": {"name": "bankconf", "version": env!("CARGO_PKG_VERSION"), "commit": env!("BANKCONF_COMMIT")},
         "command": report.command(),
         "target": report.server,
         "seed": report.seed().map(|s| s.to_string()),
