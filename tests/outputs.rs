@@ -190,6 +190,7 @@ fn synthetic() -> Report {
         har: None,
         stopped: None,
         redactor: Default::default(),
+        trace: Default::default(),
     }
 }
 
@@ -252,6 +253,7 @@ fn with_failures() -> Report {
         har: None,
         stopped: None,
         redactor: Default::default(),
+        trace: Default::default(),
     }
 }
 

@@ -209,6 +209,7 @@ pub fn check_events(mut config: CheckEventsConfig) -> i32 {
         har: None,
         stopped: None,
         redactor: Default::default(),
+        trace: Default::default(),
     };
     report::finish(&report, &config.outputs)
 }

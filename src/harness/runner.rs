@@ -81,6 +81,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         har: None,
         stopped: None,
         redactor: secrets.clone(),
+        trace: Default::default(),
     };
     let not_run = |setup_error: SetupError| empty(Some(setup_error.redacted(&secrets)));
     // A broken expectations file is found before anything runs.
@@ -194,6 +195,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
     };
     notes.extend(unregistered);
     let har = write_har(&ctx, &results, &mut notes);
+    let trace = super::recording::trace(&ctx, started, &results);
     let report = Report {
         origin: Origin::Run { seed: ctx.seed, settings },
         server: ctx.server.clone(),
@@ -208,6 +210,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         har,
         stopped,
         redactor: ctx.redactor.clone(),
+        trace,
     };
     match cancel.cause() {
         None => ctx.shutdown().await,

@@ -10,6 +10,7 @@ use crate::harness::latency;
 use crate::harness::outcome::{count, CaseResult, Counts, Gate, IgnoreCause, Outcome};
 use crate::harness::redact::Redactor;
 use crate::harness::sanitize::shell_word;
+use crate::harness::trace::Trace;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -108,6 +109,9 @@ pub struct Report {
     /// the string (a setup error, a note, a driver's words), as the last step of its rendering.
     #[doc(hidden)]
     pub redactor: Redactor,
+    /// What the run did, in time, and the failures' evidence, for the HTML report.
+    #[doc(hidden)]
+    pub trace: Trace,
 }
 
 impl Report {
