@@ -500,7 +500,8 @@ impl Api {
         let har = result.as_ref().ok().and_then(|x| x.har);
         let (segments, query) = (segments.iter().map(|s| s.to_string()).collect(), Vec::new());
         let answered_at = Instant::now();
-        let content_type = result.as_ref().ok().and_then(|x| x.content_type.as_deref()).map(|t| redact::shorten(t, 200));
+        let content_type =
+            result.as_ref().ok().and_then(|x| x.content_type.as_deref()).map(|t| redact::shorten(t, 200));
         let (body, excerpt) = (None, None);
         let answer =
             Answer { seq: 0, sent, segments, query, status, body, content_type, excerpt, sent_at, answered_at, har };

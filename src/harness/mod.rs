@@ -50,7 +50,7 @@ mod event_rules;
 pub(crate) mod expect;
 mod files;
 mod fixtures;
-mod graph;
+pub(crate) mod graph;
 mod har;
 mod http;
 mod key_variant;
