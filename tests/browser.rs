@@ -85,7 +85,7 @@ fn without_a_browser_the_browser_cases_are_ignored_naming_the_package() {
 /// What the page holds, read in the browser: elements and attributes no report of bankconf
 /// writes (a script, a frame, an image, a form, an event handler, a link out of the page), the
 /// first failure's heading and whether it is drawn, the policy, the steps marked on timelines.
-const INSPECT_JS: &str = r#"(() => {
+const INSPECT_JS: &str = r##"(() => {
   const all = Array.from(document.querySelectorAll("*"));
   const banned = ["SCRIPT", "IFRAME", "FRAME", "IMG", "OBJECT", "EMBED", "FORM", "LINK", "BASE", "TEXTAREA", "INPUT"];
   const forbidden = all.filter((e) => banned.includes(e.tagName.toUpperCase())).map((e) => e.tagName);
@@ -101,7 +101,7 @@ const INSPECT_JS: &str = r#"(() => {
     csp: meta ? meta.getAttribute("content") : null,
     marked: document.querySelectorAll("svg.timeline .marked").length,
   };
-})()"#;
+})()"##;
 
 /// Opens `page` in a headless Chromium; what [`INSPECT_JS`] found, and the errors the page
 /// raised (exceptions, console and log errors, a policy refusing something).
