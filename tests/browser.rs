@@ -147,7 +147,10 @@ async fn inspect(page: &std::path::Path) -> (Value, Vec<String>) {
             let errors = errors.clone();
             async move {
                 while let Some(e) = log.next().await {
-                    errors.lock().unwrap().push(format!("log {:?} {:?}: {}", e.entry.source, e.entry.level, e.entry.text));
+                    errors
+                        .lock()
+                        .unwrap()
+                        .push(format!("log {:?} {:?}: {}", e.entry.source, e.entry.level, e.entry.text));
                 }
             }
         }),

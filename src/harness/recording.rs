@@ -162,7 +162,7 @@ pub fn trace(ctx: &RunContext, started: Instant, results: &[CaseResult]) -> Trac
         if a.sent.method == "POST" {
             headers.push(("Content-Type".into(), "application/json".into()));
         }
-        let body = a.body.as_deref().or(a.excerpt.as_deref()).map(|b| redactor.cut(b, MAX_TEXT));
+        let body = a.body.as_deref().or(a.excerpt.as_deref()).map(|b| redactor.cut(&pretty(b), MAX_TEXT));
         exchanges.insert(
             *seq,
             Exchange {
@@ -193,6 +193,12 @@ pub fn trace(ctx: &RunContext, started: Instant, results: &[CaseResult]) -> Trac
         );
     }
     Trace { connections, connections_left_out, exchanges, deliveries: posted }
+}
+
+/// A JSON body laid out on lines (easier to read than one long line); any other text as it is.
+fn pretty(body: &str) -> String {
+    let parsed = (body.len() <= MAX_PARSED).then(|| serde_json::from_str::<Value>(body).ok()).flatten();
+    parsed.and_then(|v| serde_json::to_string_pretty(&v).ok()).unwrap_or_else(|| body.to_string())
 }
 
 /// Whose key a request carried: the second client's, or (any other) the client under test's.

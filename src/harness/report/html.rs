@@ -505,7 +505,11 @@ impl Page<'_> {
         for tick in 0..=4 {
             let at = start + span * f64::from(tick) / 4.0;
             let tx = LEFT + (WIDTH - LEFT - 20.0) * f64::from(tick) / 4.0;
-            let _ = writeln!(out, "<text x=\"{tx:.1}\" y=\"{axis:.1}\" class=\"tick\">+{at:.2} s</text>");
+            let anchor = ["start", "middle", "middle", "middle", "end"][tick as usize];
+            let _ = writeln!(
+                out,
+                "<text x=\"{tx:.1}\" y=\"{axis:.1}\" class=\"tick\" text-anchor=\"{anchor}\">+{at:.2} s</text>"
+            );
         }
         out += "</svg>\n";
         out
@@ -718,7 +722,7 @@ svg{display:block;margin:8px 0;background:#fff;border:1px solid #e6e6ea;border-r
 svg text{font:11px system-ui,sans-serif;fill:#333}svg text.tick{fill:#777}
 svg .lane{stroke:#e2e2e8}svg rect.call{fill:#5b4fc4}svg rect.read{fill:#1e7f6e}svg polygon.delivery{fill:#c2570c}
 svg .marked{stroke:#d00;stroke-width:3}
-tr.marked td{background:#fde8e6}
+tr.marked td{background:#fde8e6}table.items td:nth-child(-n+3){white-space:nowrap}
 svg.graph .state{fill:#eef3ff;stroke:#4a63b0;stroke-width:1.5}svg.graph text.state{text-anchor:middle;font-weight:600}
 svg.graph path.edge{fill:none;stroke:#4a63b0;stroke-width:1.4}svg.graph text.edge{fill:#4a63b0;text-anchor:middle;font-size:10.5px}
 svg.graph .head{fill:#4a63b0}
