@@ -80,7 +80,7 @@ pub struct Connection {
     /// Whose key created it, when the run saw its creation.
     pub owner: Option<Client>,
     pub items: Vec<Item>,
-    /// Items not kept ([`MAX_ITEMS`]).
+    /// Items not kept (`MAX_ITEMS`).
     pub left_out: usize,
 }
 
@@ -116,7 +116,7 @@ pub struct Posted {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
     pub connections: Vec<Connection>,
-    /// Connections not drawn ([`MAX_CONNECTIONS`]).
+    /// Connections not drawn (`MAX_CONNECTIONS`).
     pub connections_left_out: usize,
     /// The failures' exchanges, by answer-log `seq`.
     pub exchanges: BTreeMap<u64, Exchange>,

@@ -28,7 +28,7 @@ const SHOWN: usize = 6;
 
 /// Text made safe for HTML text and for a quoted attribute value: the characters that start
 /// markup or end a value as entities, and the characters that reorder or hide text (bidi
-/// overrides, NUL, ESC, zero-width) made visible ([`sanitize::visible`]).
+/// overrides, NUL, ESC, zero-width) made visible (`sanitize::visible`).
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     for c in sanitize::visible(text).chars() {
