@@ -136,6 +136,12 @@ impl Page<'_> {
         escape(&self.report.redactor.redact(text))
     }
 
+    /// A message's first line, redacted and cut (what a cut leaves of a secret goes too), then
+    /// escaped: the table of every case stays readable; the failures above hold the whole text.
+    fn line(&self, message: &str) -> String {
+        escape(&self.report.redactor.cut(message.lines().next().unwrap_or_default(), 300))
+    }
+
     fn render(&self) -> String {
         let r = self.report;
         let verdict = r.verdict();
@@ -594,18 +600,12 @@ impl Page<'_> {
                 escape(&result.case.section),
                 result.case.level,
                 result.duration.as_millis(),
-                self.t(&sanitize_line(result.outcome.message().unwrap_or_default()))
+                self.line(result.outcome.message().unwrap_or_default())
             );
         }
         out += "</tbody></table>\n</details>\n</section>\n";
         out
     }
-}
-
-/// A message's first line, cut: the table of every case stays readable (the failures above
-/// hold the whole text).
-fn sanitize_line(message: &str) -> String {
-    crate::harness::redact::shorten(message.lines().next().unwrap_or_default(), 300)
 }
 
 fn kind_class(kind: Kind) -> &'static str {
@@ -619,8 +619,8 @@ fn kind_class(kind: Kind) -> &'static str {
 /// The graph drawn: the states reached on a circle, an arrow per accepted action (labelled with
 /// the actions that take it), a loop for an action that leaves the state as it was.
 fn graph_svg(graph: &TransitionGraph) -> String {
-    const SIZE: f64 = 520.0;
-    let (cx, cy, radius) = (SIZE / 2.0, SIZE / 2.0, SIZE / 2.0 - 80.0);
+    const SIZE: f64 = 700.0;
+    let (cx, cy, radius) = (SIZE / 2.0, SIZE / 2.0, SIZE / 2.0 - 150.0);
     let states: &[ConnectionState] = &graph.reached;
     let place = |s: ConnectionState| {
         let i = states.iter().position(|r| *r == s).unwrap_or_default() as f64;
@@ -647,21 +647,30 @@ fn graph_svg(graph: &TransitionGraph) -> String {
     }
     for ((from, to), actions) in &arrows {
         let (x0, y0) = place(*from);
-        let label = actions.join(", ");
+        let label_text = actions.join(", ");
         if from == to {
-            // A loop outside the circle of states.
-            let (dx, dy) = ((x0 - cx) / radius, (y0 - cy) / radius);
-            let (lx, ly) = (x0 + dx * 58.0, y0 + dy * 58.0);
+            // A loop outside the circle of states: out of the state on one side, back on the other.
+            let (ox, oy) = ((x0 - cx) / radius, (y0 - cy) / radius);
+            let turn = |a: f64| (ox * a.cos() - oy * a.sin(), ox * a.sin() + oy * a.cos());
+            let ((ax, ay), (bx, by)) = (turn(0.45), turn(-0.45));
+            let (a, b) = (rim(x0, y0, ax, ay), rim(x0, y0, bx, by));
+            let (c1, c2) = ((a.0 + ax * 55.0, a.1 + ay * 55.0), (b.0 + bx * 55.0, b.1 + by * 55.0));
+            let label = rim(x0, y0, ox, oy);
             let _ = writeln!(
                 out,
-                "<path class=\"edge\" d=\"M {:.1} {:.1} Q {:.1} {:.1} {:.1} {:.1}\" marker-end=\"url(#arrow)\"/>\
-                 <text class=\"edge\" x=\"{lx:.1}\" y=\"{ly:.1}\">{label}</text>",
-                x0 + dy * 14.0 + dx * 30.0,
-                y0 - dx * 14.0 + dy * 30.0,
-                x0 + dx * 75.0,
-                y0 + dy * 75.0,
-                x0 - dy * 14.0 + dx * 30.0,
-                y0 + dx * 14.0 + dy * 30.0,
+                "<path class=\"edge\" d=\"M {:.1} {:.1} C {:.1} {:.1} {:.1} {:.1} {:.1} {:.1}\" marker-end=\"url(#arrow)\"/>\
+                 <text class=\"edge\" x=\"{:.1}\" y=\"{:.1}\">{label_text}</text>",
+                a.0,
+                a.1,
+                c1.0,
+                c1.1,
+                c2.0,
+                c2.1,
+                b.0,
+                b.1,
+                label.0 + ox * 52.0,
+                label.1 + oy * 52.0 + 4.0,
+
             );
             continue;
         }
@@ -669,13 +678,13 @@ fn graph_svg(graph: &TransitionGraph) -> String {
         let (dx, dy) = (x1 - x0, y1 - y0);
         let length = (dx * dx + dy * dy).sqrt().max(1.0);
         let (ux, uy) = (dx / length, dy / length);
-        // Start and end at the states' edges; bend to the left, so that a→b and b→a part.
-        let (sx, sy, ex, ey) = (x0 + ux * 34.0, y0 + uy * 34.0, x1 - ux * 34.0, y1 - uy * 34.0);
+        // Start and end at the states' rims; bend to the left, so that a→b and b→a part.
+        let ((sx, sy), (ex, ey)) = (rim(x0, y0, ux, uy), rim(x1, y1, -ux, -uy));
         let (mx, my) = ((sx + ex) / 2.0 - uy * 28.0, (sy + ey) / 2.0 + ux * 28.0);
         let _ = writeln!(
             out,
             "<path class=\"edge\" d=\"M {sx:.1} {sy:.1} Q {mx:.1} {my:.1} {ex:.1} {ey:.1}\" marker-end=\"url(#arrow)\"/>\
-             <text class=\"edge\" x=\"{:.1}\" y=\"{:.1}\">{label}</text>",
+             <text class=\"edge\" x=\"{:.1}\" y=\"{:.1}\">{label_text}</text>",
             (sx + ex) / 4.0 + mx / 2.0,
             (sy + ey) / 4.0 + my / 2.0
         );
@@ -684,7 +693,7 @@ fn graph_svg(graph: &TransitionGraph) -> String {
         let (x, y) = place(*state);
         let _ = writeln!(
             out,
-            "<ellipse class=\"state\" cx=\"{x:.1}\" cy=\"{y:.1}\" rx=\"62\" ry=\"22\"/><text class=\"state\" x=\"{x:.1}\" \
+            "<ellipse class=\"state\" cx=\"{x:.1}\" cy=\"{y:.1}\" rx=\"{STATE_RX}\" ry=\"{STATE_RY}\"/><text class=\"state\" x=\"{x:.1}\" \
              y=\"{:.1}\">{}</text>",
             y + 4.0,
             state.lower()
@@ -692,6 +701,17 @@ fn graph_svg(graph: &TransitionGraph) -> String {
     }
     out += "</svg>\n";
     out
+}
+
+/// Half-axes of a state's ellipse in the drawn graph.
+const STATE_RX: f64 = 62.0;
+const STATE_RY: f64 = 22.0;
+
+/// The point just outside the rim of the state drawn at `(x, y)`, in the direction `(ux, uy)`
+/// (a unit vector): where an arrow starts or ends, its head visible.
+fn rim(x: f64, y: f64, ux: f64, uy: f64) -> (f64, f64) {
+    let t = 1.0 / ((ux / STATE_RX).powi(2) + (uy / STATE_RY).powi(2)).sqrt().max(1e-9) + 3.0;
+    (x + ux * t, y + uy * t)
 }
 
 const STYLE: &str = "
@@ -723,8 +743,8 @@ svg text{font:11px system-ui,sans-serif;fill:#333}svg text.tick{fill:#777}
 svg .lane{stroke:#e2e2e8}svg rect.call{fill:#5b4fc4}svg rect.read{fill:#1e7f6e}svg polygon.delivery{fill:#c2570c}
 svg .marked{stroke:#d00;stroke-width:3}
 tr.marked td{background:#fde8e6}table.items td:nth-child(-n+3){white-space:nowrap}
-svg.graph .state{fill:#eef3ff;stroke:#4a63b0;stroke-width:1.5}svg.graph text.state{text-anchor:middle;font-weight:600}
-svg.graph path.edge{fill:none;stroke:#4a63b0;stroke-width:1.4}svg.graph text.edge{fill:#4a63b0;text-anchor:middle;font-size:10.5px}
+svg.graph ellipse.state{fill:#eef3ff;stroke:#4a63b0;stroke-width:1.5}svg.graph text.state{text-anchor:middle;font-weight:600}
+svg.graph path.edge{fill:none;stroke:#4a63b0;stroke-width:1.4}svg.graph text.edge{fill:#4a63b0;text-anchor:middle;font-size:10.5px;paint-order:stroke;stroke:#fff;stroke-width:3px}
 svg.graph .head{fill:#4a63b0}
 .side{display:flex;gap:16px;flex-wrap:wrap;align-items:flex-start}
 td.accepted{background:#e8f5ec}td.refused{background:#fbeaea}td.other{color:#888}
