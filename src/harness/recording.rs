@@ -11,8 +11,18 @@ use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
-/// Most bytes of an accounts list parsed to learn which connection an account belongs to.
+/// Most bytes of an accounts list read to learn which connection an account belongs to (only
+/// the ids are kept, as they are read).
 const MAX_PARSED: usize = 1024 * 1024;
+/// Most bytes of a body laid out on lines for the evidence (a parsed body takes several times its
+/// size: the run's memory budget holds the answer log at its fullest now).
+const MAX_PRETTY: usize = 64 * 1024;
+
+/// An element of an accounts list: its id alone (the rest is skipped as it is read).
+#[derive(serde::Deserialize)]
+struct Listed {
+    id: Option<String>,
+}
 
 /// The run's trace, times counted from `started`; the failures of `results` name the evidence
 /// kept and the connections drawn first.
@@ -35,16 +45,16 @@ pub fn trace(ctx: &RunContext, started: Instant, results: &[CaseResult]) -> Trac
     for a in answers.iter().filter(|a| (200..300).contains(&a.status)) {
         let Some(body) = a.body.as_deref().filter(|b| b.len() <= MAX_PARSED) else { continue };
         match a.segments.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-            ["v1", "connections"] if a.sent.method == "POST" => {
+            ["v1", "connections"] if a.sent.method == "POST" && body.len() <= MAX_PRETTY => {
                 let created = serde_json::from_str::<Value>(body).ok();
                 if let Some(id) = created.as_ref().and_then(|v| v["connectionId"].as_str()) {
                     owners.entry(id.to_string()).or_insert(client(&a.sent.auth));
                 }
             }
             ["v1", "connections", connection, "accounts"] => {
-                let Ok(Value::Array(listed)) = serde_json::from_str::<Value>(body) else { continue };
-                for id in listed.iter().filter_map(|acc| acc["id"].as_str()) {
-                    accounts.entry(id.to_string()).or_insert_with(|| connection.to_string());
+                let Ok(listed) = serde_json::from_str::<Vec<Listed>>(body) else { continue };
+                for id in listed.into_iter().filter_map(|acc| acc.id) {
+                    accounts.entry(id).or_insert_with(|| connection.to_string());
                 }
             }
             _ => {}
@@ -55,7 +65,7 @@ pub fn trace(ctx: &RunContext, started: Instant, results: &[CaseResult]) -> Trac
             ["v1", "connections", id, ..] => Some(id.to_string()),
             ["v1", "accounts", account, ..] => accounts.get(account).cloned(),
             ["v1", "connections"] => {
-                let body = a.body.as_deref().filter(|b| b.len() <= MAX_PARSED)?;
+                let body = a.body.as_deref().filter(|b| b.len() <= MAX_PRETTY)?;
                 serde_json::from_str::<Value>(body).ok()?["connectionId"].as_str().map(str::to_string)
             }
             _ => None,
@@ -162,7 +172,10 @@ pub fn trace(ctx: &RunContext, started: Instant, results: &[CaseResult]) -> Trac
         if a.sent.method == "POST" {
             headers.push(("Content-Type".into(), "application/json".into()));
         }
-        let body = a.body.as_deref().or(a.excerpt.as_deref()).map(|b| redactor.cut(&pretty(b), MAX_TEXT));
+        let body = a.body.as_deref().or(a.excerpt.as_deref()).map(|b| match pretty(b) {
+            Some(laid) => redactor.cut(&laid, MAX_TEXT),
+            None => redactor.cut(b, MAX_TEXT),
+        });
         exchanges.insert(
             *seq,
             Exchange {
@@ -181,7 +194,11 @@ pub fn trace(ctx: &RunContext, started: Instant, results: &[CaseResult]) -> Trac
     let mut posted = std::collections::BTreeMap::new();
     for seq in named_deliveries.iter().collect::<BTreeSet<_>>().into_iter().take(MAX_EVIDENCE) {
         let Some((arrived, d)) = deliveries.iter().find(|(_, d)| d.seq == *seq) else { continue };
-        let text = serde_json::to_string_pretty(&d.body).unwrap_or_default();
+        let compact = d.body.to_string();
+        let text = match compact.len() <= MAX_PRETTY {
+            true => serde_json::to_string_pretty(&d.body).unwrap_or(compact),
+            false => compact,
+        };
         posted.insert(
             *seq,
             Posted {
@@ -195,10 +212,11 @@ pub fn trace(ctx: &RunContext, started: Instant, results: &[CaseResult]) -> Trac
     Trace { connections, connections_left_out, exchanges, deliveries: posted }
 }
 
-/// A JSON body laid out on lines (easier to read than one long line); any other text as it is.
-fn pretty(body: &str) -> String {
-    let parsed = (body.len() <= MAX_PARSED).then(|| serde_json::from_str::<Value>(body).ok()).flatten();
-    parsed.and_then(|v| serde_json::to_string_pretty(&v).ok()).unwrap_or_else(|| body.to_string())
+/// A small JSON body laid out on lines (easier to read than one long line); `None` for any
+/// other text, or a large body (shown as it came).
+fn pretty(body: &str) -> Option<String> {
+    let parsed = (body.len() <= MAX_PRETTY).then(|| serde_json::from_str::<Value>(body).ok()).flatten()?;
+    serde_json::to_string_pretty(&parsed).ok()
 }
 
 /// Whose key a request carried: the second client's, or (any other) the client under test's.
