@@ -31,7 +31,7 @@ LAYERS = [
                               "harness::driver", "harness::session", "harness::steps", "harness::preflight"]),
     ("fixtures", ["harness::tour", "harness::fixtures", "harness::property", "harness::recording"]),
     ("checks", ["harness::checks"]),
-    ("runner", ["harness::runner"]),
+    ("runner", ["harness::runner", "harness::causes"]),
     ("reports", ["harness::report"]),
     ("front doors", ["harness::command", "harness::check_events"]),
     ("top", ["harness", "selftest", "openapi", "conformance", ""]),

@@ -46,7 +46,9 @@ pub use harness::catalogue::{Case, Level, Need};
 pub use harness::config::RunConfig;
 pub use harness::driver::{Answer, DriveArgs, DriveFuture, Driver, DriverAction};
 pub use harness::errors::SetupError;
-pub use harness::outcome::{CaseResult, Contrast, Counts, ErrorSource, Evidence, Failure, Gate, IgnoreCause, Outcome};
+pub use harness::outcome::{
+    CaseResult, Contrast, Counts, ErrorSource, Evidence, Failure, Gate, IgnoreCause, Outcome, Problem,
+};
 pub use harness::verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
 pub use spec::{Action, ConnectionState};
 
@@ -70,6 +72,10 @@ pub mod internal {
     pub mod catalogue {
         pub use crate::harness::catalogue::{all, check_selection, find};
     }
+    /// The code of the cases.
+    pub mod checks {
+        pub use crate::harness::checks::judge_one;
+    }
     /// `bankconf check-events`.
     pub mod check_events {
         pub use crate::harness::check_events::{check_events, judge_capture, parse, CheckEventsConfig, CASE_IDS};
@@ -80,7 +86,7 @@ pub mod internal {
     }
     /// The flags of `bankconf run` and `bankconf serve`.
     pub mod config {
-        pub use crate::harness::config::{parse_mutant, parse_variant, SandboxConditions};
+        pub use crate::harness::config::{forget_empty_env, parse_mutant, parse_variant, SandboxConditions};
     }
     /// The driver over HTTP.
     pub mod driver {
@@ -121,6 +127,10 @@ pub mod internal {
     /// What a run did, in time (the HTML report's timelines and evidence).
     pub mod trace {
         pub use crate::harness::trace::{Client, Connection, Exchange, Item, Kind, Posted, Trace};
+    }
+    /// What a report holds besides the library's surface.
+    pub mod verdict {
+        pub use crate::harness::verdict::RootCause;
     }
     /// The transition graph a target reveals.
     pub mod graph {

@@ -79,6 +79,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    bankconf::internal::config::forget_empty_env();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,

@@ -31,6 +31,13 @@ pub const SECTIONS: [(&str, &str); 23] = [
     ("§9", "Versioning"),
 ];
 
+/// Sections whose whole text refers to another section: they are checked as that one is.
+pub const REFERS_TO: [(&str, &str); 1] = [("§2.4", "§6")];
+
+/// Sections that state nothing a client can observe: everything they name is "not shown", so
+/// no case can check them and none should.
+pub const STATES_NOTHING: [&str; 1] = ["§4.5"];
+
 /// Whether `sub` is `section` itself or one of its subsections (`§4.3` is under `§4`).
 pub fn within(sub: &str, section: &str) -> bool {
     sub == section || sub.strip_prefix(section).is_some_and(|rest| rest.starts_with('.'))
@@ -139,7 +146,7 @@ pub const ACCOUNT_TYPES: [&str; 5] = ["checking", "savings", "credit_card", "bro
 
 /// Actions that move a connection or change its data. The spec does not say how (§3.2, §4.5),
 /// so the harness asks a driver for them and the sandbox exposes them as control routes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {
     /// Take the connection through the user's part of the widget to CONNECTED.
     Connect,
@@ -155,6 +162,14 @@ pub enum Action {
     UpdateAccounts,
     /// Delete a transaction, announced by `transaction.deleted`.
     DeleteTransaction,
+}
+
+/// The driver protocol's name (`require_mfa`), never Rust's (`RequireMfa`): an explored or
+/// shrunk sequence is printed in failure messages as `[require_mfa, connect]`.
+impl fmt::Debug for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Action {

@@ -336,8 +336,12 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
         assert!(!failed.is_empty(), "{mutant}");
         for case in &failed {
             let message = case["message"].as_str().unwrap();
-            let reproduction = case["reproduction"].as_str();
-            let reproduction = reproduction.unwrap_or_else(|| panic!("{mutant}: no reproduction for {message}"));
+            let evidence = &case["evidence"];
+            let (requests, deliveries) =
+                (evidence["requests"].as_array().unwrap(), evidence["deliveries"].as_array().unwrap());
+            assert!(!requests.is_empty() || !deliveries.is_empty(), "{mutant}: no evidence\n{case:#}");
+            // No reproduction: the evidence is named as context (printed_reproductions_fail_when_pasted).
+            let Some(reproduction) = case["reproduction"].as_str() else { continue };
             if reproduction.starts_with("curl ") {
                 let method = reproduction.split(" -X ").nth(1).and_then(|r| r.split(' ').next()).unwrap();
                 let url = reproduction.rsplit('\'').nth(1).unwrap();
@@ -359,11 +363,7 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
             }
             // The failure carries its evidence by reference: a curl replays its first request,
             // a replay pipes its deliveries, and the HAR link is the first one's entry.
-            let evidence = &case["evidence"];
-            let (requests, deliveries) =
-                (evidence["requests"].as_array().unwrap(), evidence["deliveries"].as_array().unwrap());
             assert_eq!(reproduction.starts_with("curl "), !requests.is_empty(), "{mutant}: {case:#}");
-            assert!(!requests.is_empty() || !deliveries.is_empty(), "{mutant}: no evidence\n{case:#}");
             let entry = &har["log"]["entries"][case["har"]["entry"].as_u64().unwrap() as usize];
             assert_eq!(entry["_id"], case["har"]["id"], "{mutant}");
             let kind = if requests.is_empty() { Some("webhook") } else { None };
@@ -489,4 +489,171 @@ fn without_a_browser_the_run_says_how_to_get_one_and_skip_browser_is_on_purpose(
     std::fs::write(&expect, browser_cases).unwrap();
     let output = run(&["--skip-browser", "--expect", expect.to_str().unwrap(), "widget."]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+}
+
+/// An empty `BANKCONF_*` variable is unset, for every variable `run --help` names: CI templates
+/// write `BANKCONF_BROWSER=` for "none".
+#[test]
+fn every_empty_variable_is_unset() {
+    let help = String::from_utf8_lossy(&Command::new(BIN).args(["run", "--help"]).output().unwrap().stdout).to_string();
+    let names: Vec<&str> =
+        help.split("[env: ").skip(1).filter_map(|rest| rest.split(['=', ']']).next()).collect::<Vec<_>>();
+    assert!(names.len() > 20 && names.contains(&"BANKCONF_BROWSER"), "{names:?}");
+    let mut command = Command::new(BIN);
+    command.args(["run", "--list"]);
+    for name in &names {
+        command.env(name, "");
+    }
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout).lines().count(), catalogue_len(), "{}", text(&output));
+}
+
+// ------------------------------------------- every printed reproduction fails when pasted
+
+/// Each mutant of `bankconf serve --list-mutants`, with the cases that catch it and those whose
+/// reads show it.
+fn mutants_and_cases() -> Vec<(String, Vec<String>)> {
+    let list = String::from_utf8(Command::new(BIN).args(["serve", "--list-mutants"]).output().unwrap().stdout).unwrap();
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for line in list.lines() {
+        let trimmed = line.trim_start();
+        let ids = |after: &str| trimmed.strip_prefix(after).map(|rest| rest.split(", ").map(str::to_string));
+        if !line.starts_with(' ') {
+            out.push((line.split_whitespace().next().unwrap().to_string(), Vec::new()));
+        } else if let (Some(ids), Some(last)) = (ids("caught by: ").or(ids("with the reads of: ")), out.last_mut()) {
+            last.1.extend(ids);
+        }
+    }
+    out
+}
+
+/// Runs the cases of `mutant` against a `bankconf serve --mutant` that outlives the run, and
+/// pastes every `reproduce:` line the JSON report prints: a curl gets the status the evidence
+/// recorded, and an answer the case's response rules (if it has some for that endpoint) fail
+/// again; a `check-events` replay fails the same case again. A failure without a reproduction
+/// names its evidence as context instead.
+fn reproductions_fail_when_pasted(mutant: &str, cases: &[String]) {
+    let server = serve(&["--mutant", mutant]);
+    let (json, har) = (temp_path(&format!("paste-{mutant}.json")), temp_path(&format!("paste-{mutant}.har")));
+    let mut args = external(&server.url, KEY, SECOND_KEY);
+    args.extend(["--report-json", json.to_str().unwrap(), "--report-har", har.to_str().unwrap()]);
+    args.extend(cases.iter().map(String::as_str));
+    // Exit 1; 0 for a mutant caught at a level that does not gate; 2 for one the setup stops.
+    let output = run(&args);
+    assert!(matches!(output.status.code(), Some(0..=3)), "{mutant}: {}", text(&output));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let har: Value = serde_json::from_str(&std::fs::read_to_string(&har).unwrap()).unwrap();
+    let recorded = |id: &Value| {
+        let entry = har["log"]["entries"].as_array()?.iter().find(|e| e["_id"] == *id)?;
+        serde_json::from_str::<Value>(entry["response"]["content"]["text"].as_str()?).ok()
+    };
+    let sh = |script: &str| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("BANKCONF_API_KEY", KEY)
+            .env("BANKCONF_SECOND_API_KEY", SECOND_KEY)
+            .output()
+            .unwrap()
+    };
+    for case in report["cases"].as_array().unwrap().iter().filter(|c| c["outcome"] == "failed") {
+        let id = case["id"].as_str().unwrap();
+        let Some(reproduction) = case["reproduction"].as_str() else {
+            let evidence = &case["evidence"];
+            let named =
+                evidence["requests"].as_array().unwrap().len() + evidence["deliveries"].as_array().unwrap().len();
+            assert!(
+                named > 0 || id.starts_with("widget."),
+                "{mutant}: {id} has neither reproduction nor evidence\n{case:#}"
+            );
+            continue;
+        };
+        if reproduction.starts_with("curl ") {
+            let cited = &case["evidence"]["requests"][0];
+            let pasted = sh(reproduction);
+            let answer = String::from_utf8_lossy(&pasted.stdout).replace("\r\n", "\n");
+            let status: u64 = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+            assert_eq!(status, cited["status"].as_u64().unwrap(), "{mutant}: {id}: {reproduction}\n{answer}");
+            // The answer pasted is judged again by the case's response rules, when it has some for
+            // that endpoint: it must break one of them again (its state may have moved on since).
+            let method = reproduction.split(" -X ").nth(1).and_then(|r| r.split(' ').next()).unwrap();
+            let url = reproduction.rsplit('\'').nth(1).unwrap();
+            let path = url.split("/v1/").nth(1).unwrap_or_default().split('?').next().unwrap();
+            let segments: Vec<String> = ["v1"].into_iter().chain(path.split('/')).map(str::to_string).collect();
+            let limit = url.split("limit=").nth(1).and_then(|l| l.split('&').next()?.parse().ok());
+            let Some((_, pasted_body)) = answer.split_once("\n\n") else { continue };
+            let Ok(body) = serde_json::from_str::<Value>(pasted_body) else { continue };
+            if let Some(problems) = bankconf::internal::checks::judge_one(id, method, &segments, limit, &body) {
+                // Unless the data changed since the read (a later update): then the answer judged
+                // is the one the HAR holds, and it failed.
+                let moved_on = recorded(&cited["har_id"]).is_some_and(|then| then != body);
+                assert!(
+                    !problems.is_empty() || moved_on,
+                    "{mutant}: {id}: the pasted curl's answer passes\n{reproduction}\n{answer}"
+                );
+            }
+        } else {
+            assert!(reproduction.ends_with("| bankconf check-events -"), "{mutant}: {id}: {reproduction}");
+            let pasted = sh(&reproduction.replace("bankconf check-events", &format!("{BIN} check-events")));
+            let out = text(&pasted);
+            assert_eq!(pasted.status.code(), Some(1), "{mutant}: {id}: {reproduction}\n{out}");
+            let line = out.lines().find(|l| l.contains(id)).unwrap_or_default();
+            assert!(line.contains("FAIL"), "{mutant}: {id} fails again offline:\n{out}");
+        }
+    }
+}
+
+/// A few mutants in a plain `cargo test`: a response rule, a delivery rule, the state model.
+#[test]
+fn printed_reproductions_fail_when_pasted() {
+    let all = mutants_and_cases();
+    for name in ["transaction-prefix", "event-prefix", "account-drops-after-update"] {
+        let (mutant, cases) = all.iter().find(|(m, _)| m == name).unwrap_or_else(|| panic!("no mutant {name}"));
+        reproductions_fail_when_pasted(mutant, cases);
+    }
+}
+
+/// Every mutant (the full matrix, `.ci/run`), two at a time.
+#[test]
+#[ignore = "every mutant: run by .ci/run"]
+fn printed_reproductions_of_every_mutant_fail_when_pasted() {
+    let all = mutants_and_cases();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((mutant, cases)) = all.get(at) else { break };
+                reproductions_fail_when_pasted(mutant, cases);
+            });
+        }
+    });
+}
+
+/// One observable cause under many failures is said once, before them, with the cases it may
+/// explain: every JSON body behind a byte-order mark, every connection.created event naming
+/// one connection.
+#[test]
+fn a_root_cause_comes_before_its_symptoms() {
+    for (mutant, words) in [("json-bom", "byte-order mark"), ("wrong-connection", "all name the connection")] {
+        if !String::from_utf8_lossy(&Command::new(BIN).args(["serve", "--list-mutants"]).output().unwrap().stdout)
+            .contains(mutant)
+        {
+            continue;
+        }
+        let json = temp_path(&format!("root-{mutant}.json"));
+        let output = run(&["--sandbox-mutant", mutant, "--report-json", json.to_str().unwrap()]);
+        let out = text(&output);
+        assert_eq!(output.status.code(), Some(1), "{mutant}: {out}");
+        let closing = out.split("to act on, gating first").next().unwrap_or_default();
+        let root = closing.rfind("root cause, first:").unwrap_or_else(|| panic!("{mutant}: no root cause:\n{out}"));
+        assert!(closing[root..].split_whitespace().collect::<Vec<_>>().join(" ").contains(words), "{mutant}: {out}");
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let causes = report["root_causes"].as_array().unwrap();
+        assert_eq!(causes.len(), 1, "{mutant}: {causes:#?}");
+        assert!(causes[0]["cases"].as_array().unwrap().len() >= 2, "{mutant}: {causes:#?}");
+    }
 }

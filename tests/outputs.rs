@@ -191,6 +191,8 @@ fn synthetic() -> Report {
         stopped: None,
         redactor: Default::default(),
         trace: Default::default(),
+        cited: Default::default(),
+        root_causes: Default::default(),
     }
 }
 
@@ -230,7 +232,14 @@ fn with_failures() -> Report {
         gate: Gate(vec![Level::Must, Level::Security]),
         results: vec![
             result("create.status-created", Outcome::Passed, None),
-            result("transactions.page-schema", Outcome::Failed(long.into()), Some(curl)),
+            result(
+                "transactions.page-schema",
+                Outcome::Failed(
+                    bankconf::Failure::from(long)
+                        .requested("GET http://staging.example:8080/v1/accounts/acc_1/transactions?limit=100"),
+                ),
+                Some(curl),
+            ),
             result("create.id-shape", Outcome::Failed("ids are 10 characters long".into()), None),
             result(
                 "widget.served",
@@ -254,6 +263,8 @@ fn with_failures() -> Report {
         stopped: None,
         redactor: Default::default(),
         trace: Default::default(),
+        cited: Default::default(),
+        root_causes: Default::default(),
     }
 }
 
@@ -350,7 +361,7 @@ fn json_seed_survives_a_reader_that_rounds_numbers() {
     let report = json::render(&with_failures());
     assert_valid_report(&report);
     assert_eq!(report["seed"], "18446744073709551557");
-    assert_eq!(report["format_version"], 2);
+    assert_eq!(report["format_version"], 3);
     // `jq -r .seed` prints it as written.
     let path = common::temp_path("seed.json");
     std::fs::write(&path, serde_json::to_string(&report).unwrap()).unwrap();
@@ -425,17 +436,14 @@ fn with_trace() -> Report {
     use bankconf::{Action, ConnectionState, Evidence, Failure};
     let hostile = "<script>alert(1)</script></textarea><img src=x onerror=alert(2)> javascript:alert(3) \u{202e}gnp.exe\u{0}\u{1b}[2J";
     let mut report = with_failures();
-    let failure = Failure {
-        message: format!(
-            "after connection.connected: GET /v1/connections/conn_1/accounts still showed none; body {hostile}"
-        ),
-        contrast: Some(Box::new(bankconf::Contrast {
-            expected: "the accounts of a CONNECTED connection".into(),
-            actual: format!("status 500: {hostile}"),
-        })),
-        evidence: Evidence { answers: vec![3], deliveries: vec![7] },
-        shrunk_input: None,
-    };
+    let mut failure = Failure::from(format!(
+        "after connection.connected: GET /v1/connections/conn_1/accounts still showed none; body {hostile}"
+    ));
+    failure.contrast = Some(Box::new(bankconf::Contrast {
+        expected: "the accounts of a CONNECTED connection".into(),
+        actual: format!("status 500: {hostile}"),
+    }));
+    failure.evidence = Evidence { answers: vec![3], deliveries: vec![7] };
     report.results[2].outcome = Outcome::Failed(failure);
     let ms = Duration::from_millis;
     let item = |kind, client, at: u64, until: u64, label: &str, answer, delivery| Item {
@@ -504,6 +512,10 @@ fn with_trace() -> Report {
         ],
     });
     report.notes = vec![format!("a driver said {hostile}")];
+    report.root_causes = vec![bankconf::internal::verdict::RootCause {
+        cause: format!("every 2xx body starts with a byte-order mark {hostile}"),
+        cases: vec!["create.id-shape".into()],
+    }];
     report
 }
 
@@ -522,6 +534,9 @@ fn html_puts_failures_first_with_their_evidence_and_escapes_every_target_text() 
     // Failures first, each with its evidence: the request and its answer, the delivery, the contrast.
     let failures = page.find("<section id=\"failures\">").unwrap();
     assert!(failures < page.find("<section id=\"timelines\">").unwrap());
+    // A cause that explains several failures comes before them, linking to each.
+    let causes = page.find("<section id=\"causes\">").expect("the root causes");
+    assert!(causes < failures && page[causes..failures].contains("<a href=\"#case-2\">create.id-shape</a>"));
     assert!(page.find("id=\"timelines\"").unwrap() < page.find("id=\"graph\"").unwrap());
     let failure = &page[page.find("id=\"case-2\"").expect("the failure's anchor")..];
     let failure = &failure[..failure.find("</article>").unwrap()];
@@ -836,4 +851,30 @@ fn a_run_cut_short_is_incomplete_and_names_its_cause() {
     // A failure judged before the signal is still a failure.
     let failed = Report { stopped: Some(Cause::Interrupted(Signal::Interrupt)), ..synthetic() };
     assert_eq!((failed.verdict(), failed.exit_code()), ("FAILED", 130));
+}
+
+/// A target's body with `; `, `|`, a newline and backticks stays one problem in every report:
+/// the reports render typed problems and never take a message apart.
+#[test]
+fn target_text_never_splits_a_problem() {
+    let body = "{\"error\": \"a; b | c\\nd ``` e\"}";
+    let request = "GET http://127.0.0.1:9/v1/accounts/acc_1";
+    let failure =
+        bankconf::Failure::from(format!("{request}: expected 2xx, got status 500: {body}")).requested(request);
+    assert_eq!(failure.problems.len(), 1);
+    let mut report = synthetic();
+    report.results[1].outcome = Outcome::Failed(failure);
+    let md = markdown::render(&report);
+    assert!(md.contains("**Problem:** expected 2xx") && !md.contains("**Problems"), "{md}");
+    let json = json::render(&report);
+    assert_eq!(json["cases"][1]["problems"].as_array().unwrap().len(), 1, "{json:#}");
+    assert_eq!(json["cases"][1]["problems"][0]["request"], request);
+    let terminal = bankconf::internal::report::terminal::render_summary(
+        &report,
+        bankconf::internal::report::terminal::Paint(false),
+        "(full text in r.json)",
+    );
+    assert!(!terminal.contains("problems, the first"), "{terminal}");
+    let junit = junit::render(&report);
+    assert_eq!(junit.matches("<failure").count(), 1, "{junit}");
 }

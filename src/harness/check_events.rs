@@ -101,8 +101,7 @@ fn kind(v: &Value) -> &'static str {
 pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) {
     let (groups, orphans) = event_rules::by_connection(deliveries);
     let all: Vec<event_rules::Group<'_>> = groups.iter().map(|(id, ds)| (id.as_str(), ds.as_slice())).collect();
-    let (started, partial): (Vec<event_rules::Group<'_>>, Vec<event_rules::Group<'_>>) =
-        all.iter().partition(|(_, ds)| event_rules::has_created(ds));
+    let partial: Vec<&event_rules::Group<'_>> = all.iter().filter(|(_, ds)| !event_rules::has_created(ds)).collect();
 
     let clients = event_rules::client_ids(deliveries);
     let mut notes = vec![format!(
@@ -134,23 +133,20 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
     let mut results = Vec::new();
     for id in CASE_IDS {
         let started_at = Instant::now();
-        let rule = events::DELIVERY_RULES.iter().find(|(case, _)| *case == id).map(|(_, rule)| rule);
-        let verdict: Result<(), Stop> = match id {
-            _ if rule.is_some() => rule.map_or(Ok(()), |rule| rule(deliveries)),
-            CREATED_PRESENT => match event_rules::missing_created(&all) {
-                missing if missing.is_empty() => Ok(()),
-                missing => Err(Stop::fail(format!(
-                    "{} mid-life, so not chain-checked: {}",
-                    plural(missing.len(), "connection starts", "connections start"),
-                    missing.iter().map(|f| f.message.as_str()).collect::<Vec<_>>().join("; ")
-                ))),
+        let verdict: Result<(), Stop> = match events::offline(id, deliveries) {
+            Some(verdict) => verdict,
+            None => match id {
+                CREATED_PRESENT => match event_rules::missing_created(&all) {
+                    missing if missing.is_empty() => Ok(()),
+                    missing => Err(Stop::fail(format!(
+                        "{} mid-life, so not chain-checked: {}",
+                        plural(missing.len(), "connection starts", "connections start"),
+                        missing.iter().map(|f| f.message.as_str()).collect::<Vec<_>>().join("; ")
+                    ))),
+                },
+                CLIENT_ID_PER_CONNECTION => event_rules::one_client_id(&groups),
+                other => Err(Stop::fail(format!("no capture rule for {other}"))),
             },
-            events::PREVIOUS_STATUS_CHAIN if started.is_empty() => {
-                Err(Stop::ignore("no connection in the capture has its connection.created: no chain to check"))
-            }
-            events::PREVIOUS_STATUS_CHAIN => event_rules::chains(&started),
-            CLIENT_ID_PER_CONNECTION => event_rules::one_client_id(&groups),
-            other => Err(Stop::fail(format!("no capture rule for {other}"))),
         };
         results.push(CaseResult {
             case: catalogue_case(id),
@@ -210,6 +206,8 @@ pub fn check_events(mut config: CheckEventsConfig) -> i32 {
         stopped: None,
         redactor: Default::default(),
         trace: Default::default(),
+        cited: Default::default(),
+        root_causes: Default::default(),
     };
     report::finish(&report, &config.outputs)
 }

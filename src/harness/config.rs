@@ -183,6 +183,7 @@ impl RunConfig {
 
     /// Reads the configuration from the environment alone (for `cargo test`).
     pub(crate) fn from_env() -> Result<Self, clap::Error> {
+        forget_empty_env();
         #[derive(clap::Parser)]
         struct EnvOnly {
             #[command(flatten)]
@@ -195,6 +196,23 @@ impl RunConfig {
     /// one of its own (a setup error may quote a driver or a target that echoed a key).
     pub(crate) fn secrets(&self) -> Redactor {
         Redactor::of([self.api_key.as_deref().unwrap_or(""), self.second_api_key.as_deref().unwrap_or("")])
+    }
+
+    /// A note when a key the flags give is shorter than the redactor can tell apart from
+    /// ordinary text: it is hidden only where it stands as a word.
+    pub(crate) fn short_keys_note(&self) -> Option<String> {
+        let short: Vec<&str> = [("--api-key", &self.api_key), ("--second-api-key", &self.second_api_key)]
+            .into_iter()
+            .filter(|(_, key)| key.as_deref().is_some_and(super::redact::is_short))
+            .map(|(flag, _)| flag)
+            .collect();
+        (!short.is_empty()).then(|| {
+            format!(
+                "{} shorter than 8 characters: the reports hide it only where it stands as a word, not \
+                 within other words or in pieces; a real key is longer (§5.2: a prefix, an underscore and more)",
+                short.join(" and ")
+            )
+        })
     }
 
     /// The configuration, with report paths that only a former variable name gives
@@ -397,6 +415,20 @@ impl OutputPaths {
 
 /// A report path from a variable named as before the `--report-*` scheme; read only when
 /// neither the flag nor the new variable gives one.
+/// Removes every `BANKCONF_*` variable set to the empty string, so that clap sees it unset.
+/// CI templates often write `BANKCONF_BROWSER=` for "none": an empty value is never a setting
+/// (clap would take it as a flag given without its value). Called first thing in the binary's
+/// `main` and in the conformance test harness, while the process has one thread.
+pub fn forget_empty_env() {
+    let empty: Vec<_> = std::env::vars_os()
+        .filter(|(name, value)| name.to_str().is_some_and(|n| n.starts_with("BANKCONF_")) && value.is_empty())
+        .map(|(name, _)| name)
+        .collect();
+    for name in empty {
+        std::env::remove_var(name);
+    }
+}
+
 fn legacy_env(name: &str) -> Option<PathBuf> {
     std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
 }

@@ -301,6 +301,18 @@ impl Recorder {
         Some(Link { entry: *log.index.get(&id)?, id, entries: own.len() })
     }
 
+    /// The `_id` of entry `id` if the written file holds it (it may have gone past the budget).
+    pub fn written(&self, id: u64) -> Option<u64> {
+        let log = self.har.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
+        log.index.contains_key(&id).then_some(id)
+    }
+
+    /// The `_id` of the written entry of the delivery `seq`.
+    pub fn delivery_entry(&self, seq: u64) -> Option<u64> {
+        let log = self.har.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
+        log.by_delivery.get(&seq).copied().filter(|id| log.index.contains_key(id))
+    }
+
     /// Writes the HAR to `path`, every secret `redactor` knows redacted.
     pub fn write(&self, path: &Path, redactor: &Redactor) -> Result<(), ReportWriteError> {
         let Some(log) = &self.har else { return Ok(()) };

@@ -215,7 +215,7 @@ impl Exchange {
 
     /// [`Exchange::fail`] as a [`Failure`], to collect among [`super::outcome::Problems`].
     pub fn failure(&self, message: impl Into<String>) -> Failure {
-        Failure::from(message.into()).on_answer(self.seq)
+        Failure::from(message.into()).shown_by(self.seq).requested(&self.request)
     }
 
     /// The start of the body, for messages: without control characters (a hostile body must
@@ -473,7 +473,7 @@ impl Api {
         match &mut result {
             Ok(x) => x.seq = seq,
             // A finding about the answer itself (too large): it rests on it.
-            Err(Stop::Fail(f)) => *f = std::mem::take(f).on_answer(seq),
+            Err(Stop::Fail(f)) => *f = std::mem::take(f).shown_by(seq),
             Err(_) => {}
         }
         result
@@ -509,7 +509,7 @@ impl Api {
         match &mut result {
             Ok(x) => x.seq = seq,
             // A finding about the answer itself (too large): it rests on it.
-            Err(Stop::Fail(f)) => *f = std::mem::take(f).on_answer(seq),
+            Err(Stop::Fail(f)) => *f = std::mem::take(f).shown_by(seq),
             Err(_) => {}
         }
         result

@@ -28,7 +28,7 @@
 //! 5. [`checks`]: the code of every case, flow checks and response checks, one file per
 //!    catalogue file;
 //! 6. [`runner`]: cases to outcomes (flows, then the response checks over every answer), a run
-//!    to a [`verdict::Report`];
+//!    to a [`verdict::Report`], with its [`causes`] (one fact that explains many failures);
 //! 7. [`report`]: terminal, JSON, JUnit, Markdown and libtest, from a report alone;
 //! 8. front doors: [`command`] (`bankconf run`, `cargo test --test conformance`) and
 //!    [`check_events`] (`bankconf check-events`, over a capture).
@@ -37,6 +37,7 @@ pub(crate) mod browser;
 mod budget;
 pub(crate) mod cancel;
 pub(crate) mod catalogue;
+mod causes;
 mod chain;
 pub(crate) mod check_events;
 pub(crate) mod checks;

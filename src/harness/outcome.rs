@@ -112,29 +112,97 @@ pub struct Contrast {
     pub actual: String,
 }
 
+/// One violation a finding shows, as a value the reports render: the request whose answer shows
+/// it (when the finding names one), what is wrong, and what it rests on. A report never takes a
+/// message apart to find these: target text may hold any `; `, `|` or newline.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Problem {
+    /// `GET /v1/accounts/acc_1`, when one request's answer shows the problem.
+    pub request: Option<String>,
+    /// What is wrong, without the request.
+    pub detail: String,
+    /// The requests and deliveries it rests on.
+    pub evidence: Evidence,
+    /// Whether its one answer shows it by itself: the rule judged that answer alone, so
+    /// sending its request again reproduces it. Not a problem that compares reads, or a read
+    /// with an event or an absence.
+    pub alone: bool,
+}
+
+impl Problem {
+    /// `GET /v1/…: detail`, or the detail alone.
+    pub fn text(&self) -> String {
+        match &self.request {
+            Some(request) => format!("{request}: {}", self.detail),
+            None => self.detail.clone(),
+        }
+    }
+}
+
 /// How the target broke a case's rule (the section is the case's).
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Failure {
     /// The whole finding, for a person: the request, what was expected and what was received.
     pub message: String,
+    /// Each violation it shows, in order (one for most findings).
+    pub problems: Vec<Problem>,
     /// What the rule expected and what came instead, when the finding states them apart.
     pub contrast: Option<Box<Contrast>>,
     /// The requests and deliveries it rests on.
     pub evidence: Evidence,
     /// For a property: the smallest failing input it shrank to.
-    pub shrunk_input: Option<String>,
+    pub shrunk_input: Option<Box<str>>,
 }
 
 impl Failure {
     /// The finding `message`, resting on the answer `seq` (none when the log did not keep it).
     pub fn on_answer(mut self, seq: Option<u64>) -> Self {
-        self.evidence.extend(&Evidence { answers: seq.into_iter().collect(), deliveries: Vec::new() });
+        let more = Evidence { answers: seq.into_iter().collect(), deliveries: Vec::new() };
+        self.evidence.extend(&more);
+        if let [one] = self.problems.as_mut_slice() {
+            one.evidence.extend(&more);
+        }
         self
+    }
+
+    /// The finding, shown by the answer to `request` (`GET /v1/…`): its one problem names that
+    /// request apart from what is wrong (a message that starts with it is split there once,
+    /// here, where both are known).
+    pub fn requested(mut self, request: &str) -> Self {
+        if let [one] = self.problems.as_mut_slice() {
+            if let Some(detail) = one.detail.strip_prefix(request).and_then(|rest| rest.strip_prefix(": ")) {
+                one.detail = detail.to_string();
+            }
+            one.request = Some(request.to_string());
+        }
+        self
+    }
+
+    /// The finding `message`, shown by the answer `seq` by itself (see [`Problem::alone`]).
+    pub fn shown_by(mut self, seq: Option<u64>) -> Self {
+        self = self.on_answer(seq);
+        if let ([one], Some(_)) = (self.problems.as_mut_slice(), seq) {
+            one.alone = one.evidence.answers.len() == 1 && one.evidence.deliveries.is_empty();
+        }
+        self
+    }
+
+    /// The answer that shows its first problem by itself, if one does ([`Problem::alone`]).
+    pub fn alone(&self) -> Option<u64> {
+        let first = self.problems.first().filter(|p| p.alone && p.evidence.deliveries.is_empty())?;
+        match first.evidence.answers.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        }
     }
 
     /// The finding, resting on the delivery `seq` too.
     pub fn on_delivery(mut self, seq: u64) -> Self {
-        self.evidence.extend(&Evidence { answers: Vec::new(), deliveries: vec![seq] });
+        let more = Evidence { answers: Vec::new(), deliveries: vec![seq] };
+        self.evidence.extend(&more);
+        if let [one] = self.problems.as_mut_slice() {
+            one.evidence.extend(&more);
+        }
         self
     }
 
@@ -144,15 +212,25 @@ impl Failure {
         self
     }
 
-    /// The same finding in other words (`after connection.connected: …`), its evidence kept.
-    pub fn reworded(self, f: impl FnOnce(&str) -> String) -> Self {
-        Self { message: f(&self.message), ..self }
+    /// The same finding in other words (`after connection.connected: …`), its evidence kept;
+    /// a finding of one problem says it in the same words.
+    pub fn reworded(mut self, f: impl FnOnce(&str) -> String) -> Self {
+        let message = f(&self.message);
+        if let [one] = self.problems.as_mut_slice() {
+            match message.strip_prefix(self.message.as_str()) {
+                // Words added after it (`[explored sequence: …]`): the request stays apart.
+                Some(added) => one.detail.push_str(added),
+                None => (one.request, one.detail) = (None, message.clone()),
+            }
+        }
+        Self { message, ..self }
     }
 }
 
 impl From<String> for Failure {
     fn from(message: String) -> Self {
-        Self { message, ..Self::default() }
+        let problems = vec![Problem { detail: message.clone(), ..Problem::default() }];
+        Self { message, problems, ..Self::default() }
     }
 }
 
@@ -215,11 +293,15 @@ impl Outcome {
     pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Self::Passed => Self::Passed,
-            Self::Failed(Failure { message, contrast, evidence, shrunk_input }) => Self::Failed(Failure {
+            Self::Failed(Failure { message, problems, contrast, evidence, shrunk_input }) => Self::Failed(Failure {
                 message: f(&message),
+                problems: problems
+                    .into_iter()
+                    .map(|p| Problem { request: p.request.map(|r| f(&r)), detail: f(&p.detail), ..p })
+                    .collect(),
                 contrast: contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
                 evidence,
-                shrunk_input: shrunk_input.map(|s| f(&s)),
+                shrunk_input: shrunk_input.map(|s| f(&s).into()),
             }),
             Self::Error { source, message } => Self::Error { source, message: f(&message) },
             Self::Ignored { cause, reason } => Self::Ignored { cause, reason: f(&reason) },
@@ -321,7 +403,7 @@ impl Problems {
 
     /// A problem that the answer `seq` shows (`http::Exchange::seq`).
     pub fn add_at(&mut self, seq: Option<u64>, problem: impl Into<String>) {
-        self.0.push(Failure::from(problem.into()).on_answer(seq));
+        self.0.push(Failure::from(problem.into()).shown_by(seq));
     }
 
     /// Keeps a failure as a problem; an ignore or error still stops.
@@ -347,6 +429,7 @@ impl Problems {
         for other in all {
             first.evidence.extend(&other.evidence);
             messages.push(other.message);
+            first.problems.extend(other.problems);
         }
         let message = format!("{n} problems: {}", messages.join("; "));
         Err(Stop::Fail(Failure { message, contrast: None, ..first }))

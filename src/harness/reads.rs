@@ -52,7 +52,7 @@ pub struct Page {
 impl Page {
     /// A finding this page shows, resting on its answer.
     pub fn fail(&self, message: String) -> Stop {
-        Stop::Fail(Failure::from(message).on_answer(self.seq))
+        Stop::Fail(Failure::from(message).shown_by(self.seq))
     }
 
     pub fn ids(&self) -> Vec<String> {

@@ -62,9 +62,16 @@ impl Redactor {
         let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
         let mut out = text.to_string();
         for secret in secrets.iter() {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "[redacted]");
+            if !out.contains(secret.as_str()) {
+                continue;
             }
+            out = if secret.chars().count() < MIN_FRAGMENT {
+                // A short secret is often a word (`test`): replaced only where it stands alone,
+                // so that the text around it is not garbled ("tested" stays).
+                replace_words(&out, secret)
+            } else {
+                out.replace(secret.as_str(), "[redacted]")
+            };
         }
         redact_widget_tokens(&redact_cut_edges(&redact_fragments(&out, &secrets), &secrets))
     }
@@ -94,6 +101,32 @@ impl Redactor {
     }
 }
 
+/// Whether a secret is too short to be told apart from ordinary text: it is redacted only as a
+/// whole word, and the run says so in a note ([`Redactor::short_note`]).
+pub fn is_short(secret: &str) -> bool {
+    !secret.is_empty() && secret.chars().count() < MIN_FRAGMENT
+}
+
+/// `text` with every occurrence of `word` that no letter, digit or `_` touches replaced.
+fn replace_words(text: &str, word: &str) -> String {
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest[..at].chars().next_back().or_else(|| out.chars().next_back());
+        let after = rest[at + word.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if is_word(before) || is_word(after) {
+            out.push_str(word);
+        } else {
+            out.push_str("[redacted]");
+        }
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// `text` cut to its first `max` characters, `…` marking a cut. It knows no secret: for text
 /// that a run's [`Redactor`] redacts whole before it is shown, which also takes a piece of a
 /// secret that the cut left before its `…`.
@@ -120,6 +153,8 @@ fn redact_cut_edges(text: &str, secrets: &[String]) -> String {
     if !text.contains('…') || secrets.is_empty() {
         return text.to_string();
     }
+    // A short secret's pieces are ordinary text (see `is_short`).
+    let secrets: Vec<&String> = secrets.iter().filter(|s| !is_short(s)).collect();
     let mut out = String::with_capacity(text.len());
     let pieces: Vec<&str> = text.split('…').collect();
     for (i, piece) in pieces.iter().enumerate() {
@@ -316,6 +351,19 @@ fn redact_widget_tokens(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_short_key_is_redacted_only_as_a_word() {
+        let r = Redactor::of(["test"]);
+        assert_eq!(
+            r.redact("it would be tested: Bearer test, key=test."),
+            "it would be tested: Bearer [redacted], key=[redacted]."
+        );
+        assert_eq!(r.redact("…est of the tests…"), "…est of the tests…");
+        // A key of 8 characters or more is redacted wherever it stands, and its pieces too.
+        let r = Redactor::of(["abcdefgh12"]);
+        assert_eq!(r.redact("xabcdefgh12y"), "x[redacted]y");
+    }
 
     #[test]
     fn redacts_encoded_and_cut_secrets() {

@@ -11,11 +11,11 @@ use super::errors::SetupError;
 use super::expect::{Expectations, Standing};
 use super::fixtures::RunContext;
 use super::har;
-use super::outcome::{CaseResult, ErrorSource, Evidence, IgnoreCause, Outcome, Problems};
+use super::outcome::{CaseResult, ErrorSource, Failure, IgnoreCause, Outcome, Problems};
 use super::preflight;
 pub use super::progress::Progress;
 use super::session::Session;
-use super::verdict::Link;
+use super::verdict::{Cited, Link};
 use super::verdict::{Origin, Report};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -67,6 +67,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
     let selection = config.selection();
     // A run that stops before its session exists still knows the keys its flags gave.
     let secrets = config.secrets();
+    let short_keys = config.short_keys_note();
     let empty = |setup_error: Option<SetupError>| Report {
         origin: Origin::Run { seed: 0, settings: settings.clone() },
         server: String::new(),
@@ -82,6 +83,8 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         stopped: None,
         redactor: secrets.clone(),
         trace: Default::default(),
+        cited: BTreeMap::new(),
+        root_causes: Vec::new(),
     };
     let not_run = |setup_error: SetupError| empty(Some(setup_error.redacted(&secrets)));
     // A broken expectations file is found before anything runs.
@@ -179,6 +182,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
         notes.extend(copies_note(&r.timeline().into_iter().map(|(_, d)| d).collect::<Vec<_>>()));
     }
+    notes.extend(short_keys);
     notes.extend(ctx.api.throttle().note());
     notes.extend(ctx.notes());
     let unkept = ctx.api.answers().unkept();
@@ -196,6 +200,10 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
     notes.extend(unregistered);
     let har = write_har(&ctx, &results, &mut notes);
     let trace = super::recording::trace(&ctx, started, &results);
+    let cited = cite(&ctx, &results);
+    let deliveries: Vec<_> =
+        ctx.receiver().map(|r| r.timeline().into_iter().map(|(_, d)| d).collect()).unwrap_or_default();
+    let root_causes = super::causes::find(&ctx.api.answers().all(), &deliveries, &results);
     let report = Report {
         origin: Origin::Run { seed: ctx.seed, settings },
         server: ctx.server.clone(),
@@ -211,6 +219,8 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         stopped,
         redactor: ctx.redactor.clone(),
         trace,
+        cited,
+        root_causes,
     };
     match cancel.cause() {
         None => ctx.shutdown().await,
@@ -238,6 +248,35 @@ fn copies_note(deliveries: &[super::delivery::Delivery]) -> Option<String> {
             deliveries.len()
         )
     })
+}
+
+/// Most items of one failure's evidence the reports name.
+const MAX_CITED: usize = 64;
+
+/// What each failure rests on, named as the files the run wrote name it (after the HAR is
+/// written, so that its `_id`s are the file's).
+fn cite(ctx: &RunContext, results: &[CaseResult]) -> BTreeMap<String, Vec<Cited>> {
+    let recorder = ctx.api.recorder();
+    let timeline = ctx.receiver().map(|r| r.timeline()).unwrap_or_default();
+    let text = |body: &serde_json::Value, field: &str| {
+        body.get(field).or_else(|| body.get("event")).and_then(|v| v.as_str()).map(|s| ctx.redactor.cut(s, 80))
+    };
+    results
+        .iter()
+        .filter_map(|r| {
+            let Outcome::Failed(f) = &r.outcome else { return None };
+            let requests = f.evidence.answers.iter().filter_map(|seq| ctx.api.answers().get(*seq)).map(|a| {
+                let request = ctx.redactor.cut(&a.sent.request, 200);
+                Cited::Request { request, status: a.status, har: a.har.and_then(|id| recorder.written(id)) }
+            });
+            let deliveries = f.evidence.deliveries.iter().filter_map(|seq| {
+                let (_, d) = timeline.iter().find(|(_, d)| d.seq == *seq)?;
+                let event = d.body.get("id").and_then(|v| v.as_str()).map(|s| ctx.redactor.cut(s, 80));
+                Some(Cited::Delivery { event, kind: text(&d.body, "type"), har: recorder.delivery_entry(*seq) })
+            });
+            Some((r.case.id.clone(), requests.chain(deliveries).take(MAX_CITED).collect()))
+        })
+        .collect()
 }
 
 /// Writes the `--report-har` file, if asked; returns it with where each failure's evidence is in it.
@@ -343,26 +382,36 @@ fn conclude(
         (flow, _) => flow,
     };
     let reproduction = match &outcome {
-        Outcome::Failed(f) => reproduction(ctx, &f.evidence).map(|r| ctx.redactor.redact(&r)),
+        Outcome::Failed(f) => reproduction(ctx, case, f).map(|r| ctx.redactor.redact(&r)),
         _ => None,
     };
     let outcome = outcome.map_text(|m| ctx.redactor.redact(m));
     CaseResult { case, outcome, duration, reproduction }
 }
 
-/// What reproduces a failure, from its evidence: the curl of the first request it rests on;
-/// for one that rests on deliveries alone, those deliveries' connections judged again offline.
-fn reproduction(ctx: &RunContext, evidence: &Evidence) -> Option<String> {
-    if let Some(answer) = evidence.answers.first().and_then(|seq| ctx.api.answers().get(*seq)) {
-        return Some(answer.sent.curl());
+/// A command that, pasted, fails the same rule again, from the failure's evidence; none when
+/// no command can (the reports then name the evidence as context, `Report::context`):
+/// - a finding an answer shows by itself ([`Failure::alone`]: not two reads compared, not the
+///   state model over time, not a read against an event): the curl of that request asks the
+///   target the same question;
+/// - a finding on deliveries, of a case `bankconf check-events` judges: those deliveries'
+///   connection, piped into it.
+///
+/// A finding on two reads, a read against an event, or an absence is not reproduced by any one
+/// request, and `check-events` does not judge absences or cross-references.
+fn reproduction(ctx: &RunContext, case: &Case, failure: &Failure) -> Option<String> {
+    let evidence = &failure.evidence;
+    match failure.alone() {
+        Some(seq) if evidence.deliveries.is_empty() => ctx.api.answers().get(seq).map(|a| a.sent.curl()),
+        _ if evidence.answers.is_empty() => delivery_reproduction(ctx, &case.id, &evidence.deliveries),
+        _ => None,
     }
-    delivery_reproduction(ctx, &evidence.deliveries)
 }
 
 /// `printf '%s\n' '{…}' … | bankconf check-events -`: the deliveries of the connection of the
 /// first delivery a failure rests on (each event once), piped into the offline judge of the
-/// same rules.
-fn delivery_reproduction(ctx: &RunContext, deliveries: &[u64]) -> Option<String> {
+/// same rules; only when that judge fails the case on them too ([`checks::events::offline`]).
+fn delivery_reproduction(ctx: &RunContext, case: &str, deliveries: &[u64]) -> Option<String> {
     let receiver = ctx.receiver().ok()?;
     let timeline = receiver.timeline();
     let named = deliveries.iter().find_map(|seq| timeline.iter().map(|(_, d)| d).find(|d| d.seq == *seq))?;
@@ -370,6 +419,9 @@ fn delivery_reproduction(ctx: &RunContext, deliveries: &[u64]) -> Option<String>
         Some(connection) => super::delivery::unique(&receiver.for_connection(connection)),
         None => vec![named.clone()],
     };
+    if !matches!(checks::events::offline(case, &deliveries), Some(Err(super::outcome::Stop::Fail(_)))) {
+        return None;
+    }
     let quoted: Vec<String> = deliveries.iter().map(|d| super::sanitize::shell_word(&d.body.to_string())).collect();
     Some(format!("printf '%s\\n' {} | bankconf check-events -", quoted.join(" ")))
 }

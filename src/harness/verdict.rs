@@ -57,6 +57,48 @@ pub struct Link {
     pub entries: usize,
 }
 
+/// One thing a failure rests on, named as a user finds it: by its request and the `_id` of its
+/// entry in the written HAR, or by its event's `id` and `type` and its HAR entry. The HAR ids are
+/// those of the file written (none without `--report-har`, or past its budget).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cited {
+    /// A request the harness sent: `GET /v1/accounts/acc_1`, and the status of its answer (0
+    /// when none came).
+    Request { request: String, status: u16, har: Option<u64> },
+    /// A webhook delivery: its event's `id` and `type` as sent (absent from a malformed body).
+    Delivery { event: Option<String>, kind: Option<String>, har: Option<u64> },
+}
+
+impl Cited {
+    /// `GET /v1/accounts/acc_1 → 200 (HAR _id 12)`, `delivery evt_1 accounts.updated (HAR _id 40)`.
+    pub fn describe(&self) -> String {
+        let har = |id: &Option<u64>| id.map(|id| format!(" (HAR _id {id})")).unwrap_or_default();
+        match self {
+            Self::Request { request, status: 0, har: id } => format!("{request} → no answer{}", har(id)),
+            Self::Request { request, status, har: id } => format!("{request} → {status}{}", har(id)),
+            Self::Delivery { event, kind, har: id } => format!(
+                "delivery {} {}{}",
+                event.as_deref().unwrap_or("(no id)"),
+                kind.as_deref().unwrap_or("(no type)"),
+                har(id)
+            ),
+        }
+    }
+}
+
+/// One fact of the run that may explain several failures, said once, before them
+/// (`harness::causes`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RootCause {
+    /// What was observed, with its counts and the section it breaks.
+    pub cause: String,
+    /// The failed cases whose evidence shows it.
+    pub cases: Vec<String>,
+}
+
+/// Most items of a failure's evidence a line names; the JSON report lists them all.
+const CITED_IN_A_LINE: usize = 4;
+
 /// A finished run: what [`Conformance::run`](crate::Conformance::run) returns, and what every
 /// report format renders. Its other fields (the transition graph, the `--expect` file, latency,
 /// the HAR's links, why the run was cut short) are the report formats' own, hidden here;
@@ -112,6 +154,12 @@ pub struct Report {
     /// What the run did, in time, and the failures' evidence, for the HTML report.
     #[doc(hidden)]
     pub trace: Trace,
+    /// Per failed case, what its failure rests on, named as the written files name it.
+    #[doc(hidden)]
+    pub cited: BTreeMap<String, Vec<Cited>>,
+    /// Facts of the run that may explain several failures at once, said before them.
+    #[doc(hidden)]
+    pub root_causes: Vec<RootCause>,
 }
 
 impl Report {
@@ -134,6 +182,20 @@ impl Report {
             ));
         }
         lines
+    }
+
+    /// `evidence (context, not a reproduction): …` for a failure that no pasted command
+    /// reproduces: what it rests on, for a person to look up in the HAR or the receiver's log.
+    pub fn context(&self, result: &CaseResult) -> Option<String> {
+        if result.reproduction.is_some() || !result.outcome.is_failed() {
+            return None;
+        }
+        let cited = self.cited.get(&result.case.id).filter(|c| !c.is_empty())?;
+        let mut items: Vec<String> = cited.iter().take(CITED_IN_A_LINE).map(Cited::describe).collect();
+        if cited.len() > CITED_IN_A_LINE {
+            items.push(format!("and {} more (the JSON report lists them)", cited.len() - CITED_IN_A_LINE));
+        }
+        Some(format!("evidence (context, not a reproduction): {}", items.join("; ")))
     }
 
     /// The seed of a conformance run (none for a capture check).
@@ -405,7 +467,11 @@ impl Report {
             return Reading::Ignore(format!("expected {}: {reason}", result.outcome.label()));
         }
         let gating = self.gate.gates(result.case.level);
-        let reproduce = result.reproduction.as_deref().map(|c| format!("\n  reproduce: {c}")).unwrap_or_default();
+        let reproduce = match (&result.reproduction, self.context(result)) {
+            (Some(c), _) => format!("\n  reproduce: {c}"),
+            (None, Some(context)) => format!("\n  {context}"),
+            (None, None) => String::new(),
+        };
         match &result.outcome {
             Outcome::Passed => Reading::Pass,
             Outcome::Failed(f) if gating => {

@@ -149,6 +149,9 @@ pub(crate) fn routes(shared: Arc<Shared>) -> Router<Arc<Shared>> {
 
 /// The status-code variants (§7 leaves codes and bodies open): applied to every answer.
 async fn status_variants(State(shared): State<Arc<Shared>>, response: Response) -> Response {
+    if shared.flavor.is(Mutant::JsonBom) {
+        return with_bom(response).await;
+    }
     let status = response.status();
     if shared.flavor.has(Variant::PlainErrors) {
         if status == StatusCode::CREATED {
@@ -170,6 +173,22 @@ async fn status_variants(State(shared): State<Arc<Shared>>, response: Response) 
         return StatusCode::BAD_REQUEST.into_response();
     }
     response
+}
+
+/// The answer with a byte-order mark before its JSON body ([`Mutant::JsonBom`]).
+async fn with_bom(response: Response) -> Response {
+    let json = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("json"));
+    if !json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    let mut with = "\u{feff}".as_bytes().to_vec();
+    with.extend_from_slice(&bytes);
+    Response::from_parts(parts, axum::body::Body::from(with))
 }
 
 /// §4.1. Any request body is ignored.

@@ -285,6 +285,9 @@ departures! {
             "an unknown starting_after answers 500";
         UnknownIds500 = "unknown-ids-500", "§7", ["robustness.unknown-ids"],
             "unknown connection and account ids answer 500";
+        // §4: one cause under many symptoms (the closing block names it first)
+        JsonBom = "json-bom", "§4", ["create.response-schema", "accounts.response-schema"],
+            "every JSON body starts with a byte-order mark (U+FEFF)";
     }
 }
 

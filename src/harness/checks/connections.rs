@@ -86,5 +86,5 @@ async fn id_shape(ctx: Arc<RunContext>) -> Result<(), Stop> {
         return Ok(());
     }
     let message = format!("{REQUEST}: connectionId {:?} differs from the samples' shape (conn_ + 26 upper-case alphanumerics); allowed, noted only", created.connection_id);
-    Err(Stop::Fail(Failure::from(message).on_answer(created.answer)))
+    Err(Stop::Fail(Failure::from(message).shown_by(created.answer)))
 }

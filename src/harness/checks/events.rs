@@ -44,6 +44,29 @@ pub(crate) const DELIVERY_RULES: [(&str, DeliveryRule); 3] = [
     (UNIQUE_IDS, event_rules::ids_identify_events),
 ];
 
+/// How `bankconf check-events` judges the run's case `case` on a capture, `None` for a case it
+/// does not judge: the delivery rules over every delivery, the chain over the connections whose
+/// capture holds their `connection.created`. The one judge of both `check-events` and the
+/// runner, which prints a replay as a reproduction only when it fails here too.
+pub fn offline(case: &str, deliveries: &[Delivery]) -> Option<Result<(), Stop>> {
+    if let Some((_, rule)) = DELIVERY_RULES.iter().find(|(id, _)| *id == case) {
+        return Some(rule(deliveries));
+    }
+    if case != PREVIOUS_STATUS_CHAIN {
+        return None;
+    }
+    let (groups, _) = event_rules::by_connection(deliveries);
+    let started: Vec<event_rules::Group<'_>> = groups
+        .iter()
+        .filter(|(_, ds)| event_rules::has_created(ds))
+        .map(|(id, ds)| (id.as_str(), ds.as_slice()))
+        .collect();
+    Some(match started.is_empty() {
+        true => Err(Stop::ignore("no connection in the capture has its connection.created: no chain to check")),
+        false => event_rules::chains(&started),
+    })
+}
+
 /// Applies the delivery rule of `case` to the tour's deliveries.
 async fn over_tour(ctx: &RunContext, case: &str) -> Result<(), Stop> {
     let deliveries = tour_deliveries(ctx).await?;

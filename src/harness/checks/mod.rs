@@ -131,6 +131,17 @@ pub fn code_of(id: &str) -> Option<&'static Registration> {
     AREAS.iter().flat_map(|(_, cases)| cases.iter()).find(|r| r.id == id)
 }
 
+/// What the response rules of case `id` find in one answer to `method` at the path `segments`
+/// (its `limit` asked for, its JSON `body`): how a pasted reproduction is judged again. `None`
+/// when the case has no rule for that endpoint.
+pub fn judge_one(id: &str, method: &str, segments: &[String], limit: Option<u64>, body: &Value) -> Option<Vec<String>> {
+    let (endpoint, path_id) = read::Endpoint::of(method, segments)?;
+    let request = format!("{method} /{}", segments.join("/"));
+    let reply = Reply { request: &request, id: path_id, limit, body };
+    let rules: Vec<_> = code_of(id)?.responses.iter().filter(|c| c.endpoint == endpoint).collect();
+    (!rules.is_empty()).then(|| rules.iter().flat_map(|c| (c.rule)(&reply)).collect())
+}
+
 /// What the response checks of one case found over the run's answers.
 #[derive(Default)]
 pub struct Judged {
@@ -167,7 +178,8 @@ pub fn judge_responses(
                 for problem in (check.rule)(&reply) {
                     if found.problems.len() < MAX_PROBLEMS {
                         let problem = format!("{problem}{}", answer.whose());
-                        found.problems.push(Failure::from(problem).on_answer(Some(answer.seq)));
+                        let failure = Failure::from(problem).shown_by(Some(answer.seq));
+                        found.problems.push(failure.requested(&answer.sent.request));
                     }
                 }
             }

@@ -155,6 +155,7 @@ impl Page<'_> {
             r.command()
         );
         out += &self.header();
+        out += &self.root_causes();
         out += &self.failures();
         out += &self.timelines();
         out += &self.graph();
@@ -223,6 +224,29 @@ impl Page<'_> {
             );
         }
         out += "</tbody></table>\n";
+        out
+    }
+
+    /// The facts that may explain several failures at once, said before them, each with the
+    /// failures it explains.
+    fn root_causes(&self) -> String {
+        let r = self.report;
+        if r.root_causes.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from("<section id=\"causes\">\n<h2>One cause, several failures</h2>\n<ul>\n");
+        for cause in &r.root_causes {
+            let cases: Vec<String> = cause
+                .cases
+                .iter()
+                .map(|id| match r.results.iter().position(|x| x.case.id == *id) {
+                    Some(n) => format!("<a href=\"#case-{n}\">{}</a>", escape(id)),
+                    None => format!("<code>{}</code>", self.t(id)),
+                })
+                .collect();
+            let _ = writeln!(out, "<li>{}<br>explains: {}</li>", self.t(&cause.cause), cases.join(", "));
+        }
+        out += "</ul>\n</section>\n";
         out
     }
 

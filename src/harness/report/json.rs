@@ -1,7 +1,7 @@
 //! The JSON report (`--report-json`). Its shape is `schemas/report.json` (draft 2020-12);
 //! tests validate generated reports against it.
 
-use super::verdict::Report;
+use super::verdict::{Cited, Report};
 use crate::harness::expect::Standing;
 use crate::harness::graph::Transition;
 use crate::harness::latency::Stats;
@@ -11,8 +11,27 @@ use serde_json::{json, Map, Value};
 
 /// Version of the report's shape; bumped when `schemas/report.json` changes incompatibly.
 /// Version 2: `seed` is a string (a 64-bit seed loses digits as a JSON number in `jq` or
-/// JavaScript).
-pub const FORMAT_VERSION: u32 = 2;
+/// JavaScript). Version 3: a failure's `evidence` names its requests and deliveries as the
+/// written files do (the request, its status and HAR `_id`; the event's `id`, `type` and HAR
+/// `_id`), no longer by places in a log the user never sees.
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The requests (`requests`) or the deliveries of a failure's evidence, as the files name them.
+fn cited(report: &Report, result: &crate::harness::outcome::CaseResult, requests: bool) -> Vec<Value> {
+    let cited = report.cited.get(&result.case.id).map(Vec::as_slice).unwrap_or_default();
+    cited
+        .iter()
+        .filter_map(|c| match c {
+            Cited::Request { request, status, har } if requests => {
+                Some(json!({"request": request, "status": status, "har_id": har}))
+            }
+            Cited::Delivery { event, kind, har } if !requests => {
+                Some(json!({"event_id": event, "type": kind, "har_id": har}))
+            }
+            _ => None,
+        })
+        .collect()
+}
 
 fn counts(c: Counts) -> Value {
     json!({"passed": c.passed, "failed": c.failed, "errors": c.errors, "ignored": c.ignored})
@@ -68,6 +87,10 @@ fn render_raw(report: &Report) -> Value {
                     _ => None,
                 },
                 "message": r.outcome.message(),
+                "problems": match &r.outcome {
+                    Outcome::Failed(f) => json!(f.problems.iter().map(|p| json!({"request": p.request, "detail": p.detail})).collect::<Vec<_>>()),
+                    _ => Value::Null,
+                },
                 "reproduction": if failed { r.reproduction.clone() } else { None },
                 "rerun": report.rerun(r),
                 "gating": report.gates(r),
@@ -80,8 +103,8 @@ fn render_raw(report: &Report) -> Value {
                 "duration_ms": millis(r.duration),
                 "evidence": match &r.outcome {
                     Outcome::Failed(f) => json!({
-                        "requests": f.evidence.answers,
-                        "deliveries": f.evidence.deliveries,
+                        "requests": cited(report, r, true),
+                        "deliveries": cited(report, r, false),
                         "expected": f.contrast.as_ref().map(|c| &c.expected),
                         "actual": f.contrast.as_ref().map(|c| &c.actual),
                     }),
@@ -134,6 +157,7 @@ fn render_raw(report: &Report) -> Value {
         },
         "har": report.har.as_ref().map(|(file, _)| file),
         "notes": report.notes,
+        "root_causes": report.root_causes.iter().map(|c| json!({"cause": c.cause, "cases": c.cases})).collect::<Vec<_>>(),
         "cases": cases,
         "summary": summary,
     })

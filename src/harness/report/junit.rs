@@ -4,7 +4,9 @@
 //!   (`transactions`), `name` the case id; `section`, `level` and `gating` are properties.
 //! - A gating failure is a `<failure>` (`type` = the level) whose body holds the message, the
 //!   `curl` reproduction (keys as `$BANKCONF_API_KEY`) and the `bankconf` command that replays it.
-//! - An ignored case is `<skipped>` with its reason.
+//! - An ignored case is `<skipped>` with its reason, counted in the `skipped` attribute of its
+//!   `<testsuite>` and of `<testsuites>` (never as `disabled`, which JUnit reserves for tests
+//!   turned off in the code).
 //! - A failure at a level outside the gate (advisory, robustness by default) is **not** a JUnit
 //!   failure, since test reporters turn any `<failure>` red: the testcase passes, with property
 //!   `outcome` = `failed`, and the same details in its `<system-out>`, which starts with `NOTE`.
@@ -20,6 +22,9 @@ fn details(report: &Report, result: &CaseResult, message: &str) -> String {
     let mut body = message.to_string();
     if let Some(curl) = &result.reproduction {
         body += &format!("\nreproduce: {curl}");
+    }
+    if let Some(context) = report.context(result) {
+        body += &format!("\n{context}");
     }
     body += &format!("\nrerun: {}", report.rerun(result));
     xml(&body)
@@ -115,12 +120,20 @@ fn render_raw(report: &Report) -> String {
     for suite in &mut suites {
         let time = report.results.iter().filter(|r| r.case.area == suite.name.as_str()).map(|r| r.duration).sum();
         suite.set_time(time);
+        // quick-junit counts a skipped case as `disabled`; JUnit readers count `skipped`.
+        suite.extra.insert("skipped".into(), suite.disabled.to_string().into());
+        suite.disabled = 0;
     }
+    let skipped: usize = suites.iter().filter_map(|s| s.extra.get("skipped")?.as_str().parse::<usize>().ok()).sum();
     if let Some(first) = suites.first_mut() {
         if !report.notes.is_empty() {
             first.set_system_out(xml(&report.notes.join("\n")));
         }
     }
     junit.add_test_suites(suites);
-    junit.to_string().unwrap_or_else(|e| format!("<!-- bankconf: cannot render JUnit XML: {e} -->\n"))
+    match junit.to_string() {
+        // The root element has no attribute of its own for it in quick-junit.
+        Ok(xml) => xml.replacen("<testsuites ", &format!("<testsuites skipped=\"{skipped}\" "), 1),
+        Err(e) => format!("<!-- bankconf: cannot render JUnit XML: {e} -->\n"),
+    }
 }

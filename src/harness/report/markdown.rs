@@ -7,9 +7,9 @@ use super::verdict::Report;
 use crate::harness::catalogue;
 use crate::harness::expect::Standing;
 use crate::harness::graph::TransitionGraph;
-use crate::harness::outcome::{CaseResult, Outcome};
+use crate::harness::outcome::{CaseResult, Failure, Outcome};
 use crate::harness::sanitize;
-use crate::spec::{within, Action, SECTIONS};
+use crate::spec::{within, Action, REFERS_TO, SECTIONS, STATES_NOTHING};
 use std::fmt::Write;
 
 /// A fenced block whose fence is longer than any backtick run inside `text` (neutralised).
@@ -25,25 +25,38 @@ const CODE_WIDTH: usize = 80;
 
 /// A failure's message, problem first: what was expected and what came back as wrapped text,
 /// then the request it names (`GET …: problem` puts the request last), then any further lines.
-fn problem(message: &str) -> String {
-    let mut lines = message.lines();
-    let (request, problem) = super::request_and_problem(lines.next().unwrap_or_default());
+/// Most problems of one failure listed one by one; the JSON report holds them all.
+const LISTED_PROBLEMS: usize = 12;
+
+/// A failure's problems, each what is wrong first and then the request that shows it, from the
+/// typed [`Problem`](crate::harness::outcome::Problem)s (never by taking the message apart).
+fn problem(failure: &Failure) -> String {
     let mut out = String::new();
-    let parts: Vec<&str> = problem.split("; ").collect();
-    if parts.len() > 1 && parts.len() <= 12 {
-        out += "**Problem:**\n\n";
-        for part in parts {
-            let _ = writeln!(out, "- {}", cell(part));
+    match failure.problems.as_slice() {
+        [one] => {
+            let _ = writeln!(out, "**Problem:** {}\n", cell(&one.detail));
+            if let Some(request) = &one.request {
+                let _ = writeln!(out, "**Request:** {}\n", cell(request));
+            }
         }
-        out.push('\n');
-    } else {
-        let _ = writeln!(out, "**Problem:** {}\n", cell(problem));
-    }
-    for more in lines.filter(|l| !l.trim().is_empty()) {
-        let _ = writeln!(out, "> {}\n", cell(more));
-    }
-    if let Some(request) = request {
-        let _ = writeln!(out, "**Request:** {}\n", cell(request));
+        [] => {
+            let _ = writeln!(out, "**Problem:** {}\n", cell(&failure.message));
+        }
+        many => {
+            let _ = writeln!(out, "**Problems ({}):**\n", many.len());
+            for p in many.iter().take(LISTED_PROBLEMS) {
+                match &p.request {
+                    Some(request) => writeln!(out, "- {} (request: {})", cell(&p.detail), cell(request)),
+                    None => writeln!(out, "- {}", cell(&p.detail)),
+                }
+                .unwrap_or_default();
+            }
+            if many.len() > LISTED_PROBLEMS {
+                let _ =
+                    writeln!(out, "- and {} more (the JSON report's message holds them)", many.len() - LISTED_PROBLEMS);
+            }
+            out.push('\n');
+        }
     }
     out
 }
@@ -174,6 +187,13 @@ fn render_raw(report: &Report) -> String {
         let _ = writeln!(out, "| {level} | {} | {} | {} | {} | {gates} |", c.passed, c.failed, c.errors, c.ignored);
     }
 
+    if !report.root_causes.is_empty() {
+        let _ = writeln!(out, "\n### Root causes\n");
+        for c in &report.root_causes {
+            let cases: Vec<String> = c.cases.iter().map(|id| format!("`{id}`")).collect();
+            let _ = writeln!(out, "- {} It may explain: {}.", cell(&c.cause), cases.join(", "));
+        }
+    }
     let failures = report.failures();
     let _ = writeln!(out, "\n### Failures\n");
     if failures.is_empty() {
@@ -193,7 +213,12 @@ fn render_raw(report: &Report) -> String {
             r.case.level,
             cell(&r.case.title)
         );
-        out += &problem(r.outcome.message().unwrap_or_default());
+        if let Outcome::Failed(f) = &r.outcome {
+            out += &problem(f);
+        }
+        if let Some(context) = report.context(r) {
+            let _ = writeln!(out, "{}\n", cell(&context));
+        }
         out += "Reproduce:\n\n";
         let mut steps = String::new();
         if let Some(curl) = &r.reproduction {
@@ -269,6 +294,41 @@ fn transitions(graph: &TransitionGraph) -> String {
     out
 }
 
+const NO_CASE: &str = "**no case checks this section**";
+const NOT_IN_REPORT: &str = "not in this report";
+
+/// The cases of this report that check `section` itself, and how the report covers it.
+fn section_coverage(report: &Report, section: &str) -> (Vec<String>, String) {
+    let direct: Vec<String> = report
+        .results
+        .iter()
+        .filter(|r| r.case.section == section)
+        .map(|r| format!("`{}` {}", r.case.id, report.mark(r)))
+        .collect();
+    let through_subsections = report.results.iter().any(|r| within(&r.case.section, section));
+    let in_catalogue = catalogue::all().iter().filter(|c| within(&c.section, section)).count();
+    let judged = report
+        .results
+        .iter()
+        .filter(|r| within(&r.case.section, section))
+        .any(|r| matches!(r.outcome, Outcome::Passed | Outcome::Failed(_)));
+    let coverage = if (!direct.is_empty() || through_subsections) && !judged {
+        "**not judged in this run**".to_string()
+    } else if !direct.is_empty() {
+        "checked".to_string()
+    } else if through_subsections {
+        "through its subsections".to_string()
+    } else if in_catalogue > 0 {
+        format!(
+            "{NOT_IN_REPORT} ({in_catalogue} {} in the catalogue)",
+            if in_catalogue == 1 { "case" } else { "cases" }
+        )
+    } else {
+        NO_CASE.to_string()
+    };
+    (direct, coverage)
+}
+
 /// The clause coverage matrix: every section of the spec, the cases of this report that check
 /// it with their outcomes, and plainly which sections no case of the catalogue checks.
 fn coverage(report: &Report) -> String {
@@ -278,35 +338,20 @@ fn coverage(report: &Report) -> String {
     let mut unchecked = Vec::new();
     let mut unselected = Vec::new();
     for (section, title) in SECTIONS {
-        let direct: Vec<String> = report
-            .results
-            .iter()
-            .filter(|r| r.case.section == section)
-            .map(|r| format!("`{}` {}", r.case.id, report.mark(r)))
-            .collect();
-        let through_subsections = report.results.iter().any(|r| within(&r.case.section, section));
-        let in_catalogue = catalogue::all().iter().filter(|c| within(&c.section, section)).count();
-        let judged = report
-            .results
-            .iter()
-            .filter(|r| within(&r.case.section, section))
-            .any(|r| matches!(r.outcome, Outcome::Passed | Outcome::Failed(_)));
-        let coverage = if (!direct.is_empty() || through_subsections) && !judged {
-            "**not judged in this run**".to_string()
-        } else if !direct.is_empty() {
-            "checked".to_string()
-        } else if through_subsections {
-            "through its subsections".to_string()
-        } else if in_catalogue > 0 {
-            unselected.push(section);
-            format!(
-                "not in this report ({in_catalogue} {} in the catalogue)",
-                if in_catalogue == 1 { "case" } else { "cases" }
-            )
-        } else {
-            unchecked.push(format!("{section} {title}"));
-            "**no case checks this section**".to_string()
+        let referred = REFERS_TO.iter().find(|(from, _)| *from == section).map(|(_, to)| *to);
+        let (direct, coverage) = match referred {
+            // Its cases are the referred section's, shown on that row.
+            Some(to) => (Vec::new(), format!("as {to}, to which it refers: {}", section_coverage(report, to).1)),
+            None if STATES_NOTHING.contains(&section) => {
+                (Vec::new(), "nothing to check: everything it names is not shown".to_string())
+            }
+            None => section_coverage(report, section),
         };
+        match coverage.as_str() {
+            NO_CASE => unchecked.push(format!("{section} {title}")),
+            c if c.starts_with(NOT_IN_REPORT) => unselected.push(section),
+            _ => {}
+        }
         let cases = if direct.is_empty() { "—".to_string() } else { direct.join(", ") };
         let _ = writeln!(out, "| {section} | {title} | {cases} | {coverage} |");
     }
@@ -348,10 +393,19 @@ mod tests {
 
     #[test]
     fn the_problem_comes_before_the_request() {
-        let md = problem("GET http://x/v1/a?limit=2: /data/0/id: \"tx_1\" does not match \"^txn_\"");
+        let one = Failure::from("GET http://x/v1/a?limit=2: /data/0/id: \"tx_1\" does not match \"^txn_\"")
+            .requested("GET http://x/v1/a?limit=2");
+        let md = problem(&one);
         assert!(md.starts_with("**Problem:** /data/0/id: \"tx\\_1\" does not match"), "{md}");
         assert!(md.ends_with("**Request:** GET http://x/v1/a?limit=2\n\n"), "{md}");
-        let md = problem("3 problems: a; b; c");
-        assert!(md.contains("- 3 problems: a\n- b\n- c\n"), "{md}");
+        // Target text with `; ` stays one problem; three problems are three items.
+        let md = problem(&Failure::from("body {\"a\": \"x; y\"}"));
+        assert!(!md.contains("- "), "{md}");
+        let mut problems = crate::harness::outcome::Problems::default();
+        for p in ["a", "b; c", "d"] {
+            problems.add(p);
+        }
+        let Err(crate::harness::outcome::Stop::Fail(three)) = problems.finish() else { panic!() };
+        assert!(problem(&three).contains("**Problems (3):**\n\n- a\n- b; c\n- d\n"), "{}", problem(&three));
     }
 }

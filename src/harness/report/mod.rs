@@ -20,22 +20,6 @@ use super::errors::ReportWriteError;
 use super::files;
 use super::sanitize;
 
-/// A message's first line split into the request it names and the problem: `GET URL: problem`
-/// gives `(Some("GET URL"), "problem")`, anything else `(None, line)`. Reports show the problem
-/// first.
-pub fn request_and_problem(line: &str) -> (Option<&str>, &str) {
-    const METHODS: [&str; 7] = ["GET ", "POST ", "PUT ", "PATCH ", "DELETE ", "HEAD ", "OPTIONS "];
-    match line.split_once(": ") {
-        Some((request, problem))
-            if METHODS.iter().any(|m| request.starts_with(m))
-                && request.split_once(' ').is_some_and(|(_, url)| !url.contains(' ')) =>
-        {
-            (Some(request), problem)
-        }
-        _ => (None, line),
-    }
-}
-
 /// Writes every report asked for, each whole ([`files::write_atomically`]); an error names the
 /// file that could not be written.
 pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), ReportWriteError> {

@@ -5,7 +5,7 @@
 use super::verdict::{Report, KNOWN};
 use crate::harness::config::OutputPaths;
 use crate::harness::graph::Transition;
-use crate::harness::outcome::{count, CaseResult};
+use crate::harness::outcome::{count, CaseResult, Outcome};
 use crate::harness::sanitize::visible;
 use anstyle::{AnsiColor, Style};
 use std::collections::HashMap;
@@ -16,8 +16,9 @@ use std::sync::Mutex;
 const WIDTH: usize = 100;
 /// Lines of a message shown under a case line; the rest is in the report files.
 const MAX_LINES: usize = 8;
-/// Characters of the one-line reason of the closing summary.
-const REASON: usize = 110;
+/// Lines of the reason of a case in the closing summary: room for the clause a user acts on
+/// (the URL to fix, what did arrive), which ends most messages.
+const REASON_LINES: usize = 3;
 /// Where the whole text of a cut message is: the report file written, or how to get one.
 pub fn full_text(paths: &OutputPaths) -> String {
     let written = [&paths.report_json, &paths.report_md, &paths.junit].into_iter().flatten().next();
@@ -151,21 +152,26 @@ pub fn one_line(text: &str, max: usize, note: &str) -> String {
     format!("{line} {note}")
 }
 
-/// What a one-line reason keeps of a long message: of several problems their count and the
-/// first, and of an answer its status, not the start of its body (the report keeps both).
+/// What a one-line reason keeps of a long message: of an answer its status, not the start of
+/// its body (the report keeps both).
 fn gist(text: &str) -> String {
-    static MANY: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"^(\d+) problems: ").expect("a valid regex"));
     static BODY: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"(status \d{3}): .*$").expect("a valid regex"));
-    let (lead, first) = match MANY.captures(text) {
-        Some(c) => {
-            let rest = &text[c[0].len()..];
-            (format!("{} problems, the first: ", &c[1]), rest.split("; ").next().unwrap_or(rest))
-        }
-        None => (String::new(), text),
-    };
-    format!("{lead}{}", BODY.replace(first, "$1"))
+    BODY.replace(text, "$1").into_owned()
+}
+
+/// The reason a closing block gives for a case: of a failure, its one problem without the request
+/// that shows it (the rerun replays that), or the count of its problems and the first; of an
+/// error, its message. From the typed problems, never by taking the message apart.
+fn reason(result: &CaseResult) -> String {
+    match &result.outcome {
+        Outcome::Failed(f) => match f.problems.as_slice() {
+            [one] => one.detail.clone(),
+            [first, ..] => format!("{} problems, the first: {}", f.problems.len(), first.detail),
+            [] => f.message.clone(),
+        },
+        other => other.message().unwrap_or_default().to_string(),
+    }
 }
 
 /// Ids (`txn_01HV…`, `acc_9f3…`) shortened to their prefix: a reader needs the kind, the
@@ -376,6 +382,13 @@ fn closing(out: &mut String, report: &Report, paint: Paint, note: &str) {
     if groups.is_empty() {
         return;
     }
+    // One fact that may explain many failures, before them.
+    for c in &report.root_causes {
+        let cause = wrap(&visible(&c.cause), WIDTH - 6, MAX_LINES, note).join("\n      ");
+        let _ = writeln!(out, "\n{}\n      {cause}", paint.bold("root cause, first:"));
+        let list = wrap(&c.cases.join(", "), WIDTH - 6, MAX_LINES, note).join("\n      ");
+        let _ = writeln!(out, "      it may explain these {} failures:\n      {list}", c.cases.len());
+    }
     let cases: usize = groups.iter().map(|(_, _, cases)| cases.len()).sum();
     let what = if cases == 1 { "case" } else { "cases" };
     let _ = writeln!(out, "\n{}", paint.bold(&format!("{cases} {what} to act on, gating first:")));
@@ -388,10 +401,21 @@ fn closing(out: &mut String, report: &Report, paint: Paint, note: &str) {
             let list = wrap(&named.join(", "), WIDTH - 6, MAX_LINES, note).join("\n      ");
             let _ = writeln!(out, "{} {} cases, one diagnosis:\n      {list}", paint.mark(mark), cases.len());
         }
-        // The problem, not the request it names (the rerun replays that).
-        let (_, problem) = super::request_and_problem(message.lines().next().unwrap_or_default());
-        let more = if message.lines().nth(1).is_some() { "\n…" } else { "" };
-        let _ = writeln!(out, "      {}", one_line(&visible(&format!("{problem}{more}")), REASON, note));
+        let reason = reason(cases[0]);
+        let problem = reason.lines().next().unwrap_or_default();
+        let more = if reason.lines().nth(1).is_some() { "\n…" } else { "" };
+        // The whole text is in a report file, else in the case's own lines above when it fit.
+        let above = wrap(&visible(message), WIDTH - 6, MAX_LINES + 1, "").len() <= MAX_LINES;
+        let whole = if above && !note.starts_with("(full text in") { "(whole text above)" } else { note };
+        let reason = one_line(&visible(&format!("{problem}{more}")), REASON_LINES * (WIDTH - 6), whole);
+        for line in wrap(&reason, WIDTH - 6, REASON_LINES + 1, whole) {
+            let _ = writeln!(out, "      {line}");
+        }
+        if let [one] = cases.as_slice() {
+            if let Some(context) = report.context(one) {
+                let _ = writeln!(out, "      {}", paint.dim(&one_line(&visible(&context), WIDTH - 6, "")));
+            }
+        }
         let _ = writeln!(out, "      {} {}", paint.dim("rerun:"), visible(&report.rerun_cases(&ids)));
     }
     out.push('\n');

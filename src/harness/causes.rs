@@ -1,0 +1,98 @@
+//! Root causes: one fact of the whole run that explains many failures at once, said once and
+//! first (the closing block, the Markdown and JSON reports), with the cases it may explain.
+//! Each is observed, never guessed: it counts the answers or deliveries that show it, and the
+//! cases it names are those whose evidence holds one of them.
+
+use super::delivery::{unique, Delivery};
+use super::http::Answer;
+use super::outcome::{CaseResult, Outcome};
+use super::verdict::RootCause;
+use crate::spec::ConnectionState;
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+/// Fewest failed cases a cause must explain to be said apart from them.
+const MIN_EXPLAINED: usize = 2;
+
+/// The root causes of the run's failures, from its answers and deliveries.
+pub fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[CaseResult]) -> Vec<RootCause> {
+    let failed: Vec<&CaseResult> = results.iter().filter(|r| r.outcome.is_failed()).collect();
+    let on_answers = |shown: &HashSet<u64>| -> Vec<String> {
+        failed
+            .iter()
+            .filter(|r| match &r.outcome {
+                Outcome::Failed(f) => f.evidence.answers.iter().any(|seq| shown.contains(seq)),
+                _ => false,
+            })
+            .map(|r| r.case.id.clone())
+            .collect()
+    };
+    let mut causes = Vec::new();
+    let bodies: Vec<(u64, &str)> = answers
+        .iter()
+        .filter(|a| (200..300).contains(&a.status))
+        .filter_map(|a| Some((a.seq, a.body.as_deref()?)))
+        .collect();
+    let bom: HashSet<u64> = bodies.iter().filter(|(_, b)| b.starts_with('\u{feff}')).map(|(seq, _)| *seq).collect();
+    let not_json: HashSet<u64> = bodies
+        .iter()
+        .filter(|(_, b)| !b.starts_with('\u{feff}') && serde_json::from_str::<serde::de::IgnoredAny>(b).is_err())
+        .map(|(seq, _)| *seq)
+        .collect();
+    if !bom.is_empty() {
+        causes.push(RootCause {
+            cause: format!(
+                "{} of {} 2xx answers begin with a byte-order mark (U+FEFF) before their JSON: a JSON text sent \
+                 over a network carries none (RFC 8259 §8.1), so no JSON parser reads these bodies (§4: bodies are \
+                 JSON)",
+                bom.len(),
+                bodies.len()
+            ),
+            cases: on_answers(&bom),
+        });
+    }
+    if !not_json.is_empty() {
+        causes.push(RootCause {
+            cause: format!("{} of {} 2xx answers have a body that is not JSON (§4)", not_json.len(), bodies.len()),
+            cases: on_answers(&not_json),
+        });
+    }
+    if let Some(cause) = creations_named_alike(deliveries, &failed) {
+        causes.push(cause);
+    }
+    causes.retain(|c| c.cases.len() >= MIN_EXPLAINED);
+    causes
+}
+
+/// Several `connection.created` events (distinct ids) naming one connection: each connection is
+/// created once (§3.2), so the events name another connection than the one that changed
+/// (§6.2 `connectionId`).
+fn creations_named_alike(deliveries: &[Delivery], failed: &[&CaseResult]) -> Option<RootCause> {
+    let created: Vec<Delivery> = unique(deliveries)
+        .into_iter()
+        .filter(|d| d.event_type() == Some(ConnectionState::Created.event_type()))
+        .collect();
+    let named: BTreeSet<&str> = created.iter().filter_map(Delivery::connection_id).collect();
+    let [one] = named.into_iter().collect::<Vec<_>>()[..] else { return None };
+    if created.len() < 3 {
+        return None;
+    }
+    let on_events: HashSet<u64> = deliveries.iter().filter(|d| d.connection_id() == Some(one)).map(|d| d.seq).collect();
+    let cases = failed
+        .iter()
+        .filter(|r| match &r.outcome {
+            Outcome::Failed(f) => f.evidence.deliveries.iter().any(|seq| on_events.contains(seq)),
+            _ => false,
+        })
+        .map(|r| r.case.id.clone())
+        .collect();
+    Some(RootCause {
+        cause: format!(
+            "{} connection.created events, each with its own id, all name the connection {one}: a connection is \
+             created once (§3.2), so the events name another connection than the one that changed (§6.2 \
+             connectionId: the connection concerned)",
+            created.len()
+        ),
+        cases,
+    })
+}
