@@ -549,7 +549,7 @@ fn html_puts_failures_first_with_their_evidence_and_escapes_every_target_text() 
         "<th>received</th>",
         "connection.connected",
         "<a href=\"#conn-0\">",
-        "Reproduce:",
+        "Rerun the case:",
     ] {
         assert!(failure.contains(shown), "{shown:?} in the failure:\n{failure}");
     }

@@ -342,13 +342,18 @@ impl Page<'_> {
                 );
             }
         }
-        let mut steps = String::new();
+        // A reproduction only where pasting it fails the same rule; else the evidence, as context.
         if let Some(curl) = &result.reproduction {
-            steps += curl;
-            steps.push('\n');
+            let _ = writeln!(out, "<p class=\"label\">Reproduce:</p><pre class=\"reproduce\">{}</pre>", self.t(curl));
         }
-        steps += &r.rerun(result);
-        let _ = writeln!(out, "<p class=\"label\">Reproduce:</p><pre class=\"reproduce\">{}</pre>", self.t(&steps));
+        if let Some(context) = r.context(result) {
+            let _ = writeln!(out, "<p class=\"see\">{}</p>", self.t(&context));
+        }
+        let _ = writeln!(
+            out,
+            "<p class=\"label\">Rerun the case:</p><pre class=\"reproduce\">{}</pre>",
+            self.t(&r.rerun(result))
+        );
         out += "</article>\n";
         out
     }
