@@ -10,17 +10,21 @@ use bankconf::internal::runner;
 use bankconf::{Outcome, RunConfig};
 
 fn config(conditions: SandboxConditions) -> RunConfig {
-    RunConfig { sandbox_conditions: conditions, seed: Some(7), ..RunConfig::embedded() }
+    seeded(conditions, 7)
+}
+
+fn seeded(conditions: SandboxConditions, seed: u64) -> RunConfig {
+    RunConfig { sandbox_conditions: conditions, seed: Some(seed), ..RunConfig::embedded() }
 }
 
 /// Runs at a time: each run starts a headless browser, and more of them at once starve the
 /// machine (the widget cases then end in errors of the browser, not of the harness's judging).
 static RUNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
-/// Runs every case under `conditions`; fails naming every case that did not pass.
-async fn all_pass(name: &str, conditions: SandboxConditions) -> Result<(), String> {
+/// Runs every case under `config`'s conditions; fails naming every case that did not pass.
+async fn all_pass(name: &str, config: RunConfig) -> Result<(), String> {
     let _turn = RUNS.acquire().await.map_err(|e| e.to_string())?;
-    let report = runner::run_report(config(conditions), None).await;
+    let report = runner::run_report(config, None).await;
     if let Some(e) = report.setup_error {
         return Err(format!("{name}: the run did not start: {e}"));
     }
@@ -45,8 +49,17 @@ static RUNTIME: std::sync::LazyLock<tokio::runtime::Runtime> = std::sync::LazyLo
 
 /// One condition, one row: the whole catalogue must pass under it.
 fn row(name: &str, conditions: SandboxConditions) {
-    if let Err(e) = RUNTIME.block_on(all_pass(name, conditions)) {
+    if let Err(e) = RUNTIME.block_on(all_pass(name, config(conditions))) {
         panic!("{e}");
+    }
+}
+
+/// One condition under several seeds: the whole catalogue must pass under each.
+fn rows(name: &str, conditions: SandboxConditions, seeds: &[u64]) {
+    for seed in seeds {
+        if let Err(e) = RUNTIME.block_on(all_pass(&format!("{name}, seed {seed}"), seeded(conditions, *seed))) {
+            panic!("{e}");
+        }
     }
 }
 
@@ -63,7 +76,37 @@ const NONE: SandboxConditions = SandboxConditions {
     sandbox_delivery_unreachable: false,
     sandbox_stall_transactions: false,
     sandbox_trickle_transactions: false,
+    sandbox_idle_close_ms: 0,
 };
+
+/// A server that closes keep-alive connections idle 50 ms after an answer (RFC 9112 §9.3
+/// allows it), even as a request is on its way: no case may go unjudged for it (issue 42).
+const IDLE_50_MS: SandboxConditions = SandboxConditions { sandbox_idle_close_ms: 50, ..NONE };
+
+/// The same after 2 s, gunicorn's default keep-alive.
+const IDLE_2_S: SandboxConditions = SandboxConditions { sandbox_idle_close_ms: 2000, ..NONE };
+
+#[test]
+fn idle_closes_after_50_ms() {
+    row("keep-alive connections closed after 50 ms idle", IDLE_50_MS);
+}
+
+#[test]
+fn idle_closes_after_2_s() {
+    row("keep-alive connections closed after 2 s idle", IDLE_2_S);
+}
+
+#[test]
+#[ignore = "slow condition: run by .ci/run"]
+fn idle_closes_after_50_ms_under_5_seeds() {
+    rows("keep-alive connections closed after 50 ms idle", IDLE_50_MS, &[1, 2, 3, 5, 6]);
+}
+
+#[test]
+#[ignore = "slow condition: run by .ci/run"]
+fn idle_closes_after_2_s_under_5_seeds() {
+    rows("keep-alive connections closed after 2 s idle", IDLE_2_S, &[1, 2, 3, 5, 6]);
+}
 
 /// A weak server: an accept queue of 5 and no keep-alive (as Python's `http.server`).
 #[test]

@@ -4,7 +4,7 @@
 //! cases it names are those whose evidence holds one of them.
 
 use super::delivery::{unique, Delivery};
-use super::http::Answer;
+use super::http::{Answer, Auth};
 use super::outcome::{CaseResult, Outcome};
 use super::verdict::RootCause;
 use crate::spec::ConnectionState;
@@ -57,7 +57,7 @@ pub fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[CaseRes
             cases: on_answers(&not_json),
         });
     }
-    if let Some(cause) = creations_named_alike(deliveries, &failed) {
+    if let Some(cause) = creations_named_alike(answers, deliveries, &failed) {
         causes.push(cause);
     }
     causes.retain(|c| c.cases.len() >= MIN_EXPLAINED);
@@ -67,21 +67,53 @@ pub fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[CaseRes
 /// Several `connection.created` events (distinct ids) naming one connection: each connection is
 /// created once (§3.2), so the events name another connection than the one that changed
 /// (§6.2 `connectionId`).
-fn creations_named_alike(deliveries: &[Delivery], failed: &[&CaseResult]) -> Option<RootCause> {
+fn creations_named_alike(
+    answers: &[Arc<Answer>],
+    deliveries: &[Delivery],
+    failed: &[&CaseResult],
+) -> Option<RootCause> {
+    // Each connection the run created, with the key that created it.
+    let made: Vec<(String, &Auth)> = answers
+        .iter()
+        .filter(|a| a.sent.method == "POST" && (200..300).contains(&a.status))
+        .filter_map(|a| {
+            let body: serde_json::Value = serde_json::from_str(a.body.as_deref()?).ok()?;
+            Some((body.get("connectionId")?.as_str()?.to_string(), &a.sent.auth))
+        })
+        .collect();
+    let made_alike = |connection: &str| {
+        let auth = made.iter().find(|(id, _)| id == connection).map(|(_, auth)| *auth);
+        made.iter().filter(|(_, a)| Some(*a) == auth).count()
+    };
     let created: Vec<Delivery> = unique(deliveries)
         .into_iter()
         .filter(|d| d.event_type() == Some(ConnectionState::Created.event_type()))
         .collect();
-    let named: BTreeSet<&str> = created.iter().filter_map(Delivery::connection_id).collect();
-    let [one] = named.into_iter().collect::<Vec<_>>()[..] else { return None };
-    if created.len() < 3 {
-        return None;
-    }
+    // Per client (each has connections of its own): its clientId, else the address it reached.
+    let client = |d: &Delivery| {
+        d.body.pointer("/data/clientId").and_then(|v| v.as_str()).map_or_else(|| format!("{:?}", d.to), str::to_string)
+    };
+    let clients: BTreeSet<String> = created.iter().map(client).collect();
+    let (one, count) = clients.iter().find_map(|c| {
+        let own: Vec<&Delivery> = created.iter().filter(|d| client(d) == *c).collect();
+        let named: BTreeSet<&str> = own.iter().filter_map(|d| d.connection_id()).collect();
+        match named.into_iter().collect::<Vec<_>>()[..] {
+            // Not one connection announced again under new ids: its key created others too.
+            [one] if own.len() >= 3 && made_alike(one) >= 3 => Some((one.to_string(), own.len())),
+            _ => None,
+        }
+    })?;
+    let one = one.as_str();
     let on_events: HashSet<u64> = deliveries.iter().filter(|d| d.connection_id() == Some(one)).map(|d| d.seq).collect();
+    // An event awaited for another connection never comes: its absence rests on no delivery,
+    // so the cases of the event flows are named too (as what it may explain).
     let cases = failed
         .iter()
         .filter(|r| match &r.outcome {
-            Outcome::Failed(f) => f.evidence.deliveries.iter().any(|seq| on_events.contains(seq)),
+            Outcome::Failed(f) => {
+                f.evidence.deliveries.iter().any(|seq| on_events.contains(seq))
+                    || matches!(r.case.area, "events" | "lifecycle")
+            }
             _ => false,
         })
         .map(|r| r.case.id.clone())
@@ -91,7 +123,7 @@ fn creations_named_alike(deliveries: &[Delivery], failed: &[&CaseResult]) -> Opt
             "{} connection.created events, each with its own id, all name the connection {one}: a connection is \
              created once (§3.2), so the events name another connection than the one that changed (§6.2 \
              connectionId: the connection concerned)",
-            created.len()
+            count
         ),
         cases,
     })

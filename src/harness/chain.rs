@@ -69,8 +69,8 @@ pub fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
     let events = unique(deliveries);
     let state_of = |d: &Delivery| d.event_type().and_then(ConnectionState::from_event_type);
     let occurred = |d: &Delivery| {
-        let text = d.body.pointer("/data/occurredAt").and_then(Value::as_str)?;
-        Some((chrono::DateTime::parse_from_rfc3339(text).ok()?, text.to_string()))
+        let at = d.occurred_at()?;
+        Some((at, d.data_str("occurredAt").unwrap_or_default().to_string()))
     };
     let mut entering: [Vec<&Delivery>; STATES] = Default::default();
     let mut short = [false; STATES];
@@ -258,10 +258,10 @@ mod tests {
     #[test]
     fn the_short_connected_form_links_from_anywhere() {
         let mut events = happy();
-        events[3] = Delivery {
-            body: json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
-            ..events[3].clone()
-        };
+        events[3] = Delivery::new(
+            events[3].seq,
+            json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
+        );
         assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
     }
 

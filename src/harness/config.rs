@@ -460,6 +460,8 @@ pub struct SandboxConditions {
     pub sandbox_stall_transactions: bool,
     #[arg(long, hide = true)]
     pub sandbox_trickle_transactions: bool,
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub sandbox_idle_close_ms: u64,
 }
 
 impl SandboxConditions {
@@ -477,6 +479,7 @@ impl SandboxConditions {
             delivery_unreachable: self.sandbox_delivery_unreachable,
             stall_transactions: self.sandbox_stall_transactions,
             trickle_transactions: self.sandbox_trickle_transactions,
+            idle_close_ms: self.sandbox_idle_close_ms,
         }
     }
 
@@ -497,6 +500,7 @@ impl SandboxConditions {
             ("--sandbox-delivery-copies", u64::from(self.sandbox_delivery_copies)),
             ("--sandbox-delivery-copy-late-ms", self.sandbox_delivery_copy_late_ms),
             ("--sandbox-delivery-shuffle-ms", self.sandbox_delivery_shuffle_ms),
+            ("--sandbox-idle-close-ms", self.sandbox_idle_close_ms),
         ]
         .into_iter()
         .filter(|(_, v)| *v > 0)

@@ -1,6 +1,7 @@
 //! A webhook delivery as the harness keeps it, and the small helpers over a list of them.
 //! Pure data: the receiver fills it, the event rules and `check-events` read it.
 
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 /// One POST the receiver got.
@@ -12,6 +13,8 @@ pub struct Delivery {
     pub body: Value,
     /// Which client's address it was posted to (§6: events go to the client's server).
     pub to: Recipient,
+    /// `occurredAt`, read once ([`Delivery::occurred_at`]).
+    occurred: Option<DateTime<Utc>>,
 }
 
 /// The receiver serves one address per client: the one registered for the client under test,
@@ -29,7 +32,27 @@ pub enum Recipient {
 impl Delivery {
     /// A delivery posted to the first client's address (captures, tests).
     pub fn new(seq: u64, body: Value) -> Self {
-        Self { seq, body, to: Recipient::First }
+        Self::posted(seq, body, Recipient::First)
+    }
+
+    /// A delivery posted to `to`'s address.
+    pub fn posted(seq: u64, body: Value, to: Recipient) -> Self {
+        let occurred = body
+            .get("data")
+            .unwrap_or(&body)
+            .get("occurredAt")
+            .and_then(Value::as_str)
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc));
+        Self { seq, body, to, occurred }
+    }
+
+    /// `data.occurredAt` (§6.2), the server's own time of the event, as an instant: the one
+    /// reading of that field in the harness, so that every rule orders events alike (an offset
+    /// form, or `…:00Z` against `…:00.001Z`, compares by time, never by its text). `None` when
+    /// absent or no RFC 3339 date-time (`events.schema` judges the form).
+    pub fn occurred_at(&self) -> Option<DateTime<Utc>> {
+        self.occurred
     }
 
     /// The connection the event concerns: `data.connectionId`, or the short form's `connectionId`.
@@ -132,7 +155,7 @@ pub fn identities(deliveries: &[Delivery]) -> std::collections::HashSet<String> 
 /// The one helper that answers "which event belongs to this step": an event of `event_type`
 /// that was not known when the step began (`known`, see [`identities`]), preferring one that
 /// `names` what the step was driven on. Arrival order plays no part: among several candidates
-/// the one that occurred first (`occurredAt`, then id) is taken, so copies, retries and late
+/// the one that occurred first ([`Delivery::occurred_at`], then id) is taken, so copies, retries and late
 /// deliveries of earlier events never stand in for this step's.
 pub fn step_event<'a>(
     deliveries: &'a [Delivery],
@@ -140,7 +163,7 @@ pub fn step_event<'a>(
     event_type: &str,
     names: impl Fn(&Delivery) -> bool,
 ) -> Option<&'a Delivery> {
-    let order = |d: &&Delivery| (d.data_str("occurredAt").unwrap_or("").to_string(), d.dedup_key());
+    let order = |d: &&Delivery| (d.occurred_at(), d.dedup_key());
     let mut candidates: Vec<&Delivery> =
         deliveries.iter().filter(|d| d.event_type() == Some(event_type) && !known.contains(&d.identity())).collect();
     candidates.sort_by_key(order);
@@ -189,5 +212,19 @@ mod tests {
             json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
         );
         assert!(holds(&[short.clone(), short], "connection.connected", 2), "two reconnects in one second, or a copy");
+    }
+
+    #[test]
+    fn the_server_time_orders_by_instant_never_by_text() {
+        // As text, `…:00Z` sorts after `…:00.001Z`, and an offset form by its digits.
+        let whole = delivery("evt_1", "2026-01-01T00:00:00Z");
+        let later = delivery("evt_2", "2026-01-01T00:00:00.001Z");
+        let offset = delivery("evt_3", "2026-01-01T01:00:00.002+01:00");
+        assert!(whole.occurred_at() < later.occurred_at() && later.occurred_at() < offset.occurred_at());
+        let none = std::collections::HashSet::new();
+        let arrived = [offset.clone(), later.clone(), whole.clone()];
+        let found = step_event(&arrived, &none, "connection.connected", |_| true);
+        assert_eq!(found.map(|d| d.dedup_key()), Some("evt_1".to_string()));
+        assert_eq!(delivery("evt_4", "yesterday").occurred_at(), None);
     }
 }

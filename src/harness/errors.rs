@@ -290,8 +290,8 @@ pub enum CaptureError {
 #[error(
     "no webhook delivery reached the receiver within {waited:?} of creating (and driving) a connection: the target \
      was given {url} (listening on {listening}). A target in a container or on another host needs \
-     --webhook-public-url with an address it can reach, and --webhook-listen 0.0.0.0:PORT; the event cases are not \
-     judged on zero deliveries"
+     --webhook-public-url with an address it can reach, and --webhook-listen 0.0.0.0:PORT. The run stopped there: the \
+     event cases are not judged on zero deliveries, and the cases still running were left unjudged"
 )]
 pub struct SilentReceiver {
     pub waited: Duration,

@@ -7,7 +7,7 @@ use super::browser::Probe;
 use super::errors::SilentReceiver;
 use super::graph::TransitionGraph;
 use super::http::{Api, Auth};
-use super::outcome::Stop;
+use super::outcome::{Failure, Stop};
 use super::pagination::{self, Walk};
 use super::session::Session;
 use super::steps::Created;
@@ -74,6 +74,9 @@ pub struct RunContext {
     heard: OnceCell<Result<Vec<String>, SilentReceiver>>,
     /// The state cases' second reads, made once for all of them (`checks::state`).
     pub reread: OnceCell<Result<(), Stop>>,
+    /// Findings one case's exploration made about another case's rule, by the owner's id
+    /// ([`RunContext::report_to`]).
+    found: std::sync::Mutex<std::collections::BTreeMap<&'static str, Vec<Failure>>>,
 }
 
 impl Deref for RunContext {
@@ -95,7 +98,19 @@ impl RunContext {
             graph: Default::default(),
             widget_probe: OnceCell::new(),
             heard: OnceCell::new(),
+            found: Default::default(),
         })
+    }
+
+    /// Reports `failure` under `owner`, the case whose rule it breaks: found by another case's
+    /// random exploration, it is judged where that rule is (one judge per rule).
+    pub fn report_to(&self, owner: &'static str, failure: Failure) {
+        self.found.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(owner).or_default().push(failure);
+    }
+
+    /// What other cases reported under `case` ([`RunContext::report_to`]), taken once.
+    pub fn found_for(&self, case: &str) -> Vec<Failure> {
+        self.found.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(case).unwrap_or_default()
     }
 
     pub fn record_graph(&self, graph: TransitionGraph) {

@@ -260,6 +260,9 @@ impl Exchange {
 #[derive(Clone)]
 pub struct Api {
     client: reqwest::Client,
+    /// For the requests that are not idempotent (`POST`): a new connection each, never one
+    /// the server may have closed while idle ([`Api::exchange`]).
+    fresh: reqwest::Client,
     browser: reqwest::Client,
     base: Url,
     key: Option<String>,
@@ -307,6 +310,11 @@ impl Api {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| SetupError::HttpClient(SetupError::cause(&e)))?;
+        let fresh = builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_max_idle_per_host(0)
+            .build()
+            .map_err(|e| SetupError::HttpClient(SetupError::cause(&e)))?;
         // Assets are fetched as a browser would: following a few redirects.
         let browser = builder()
             .redirect(reqwest::redirect::Policy::limited(5))
@@ -314,6 +322,7 @@ impl Api {
             .map_err(|e| SetupError::HttpClient(SetupError::cause(&e)))?;
         Ok(Self {
             client,
+            fresh,
             browser,
             base,
             key,
@@ -521,6 +530,11 @@ impl Api {
     /// backoff for an idempotent read (`GET`) within the run's budget, never for a creation
     /// (`POST` is not idempotent). What stays unanswered is [`Stop::transport`]: its case is
     /// ignored, never failed.
+    ///
+    /// Idle closes (RFC 9112 §9.3) are not unanswered requests: a server may close a pooled
+    /// connection just as a request goes out on it. A `POST` therefore goes on a new connection
+    /// of its own (never sent twice); a read whose connection closed before any byte of an answer
+    /// is sent again at once on a new one ([`closed_unanswered`]), without counting as a failure.
     async fn exchange(
         &self,
         client: &reqwest::Client,
@@ -534,7 +548,8 @@ impl Api {
         let segments: Vec<&str> = url.path_segments().map(Iterator::collect).unwrap_or_default();
         let endpoint = super::throttle::endpoint(method.as_str(), &segments);
         let idempotent = matches!(method, Method::GET | Method::HEAD);
-        let (mut spent, mut tries) = (Duration::ZERO, 0u32);
+        let mut client = if idempotent { client } else { &self.fresh };
+        let (mut spent, mut tries, mut resent) = (Duration::ZERO, 0u32, 0u32);
         let mut kept = None;
         loop {
             if let Some(why) = self.throttle.given_up(&endpoint) {
@@ -561,6 +576,12 @@ impl Api {
                 Ok(response) => response,
                 Err(e) => {
                     drop(permit);
+                    if idempotent && resent < IDLE_RESENDS && closed_unanswered(&e) {
+                        // Sent again on a new connection: the pool may hold more that the
+                        // server closed at the same moment.
+                        (resent, tries, client) = (resent + 1, tries - 1, &self.fresh);
+                        continue;
+                    }
                     let pause =
                         unanswered(&self.throttle, &endpoint, &request, &e, idempotent, tries, clock.elapsed())?;
                     tokio::time::sleep(pause).await;
@@ -627,6 +648,35 @@ impl Api {
 
 /// Most tries of an idempotent read that gets no answer.
 const MAX_TRIES: u32 = 3;
+
+/// Most times a read is sent again at once, on a new connection, because its connection closed
+/// before any byte of an answer (an idle close, [`closed_unanswered`]); past them it counts as
+/// unanswered.
+const IDLE_RESENDS: u32 = 2;
+
+/// Whether `error` says the connection closed (or was reset) before any byte of an answer came:
+/// what a server's idle close looks like to a request sent on it. Not a timeout, not a refused
+/// connection.
+fn closed_unanswered(error: &reqwest::Error) -> bool {
+    if error.is_timeout() || error.is_connect() {
+        return false;
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+            if matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof) {
+                return true;
+            }
+        }
+        // hyper's IncompleteMessage: the connection ended before a response began.
+        if e.to_string().contains("connection closed before message completed") {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
 
 /// After try number `tries` of `request` got no (whole) answer (`error`, after `took`): the
 /// pause before the next try, or why the request stays unanswered (its case is ignored). Only an
@@ -723,6 +773,34 @@ mod tests {
         assert!(result.is_err_and(|e| e.is_transport()), "unjudged, not failed");
         // Three tries of about a second each, and the pauses between them: far below 100 × 0.3 s.
         assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+    }
+
+    /// A server that reads each request and closes without a byte of an answer: a read is sent
+    /// again (it may have been an idle close), a `POST` exactly once (it may have been done).
+    #[tokio::test]
+    async fn a_post_is_never_sent_twice_and_a_read_is_sent_again() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let heard = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let log = heard.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut head = [0u8; 1024];
+                let n = tokio::io::AsyncReadExt::read(&mut socket, &mut head).await.unwrap_or(0);
+                let line = String::from_utf8_lossy(&head[..n]).lines().next().unwrap_or("").to_string();
+                log.lock().unwrap().push(line);
+                drop(socket);
+            }
+        });
+        let api = Api::new(&format!("http://{addr}"), Some("k".into()), None, Duration::from_secs(2)).unwrap();
+        let created = api.send(Method::POST, &["v1", "connections"], &[], Auth::Primary).await;
+        assert!(created.is_err_and(|e| e.is_transport()));
+        let posts = heard.lock().unwrap().iter().filter(|l| l.starts_with("POST")).count();
+        assert_eq!(posts, 1, "{:?}", heard.lock().unwrap());
+        let read = api.get(&["v1", "accounts", "acc_1"], &[]).await;
+        assert!(read.is_err_and(|e| e.is_transport()));
+        let gets = heard.lock().unwrap().iter().filter(|l| l.starts_with("GET")).count();
+        assert!(gets > 1, "{:?}", heard.lock().unwrap());
     }
 
     #[test]

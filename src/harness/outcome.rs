@@ -127,6 +127,9 @@ pub struct Problem {
     /// sending its request again reproduces it. Not a problem that compares reads, or a read
     /// with an event or an absence.
     pub alone: bool,
+    /// The case that owns the rule it breaks, when another case's random exploration found it
+    /// (`lifecycle.random-sequences`): it is reported there (one judge per rule).
+    pub owner: Option<&'static str>,
 }
 
 impl Problem {
@@ -151,7 +154,7 @@ pub struct Failure {
     /// The requests and deliveries it rests on.
     pub evidence: Evidence,
     /// For a property: the smallest failing input it shrank to.
-    pub shrunk_input: Option<Box<str>>,
+    pub shrunk_input: Option<Box<String>>,
 }
 
 impl Failure {
@@ -210,6 +213,17 @@ impl Failure {
     pub fn expected(mut self, expected: impl Into<String>, actual: impl Into<String>) -> Self {
         self.contrast = Some(Box::new(Contrast { expected: expected.into(), actual: actual.into() }));
         self
+    }
+
+    /// The finding, naming the case that owns the rule it breaks (see [`Problem::owner`]).
+    pub fn owned_by(mut self, case: &'static str) -> Self {
+        self.problems.iter_mut().for_each(|p| p.owner = Some(case));
+        self
+    }
+
+    /// The case that owns the rule its first problem breaks, when another case found it.
+    pub fn owner(&self) -> Option<&'static str> {
+        self.problems.first().and_then(|p| p.owner)
     }
 
     /// The same finding in other words (`after connection.connected: …`), its evidence kept;
@@ -301,7 +315,7 @@ impl Outcome {
                     .collect(),
                 contrast: contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
                 evidence,
-                shrunk_input: shrunk_input.map(|s| f(&s).into()),
+                shrunk_input: shrunk_input.map(|s| Box::new(f(&s))),
             }),
             Self::Error { source, message } => Self::Error { source, message: f(&message) },
             Self::Ignored { cause, reason } => Self::Ignored { cause, reason: f(&reason) },

@@ -74,7 +74,7 @@ where
     let failure = failure.reworded(|message| {
         format!("{message} [shrunk input: {input}; seed {run_seed}: replay with `bankconf run --seed {run_seed} {case_id}`]")
     });
-    Err(Stop::Fail(Failure { shrunk_input: Some(input.into()), ..failure }))
+    Err(Stop::Fail(Failure { shrunk_input: Some(Box::new(input)), ..failure }))
 }
 
 /// `cases` value trees from a runner seeded with `seed`.

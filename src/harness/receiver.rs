@@ -329,7 +329,7 @@ async fn receive(
             return refuse(StatusCode::INSUFFICIENT_STORAGE);
         }
         let seq = all.len() as u64;
-        let delivery = Delivery { seq, body: parsed, to };
+        let delivery = Delivery::posted(seq, parsed, to);
         store.recorder.delivery(&url, &body, StatusCode::NO_CONTENT.as_u16(), delivery.connection_id(), Some(seq));
         store.arrivals.lock().unwrap_or_else(|e| e.into_inner()).push(std::time::Instant::now());
         all.push(delivery);

@@ -236,10 +236,11 @@ fn lower_hex(percent: &str) -> String {
 /// part of a key, or a cut may leave part of one). A piece made only of the key's public
 /// prefix (up to its last `_`, §5.2) is left: the harness itself forges keys with it.
 fn redact_fragments(text: &str, secrets: &[String]) -> String {
-    let hidden = fragments(text, secrets.iter().map(|s| (s.as_str(), public_part(s))));
+    let mut hidden = fragments(text, secrets.iter().map(|s| (s.as_str(), public_part(s))));
     if !hidden.contains(&true) {
         return text.to_string();
     }
+    keep_words(text, &mut hidden);
     let mut out = String::with_capacity(text.len());
     let mut in_secret = false;
     for (at, c) in text.char_indices() {
@@ -251,6 +252,27 @@ fn redact_fragments(text: &str, secrets: &[String]) -> String {
         in_secret = hidden[at];
     }
     out
+}
+
+/// Unhides each run of `hidden` bytes that a letter or digit touches on either side: a piece of
+/// a key inside a longer word is that word ("interrupted" beside a key holding "interrupt…"),
+/// not an echo, which stands apart (quoted, after a space, beside a cut). A whole key is
+/// replaced wherever it stands ([`Redactor::redact`]).
+fn keep_words(text: &str, hidden: &mut [bool]) {
+    let bytes = text.as_bytes();
+    let word = |at: usize| bytes.get(at).is_some_and(|b| b.is_ascii_alphanumeric() || *b >= 0x80);
+    let mut start = 0;
+    while start < hidden.len() {
+        if !hidden[start] {
+            start += 1;
+            continue;
+        }
+        let end = (start..hidden.len()).find(|&i| !hidden[i]).unwrap_or(hidden.len());
+        if (start > 0 && word(start - 1)) || word(end) {
+            hidden[start..end].iter_mut().for_each(|h| *h = false);
+        }
+        start = end;
+    }
 }
 
 /// Bytes of a secret's form that are its public prefix: up to its last `_` (§5.2).
@@ -351,6 +373,14 @@ fn redact_widget_tokens(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_piece_of_a_key_inside_a_word_is_that_word() {
+        let r = Redactor::of(["bankconf_test_interruptprimary00001"]);
+        assert_eq!(r.redact("the run was interrupted"), "the run was interrupted");
+        assert_eq!(r.redact("part=\"interruptprim\" and (nterruptprimary0)"), "part=\"[redacted]\" and ([redacted])");
+        assert_eq!(r.redact("Bearer bankconf_test_interruptprimary00001x"), "Bearer [redacted]x");
+    }
 
     #[test]
     fn a_short_key_is_redacted_only_as_a_word() {

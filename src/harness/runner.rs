@@ -446,6 +446,9 @@ pub async fn run_all(
 ) -> Vec<CaseResult> {
     let began = Instant::now();
     let responds = |case: &Case| checks::code_of(&case.id).is_some_and(checks::Registration::judges_answers);
+    // Concluded once every flow ended: the response checks judge every answer of the run, and
+    // another case's exploration may report a finding under it.
+    let deferred = |case: &Case| responds(case) || checks::receives_findings(&case.id);
     let mut set = tokio::task::JoinSet::new();
     for (i, case) in cases.iter().copied().enumerate() {
         let ctx = ctx.clone();
@@ -457,6 +460,11 @@ pub async fn run_all(
     let mut results: Vec<Option<CaseResult>> = vec![None; cases.len()];
     let mut flows: Vec<Option<(Outcome, Duration)>> = vec![None; cases.len()];
     let mut aborted = false;
+    // Whether the preflight's first deliveries are still awaited; once it proves that none
+    // reaches the receiver (`deaf`), the run stops: the event cases cannot be judged, and the
+    // setup is what to fix (exit 2), not a target to wait for.
+    let mut listening = true;
+    let mut deaf = None;
     loop {
         let joined = tokio::select! {
             biased;
@@ -470,9 +478,18 @@ pub async fn run_all(
                 aborted = true;
                 continue;
             }
+            heard = ctx.heard(), if listening && !aborted => {
+                listening = false;
+                if let Err(diagnosis) = heard {
+                    set.abort_all();
+                    aborted = true;
+                    deaf = Some(diagnosis.to_string());
+                }
+                continue;
+            }
         };
         let Ok((i, outcome, took)) = joined else { continue };
-        if responds(cases[i]) {
+        if deferred(cases[i]) {
             flows[i] = Some((outcome, took));
         } else {
             let result = conclude(&ctx, cases[i], outcome, None, took);
@@ -480,12 +497,27 @@ pub async fn run_all(
             results[i] = Some(result);
         }
     }
-    let stopped = if aborted { cancel.cause() } else { None };
+    let stopped = if aborted && deaf.is_none() { cancel.cause() } else { None };
     let unfinished = |cause: Cause| Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() };
+    if let Some(diagnosis) = &deaf {
+        for (i, case) in cases.iter().enumerate() {
+            if results[i].is_none() && flows[i].is_none() {
+                // One message for all, as the event cases that ended on it have: one diagnosis.
+                let outcome = Outcome::Error { source: ErrorSource::Receiver, message: diagnosis.clone() };
+                if deferred(case) {
+                    flows[i] = Some((outcome, began.elapsed()));
+                } else {
+                    let result = conclude(&ctx, case, outcome, None, began.elapsed());
+                    on_result(&result);
+                    results[i] = Some(result);
+                }
+            }
+        }
+    }
     if let Some(cause) = stopped {
         for (i, case) in cases.iter().enumerate() {
             if results[i].is_none() && flows[i].is_none() {
-                if responds(case) {
+                if deferred(case) {
                     flows[i] = Some((unfinished(cause), began.elapsed()));
                 } else {
                     let result = conclude(&ctx, case, unfinished(cause), None, began.elapsed());
@@ -502,6 +534,7 @@ pub async fn run_all(
     // findings go unjudged.
     let models = tokio::select! {
         biased;
+        () = async {}, if deaf.is_some() => Default::default(),
         models = checks::judge_models(&ctx, &answered, &reads) => models,
         _ = cancel.fired() => Default::default(),
     };
@@ -513,9 +546,14 @@ pub async fn run_all(
     }
     for (i, flow) in flows.into_iter().enumerate() {
         let Some((outcome, took)) = flow else { continue };
-        let mut result =
-            conclude(&ctx, cases[i], outcome, Some(judged.remove(cases[i].id.as_str()).unwrap_or_default()), took);
-        if let (Some(cause), Outcome::Passed) = (stopped, &result.outcome) {
+        let mut found =
+            if responds(cases[i]) { Some(judged.remove(cases[i].id.as_str()).unwrap_or_default()) } else { None };
+        let reported = ctx.found_for(&cases[i].id);
+        if !reported.is_empty() {
+            found.get_or_insert_with(Default::default).problems.extend(reported);
+        }
+        let mut result = conclude(&ctx, cases[i], outcome, found, took);
+        if let (Some(cause), Outcome::Passed, true) = (stopped, &result.outcome, responds(cases[i])) {
             result.outcome = Outcome::Ignored {
                 cause: cause.ignore_cause(),
                 reason: format!("{}: its response rules judged only the answers read before", cause.unfinished()),

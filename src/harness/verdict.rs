@@ -7,7 +7,7 @@ use crate::harness::errors::SetupError;
 use crate::harness::expect::{Expectations, Standing};
 use crate::harness::graph::TransitionGraph;
 use crate::harness::latency;
-use crate::harness::outcome::{count, CaseResult, Counts, Gate, IgnoreCause, Outcome};
+use crate::harness::outcome::{count, CaseResult, Counts, ErrorSource, Gate, IgnoreCause, Outcome};
 use crate::harness::redact::Redactor;
 use crate::harness::sanitize::shell_word;
 use crate::harness::trace::Trace;
@@ -447,6 +447,11 @@ impl Report {
                 }
                 Outcome::Ignored { cause: IgnoreCause::Deadline, .. } => {
                     "the run's deadline passed before these cases finished: raise --deadline".into()
+                }
+                // The receiver itself works: the target did not reach it, or it could not be
+                // registered. The message says what was proven and what to check.
+                Outcome::Error { source: ErrorSource::Receiver, .. } => {
+                    "webhook deliveries did not reach the receiver, or it could not be registered (the setup): see each case's message".into()
                 }
                 Outcome::Error { source, .. } => format!("the {} failed: see each case's message", source.as_str()),
                 _ => continue,

@@ -12,8 +12,10 @@ use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 /// The conditions; all zero (the default) is a local, unlimited sandbox.
 /// Each is a `bankconf serve` flag of its name (`--latency-ms`).
@@ -56,6 +58,10 @@ pub struct Conditions {
     /// The transactions endpoint sends its headers, then its body one byte every 2 s.
     #[arg(long)]
     pub trickle_transactions: bool,
+    /// A keep-alive connection idle this many milliseconds after an answer is closed (RFC 9112
+    /// §9.3 allows it; gunicorn does after 2 s), even when a request is on its way. Zero: never.
+    #[arg(long, default_value_t = 0)]
+    pub idle_close_ms: u64,
 }
 
 impl Conditions {
@@ -102,6 +108,9 @@ impl Conditions {
         }
         if self.trickle_transactions {
             parts.push("the transactions endpoint trickles its body, a byte every 2 s".to_string());
+        }
+        if self.idle_close_ms > 0 {
+            parts.push(format!("keep-alive connections closed after {}ms idle", self.idle_close_ms));
         }
         parts.join(", ")
     }
@@ -191,4 +200,94 @@ pub(crate) async fn close_connections(request: Request, next: Next) -> Response 
     let mut response = next.run(request).await;
     response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
     response
+}
+
+/// The API's listener with `--idle-close-ms`: each connection it accepts closes once idle
+/// ([`IdleClose`]).
+pub(crate) struct IdleCloseListener {
+    pub listener: tokio::net::TcpListener,
+    pub idle: Duration,
+}
+
+impl axum::serve::Listener for IdleCloseListener {
+    type Io = IdleClose;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (stream, addr) = axum::serve::Listener::accept(&mut self.listener).await;
+        (IdleClose::new(stream, self.idle), addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.listener.local_addr()
+    }
+}
+
+/// A connection the server closes when it has been idle `idle` since its last write (an
+/// answer), with no byte of a new request read: the server reads nothing more (hyper sees the
+/// end of the stream and closes it), whatever the client sent meanwhile. A new connection
+/// waits for its first request (a keep-alive timeout runs between requests), and a request
+/// being handled (read, not yet answered) is never cut.
+pub(crate) struct IdleClose {
+    inner: tokio::net::TcpStream,
+    idle: Duration,
+    /// When the connection closes, while idle; `None` while a request is handled.
+    deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl IdleClose {
+    fn new(inner: tokio::net::TcpStream, idle: Duration) -> Self {
+        Self { inner, idle, deadline: None }
+    }
+}
+
+impl AsyncRead for IdleClose {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        if let Some(deadline) = self.deadline.as_mut() {
+            if deadline.as_mut().poll(cx).is_ready() {
+                // Idle too long: the end of the stream, as if the client had gone.
+                return Poll::Ready(Ok(()));
+            }
+        }
+        let before = buf.filled().len();
+        let read = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(read, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.deadline = None;
+        }
+        read
+    }
+}
+
+impl AsyncWrite for IdleClose {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let written = std::pin::Pin::new(&mut self.inner).poll_write(cx, data);
+        if matches!(written, std::task::Poll::Ready(Ok(n)) if n > 0) {
+            let idle = self.idle;
+            self.deadline = Some(Box::pin(tokio::time::sleep(idle)));
+        }
+        written
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }

@@ -223,6 +223,8 @@ departures! {
             "connections of any client but the first are never announced by `connection.created`";
         TwoClientIds = "two-client-ids", "§6.2", ["events.single-client-id"],
             "account and transaction events carry another clientId than connection events";
+        WrongConnection = "wrong-connection", "§6.2", ["events.created-announced", "events.previous-status-chain"],
+            "every event names, as `connectionId`, its client's first connection instead of the one concerned";
         // §6.3 reactions
         DeletedTransactionListed = "deleted-transaction-listed", "§6.3", ["state.deletions-hold"],
             "transaction.deleted is sent but the transaction stays listed";

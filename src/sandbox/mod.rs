@@ -229,15 +229,20 @@ impl Sandbox {
             .fallback_service(router)
             .layer(axum::middleware::from_fn_with_state(shared.clone(), api::translate_ids));
         let (shutdown, stop) = oneshot::channel::<()>();
+        // A dropped `Sandbox` keeps serving (see the type's doc).
+        let stopped = async move {
+            if stop.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        let idle = Duration::from_millis(config.conditions.idle_close_ms);
         let server = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    // A dropped `Sandbox` keeps serving (see the type's doc).
-                    if stop.await.is_err() {
-                        std::future::pending::<()>().await;
-                    }
-                })
-                .await
+            if idle.is_zero() {
+                axum::serve(listener, app).with_graceful_shutdown(stopped).await
+            } else {
+                let listener = conditions::IdleCloseListener { listener, idle };
+                axum::serve(listener, app).with_graceful_shutdown(stopped).await
+            }
         });
 
         let mut url_addr = local_addr;

@@ -86,6 +86,8 @@ pub(crate) struct Store {
     /// Mutant `event-before-data`: an updated account as it was before the update, served until
     /// the instant given (the event goes out at once).
     stale: HashMap<String, (std::time::Instant, Account)>,
+    /// Mutant `wrong-connection`: each client's first connection.
+    first_connections: HashMap<String, String>,
 }
 
 impl Store {
@@ -101,6 +103,7 @@ impl Store {
             first_client,
             flavor,
             batch: Vec::new(),
+            first_connections: HashMap::new(),
             reads: Default::default(),
             returning: HashMap::new(),
             stale: HashMap::new(),
@@ -196,6 +199,12 @@ impl Store {
         if self.flavor.suppressed_event() == Some(event.kind) {
             return id;
         }
+        if self.flavor.is(Mutant::WrongConnection) {
+            // Its client's first connection, whichever connection the event concerns.
+            if let Some(first) = self.first_connections.get(&event.client_id) {
+                event.connection_id = first.clone();
+            }
+        }
         let body = Arc::new(render::event(self.flavor, &event));
         self.events.push(body.clone());
         self.batch.push((body, event.client_id));
@@ -261,6 +270,7 @@ impl Store {
         let conn = self.new_connection(&id, client_id, seed, seed);
         let body = render::connection_created(f, &conn.id, conn.status, &conn.widget_token);
         self.connections.insert(id.clone(), conn);
+        self.first_connections.entry(client_id.to_string()).or_insert_with(|| id.clone());
         self.connection_event(&id, ConnectionState::Created, None, Utc::now());
         if f.has(Variant::ForeignConnectionEvents) {
             self.foreign_connection(client_id, seed);

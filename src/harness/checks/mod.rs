@@ -126,6 +126,12 @@ pub const AREAS: [(&str, &[Registration]); 10] = [
     ("state", state::CASES),
 ];
 
+/// Whether `case` may receive a finding another case's exploration made about its rule
+/// (`RunContext::report_to`): the runner concludes it once every flow ended.
+pub fn receives_findings(case: &str) -> bool {
+    lifecycle::receives_findings(case)
+}
+
 /// The code of the case `id`.
 pub fn code_of(id: &str) -> Option<&'static Registration> {
     AREAS.iter().flat_map(|(_, cases)| cases.iter()).find(|r| r.id == id)

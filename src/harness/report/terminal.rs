@@ -458,11 +458,22 @@ mod tests {
         let long = format!("{} still lists it", "word ".repeat(60));
         let line = one_line(&long, 80, note);
         assert!(line.contains("… ") && line.contains("still lists it") && line.chars().count() <= 80, "{line}");
-        let many = "3 problems: POST /v1/connections with the API key short of its last character: expected a \
-                    refusal (any non-2xx), got status 201: {\"id\":\"conn_1\",\"status\":\"PENDING\",\"createdAt\":\"2026\"}; \
-                    POST /v1/connections with …; POST /v1/connections with …";
-        let line = one_line(many, 110, note);
-        assert!(line.starts_with("3 problems, the first: ") && line.contains("got status 201 "), "{line}");
+        // Of an answer, its status, not its body; several problems are counted from their values.
+        let answer = "expected a refusal (any non-2xx), got status 201: {\"id\":\"conn_1\",\"status\":\"PENDING\"}";
+        let line = one_line(&format!("{} {answer}", "word ".repeat(30)), 110, note);
+        assert!(line.contains("got status 201 ") && !line.contains("PENDING"), "{line}");
+        let mut problems = crate::harness::outcome::Problems::default();
+        for p in ["first; with a semicolon", "second", "third"] {
+            problems.add(p);
+        }
+        let Err(crate::harness::outcome::Stop::Fail(f)) = problems.finish() else { panic!("three problems") };
+        let result = CaseResult {
+            case: &crate::harness::catalogue::all()[0],
+            outcome: Outcome::Failed(f),
+            duration: std::time::Duration::ZERO,
+            reproduction: None,
+        };
+        assert_eq!(reason(&result), "3 problems, the first: first; with a semicolon");
         assert_eq!(full_text(&OutputPaths::default()), "(full text: rerun with --report-json FILE)");
         let paths = OutputPaths { report_md: Some("r.md".into()), ..Default::default() };
         assert_eq!(full_text(&paths), "(full text in r.md)");

@@ -181,12 +181,50 @@ fn explored(failure: Failure, sequence: &[Action]) -> Stop {
     Stop::Fail(failure.reworded(|m| format!("{m} [explored sequence: {sequence:?}]")))
 }
 
+/// Random sequences of actions, each on a fresh connection ([`play`]). Their inputs depend on
+/// the seed, so what they find must not decide this case's outcome alone (the same target, the
+/// same verdict whatever the seed): a finding is reported under the case that owns the rule it
+/// breaks ([`walk::owners`]), with the sequence as its evidence, when that case runs; this case
+/// fails only for a finding whose owner does not run.
 async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.receiver()?;
     let run = ctx.clone();
-    property::for_all(&ctx, RANDOM_SEQUENCES, sequences(), move |actions| {
+    let found = property::for_all(&ctx, RANDOM_SEQUENCES, sequences(), move |actions| {
         let ctx = run.clone();
         async move { play(&ctx, &actions).await.map(|_| ()) }
     })
-    .await
+    .await;
+    let selection = ctx.config.selection();
+    match found {
+        Err(Stop::Fail(f)) => {
+            let owner = f.owner().filter(|o| crate::harness::catalogue::find(o).is_some_and(|c| selection.matches(c)));
+            let Some(owner) = owner else { return Err(Stop::Fail(f)) };
+            ctx.note(
+                "random sequences",
+                format!("{RANDOM_SEQUENCES} found a violation of a rule {owner} owns: reported under {owner}"),
+            );
+            ctx.report_to(owner, f.reworded(|m| format!("found by {RANDOM_SEQUENCES}: {m}")));
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// Whether `case` may receive a finding of the random sequences ([`random_sequences`]): its
+/// result waits for theirs.
+pub(super) fn receives_findings(case: &str) -> bool {
+    walk::owners::ALL.contains(&case)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_owner_of_a_walk_finding_is_a_case() {
+        for owner in super::walk::owners::ALL {
+            assert!(crate::harness::catalogue::find(owner).is_some(), "{owner} is no case");
+        }
+        for event in crate::spec::ConnectionState::ALL.map(|s| s.event_type()) {
+            assert!(super::walk::owners::ALL.contains(&super::walk::owners::announced(event)), "{event}");
+        }
+    }
 }

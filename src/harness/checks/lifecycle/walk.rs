@@ -22,12 +22,62 @@ struct Trace {
 }
 
 impl Trace {
-    /// A finding about the connection's events, resting on their deliveries.
-    fn fail(&self, connection: &str, problem: String, deliveries: &[Delivery]) -> Stop {
+    /// A finding about the connection's events, resting on their deliveries; `owner` is the
+    /// case whose rule it breaks ([`owners`]).
+    fn fail(&self, owner: &'static str, connection: &str, problem: String, deliveries: &[Delivery]) -> Stop {
         let message =
             format!("after [{}] on {connection}: {problem}; events {}", self.steps.join(", "), labels(deliveries));
-        Stop::Fail(crate::harness::event_rules::on(deliveries, message))
+        Stop::Fail(crate::harness::event_rules::on(deliveries, message).owned_by(owner))
     }
+}
+
+/// The cases that own the rules a walk judges: a finding of the random sequences is reported
+/// under its rule's owner, which judges that rule in every run (one judge per rule).
+pub mod owners {
+    pub const SCHEMA: &str = "events.schema";
+    pub const ENVELOPE: &str = "events.envelope-agrees";
+    pub const CHAIN: &str = "events.previous-status-chain";
+    /// Accounts served exactly in the announced CONNECTED state, in every state reached.
+    pub const ACCOUNTS_FOLLOW_STATE: &str = "lifecycle.transition-graph";
+    pub const ACCOUNT_PREFIX: &str = "accounts.id-prefix";
+    pub const ACCOUNTS_UPDATED: &str = "reactions.accounts-updated";
+    pub const TRANSACTION_DELETED: &str = "reactions.transaction-deleted";
+    /// The walks of an account's transactions that a data action is driven on (§4.3).
+    pub const TRANSACTIONS_WALK: &str = "transactions.walk-exactly-once";
+
+    /// The case that owns "a step's announcing event arrives" for `event_type` (§3.1, §6).
+    pub fn announced(event_type: &str) -> &'static str {
+        match event_type {
+            "connection.created" => "events.created-announced",
+            "connection.connected" => "events.connected-announced",
+            "connection.failed_auth" => "events.failed-auth-announced",
+            "connection.mfa_required" => "events.mfa-required-announced",
+            "connection.error" => "events.error-announced",
+            "connection.disconnected" => "events.disconnected-announced",
+            "accounts.updated" => ACCOUNTS_UPDATED,
+            "transaction.deleted" => TRANSACTION_DELETED,
+            // credentials_submitted and verifying: announced on every path the graph explores.
+            _ => ACCOUNTS_FOLLOW_STATE,
+        }
+    }
+
+    /// Every owner, for the runner to hold their results until the exploration ended.
+    pub const ALL: [&str; 14] = [
+        SCHEMA,
+        TRANSACTIONS_WALK,
+        "events.disconnected-announced",
+        ENVELOPE,
+        CHAIN,
+        ACCOUNTS_FOLLOW_STATE,
+        ACCOUNT_PREFIX,
+        ACCOUNTS_UPDATED,
+        TRANSACTION_DELETED,
+        "events.created-announced",
+        "events.connected-announced",
+        "events.failed-auth-announced",
+        "events.mfa-required-announced",
+        "events.error-announced",
+    ];
 }
 
 /// The steps of a played sequence: each action with the state it was tried from and what the
@@ -104,7 +154,11 @@ impl Walk {
         // to act on, it is not sent (the same target whatever the seed, never the driver's pick).
         let data_action = is_data(action);
         let before = if data_action && self.state == ConnectionState::Connected {
-            Some(Before::prepare(ctx, id, action).await?)
+            let prepared = Before::prepare(ctx, id, action).await.map_err(|e| match e {
+                Stop::Fail(f) => Stop::Fail(f.owned_by(owners::TRANSACTIONS_WALK)),
+                e => e,
+            })?;
+            Some(prepared)
         } else {
             None
         };
@@ -178,7 +232,8 @@ impl Walk {
     pub async fn checkpoint(&mut self, ctx: &Session) -> Result<(), Stop> {
         let deliveries = self.pending.settle(ctx, Some(self.state)).await?;
         let Pending { id, trace, reaction, .. } = &mut self.pending;
-        chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem.to_string(), &deliveries))?;
+        chain::resolve(&deliveries)
+            .map_err(|problem| trace.fail(owners::CHAIN, id, problem.to_string(), &deliveries))?;
         accounts_follow_state(ctx, id, trace).await?;
         if let Some(reaction) = reaction.take() {
             judge_reaction(ctx, id, trace, reaction, &deliveries).await?;
@@ -215,7 +270,7 @@ impl Pending {
                 receiver.patience.describe(started.elapsed()),
                 receiver.refusals()
             );
-            return Err(trace.fail(id, problem, &deliveries));
+            return Err(trace.fail(owners::announced(absent), id, problem, &deliveries));
         }
         Ok(deliveries)
     }
@@ -230,9 +285,11 @@ impl Pending {
         // Every delivery on its own: schema (which also asserts the prefixes of the ids it
         // names, §2) and envelope agreement (§6.2).
         event_rules::schema(&deliveries)
-            .and_then(|()| event_rules::envelope_agrees(&deliveries))
-            .map_err(|problem| trace.fail(&id, problem.to_string(), &deliveries))?;
-        chain::resolve(&deliveries).map_err(|problem| trace.fail(&id, problem.to_string(), &deliveries))?;
+            .map_err(|problem| trace.fail(owners::SCHEMA, &id, problem.to_string(), &deliveries))?;
+        event_rules::envelope_agrees(&deliveries)
+            .map_err(|problem| trace.fail(owners::ENVELOPE, &id, problem.to_string(), &deliveries))?;
+        chain::resolve(&deliveries)
+            .map_err(|problem| trace.fail(owners::CHAIN, &id, problem.to_string(), &deliveries))?;
         accounts_follow_state(ctx, &id, &trace).await?;
         if let Some(reaction) = reaction {
             judge_reaction(ctx, &id, &trace, reaction, &deliveries).await?;
@@ -253,9 +310,11 @@ async fn judge_reaction(
     // began: the step's event is one not known before it, naming what it was driven on.
     let names = |d: &Delivery| before.as_ref().is_some_and(|b| b.named_by(action, d));
     let event = delivery::step_event(deliveries, &known, announcing_event(action), names);
+    let owner =
+        if action == Action::DeleteTransaction { owners::TRANSACTION_DELETED } else { owners::ACCOUNTS_UPDATED };
     react(ctx, id, action, event, before.as_ref(), &Auth::Primary).await.map_err(|e| {
         if e.is_fail() {
-            trace.fail(id, e.to_string(), deliveries)
+            trace.fail(owner, id, e.to_string(), deliveries)
         } else {
             e
         }
@@ -278,7 +337,8 @@ async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result
         deliveries = receiver.wait_until(&what, id, ctx.config.event_wait(), agrees).await.1;
     }
     if !agrees(&deliveries) {
-        let state = chain::resolve(&deliveries).map_err(|problem| trace.fail(id, problem.to_string(), &deliveries))?;
+        let state = chain::resolve(&deliveries)
+            .map_err(|problem| trace.fail(owners::CHAIN, id, problem.to_string(), &deliveries))?;
         let problem = if served {
             format!(
                 "{}: the chain of events ends {state}, but accounts are served (status {})",
@@ -291,7 +351,7 @@ async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result
                 exchange.summary()
             )
         };
-        return Err(trace.fail(id, problem, &deliveries));
+        return Err(trace.fail(owners::ACCOUNTS_FOLLOW_STATE, id, problem, &deliveries));
     }
     if served {
         if let Ok(Value::Array(accounts)) = exchange.success_json() {
@@ -301,6 +361,7 @@ async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result
                 .find(|a| !a.starts_with(prefix::ACCOUNT))
             {
                 return Err(trace.fail(
+                    owners::ACCOUNT_PREFIX,
                     id,
                     format!("{}: account id {bad:?} does not start with {}", exchange.request, prefix::ACCOUNT),
                     &deliveries,

@@ -50,8 +50,12 @@ async fn reread_once(ctx: &RunContext) -> Result<(), Stop> {
     if let Some(second) = ctx.connected_second().await? {
         connections.push((second.connection_id.clone(), Auth::Second));
     }
+    // The neighbour scenario waits for its events while the tour waits for its own: one late
+    // wait for both, not one after the other.
+    let (tour, neighboured) = tokio::join!(ctx.tour(), neighbours(ctx));
+    neighboured?;
     // The tour's connection that stays connected holds the run's deletion (§6).
-    if let Ok(tour) = ctx.tour().await {
+    if let Ok(tour) = tour {
         let kept = tour.legs.iter().filter(|l| {
             l.client == Auth::Primary
                 && l.path.contains(&spec::Action::DeleteTransaction)
@@ -60,7 +64,6 @@ async fn reread_once(ctx: &RunContext) -> Result<(), Stop> {
         connections
             .extend(kept.filter_map(|l| l.created.as_ref().ok()).map(|c| (c.connection_id.clone(), Auth::Primary)));
     }
-    neighbours(ctx).await?;
     for (connection, auth) in connections {
         let api = ctx.api.reading_as(auth.clone());
         let path = ["v1", "connections", connection.as_str(), "accounts"];
@@ -87,7 +90,10 @@ async fn neighbours(ctx: &RunContext) -> Result<(), Stop> {
         return Ok(());
     }
     let receiver = ctx.receiver()?;
-    let created = ctx.connect_new().await?;
+    // Connected without awaiting its connection.connected: the accounts are read once served,
+    // and the one wait below covers every event of the scenario.
+    let created = ctx.create_connection().await?;
+    ctx.drive(Action::Connect, &created, None, None).await?;
     let id = created.connection_id.clone();
     let accounts: Vec<String> = ctx
         .accounts_when_ready(&id)
@@ -110,22 +116,26 @@ async fn neighbours(ctx: &RunContext) -> Result<(), Stop> {
         ctx.note("not judged", format!("the neighbour scenario needs a connection with two accounts; {id} has one"));
         return Ok(());
     };
-    // Each step's event is awaited before the next, so the reads fall after both.
-    for (action, account, transaction, kind) in [
+    // Both steps driven in turn (the server's order), then both events awaited at once, so
+    // that the read falls after both.
+    let known = delivery::identities(&receiver.for_connection(&id));
+    let steps = [
         (Action::DeleteTransaction, &a, Some(txn.as_str()), spec::TRANSACTION_DELETED),
         (Action::UpdateAccounts, &b, None, spec::ACCOUNTS_UPDATED),
-    ] {
-        let known = delivery::identities(&receiver.for_connection(&id));
-        let names = |d: &delivery::Delivery| d.data_str("accountId") == Some(account.as_str());
+    ];
+    for (action, account, transaction, _) in steps {
         pagination::forget(&ctx.api, account);
         ctx.drive(action, &created, Some(account), transaction).await?;
-        let what = format!("{kind} for {account}");
-        receiver
-            .wait_until(&what, &id, ctx.config.event_wait(), |ds| {
+    }
+    let what = format!("{} for {a} and {} for {b}", spec::TRANSACTION_DELETED, spec::ACCOUNTS_UPDATED);
+    receiver
+        .wait_until(&what, &id, ctx.config.event_wait(), |ds| {
+            steps.iter().all(|(_, account, _, kind)| {
+                let names = |d: &delivery::Delivery| d.data_str("accountId") == Some(account.as_str());
                 delivery::step_event(ds, &known, kind, names).is_some_and(names)
             })
-            .await;
-    }
+        })
+        .await;
     pagination::forget(&ctx.api, &a);
     pagination::walk(&ctx.api, &a, None, None).await?;
     Ok(())

@@ -89,7 +89,7 @@ pub(super) struct PageRead {
 pub(super) struct Event {
     pub(super) arrived: Instant,
     /// `data.occurredAt` (§6.2): the server's order of its events, whatever order they arrive in.
-    occurred: Option<chrono::DateTime<chrono::FixedOffset>>,
+    occurred: Option<chrono::DateTime<chrono::Utc>>,
     /// The view (whose key) of the connection it names, when the run created it: ids may
     /// repeat across clients (§2), so an event speaks for its own client's reads only.
     view: Option<u8>,
@@ -226,10 +226,7 @@ impl Model {
             model.events.push(Event {
                 arrived: *arrived,
                 view: owner,
-                occurred: data
-                    .get("occurredAt")
-                    .and_then(Value::as_str)
-                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()),
+                occurred: d.occurred_at(),
                 kind: kind.to_string(),
                 previous: string(data, "previousStatus"),
                 connection: d.connection_id().map(str::to_string),

@@ -57,35 +57,42 @@ fn owned_once<'a>(
 
 /// §6 `transaction.deleted` (a transaction was removed): no read sent after the event arrived
 /// lists it. A later `accounts.updated` of its account may bring it back (open; not judged).
+/// "Later" is the server's time (`occurredAt`, [`Event::occurred_before`]), never the order the
+/// deliveries arrived in (§6.3 leaves it open): an update counts as a resync when it arrived
+/// before the read was sent and the server does not date it before the removal. Every removal
+/// of the transaction is judged alike, whichever arrived first.
 pub(super) fn deletions_hold(model: &Model) -> (usize, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut judged = 0;
-    let mut removed: HashMap<&str, &Event> = HashMap::new();
+    let mut removed: HashMap<&str, Vec<&Event>> = HashMap::new();
     for e in model.events.iter().filter(|e| e.kind == spec::TRANSACTION_DELETED) {
         if let Some(t) = &e.transaction {
-            let first = removed.entry(t).or_insert(e);
-            if e.arrived < first.arrived {
-                *first = e;
-            }
+            removed.entry(t).or_default().push(e);
         }
     }
     for page in &model.pages {
         for (id, _, _) in &page.items {
-            let Some(event) = removed.get(id.as_str()) else { continue };
-            if page.answer.sent_at <= event.arrived || !event.speaks_for(view(&page.answer)) {
+            let Some(removals) = removed.get(id.as_str()) else { continue };
+            let before: Vec<&&Event> = removals
+                .iter()
+                .filter(|e| e.arrived < page.answer.sent_at && e.speaks_for(view(&page.answer)))
+                .collect();
+            if before.is_empty() {
                 continue;
             }
             judged += 1;
             // An update that the server dates before the removal is no resync, however late it
             // arrived (delivery order is open, §6.3; occurredAt is the server's own order).
-            let resynced = model.events.iter().any(|e| {
-                e.kind == spec::ACCOUNTS_UPDATED
-                    && e.account.as_deref() == Some(page.account.as_str())
-                    && e.arrived > event.arrived
-                    && e.arrived < page.answer.sent_at
-                    && !e.occurred_before(event)
-            });
-            if !resynced {
+            let resynced = |event: &Event| {
+                model.events.iter().any(|e| {
+                    e.kind == spec::ACCOUNTS_UPDATED
+                        && e.account.as_deref() == Some(page.account.as_str())
+                        && e.arrived < page.answer.sent_at
+                        && !e.occurred_before(event)
+                        && !std::ptr::eq(e, event)
+                })
+            };
+            if before.iter().any(|event| !resynced(event)) {
                 findings.push(finding(
                     format!(
                         "{}: lists {id}, which a {} delivery announced removed before this request was sent",
@@ -486,6 +493,33 @@ mod tests {
         assert_eq!(deletions_hold(&log.model(&[(5, deleted.clone())])).1.len(), 1);
         let synced = event("accounts.updated", json!({"accountId": "acc_1"}));
         assert!(deletions_hold(&log.model(&[(5, deleted), (7, synced)])).1.is_empty());
+    }
+
+    #[test]
+    fn a_resync_is_later_by_the_server_time_never_by_arrival() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        let at = |kind: &str, id: &str, time: &str| {
+            let data = json!({"accountId": "acc_1", "transactionId": "txn_1", "occurredAt": time});
+            json!({"id": id, "type": kind, "data": data})
+        };
+        let deleted = at("transaction.deleted", "evt_1", "2026-01-01T00:00:00.500Z");
+        // Dated after the removal (an offset form, and whole seconds): a resync, though it arrived first.
+        let resync = at("accounts.updated", "evt_2", "2026-01-01T01:00:01+01:00");
+        assert!(deletions_hold(&log.model(&[(3, resync), (5, deleted.clone())])).1.is_empty());
+        // Dated before the removal: no resync, though it arrived after it.
+        let stale = at("accounts.updated", "evt_3", "2026-01-01T00:00:00Z");
+        assert_eq!(deletions_hold(&log.model(&[(5, deleted.clone()), (7, stale.clone())])).1.len(), 1);
+        // Two removals of one transaction, in either arrival order: the same verdict.
+        let again = at("transaction.deleted", "evt_4", "2026-01-01T00:00:02.000Z");
+        let resync = at("accounts.updated", "evt_2", "2026-01-01T00:00:01.000Z");
+        for events in [
+            [(4, deleted.clone()), (5, resync.clone()), (6, again.clone())],
+            [(4, again.clone()), (5, resync.clone()), (6, deleted.clone())],
+        ] {
+            assert_eq!(deletions_hold(&log.model(&events)).1.len(), 1, "removed again after the resync");
+        }
     }
 
     #[test]
