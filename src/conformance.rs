@@ -153,6 +153,12 @@ impl Conformance {
         self
     }
 
+    /// Writes the HTML report (one self-contained page) to `path`.
+    pub fn report_html(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config.outputs.report_html = Some(path.into());
+        self
+    }
+
     /// Writes the whole run as HAR 1.2 to `path`, secrets redacted.
     pub fn har(mut self, path: impl Into<PathBuf>) -> Self {
         self.config.har = Some(path.into());

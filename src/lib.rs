@@ -119,10 +119,26 @@ pub mod internal {
         pub mod markdown {
             pub use crate::harness::report::markdown::render;
         }
+        /// The HTML report.
+        pub mod html {
+            pub use crate::harness::report::html::{escape, render, well_formed, CSP};
+        }
         /// The terminal's lines and summary.
         pub mod terminal {
             pub use crate::harness::report::terminal::{render_summary, Lines, Paint};
         }
+    }
+    /// What a run did, in time (the HTML report's timelines and evidence).
+    pub mod trace {
+        pub use crate::harness::trace::{Client, Connection, Exchange, Item, Kind, Posted, Trace};
+    }
+    /// What a report holds besides the library's surface.
+    pub mod verdict {
+        pub use crate::harness::verdict::RootCause;
+    }
+    /// The transition graph a target reveals.
+    pub mod graph {
+        pub use crate::harness::graph::{Transition, TransitionGraph};
     }
     /// A run, from its configuration to its report.
     pub mod runner {

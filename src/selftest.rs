@@ -7,7 +7,7 @@ use crate::harness::browser::{self, BrowserPool};
 use crate::harness::catalogue::{self, Level, Need};
 use crate::harness::config::RunConfig;
 use crate::harness::outcome::{Failure, Outcome};
-use crate::harness::report::{EXIT_FAILED, EXIT_INCOMPLETE, EXIT_PASSED};
+use crate::harness::report::{html, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_PASSED};
 use crate::harness::runner;
 use crate::sandbox::{Mutant, Variant};
 use serde_json::{json, Value};
@@ -60,6 +60,9 @@ pub struct Trial {
     pub failed: Vec<(String, Failure)>,
     /// Why the run could not start, if it could not.
     pub error: Option<String>,
+    /// What is wrong with the run's HTML report, rendered in memory
+    /// ([`html::well_formed`]), if anything: a trial with one is not ok.
+    pub html: Option<String>,
 }
 
 impl Trial {
@@ -85,9 +88,9 @@ impl Trial {
                 let gating =
                     m.caught_by().iter().any(|id| catalogue::find(id).is_some_and(|c| GATE.contains(&c.level)));
                 let expected = if gating { EXIT_FAILED } else { EXIT_PASSED };
-                self.exit_code == expected && self.missed().is_empty()
+                self.exit_code == expected && self.missed().is_empty() && self.html.is_none()
             }
-            Subject::Variant(_) => self.exit_code == EXIT_PASSED,
+            Subject::Variant(_) => self.exit_code == EXIT_PASSED && self.html.is_none(),
         }
     }
 
@@ -121,6 +124,9 @@ impl Trial {
         let mut line = format!("{verdict} {:<32} exit {}", self.subject.name(), self.exit_code);
         if let Some(e) = &self.error {
             line.push_str(&format!("  ({e})"));
+        }
+        if let Some(e) = &self.html {
+            line.push_str(&format!("  HTML REPORT: {e}"));
         }
         match self.subject {
             Subject::Mutant(_) => {
@@ -256,7 +262,9 @@ pub async fn trial_with(config: RunConfig, subject: Subject) -> Trial {
     if exit_code == EXIT_INCOMPLETE && report.unjudged().iter().flat_map(|(_, ids)| ids).all(|id| browser_case(id)) {
         exit_code = EXIT_PASSED;
     }
-    Trial { subject, exit_code, failed, error: report.setup_error.as_ref().map(ToString::to_string) }
+    // Every trial's report is rendered as --report-html would write it, and its shape checked.
+    let html = html::well_formed(&html::render(&report)).err();
+    Trial { subject, exit_code, failed, error: report.setup_error.as_ref().map(ToString::to_string), html }
 }
 
 /// Options of [`self_test`].
@@ -312,6 +320,7 @@ pub async fn self_test(options: &Options, on_trial: impl Fn(&Trial)) -> SelfTest
                 exit_code: 2,
                 failed: Vec::new(),
                 error: Some("the run did not report".into()),
+                html: None,
             })
         })
         .collect();

@@ -1,6 +1,8 @@
 //! The widget cases (§1) in a real headless Chromium: the embedded sandbox's widget passes
 //! them, and without a browser they are ignored with a reason naming the package. Loopback only.
-//! Where no Chromium is installed, the test that needs one is reported ignored, never ok.
+//! Where no Chromium is installed, the tests that need one are reported ignored, never ok. The
+//! HTML report of a failing run is opened in it too: no script error, no element the target
+//! controls, the failing case shown.
 
 use libtest_mimic::{Arguments, Trial};
 use serde_json::Value;
@@ -31,6 +33,11 @@ fn main() -> ExitCode {
     let trials = vec![
         Trial::test("the_sandbox_widget_passes_the_browser_cases", || {
             the_sandbox_widget_passes_the_browser_cases();
+            Ok(())
+        })
+        .with_ignored_flag(no_browser),
+        Trial::test("the_html_report_of_a_failing_run_opens_clean", || {
+            the_html_report_of_a_failing_run_opens_clean();
             Ok(())
         })
         .with_ignored_flag(no_browser),
@@ -73,4 +80,110 @@ fn without_a_browser_the_browser_cases_are_ignored_naming_the_package() {
         );
     }
     assert!(outcomes.iter().any(|(i, o, _)| i == "widget.defines-open" && o == "passed"), "{outcomes:?}");
+}
+
+/// What the page holds, read in the browser: elements and attributes no report of bankconf
+/// writes (a script, a frame, an image, a form, an event handler, a link out of the page), the
+/// first failure's heading and whether it is drawn, the policy, the steps marked on timelines.
+const INSPECT_JS: &str = r##"(() => {
+  const all = Array.from(document.querySelectorAll("*"));
+  const banned = ["SCRIPT", "IFRAME", "FRAME", "IMG", "OBJECT", "EMBED", "FORM", "LINK", "BASE", "TEXTAREA", "INPUT"];
+  const forbidden = all.filter((e) => banned.includes(e.tagName.toUpperCase())).map((e) => e.tagName);
+  const handlers = all.filter((e) => Array.from(e.attributes).some((a) => a.name.toLowerCase().startsWith("on"))).map((e) => e.tagName);
+  const links = Array.from(document.querySelectorAll("a")).map((a) => a.getAttribute("href") || "").filter((h) => !h.startsWith("#"));
+  const failure = document.querySelector("article.failure");
+  const rect = failure ? failure.getBoundingClientRect() : null;
+  const meta = document.querySelector('meta[http-equiv="Content-Security-Policy"]');
+  return {
+    forbidden, handlers, links,
+    failure: failure ? failure.querySelector("h3").textContent : null,
+    shown: !!rect && rect.width > 0 && rect.height > 0 && getComputedStyle(failure).visibility === "visible",
+    csp: meta ? meta.getAttribute("content") : null,
+    marked: document.querySelectorAll("svg.timeline .marked").length,
+  };
+})()"##;
+
+/// Opens `page` in a headless Chromium; what [`INSPECT_JS`] found, and the errors the page
+/// raised (exceptions, console and log errors, a policy refusing something).
+async fn inspect(page: &std::path::Path) -> (Value, Vec<String>) {
+    use chromiumoxide::cdp::browser_protocol::log::{EnableParams, EventEntryAdded};
+    use chromiumoxide::cdp::js_protocol::runtime::{EventConsoleApiCalled, EventExceptionThrown};
+    use chromiumoxide::{Browser, BrowserConfig};
+    use futures::StreamExt;
+    use std::sync::{Arc, Mutex};
+    let path = bankconf::internal::browser::find(None).expect("a browser");
+    let config = BrowserConfig::builder()
+        .chrome_executable(path)
+        .no_sandbox()
+        .user_data_dir(temp_path("html-report-profile"))
+        .build()
+        .expect("a browser configuration");
+    let (mut browser, mut handler) = Browser::launch(config).await.expect("the browser starts");
+    let handling = tokio::spawn(async move { while handler.next().await.is_some() {} });
+    let tab = browser.new_page("about:blank").await.expect("a page");
+    tab.execute(EnableParams::default()).await.expect("the log");
+    let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut exceptions = tab.event_listener::<EventExceptionThrown>().await.unwrap();
+    let mut console = tab.event_listener::<EventConsoleApiCalled>().await.unwrap();
+    let mut log = tab.event_listener::<EventEntryAdded>().await.unwrap();
+    let listening = [
+        tokio::spawn({
+            let errors = errors.clone();
+            async move {
+                while let Some(e) = exceptions.next().await {
+                    errors.lock().unwrap().push(format!("exception: {:?}", e.exception_details.text));
+                }
+            }
+        }),
+        tokio::spawn({
+            let errors = errors.clone();
+            async move {
+                while let Some(e) = console.next().await {
+                    errors.lock().unwrap().push(format!("console {:?}", e.r#type));
+                }
+            }
+        }),
+        tokio::spawn({
+            let errors = errors.clone();
+            async move {
+                while let Some(e) = log.next().await {
+                    errors
+                        .lock()
+                        .unwrap()
+                        .push(format!("log {:?} {:?}: {}", e.entry.source, e.entry.level, e.entry.text));
+                }
+            }
+        }),
+    ];
+    tab.goto(format!("file://{}", page.display())).await.expect("the report loads");
+    let found: Value = tab.evaluate(INSPECT_JS).await.expect("the page is read").into_value().expect("a value");
+    // Anything the page raised as it settled.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    listening.iter().for_each(|l| l.abort());
+    let _ = browser.close().await;
+    let _ = browser.wait().await;
+    handling.abort();
+    let errors = errors.lock().unwrap().clone();
+    (found, errors)
+}
+
+fn the_html_report_of_a_failing_run_opens_clean() {
+    let page = temp_path("failing-run.html");
+    let _ = std::fs::remove_file(&page);
+    let case = "reactions.accounts-updated";
+    let output =
+        bankconf(&["run", "--sandbox-mutant", "event-before-data", case, "--report-html", page.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "the mutant fails the case\n{}", text(&output));
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let bound = std::time::Duration::from_secs(90);
+    let (found, errors) =
+        runtime.block_on(async { tokio::time::timeout(bound, inspect(&page)).await.expect("the browser answered") });
+    assert!(errors.is_empty(), "the page raised errors: {errors:?}");
+    assert_eq!(found["forbidden"], serde_json::json!([]), "{found}");
+    assert_eq!(found["handlers"], serde_json::json!([]), "{found}");
+    assert_eq!(found["links"], serde_json::json!([]), "{found}");
+    assert_eq!(found["csp"], bankconf::internal::report::html::CSP, "{found}");
+    assert!(found["failure"].as_str().is_some_and(|h| h.contains(case)), "the failing case first: {found}");
+    assert_eq!(found["shown"], true, "{found}");
+    assert!(found["marked"].as_u64().is_some_and(|n| n > 0), "its steps marked on a timeline: {found}");
 }

@@ -255,11 +255,14 @@ fn setup_mistakes_exit_2_with_a_diagnosis_and_blame_no_target() {
 
 #[test]
 fn an_unwritable_report_path_stops_the_run_before_it_starts() {
-    let output = run(&["--report-junit", "/nonexistent-dir/junit.xml", "create."]);
-    let out = text(&output);
-    assert_eq!(output.status.code(), Some(2), "{out}");
-    assert!(out.contains("cannot write /nonexistent-dir/junit.xml"), "{out}");
-    assert!(!out.contains("PASS "), "no case ran: {out}");
+    for (flag, path) in [("--report-junit", "/nonexistent-dir/junit.xml"), ("--report-html", "/nonexistent-dir/r.html")]
+    {
+        let output = run(&[flag, path, "create."]);
+        let out = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{out}");
+        assert!(out.contains(&format!("cannot write {path}")), "{out}");
+        assert!(!out.contains("PASS "), "no case ran: {out}");
+    }
 }
 
 #[test]
@@ -469,7 +472,7 @@ fn former_report_names_still_write_the_reports() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(junit.exists() && har.exists());
     let help = text(&bankconf(&["run", "--help"]));
-    for flag in ["--report-json", "--report-junit", "--report-md", "--report-har"] {
+    for flag in ["--report-json", "--report-junit", "--report-md", "--report-html", "--report-har"] {
         assert!(help.contains(flag), "{flag}: {help}");
     }
     assert!(!help.contains("--junit") && !help.contains("--har "), "{help}");

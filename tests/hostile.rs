@@ -6,7 +6,8 @@
 //! - the exit code, and the words that name the cause;
 //! - no panic text, and a bounded wall time (a hang detector, not a speed measurement);
 //! - the reports parse: `--report-json` as JSON, `--report-junit` as XML;
-//! - no raw ESC byte in stdout, stderr or a report; no raw HTML in `--report-md`;
+//! - no raw ESC byte in stdout, stderr or a report; no raw HTML in `--report-md`; the
+//!   `--report-html` page keeps its shape (`html::well_formed`: no script, no loading element);
 //! - no piece of the API key of [`FRAGMENT`] characters or more in any output;
 //! - no process the run started is left (drivers write the pids of their children to a file);
 //! - the peak resident size of the run stays within [`MEMORY_BUDGET_MIB`].
@@ -197,6 +198,7 @@ impl Row {
             ("json", "--report-json", temp_path(&format!("{name}.json"))),
             ("junit", "--report-junit", temp_path(&format!("{name}.xml"))),
             ("md", "--report-md", temp_path(&format!("{name}.md"))),
+            ("html", "--report-html", temp_path(&format!("{name}.html"))),
             ("har", "--report-har", temp_path(&format!("{name}.har"))),
         ];
         let mut args = self.args.clone();
@@ -258,6 +260,16 @@ impl Row {
                     }
                 }
                 "junit" => parses_as_xml(name, bytes),
+                // Target text is inert: the page keeps its shape (no script, no element that
+                // loads or links out, every element closed in order: an injected tag breaks it).
+                "html" => {
+                    if let Err(e) = bankconf::internal::report::html::well_formed(&out) {
+                        panic!("{name}: the HTML report lost its shape: {e}\n{out}");
+                    }
+                    for raw in ["<script", "<img", "<iframe", "\u{202e}"] {
+                        assert!(!out.contains(raw), "{name}: raw {raw:?} in the HTML report");
+                    }
+                }
                 "md" => {
                     for html in ["<img", "</details>", "<script"] {
                         assert!(!out.contains(html), "{name}: raw HTML {html:?} in the Markdown:\n{out}");
@@ -480,7 +492,8 @@ fn fat_pages_that_never_end() {
 #[test]
 fn escapes_html_and_illegal_characters() {
     const EVIL: &str =
-        "\u{1b}[2K\r\u{1b}]0;pwned\u{7}PASS </details><img src=x onerror=alert(1)> \u{fffe}\u{0}\u{202e}";
+        "\u{1b}[2K\r\u{1b}]0;pwned\u{7}PASS </details><img src=x onerror=alert(1)> \u{fffe}\u{0}\u{202e}\
+         <script>alert(2)</script></textarea><a href=\"javascript:alert(3)\">x</a>";
     let app = Router::new()
         .route(
             "/v1/connections",

@@ -190,6 +190,7 @@ fn synthetic() -> Report {
         har: None,
         stopped: None,
         redactor: Default::default(),
+        trace: Default::default(),
         cited: Default::default(),
         root_causes: Default::default(),
     }
@@ -261,6 +262,7 @@ fn with_failures() -> Report {
         har: None,
         stopped: None,
         redactor: Default::default(),
+        trace: Default::default(),
         cited: Default::default(),
         root_causes: Default::default(),
     }
@@ -428,6 +430,143 @@ fn junit_fails_only_gating_cases_and_carries_the_reproduction() {
     assert_eq!(cases[3].child("skipped").unwrap().attr("message"), "needs --second-api-key");
     // Error: the harness could not judge; `<error>` typed by its source.
     assert_eq!(cases[4].child("error").expect("an <error>").attr("type"), "driver");
+}
+
+/// A failing report with a trace and a transition graph, hostile text in every field a target
+/// or driver fills: what the HTML report draws.
+fn with_trace() -> Report {
+    use bankconf::internal::graph::{Transition, TransitionGraph};
+    use bankconf::internal::trace::{Client, Connection, Exchange, Item, Kind, Posted, Trace};
+    use bankconf::{Action, ConnectionState, Evidence, Failure};
+    let hostile = "<script>alert(1)</script></textarea><img src=x onerror=alert(2)> javascript:alert(3) \u{202e}gnp.exe\u{0}\u{1b}[2J";
+    let mut report = with_failures();
+    let mut failure = Failure::from(format!(
+        "after connection.connected: GET /v1/connections/conn_1/accounts still showed none; body {hostile}"
+    ));
+    failure.contrast = Some(Box::new(bankconf::Contrast {
+        expected: "the accounts of a CONNECTED connection".into(),
+        actual: format!("status 500: {hostile}"),
+    }));
+    failure.evidence = Evidence { answers: vec![3], deliveries: vec![7] };
+    report.results[2].outcome = Outcome::Failed(failure);
+    let ms = Duration::from_millis;
+    let item = |kind, client, at: u64, until: u64, label: &str, answer, delivery| Item {
+        kind,
+        client,
+        at: ms(at),
+        until: ms(until),
+        label: label.into(),
+        answer,
+        delivery,
+    };
+    report.trace = Trace {
+        connections: vec![Connection {
+            id: format!("conn_1{hostile}"),
+            owner: Some(Client::First),
+            items: vec![
+                item(Kind::Read, Client::First, 100, 130, "POST /v1/connections → 201", Some(1), None),
+                item(Kind::Delivery, Client::First, 140, 140, "connection.created", None, Some(5)),
+                item(Kind::Call, Client::First, 150, 400, "connect: exit 0", None, None),
+                item(Kind::Read, Client::First, 420, 450, "GET /v1/connections/conn_1/accounts → 500", Some(3), None),
+                item(
+                    Kind::Delivery,
+                    Client::First,
+                    470,
+                    470,
+                    &format!("connection.connected {hostile}"),
+                    None,
+                    Some(7),
+                ),
+                item(Kind::Read, Client::Second, 500, 520, "GET /v1/connections/conn_1/accounts → 404", Some(4), None),
+            ],
+            left_out: 0,
+        }],
+        connections_left_out: 3,
+        exchanges: [(
+            3,
+            Exchange {
+                method: "GET".into(),
+                url: format!("http://staging.example:8080/v1/connections/conn_1/accounts?x={hostile}"),
+                headers: vec![
+                    ("Accept".into(), "application/json".into()),
+                    ("Authorization".into(), "Bearer [redacted]".into()),
+                ],
+                status: 500,
+                content_type: Some(format!("text/html; {hostile}")),
+                body: Some(hostile.into()),
+                client: Client::First,
+                at: ms(420),
+                took: ms(30),
+            },
+        )]
+        .into(),
+        deliveries: [(
+            7,
+            Posted { label: "connection.connected".into(), to: Client::First, at: ms(470), body: hostile.into() },
+        )]
+        .into(),
+    };
+    report.transition_graph = Some(TransitionGraph {
+        reached: vec![ConnectionState::Created, ConnectionState::Connected, ConnectionState::Disconnected],
+        edges: vec![
+            (ConnectionState::Created, Action::Connect, Transition::Accepted(ConnectionState::Connected)),
+            (ConnectionState::Connected, Action::Disconnect, Transition::Accepted(ConnectionState::Disconnected)),
+            (ConnectionState::Connected, Action::UpdateAccounts, Transition::Accepted(ConnectionState::Connected)),
+            (ConnectionState::Disconnected, Action::Connect, Transition::Refused),
+        ],
+    });
+    report.notes = vec![format!("a driver said {hostile}")];
+    report.root_causes = vec![bankconf::internal::verdict::RootCause {
+        cause: format!("every 2xx body starts with a byte-order mark {hostile}"),
+        cases: vec!["create.id-shape".into()],
+    }];
+    report
+}
+
+#[test]
+fn html_puts_failures_first_with_their_evidence_and_escapes_every_target_text() {
+    use bankconf::internal::report::html;
+    let page = html::render(&with_trace());
+    assert_eq!(html::well_formed(&page), Ok(()), "{page}");
+    assert!(page.contains(&format!("<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">", html::CSP)));
+    for raw in ["<script", "<img", "</textarea>", "\u{202e}", "\u{0}", "\u{1b}"] {
+        assert!(!page.contains(raw), "raw {raw:?} in the page");
+    }
+    // Target text is inert: a link only to an anchor of the page, a tag only of the report's.
+    assert!(page.matches("href=\"").count() == page.matches("href=\"#").count(), "a link out");
+    assert!(page.contains("&lt;img src=x onerror=alert(2)&gt;"), "shown, escaped");
+    // Failures first, each with its evidence: the request and its answer, the delivery, the contrast.
+    let failures = page.find("<section id=\"failures\">").unwrap();
+    assert!(failures < page.find("<section id=\"timelines\">").unwrap());
+    // A cause that explains several failures comes before them, linking to each.
+    let causes = page.find("<section id=\"causes\">").expect("the root causes");
+    assert!(causes < failures && page[causes..failures].contains("<a href=\"#case-2\">create.id-shape</a>"));
+    assert!(page.find("id=\"timelines\"").unwrap() < page.find("id=\"graph\"").unwrap());
+    let failure = &page[page.find("id=\"case-2\"").expect("the failure's anchor")..];
+    let failure = &failure[..failure.find("</article>").unwrap()];
+    for shown in [
+        "<b>500</b>",
+        "&lt;script&gt;alert(1)&lt;/script&gt;",
+        "answer Content-Type",
+        "Bearer [redacted]",
+        "<th>expected</th>",
+        "<th>received</th>",
+        "connection.connected",
+        "<a href=\"#conn-0\">",
+        "Rerun the case:",
+    ] {
+        assert!(failure.contains(shown), "{shown:?} in the failure:\n{failure}");
+    }
+    // The timeline marks the steps the failure rests on, and links back to it.
+    let timeline = &page[page.find("id=\"conn-0\"").unwrap()..];
+    assert_eq!(timeline.matches("class=\"read marked\"").count(), 1, "{timeline}");
+    assert_eq!(timeline.matches("class=\"delivery marked\"").count(), 1, "{timeline}");
+    assert!(timeline.contains("second client: request"), "the second client has a row of its own");
+    assert!(timeline.contains("<a href=\"#case-2\">create.id-shape</a>"));
+    assert!(page.contains("3 more connections are not drawn"));
+    // The graph drawn, beside its table.
+    assert!(page.contains("<svg class=\"graph\"") && page.contains(">update_accounts</text>"), "a loop, labelled");
+    pinned!("html", page);
 }
 
 #[test]

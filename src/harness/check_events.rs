@@ -205,6 +205,7 @@ pub fn check_events(mut config: CheckEventsConfig) -> i32 {
         har: None,
         stopped: None,
         redactor: Default::default(),
+        trace: Default::default(),
         cited: Default::default(),
         root_causes: Default::default(),
     };

@@ -416,6 +416,10 @@ pub struct OutputPaths {
     /// Write a Markdown summary (for a CI job summary) to this file.
     #[arg(long, env = "BANKCONF_REPORT_MD", value_name = "FILE")]
     pub report_md: Option<PathBuf>,
+    /// Write an HTML report to this file: one self-contained page (no script, no network) with
+    /// each failure's evidence, a timeline per connection and the transition graph.
+    #[arg(long, env = "BANKCONF_REPORT_HTML", value_name = "FILE")]
+    pub report_html: Option<PathBuf>,
     /// Write an expectations file (see `--expect`) from this run: one line per gating case
     /// that did not pass, to review and commit.
     #[arg(long, env = "BANKCONF_WRITE_EXPECTATIONS")]

@@ -81,12 +81,33 @@ pub struct Recorder {
     next: AtomicU64,
     /// The run's secrets: the file is redacted with them, and so is what is shown live.
     redactor: Redactor,
+    /// The driver calls, for the HTML report's timeline (kept with or without a HAR).
+    calls: Mutex<Vec<Called>>,
+}
+
+/// Most driver calls kept for the timeline.
+const MAX_CALLS: usize = 10_000;
+
+/// A driver call, as the HTML report's timeline draws it.
+#[derive(Clone, Debug)]
+pub struct Called {
+    pub action: &'static str,
+    pub connection: Option<String>,
+    pub started: Instant,
+    pub ended: Instant,
+    /// `exit 0`, `exit 4 (refused)`, `failed`.
+    pub exit: &'static str,
 }
 
 impl Recorder {
     /// A recorder; with `har`, entries are kept for [`Recorder::write`].
     pub fn new(har: bool, redactor: Redactor) -> Self {
         Self { har: har.then(Mutex::default), redactor, ..Self::default() }
+    }
+
+    /// The driver calls so far, in the order they ended.
+    pub fn calls(&self) -> Vec<Called> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The run's redactor.
@@ -218,6 +239,19 @@ impl Recorder {
         }
         let (started, clock) = (SystemTime::now(), Instant::now());
         let result = call.await;
+        {
+            let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+            if calls.len() < MAX_CALLS {
+                let exit = match &result {
+                    Ok(()) => "exit 0",
+                    Err(DriveError::Unsupported(_)) => "exit 3 (cannot)",
+                    Err(DriveError::Refused(_)) => "exit 4 (refused)",
+                    Err(DriveError::Failed(_)) => "failed",
+                };
+                let (connection, ended) = (args.connection_id.clone(), Instant::now());
+                calls.push(Called { action: action.as_str(), connection, started: clock, ended, exit });
+            }
+        }
         if self.har.is_some() {
             let millis = clock.elapsed().as_secs_f64() * 1000.0;
             let (exit, said) = match &result {

@@ -53,6 +53,10 @@ pub struct Answer {
     pub status: u16,
     /// The body of a 2xx answer, kept within the log's budget; `None` otherwise.
     pub body: Option<String>,
+    /// The answer's `Content-Type`, and the start of any other answer's body ([`EXCERPT`]
+    /// characters): what the HTML report shows of a failure's evidence.
+    pub content_type: Option<String>,
+    pub excerpt: Option<String>,
     /// When it was sent, and when its answer came (or the tries ended): reads are ordered
     /// against each other and against the deliveries by these (`checks::state`).
     pub sent_at: Instant,
@@ -96,11 +100,17 @@ struct LogInner {
 /// Most bytes of bodies and URLs the answer log keeps (a full sandbox run keeps about 3 MB).
 const MAX_KEPT: usize = 48 * 1024 * 1024;
 
+/// Most characters of a non-2xx answer's body kept ([`Answer::excerpt`]).
+pub const EXCERPT: usize = 2048;
+
 impl AnswerLog {
     /// Keeps `answer`; its `seq`, unless the budget is spent.
     fn push(&self, mut answer: Answer) -> Option<u64> {
         let mut log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let weight = answer.sent.url.len() + answer.sent.request.len();
+        let weight = answer.sent.url.len()
+            + answer.sent.request.len()
+            + answer.excerpt.as_ref().map_or(0, String::len)
+            + answer.content_type.as_ref().map_or(0, String::len);
         let body = answer.body.as_ref().map_or(0, String::len);
         if log.bytes + weight > MAX_KEPT {
             log.unkept += 1;
@@ -466,6 +476,13 @@ impl Api {
             Ok(x) => (x.status, x.is_success().then(|| x.body.clone()), x.har),
             Err(_) => (0, None, None),
         };
+        let (content_type, excerpt) = match &result {
+            Ok(x) => (
+                x.content_type.as_deref().map(|t| redact::shorten(t, 200)),
+                (!x.is_success()).then(|| self.recorder.redactor().cut(&x.body, EXCERPT)),
+            ),
+            Err(_) => (None, None),
+        };
         let seq = self.answers.push(Answer {
             seq: 0,
             sent,
@@ -473,6 +490,8 @@ impl Api {
             query: query.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
             status,
             body,
+            content_type,
+            excerpt,
             sent_at,
             answered_at: Instant::now(),
             har,
@@ -507,8 +526,12 @@ impl Api {
         let har = result.as_ref().ok().and_then(|x| x.har);
         let (segments, query) = (segments.iter().map(|s| s.to_string()).collect(), Vec::new());
         let answered_at = Instant::now();
-        let seq =
-            self.answers.push(Answer { seq: 0, sent, segments, query, status, body: None, sent_at, answered_at, har });
+        let content_type =
+            result.as_ref().ok().and_then(|x| x.content_type.as_deref()).map(|t| redact::shorten(t, 200));
+        let (body, excerpt) = (None, None);
+        let answer =
+            Answer { seq: 0, sent, segments, query, status, body, content_type, excerpt, sent_at, answered_at, har };
+        let seq = self.answers.push(answer);
         match &mut result {
             Ok(x) => x.seq = seq,
             // A finding about the answer itself (too large): it rests on it.

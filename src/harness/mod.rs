@@ -14,7 +14,8 @@
 //!    a run before it starts, and each step's own);
 //! 2. pure rules over recorded data, no I/O: [`delivery`], [`chain`], [`event_rules`], the
 //!    explored [`graph`] of transitions, the [`expect`] file of a release gate, [`latency`],
-//!    and [`verdict`] (a finished run: its results, gate and exit code);
+//!    [`trace`] (what a run did, in time, for the HTML report), and [`verdict`] (a finished run:
+//!    its results, gate and exit code);
 //! 3. access to the server under test: [`config`] (the run's flags, holding the driver),
 //!    [`files`] (report files written whole),
 //!    [`reads`] (typed pages, and the run's cache of them), [`http`] (paced by [`throttle`]; every exchange kept
@@ -24,7 +25,7 @@
 //!    [`patience`]), [`transport`] (TLS and extra headers), [`driver`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and
 //!    driver steps) and [`preflight`] (the setup checked before any case);
 //! 4. fixtures shared by cases: [`tour`], [`fixtures`] (the [`fixtures::RunContext`] a check
-//!    gets), [`property`] (the property runner);
+//!    gets), [`property`] (the property runner), [`recording`] (a run's trace gathered at its end);
 //! 5. [`checks`]: the code of every case, flow checks and response checks, one file per
 //!    catalogue file;
 //! 6. [`runner`]: cases to outcomes (flows, then the response checks over every answer), a run
@@ -52,7 +53,7 @@ mod event_rules;
 pub(crate) mod expect;
 mod files;
 mod fixtures;
-mod graph;
+pub(crate) mod graph;
 mod har;
 mod http;
 mod key_variant;
@@ -66,6 +67,7 @@ pub(crate) mod progress;
 mod property;
 mod reads;
 mod receiver;
+mod recording;
 mod redact;
 pub(crate) mod report;
 pub(crate) mod runner;
@@ -74,5 +76,6 @@ mod session;
 mod steps;
 mod throttle;
 mod tour;
+pub(crate) mod trace;
 mod transport;
 pub(crate) mod verdict;

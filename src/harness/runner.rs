@@ -82,6 +82,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         har: None,
         stopped: None,
         redactor: secrets.clone(),
+        trace: Default::default(),
         cited: BTreeMap::new(),
         root_causes: Vec::new(),
     };
@@ -198,6 +199,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
     };
     notes.extend(unregistered);
     let har = write_har(&ctx, &results, &mut notes);
+    let trace = super::recording::trace(&ctx, started, &results);
     let cited = cite(&ctx, &results);
     let deliveries: Vec<_> =
         ctx.receiver().map(|r| r.timeline().into_iter().map(|(_, d)| d).collect()).unwrap_or_default();
@@ -216,6 +218,7 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         har,
         stopped,
         redactor: ctx.redactor.clone(),
+        trace,
         cited,
         root_causes,
     };

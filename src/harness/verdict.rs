@@ -10,6 +10,7 @@ use crate::harness::latency;
 use crate::harness::outcome::{count, CaseResult, Counts, ErrorSource, Gate, IgnoreCause, Outcome};
 use crate::harness::redact::Redactor;
 use crate::harness::sanitize::shell_word;
+use crate::harness::trace::Trace;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -166,6 +167,9 @@ pub struct Report {
     /// the string (a setup error, a note, a driver's words), as the last step of its rendering.
     #[doc(hidden)]
     pub redactor: Redactor,
+    /// What the run did, in time, and the failures' evidence, for the HTML report.
+    #[doc(hidden)]
+    pub trace: Trace,
     /// Per failed case, what its failure rests on, named as the written files name it.
     #[doc(hidden)]
     pub cited: BTreeMap<String, Vec<Cited>>,

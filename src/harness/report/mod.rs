@@ -1,8 +1,9 @@
 //! Reports of a run, side by side: the terminal lines and summary, the JSON report
-//! (`schemas/report.json`), JUnit XML and a Markdown summary, one module each. All of them read
-//! one [`Report`] ([`super::verdict`]), made by `bankconf run` or by `bankconf check-events`. Reports
-//! depend on outcomes, never on the runner.
+//! (`schemas/report.json`), JUnit XML, a Markdown summary and an HTML page, one module each.
+//! All of them read one [`Report`] ([`super::verdict`]), made by `bankconf run` or by
+//! `bankconf check-events`. Reports depend on outcomes, never on the runner.
 
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod libtest;
@@ -26,6 +27,7 @@ pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), ReportWriteErro
         (&paths.report_json, json::render_text(report)),
         (&paths.junit, junit::render(report)),
         (&paths.report_md, markdown::render(report)),
+        (&paths.report_html, html::render(report)),
     ];
     // A run that could not start judged nothing: it must not overwrite an expectations file.
     let expectations = report.setup_error.is_none().then(|| (&paths.write_expectations, expectations(report)));
@@ -53,7 +55,10 @@ fn expectations(report: &Report) -> String {
 
 /// Fails early, before anything runs, when a report file cannot be written.
 pub fn check_writable(paths: &OutputPaths) -> Result<(), ReportWriteError> {
-    for path in [&paths.report_json, &paths.junit, &paths.report_md, &paths.write_expectations].into_iter().flatten() {
+    for path in [&paths.report_json, &paths.junit, &paths.report_md, &paths.report_html, &paths.write_expectations]
+        .into_iter()
+        .flatten()
+    {
         writable(path)?;
     }
     Ok(())

@@ -430,6 +430,8 @@ mod tests {
                 query: query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
                 status: 200,
                 body: Some(body.to_string()),
+                content_type: None,
+                excerpt: None,
                 sent_at: self.at(10 * n),
                 answered_at: self.at(10 * n + 1),
                 har: None,
