@@ -326,13 +326,20 @@ impl Recorder {
         let mut entries: Vec<&Value> = log.entries.iter().collect();
         entries.sort_by(|a, b| a["startedDateTime"].as_str().cmp(&b["startedDateTime"].as_str()));
         let index = entries.iter().enumerate().filter_map(|(i, e)| Some((e["_id"].as_u64()?, i))).collect();
-        let har = json!({"log": {
-            "version": "1.2",
-            "creator": {"name": "bankconf", "version": env!("CARGO_PKG_VERSION")},
-            "entries": entries,
-            "comment": comment,
-        }});
-        let text = redactor.redact(&serde_json::to_string(&har).unwrap_or_default());
+        // Written entry by entry, each redacted on its own: the log may hold tens of MiB, and a
+        // whole copy of it as one value, then as text, then redacted, broke the run's memory
+        // budget (a secret never spans two entries).
+        let creator = json!({"name": "bankconf", "version": env!("CARGO_PKG_VERSION")});
+        let mut text = String::with_capacity(log.bytes + comment.len() + 256);
+        text.push_str(&format!("{{\"log\":{{\"version\":\"1.2\",\"creator\":{creator},\"entries\":["));
+        for (i, entry) in entries.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&redactor.redact(&serde_json::to_string(entry).unwrap_or_default()));
+        }
+        let comment = redactor.redact(&serde_json::to_string(&comment).unwrap_or_default());
+        text.push_str(&format!("],\"comment\":{comment}}}}}"));
         drop(entries);
         log.index = index;
         super::files::write_atomically(path, text.as_bytes())

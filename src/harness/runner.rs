@@ -402,7 +402,11 @@ fn conclude(
 fn reproduction(ctx: &RunContext, case: &Case, failure: &Failure) -> Option<String> {
     let evidence = &failure.evidence;
     match failure.alone() {
-        Some(seq) if evidence.deliveries.is_empty() => ctx.api.answers().get(seq).map(|a| a.sent.curl()),
+        // A request whose credential is a secret the reports hide (a widget token sent as the
+        // key) cannot be pasted: its evidence is named instead.
+        Some(seq) if evidence.deliveries.is_empty() => {
+            ctx.api.answers().get(seq).map(|a| a.sent.curl()).filter(|curl| ctx.redactor.redact(curl) == *curl)
+        }
         _ if evidence.answers.is_empty() => delivery_reproduction(ctx, &case.id, &evidence.deliveries),
         _ => None,
     }
