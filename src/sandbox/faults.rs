@@ -47,8 +47,11 @@ macro_rules! departures {
 
             /// Whether it breaks so much shared state that which other cases fail depends on
             /// timing: only [`Self::caught_by`] is then reproducible.
+            /// `wrong-connection` and `accounts-list-partial`: which state or reaction case also
+            /// fails beside the catching ones depends on when events arrive (measured by
+            /// scripts/same-failures.sh; making those side failures deterministic is open work).
             pub fn noisy(self) -> bool {
-                matches!(self.name(), "duplicate-connection-ids")
+                matches!(self.name(), "duplicate-connection-ids" | "wrong-connection" | "accounts-list-partial")
             }
 
             /// The one [`Self::name`] names.
