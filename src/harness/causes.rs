@@ -3,8 +3,8 @@
 //! Each is observed, never guessed: it counts the answers or deliveries that show it, and the
 //! cases it names are those whose evidence holds one of them.
 
+use super::answers::{Answer, Auth};
 use super::delivery::{unique, Delivery};
-use super::http::{Answer, Auth};
 use super::outcome::{CaseResult, Outcome};
 use super::verdict::RootCause;
 use crate::spec::ConnectionState;

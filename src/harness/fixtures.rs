@@ -3,10 +3,11 @@
 //! receives the [`RunContext`]: the [`Session`] (through `Deref`, so `ctx.api` reads as the
 //! session's) plus these fixtures.
 
+use super::answers::Auth;
 use super::browser::Probe;
 use super::errors::SilentReceiver;
 use super::graph::TransitionGraph;
-use super::http::{Api, Auth};
+use super::http::Api;
 use super::outcome::{Failure, Stop};
 use super::pagination::{self, Walk};
 use super::session::Session;

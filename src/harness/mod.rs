@@ -34,6 +34,7 @@
 //! 8. front doors: [`command`] (`bankconf run`, `cargo test --test conformance`) and
 //!    [`check_events`] (`bankconf check-events`, over a capture).
 
+mod answers;
 pub(crate) mod browser;
 mod budget;
 pub(crate) mod cancel;

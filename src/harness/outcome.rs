@@ -450,42 +450,6 @@ impl Problems {
     }
 }
 
-/// What went wrong reaching a server, and its likely cause, for a setup message: the innermost
-/// cause says what happened ("Connection refused"; the outer ones repeat the URL), and the
-/// words a newcomer needs are added to it ("nothing listens on that port").
-pub fn network_error(e: &reqwest::Error) -> String {
-    if e.is_timeout() {
-        return "timed out (the server is slow or the address drops packets)".to_string();
-    }
-    let mut cause: &dyn std::error::Error = e;
-    let mut chain = e.to_string();
-    while let Some(inner) = cause.source() {
-        cause = inner;
-        chain.push_str(&format!(": {inner}"));
-    }
-    let said = cause.to_string();
-    let lower = chain.to_lowercase();
-    let likely = if lower.contains("connection refused") {
-        "nothing listens on that port: is the server up, and the port right?"
-    } else if lower.contains("dns") || lower.contains("lookup address") || lower.contains("name or service") {
-        "the host name does not resolve"
-    } else if ["certificate", "tls", "handshake", "corrupt message"].iter().any(|w| lower.contains(w)) {
-        "TLS failed: https:// to a plain-HTTP port, or a certificate this machine does not trust (--ca-cert FILE \
-         trusts a private CA; --insecure skips verification)"
-    } else if lower.contains("invalid http")
-        || lower.contains("unexpected message")
-        || lower.contains("invalid status")
-        || lower.contains("parse")
-    {
-        "the port answers, but not in HTTP: is it the right port, or does it want https://?"
-    } else if lower.contains("closed") || lower.contains("reset") || lower.contains("incomplete") {
-        "the server closed the connection before answering"
-    } else {
-        return said;
-    };
-    format!("{said} ({likely})")
-}
-
 /// `1 case`, `2 cases`: a count with its noun in the right number, for every message.
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

@@ -10,8 +10,9 @@
 //! Status codes are not specified (§7), so only 401 and 403 are read as "this key is refused";
 //! any other answer is left for the cases to judge.
 
+use super::answers::Auth;
 use super::errors::{SetupError, SilentReceiver, WidgetNotServed};
-use super::http::{Auth, Exchange};
+use super::http::Exchange;
 use super::outcome::{ErrorSource, Stop};
 use super::session::{FirstDeliveries, Session, Webhooks};
 use super::steps::Created;

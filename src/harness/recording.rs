@@ -1,9 +1,9 @@
 //! Gathers what a run recorded (the answer log, the receiver's deliveries, the driver calls)
 //! into the report's bounded [`Trace`], at the end of the run: the HTML report draws it.
 
+use super::answers::{Answer, Auth};
 use super::delivery::Recipient;
 use super::fixtures::RunContext;
-use super::http::{Answer, Auth};
 use super::outcome::{CaseResult, Outcome};
 use super::trace::{Client, Connection, Exchange, Item, Kind, Posted, Trace};
 use super::trace::{MAX_CONNECTIONS, MAX_EVIDENCE, MAX_ITEMS, MAX_TEXT};

@@ -1,8 +1,8 @@
 //! The steps cases and fixtures take with a [`Session`]: create a connection (§4.1), have the
 //! driver act on it, connect it, read its accounts once they are served (§4.2).
 
+use super::answers::Auth;
 use super::driver::{DriveArgs, DriveError, DriverAction};
-use super::http::Auth;
 use super::outcome::{ErrorSource, IgnoreCause, Stop};
 use super::session::Session;
 use crate::spec::Action;

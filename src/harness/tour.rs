@@ -2,8 +2,8 @@
 //! and what re-reading the API showed right after. The event cases (§3, §6) and reaction cases
 //! (§6.3) judge this record, so one set of drives serves them all.
 
+use super::answers::Auth;
 use super::delivery::{labels, Delivery};
-use super::http::Auth;
 use super::outcome::{Failure, Stop};
 use super::pagination;
 use super::session::Session;

@@ -28,9 +28,9 @@ mod state;
 pub(crate) mod transactions;
 mod widget;
 
+use super::answers::Answer;
 use super::errors::DeliveriesUnproven;
 use super::fixtures::{CheckFn, RunContext};
-use super::http::Answer;
 use super::outcome::Failure;
 pub use read::{reads_of, Endpoint};
 use serde_json::Value;

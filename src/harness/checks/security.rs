@@ -1,14 +1,15 @@
 //! §5 Authentication, and isolation between clients. The spec fixes no error status (§7), so
 //! "refused" means any non-2xx answer; a 2xx answer is a failure only when it could serve data.
 
+use crate::harness::answers::Auth;
 use crate::harness::fixtures::{Connected, RunContext};
-use crate::harness::http::{Auth, Exchange};
+use crate::harness::http::Exchange;
 use crate::harness::key_variant::KeyEdit;
 use crate::harness::outcome::{Problems, Stop};
 
 use super::{state, Finding};
+use crate::harness::answers::Answer;
 use crate::harness::delivery::{Delivery, Recipient};
-use crate::harness::http::Answer;
 use reqwest::Method;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;

@@ -90,7 +90,7 @@ impl HttpDriver {
                 return Answer::Error(format!(
                     "driver {name}: --driver-url {} could not be reached: {}",
                     self.url,
-                    crate::harness::outcome::network_error(&e)
+                    crate::harness::transport::network_error(&e)
                 ))
             }
         };

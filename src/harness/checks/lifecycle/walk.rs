@@ -3,12 +3,12 @@
 //! ([`Pending`]). Which steps to take is the planner's ([`super::plan`]).
 
 use super::plan::is_data;
+use crate::harness::answers::Auth;
 use crate::harness::chain;
 use crate::harness::delivery::{self, labels, Delivery};
 use crate::harness::driver::{DriveArgs, DriveError, DriverAction};
 use crate::harness::event_rules;
 use crate::harness::graph::Transition;
-use crate::harness::http::Auth;
 use crate::harness::outcome::Stop;
 use crate::harness::session::Session;
 use crate::harness::steps::Created;

@@ -18,9 +18,9 @@ mod model;
 mod rules;
 mod views;
 
+use crate::harness::answers::Auth;
 use crate::harness::delivery;
 use crate::harness::fixtures::RunContext;
-use crate::harness::http::Auth;
 use crate::harness::outcome::Stop;
 use crate::harness::pagination;
 use crate::spec::{self, Action};

@@ -3,9 +3,9 @@
 //! each read in its client's view and each event once, from its first arrival. It judges
 //! nothing; the rules that read it are [`super::rules`].
 
+use crate::harness::answers::{Answer, Auth};
 use crate::harness::checks::read::{Endpoint, Read};
 use crate::harness::delivery;
-use crate::harness::http::{Answer, Auth};
 use crate::spec;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
