@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 /// The memory budget of a whole run, whatever the target sends: the peak resident size of the
 /// `bankconf` process (see src/harness/budget.rs for what holds target data, and its bounds).
-const MEMORY_BUDGET_MIB: u64 = 576;
+const MEMORY_BUDGET_MIB: u64 = 384;
 /// Longest a row's run may take before it counts as hung.
 const MAX_WALL: Duration = Duration::from_secs(240);
 /// Shortest piece of a key that must not appear in any output.
