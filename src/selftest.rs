@@ -1,6 +1,6 @@
 //! `bankconf self-test`: proves that every case can fail and that none fails falsely, by
 //! running the whole catalogue against every mutant (each must be caught by the cases it names)
-//! and every variant (each must pass) of the embedded sandbox ([`crate::sandbox::faults`]).
+//! and every variant (each must pass) of the embedded sandbox ([`crate::sandbox::Mutant`], [`crate::sandbox::Variant`]).
 //! `cargo test --test mutants` runs the same function.
 
 use crate::harness::browser::{self, BrowserPool};

@@ -126,7 +126,7 @@ pub struct Api {
 }
 
 /// `--base-url` as a URL, if it is an http(s) one: checked with the other flags
-/// ([`RunConfig::validate`](super::config::RunConfig::validate)) and again by [`Api::new`].
+/// ([`RunConfig::validate`](super::config::RunConfig::validate)) and again by [`Api::with_transport`].
 pub fn parse_base_url(text: &str) -> Result<Url, SetupError> {
     let bad = |problem| SetupError::BadBaseUrl { url: text.to_string(), problem };
     let url = Url::parse(text).map_err(|e| bad(UrlProblem::Unparsable(e)))?;
@@ -148,7 +148,7 @@ impl Api {
         Self::with_transport(base_url, key, second_key, timeout, &Transport::default())
     }
 
-    /// [`Api::new`], its clients built with the run's TLS settings and extra headers.
+    /// `Api::new` (the tests'), its clients built with the run's TLS settings and extra headers.
     pub fn with_transport(
         base_url: &str,
         key: Option<String>,

@@ -102,7 +102,7 @@ impl Redactor {
 }
 
 /// Whether a secret is too short to be told apart from ordinary text: it is redacted only as a
-/// whole word, and the run says so in a note ([`Redactor::short_note`]).
+/// whole word, and the run says so in a note (`RunConfig::short_keys_note`).
 pub fn is_short(secret: &str) -> bool {
     !secret.is_empty() && secret.chars().count() < MIN_FRAGMENT
 }

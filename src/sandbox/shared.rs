@@ -6,7 +6,7 @@ use super::transitions::{ActionArgs, ControlError};
 use crate::spec::Action;
 use std::sync::{Mutex, MutexGuard};
 
-/// The state shared by the routes and [`Control`].
+/// The state shared by the routes and [`Control`](super::Control).
 pub(crate) struct Shared {
     pub(crate) store: Mutex<Store>,
     pub(crate) service: String,

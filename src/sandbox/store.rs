@@ -491,7 +491,7 @@ impl Store {
         Ok(render::page(f, items, has_more, cursor))
     }
 
-    /// One control action (§3 lifecycle, see [`super::lifecycle`]; data changes for
+    /// One control action (§3 lifecycle, see `transitions.rs`; data changes for
     /// `update_accounts` / `delete_transaction`).
     pub fn apply(&mut self, conn_id: &str, action: Action, target: &ActionArgs) -> Result<ActionOutcome, ControlError> {
         let outcome = self.apply_change(conn_id, action, target);

@@ -5,7 +5,7 @@
 //! contradict each other or the API.
 //!
 //! The two cases' flows are here; what they run is in two files: [`plan`], which actions to try
-//! (the exploration's [`Atlas`](plan::Atlas), the generated sequences), and [`walk`], a
+//! (the exploration's [`Atlas`], the generated sequences), and [`walk`], a
 //! connection driven step by step, its events awaited and judged.
 
 mod plan;
