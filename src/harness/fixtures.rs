@@ -127,7 +127,7 @@ impl RunContext {
     pub async fn connected(&self) -> Result<Arc<Connected>, Stop> {
         self.connected
             .get_or_init(|| async {
-                let connection_id = match &self.session.config.connection_id {
+                let connection_id = match &self.session.plan.connection_id {
                     Some(id) => id.clone(),
                     None if self.session.driver.is_some() => match &self.session.connected_early {
                         Some(id) => id.clone(),

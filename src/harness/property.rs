@@ -30,7 +30,7 @@ where
     F: Fn(S::Value) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), Stop>> + Send + 'static,
 {
-    let (run_seed, cases) = (ctx.seed, ctx.config.cases.max(1));
+    let (run_seed, cases) = (ctx.seed, ctx.plan.cases.max(1));
     let mut trees = draw(&strategy, ctx.case_seed(case_id), cases)?;
     let test = Arc::new(test);
     let mut failing: Option<(usize, Failure)> = None;

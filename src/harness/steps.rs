@@ -90,7 +90,7 @@ impl Session {
         let created = self.create_connection_as(auth.clone()).await?;
         self.drive(Action::Connect, &created, None, None).await?;
         if let Ok(receiver) = self.receiver() {
-            receiver.wait_for_type(&created.connection_id, "connection.connected", self.config.event_wait()).await;
+            receiver.wait_for_type(&created.connection_id, "connection.connected", self.plan.event_wait()).await;
         }
         let accounts = self.accounts_ready_with(&self.api.reading_as(auth), &created.connection_id).await?;
         Ok((created, accounts))
@@ -104,7 +104,7 @@ impl Session {
 
     /// [`Session::accounts_when_ready`], read with `api`'s key.
     pub async fn accounts_ready_with(&self, api: &super::http::Api, connection_id: &str) -> Result<Vec<Value>, Stop> {
-        let deadline = Instant::now() + self.config.event_wait();
+        let deadline = Instant::now() + self.plan.event_wait();
         let mut pause = Duration::from_millis(10);
         loop {
             let exchange = api.get(&["v1", "connections", connection_id, "accounts"], &[]).await?;
