@@ -39,7 +39,8 @@ for m in $mutants; do printf '%s %s\n%s %s\n' "$m" "$SEED_A" "$m" "$SEED_B"; don
 # A mutant that breaks so much shared state that which other cases fail depends on timing
 # (`Mutant::noisy` in src/sandbox/faults.rs): only its catching cases are reproducible, so both
 # files must name those, and nothing more is compared.
-NOISY="duplicate-connection-ids wrong-connection accounts-list-partial"  # as Mutant::noisy
+# The list is the binary's: the mutants `--list-mutants` shows with the flag `noisy`.
+NOISY=$("$BIN" serve --list-mutants | awk '/^[a-z]/ {m = $1} /^ +flags: .*noisy/ {print m}' | tr '\n' ' ')
 total=0
 differ=0
 for m in $mutants; do

@@ -124,8 +124,13 @@ fn main() -> ExitCode {
                         [] => String::new(),
                         cases => format!("{:<38} with the reads of: {}\n", "", cases.join(", ")),
                     };
+                    // Its flags (`#[seed]`, `#[noisy]`), which scripts read from this list.
+                    let flags = match m.flags() {
+                        [] => String::new(),
+                        flags => format!("{:<38} flags: {}\n", "", flags.join(", ")),
+                    };
                     format!(
-                        "{:<32} {:<5} {}\n{:<38} caught by: {}\n{shown}",
+                        "{:<32} {:<5} {}\n{:<38} caught by: {}\n{shown}{flags}",
                         m.name(),
                         m.section(),
                         m.description(),

@@ -242,3 +242,94 @@ fn slugs_follow_github() {
     let twice = anchors("# A\n## A\n```\n# B\n```\n<a id=\"c\"></a>");
     assert_eq!(twice, BTreeSet::from(["a".to_string(), "a-1".to_string(), "c".to_string()]));
 }
+
+/// A case's line in a generated list: id, section and level, then its title.
+fn case_line(case: &bankconf::Case) -> String {
+    format!("- `{}` ({}, {}): {}\n", case.id, case.section, level(case), case.title)
+}
+
+fn level(case: &bankconf::Case) -> String {
+    case.level.to_string()
+}
+
+/// docs/cases.md, the whole catalogue: per area, each case with the mutants that catch it.
+fn catalogue_page() -> String {
+    use bankconf::sandbox::Mutant;
+    let mut page = String::from(
+        "# The cases\n\n<!-- generated from cases/*.toml and src/sandbox/faults.rs by tests/docs.rs: \
+         BANKCONF_BLESS=1 cargo test --test docs -->\n\nEvery case of the catalogue, by area: its id, \
+         the spec section of its rule, its level ([levels](checks.md#levels)), what the target must \
+         do, and the sandbox mutants that prove it can fail ([the sandbox](sandbox.md)). `bankconf \
+         run --list` prints the same cases; `bankconf serve --list-mutants` the mutants.\n",
+    );
+    let mut area = "";
+    for case in bankconf::internal::catalogue::all() {
+        let this = case.id.split('.').next().unwrap_or_default();
+        if this != area {
+            area = this;
+            page.push_str(&format!("\n## {area}\n\n| case | section | level | what the target must do | caught by |\n|---|---|---|---|---|\n"));
+        }
+        let caught: Vec<String> = Mutant::ALL
+            .iter()
+            .filter(|m| m.caught_by().contains(&case.id.as_str()))
+            .map(|m| format!("`{}`", m.name()))
+            .collect();
+        page.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            case.id,
+            case.section,
+            level(case),
+            case.title.replace('|', "\\|"),
+            caught.join(", ")
+        ));
+    }
+    page
+}
+
+/// Lists of cases inside the docs are generated, never written by hand: docs/cases.md whole,
+/// and each `<!-- cases:begin need=NEED -->` block (the cases that need NEED). A new case
+/// appears in them by `BANKCONF_BLESS=1 cargo test --test docs`.
+#[test]
+fn the_case_lists_of_the_docs_are_generated_from_the_catalogue() {
+    let bless = std::env::var_os("BANKCONF_BLESS").is_some();
+    let mut stale = Vec::new();
+    let page = catalogue_page();
+    let path = Path::new("docs/cases.md");
+    if std::fs::read_to_string(path).ok().as_deref() != Some(page.as_str()) {
+        if bless {
+            std::fs::write(path, &page).expect("write docs/cases.md");
+        } else {
+            stale.push("docs/cases.md".to_string());
+        }
+    }
+    const END: &str = "<!-- cases:end -->";
+    for path in markdown_files() {
+        let text = read(&path);
+        let mut new = String::new();
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("<!-- cases:begin need=") {
+            let open_end = start + rest[start..].find("-->\n").expect("a cases:begin line ends with -->") + 4;
+            let need = rest[start + "<!-- cases:begin need=".len()..open_end - 4].trim();
+            let end = rest[open_end..].find(END).map(|e| open_end + e).expect("a cases:begin block has its cases:end");
+            let list: String = bankconf::internal::catalogue::all()
+                .iter()
+                // `need=second-key` names `Need::SecondKey`.
+                .filter(|c| c.needs.iter().any(|n| format!("{n:?}").to_lowercase() == need.replace('-', "")))
+                .map(case_line)
+                .collect();
+            assert!(!list.is_empty(), "{}: no case needs {need:?}", path.display());
+            new.push_str(&rest[..open_end]);
+            new.push_str(&list);
+            rest = &rest[end..];
+        }
+        new.push_str(rest);
+        if new != text {
+            if bless {
+                std::fs::write(&path, new).expect("write a doc");
+            } else {
+                stale.push(path.display().to_string());
+            }
+        }
+    }
+    assert!(stale.is_empty(), "case lists out of date in {stale:?}: BANKCONF_BLESS=1 cargo test --test docs");
+}

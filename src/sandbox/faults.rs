@@ -14,7 +14,7 @@ use rand::Rng;
 macro_rules! departures {
     (
         $(#[$meta:meta])* $vis:vis enum $ty:ident {
-            $($v:ident = $name:literal, $section:literal, [$($case:literal),*], $desc:literal;)*
+            $($(#[$flag:ident])* $v:ident = $name:literal, $section:literal, [$($case:literal),*], $desc:literal;)*
         }
     ) => {
         $(#[$meta])*
@@ -45,13 +45,24 @@ macro_rules! departures {
                 match self { $($ty::$v => &[$($case),*],)* }
             }
 
-            /// Whether it breaks so much shared state that which other cases fail depends on
-            /// timing: only [`Self::caught_by`] is then reproducible.
-            /// `wrong-connection` and `accounts-list-partial`: which state or reaction case also
-            /// fails beside the catching ones depends on when events arrive (measured by
-            /// scripts/same-failures.sh; making those side failures deterministic is open work).
+            /// The flags written above its row: `#[seed]`, `#[noisy]` (see [`Self::seed_sensitive`]
+            /// and [`Self::noisy`]; `bankconf serve --list-mutants` prints them).
+            pub fn flags(self) -> &'static [&'static str] {
+                match self { $($ty::$v => &[$(stringify!($flag)),*],)* }
+            }
+
+            /// `#[seed]`: its fault shows only on some inputs (a limit, a path through one
+            /// state), so the full matrix runs it under five more seeds, and it must be caught
+            /// under each (`tests/mutants.rs`).
+            pub fn seed_sensitive(self) -> bool {
+                self.flags().contains(&"seed")
+            }
+
+            /// `#[noisy]`: it breaks so much shared state that which *other* cases fail depends on
+            /// timing: only [`Self::caught_by`] is then reproducible (`scripts/same-failures.sh`
+            /// compares only those).
             pub fn noisy(self) -> bool {
-                matches!(self.name(), "duplicate-connection-ids" | "wrong-connection" | "accounts-list-partial")
+                self.flags().contains(&"noisy")
             }
 
             /// The one [`Self::name`] names.
@@ -80,6 +91,7 @@ departures! {
             "connection ids start with `connection_` instead of `conn_`";
         WidgetTokenPrefix = "widget-token-prefix", "§2.1", ["create.id-prefixes", "create.response-schema"],
             "widget tokens start with `tok_` instead of `sess_`";
+        #[noisy]
         DuplicateConnectionIds = "duplicate-connection-ids", "§4.1", ["create.fresh-ids"],
             "connection ids come from a pool of two: a new connection replaces an older one";
         // §2.2, §4.2 accounts
@@ -101,6 +113,7 @@ departures! {
             "savings accounts carry `positions`";
         AccountConnectionIdWrong = "account-connection-id-wrong", "§2.2", ["accounts.connection-id"],
             "accounts name another connection in `connectionId`";
+        #[seed]
         AccountListedTwice = "account-listed-twice", "§4.2", ["accounts.distinct-ids"],
             "a connection's accounts list carries its first account twice, as two identical elements";
         AccountsBeforeConnected = "accounts-before-connected", "§3.2", ["accounts.refused-before-connected"],
@@ -109,25 +122,34 @@ departures! {
             "GET /v1/accounts/{id} answers 404";
         AccountUnreadableAfterUpdate = "account-unreadable-after-update", "§6.3", ["reactions.accounts-updated"],
             "GET /v1/accounts/{id} answers 500 once the account was updated";
+        #[seed]
         AccountDropsAfterUpdate = "account-drops-after-update", "§4.2", ["state.nothing-vanishes"],
             "an account drops out of its connection's accounts list once `update_accounts` changed it";
+        #[seed]
         EventBeforeData = "event-before-data", "§6.3", ["reactions.accounts-updated"],
             "accounts.updated goes out at once, but the update becomes readable only 2.5 s later";
         AccountBalanceStale = "account-balance-stale", "§4.4", ["reactions.account-balance"],
             "GET /v1/accounts/{id} keeps serving the balance of before accounts.updated";
         // What reads imply over time (the state model)
+        #[seed]
         TransactionInTwoAccounts = "transaction-in-two-accounts", "§2.3", ["state.one-owner"],
             "the newest transaction of a connection's second account has the id of the first account's newest";
+        #[seed]
         DeletedTransactionReturns = "deleted-transaction-returns", "§6", ["state.deletions-hold"],
             "a deleted transaction is listed again from the second listing of its account after the deletion, with no event";
+        #[seed]
         DeletedReturnsOnNeighbourUpdate = "deleted-returns-on-neighbour-update", "§6", ["state.deletions-hold"],
             "a deleted transaction is listed again once any account of its connection is updated (the event names only that account)";
+        #[seed]
         TransactionVanishes = "transaction-vanishes", "§4.3", ["state.nothing-vanishes"],
             "from the second listing of an account on, its oldest transaction is gone, with no transaction.deleted";
+        #[seed]
         SilentBalanceChange = "silent-balance-change", "§1", ["state.changes-announced"],
             "each read of a connection's accounts shows balances a cent higher than the read before, with no event";
+        #[seed]
         CreatedAtRestamped = "created-at-restamped", "§2.2", ["state.fixed-fields"],
             "`update_accounts` re-stamps the account's createdAt a day later (announced by accounts.updated)";
+        #[seed]
         LastSyncedGoesBack = "last-synced-goes-back", "§2.2", ["state.sync-moves-forward"],
             "`update_accounts` moves the account's lastSyncedAt six hours back from the last sync (announced by accounts.updated)";
         // §2.3, §4.3 transactions
@@ -153,14 +175,17 @@ departures! {
             "starting_after skips one item: an item is lost at every page boundary";
         PageDuplicate = "page-duplicate", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
             "starting_after includes the cursor item: it is listed twice at every page boundary";
+        #[seed]
         HasMoreWhenPageFull = "has-more-when-page-full", "§4.3", ["transactions.has-more-honest"],
             "`has_more` is true whenever a page is full: wrong only when the count is a multiple of the limit";
+        #[seed]
         PageGapLimitOne = "page-gap-limit-one", "§4.3", ["transactions.walk-exactly-once"],
             "with `limit=1` only, a page skips the item after the cursor";
         HasMoreTrueAtEnd = "has-more-true-at-end", "§4.3", ["transactions.has-more-honest"],
             "the last non-empty page says has_more true";
         HasMoreFalseEarly = "has-more-false-early", "§4.3", ["transactions.has-more-honest"],
             "the first page says has_more false although more items remain";
+        #[seed]
         OffsetCursorUnderInsertions = "offset-cursor-under-insertions", "§4.3", ["transactions.walk-under-insertions"],
             "next_cursor is an offset into the list, so a transaction added between two page reads shifts the items after it";
         CursorIgnored = "cursor-ignored", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
@@ -186,6 +211,7 @@ departures! {
             "`previousStatus` is upper case";
         PreviousStatusWrong = "previous-status-wrong", "§6.2", ["events.previous-status-chain"],
             "`previousStatus` always says `created`: the chain is broken";
+        #[seed]
         EventTimeReversed = "event-time-reversed", "§6.2", ["events.time-follows-chain"],
             "each later event of a connection has an occurredAt a minute earlier than the one before";
         NoCreatedEvent = "no-created-event", "§3.2", ["events.created-announced", "events.previous-status-chain"],
@@ -210,10 +236,13 @@ departures! {
             "`data.eventId` differs from the envelope `id`";
         ReusedEventId = "reused-event-id", "§6.1", ["events.unique-ids"],
             "`accounts.updated` and `transaction.deleted` reuse the event id of the connection's `connection.connected`";
+        #[seed]
         PreviousStatusAfterMfa = "previous-status-after-mfa", "§6.2", ["lifecycle.transition-graph"],
             "leaving `mfa_required`, the next event names `verifying` as its `previousStatus`";
+        #[seed]
         VerifyingAfterMfaSilent = "verifying-after-mfa-silent", "§3.1", ["lifecycle.transition-graph"],
             "re-entering `verifying` from `mfa_required` is not announced";
+        #[seed]
         AccountsAfterDisconnected = "accounts-after-disconnected", "§3.2", ["lifecycle.transition-graph"],
             "accounts are still served once the connection is `disconnected`";
         ForeignTransactionAfterUpdate = "foreign-transaction-after-update", "§2.3", ["transactions.account-id"],
@@ -226,6 +255,7 @@ departures! {
             "connections of any client but the first are never announced by `connection.created`";
         TwoClientIds = "two-client-ids", "§6.2", ["events.single-client-id"],
             "account and transaction events carry another clientId than connection events";
+        #[noisy]
         WrongConnection = "wrong-connection", "§6.2", ["events.created-announced", "events.previous-status-chain"],
             "every event names, as `connectionId`, its client's first connection instead of the one concerned";
         // §6.3 reactions
@@ -240,8 +270,10 @@ departures! {
             "malformed Authorization headers are served as the first client";
         AnyKeyAccepted = "any-key-accepted", "§5", ["auth.unknown-key"],
             "unknown keys are served as the first client";
+        #[seed]
         KeyPrefixMatch = "key-prefix-match", "§5", ["auth.near-miss-key"],
             "any key that starts with a real key is served as that key's client";
+        #[seed]
         KeyShapeMatch = "key-shape-match", "§5", ["auth.near-miss-key"],
             "any key of a real key's length that starts with its service prefix is served as that key's client";
         IsolationAccounts = "isolation-accounts", "§5", ["isolation.accounts"],
@@ -250,23 +282,29 @@ departures! {
             "any client can read any account";
         IsolationTransactions = "isolation-transactions", "§5", ["isolation.transactions"],
             "any client can read any account's transactions";
+        #[seed]
         IsolationWithCursor = "isolation-with-cursor", "§5", ["isolation.request-shapes"],
             "any client can read any account's transactions by sending a starting_after";
+        #[seed]
         ForeignCursor = "foreign-cursor", "§4.3", ["isolation.foreign-cursor"],
             "a starting_after that names a transaction of another account (of any client) continues that account's list";
+        #[seed]
         OtherConnectionCursor = "other-connection-cursor", "§4.3", ["isolation.foreign-cursor"],
             "a starting_after that names a transaction of another connection of the same client continues that account's list";
         FirstClientReadsAll = "first-client-reads-all", "§5", ["isolation.accounts", "isolation.account", "isolation.transactions"],
             "the first client can read every client's connections, accounts and transactions (the other direction stays closed)";
+        #[seed]
         EventsToOtherClient = "events-to-other-client", "§6", ["isolation.deliveries"],
             "every event goes to every registered address, also those registered for another client";
         // §1 widget
+        #[seed]
         WidgetMissing = "widget-missing", "§1", ["widget.served"],
             "the widget script answers 404";
         WidgetTextPlain = "widget-text-plain", "§1", ["widget.served"],
             "the widget script is served as text/plain";
         WidgetEmbedsKey = "widget-embeds-key", "§5", ["widget.no-api-key"],
             "the widget script carries a client's API key";
+        #[seed]
         KeyInWidgetToken = "key-in-widget-token", "§5", ["widget.token-no-key"],
             "the widget token is `sess_` and the client's API key, hex-encoded";
         WidgetSyntaxError = "widget-syntax-error", "§1", ["widget.script-runs", "widget.global-open"],
@@ -277,10 +315,13 @@ departures! {
             "the widget's open always throws";
         WidgetLateOpen = "widget-late-open", "§1", ["widget.global-open"],
             "the widget script defines its global only a minute after it runs";
+        #[seed]
         KeyInWidgetFrame = "key-in-widget-frame", "§5", ["widget.frontend-no-key"],
             "the frame page the widget opens carries a client's API key";
+        #[seed]
         KeyInWidgetSession = "key-in-widget-session", "§5", ["widget.frontend-no-key"],
             "the session the widget fetches carries a client's API key, hex-encoded";
+        #[seed]
         KeyInSuccessMetadata = "key-in-success-metadata", "§5", ["widget.frontend-no-key"],
             "the onSuccess metadata carries a client's API key";
         // §7, §8 robustness
@@ -294,22 +335,31 @@ departures! {
         JsonBom = "json-bom", "§4", ["create.response-schema", "accounts.response-schema"],
             "every JSON body starts with a byte-order mark (U+FEFF)";
         // Issue 39: statements judged from every view (cases/clauses.toml)
+        #[seed]
         WidgetTokenAsKey = "widget-token-as-key", "§5", ["auth.widget-token"],
             "a connection's widgetToken sent as the Bearer key is served as that connection's client";
+        #[seed]
         DeletedNamesOtherAccount = "deleted-names-other-account", "§6.2", ["state.deleted-owner"],
             "transaction.deleted names another account of the connection as accountId (the transaction is removed from its own)";
+        #[seed] #[noisy]
         AccountsListPartial = "accounts-list-partial", "§4.2", ["state.list-complete"],
             "the accounts list leaves out the connection's last account, which GET /v1/accounts/{id} serves and every update_accounts updates too (announced by accounts.updated)";
+        #[seed]
         AccountReadOtherFields = "account-read-other-fields", "§4.4", ["state.account-read-agrees"],
             "GET /v1/accounts/{id} answers the right id with another account's name, type and currency";
+        #[seed]
         EventsToFirstAddress = "events-to-first-address", "§6", ["isolation.deliveries"],
             "every client's events go to the address registered first (the first client's), although each client registered its own";
+        #[seed]
         WidgetNeedsKey = "widget-needs-key", "§5", ["widget.served"],
             "the widget script answers 401 unless the request carries an API key, which no frontend holds";
+        #[seed]
         WidgetCorpSameOrigin = "widget-corp-same-origin", "§1", ["widget.loads-cross-origin"],
             "the widget script is served with Cross-Origin-Resource-Policy: same-origin, so no client's page can load it";
+        #[seed]
         ChangeAfterAck = "change-after-ack", "§6.3", ["reactions.accounts-updated"],
             "accounts.updated goes out at once, but the update becomes readable only 0.5 s after its delivery is acknowledged";
+        #[seed]
         WidgetKeyHex = "widget-key-hex", "§5", ["widget.no-key-derivative"],
             "the widget script carries a client's API key, hex-encoded";
     }
@@ -479,7 +529,19 @@ mod tests {
         }
         for v in Variant::ALL {
             assert_eq!(Variant::from_name(v.name()), Some(*v));
+            assert!(v.flags().is_empty(), "{v}: flags are for mutants");
         }
+    }
+
+    /// A misspelt flag would silently drop a mutant from the seed matrix.
+    #[test]
+    fn every_flag_is_known() {
+        for m in Mutant::ALL {
+            for flag in m.flags() {
+                assert!(["seed", "noisy"].contains(flag), "{m}: unknown flag #[{flag}]");
+            }
+        }
+        assert!(Mutant::ALL.iter().filter(|m| m.seed_sensitive()).count() >= 37);
     }
 
     #[test]
