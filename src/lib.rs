@@ -33,6 +33,8 @@
 //! them. `internal`, hidden from the documentation, holds what bankconf's own binary and tests
 //! need besides: it is no part of the library and may change in any release.
 
+#![warn(unreachable_pub, unnameable_types)]
+
 mod conformance;
 mod harness;
 mod openapi;

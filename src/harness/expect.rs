@@ -113,7 +113,7 @@ impl Expectations {
     /// The expectations `text` states; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Self, ExpectError> {
         let at = || file.to_string();
-        let parsed: File = toml::from_str(text).map_err(|source| ExpectError::Invalid { file: at(), source })?;
+        let parsed: File = toml::from_str(text).map_err(|e| ExpectError::Invalid { file: at(), message: e.message().to_string() })?;
         let mut by_case = BTreeMap::new();
         for line in parsed.expect {
             let selection = catalogue::Selection { ids: vec![line.case.clone()], ..Default::default() };

@@ -287,7 +287,7 @@ pub struct Api {
 /// ([`RunConfig::validate`](super::config::RunConfig::validate)) and again by [`Api::new`].
 pub fn parse_base_url(text: &str) -> Result<Url, SetupError> {
     let bad = |problem| SetupError::BadBaseUrl { url: text.to_string(), problem };
-    let url = Url::parse(text).map_err(|e| bad(UrlProblem::Unparsable(e)))?;
+    let url = Url::parse(text).map_err(|e| bad(UrlProblem::Unparsable(e.to_string())))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(bad(UrlProblem::NotHttp));
     }
