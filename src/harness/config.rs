@@ -32,7 +32,11 @@ impl std::fmt::Debug for DriverImpl {
 /// let run = bankconf::Conformance::default().configure(|c| c.rate_limit = 5.0);
 /// assert_eq!(run.config().rate_limit, 5.0);
 /// ```
+///
+/// New flags come in new releases: the struct is `#[non_exhaustive]`, so a caller starts from
+/// [`RunConfig::embedded`] (or the builder) and sets fields, rather than naming all of them.
 #[derive(Args, Clone, Debug)]
+#[non_exhaustive]
 pub struct RunConfig {
     /// Base URL of the target; absent: an embedded sandbox started in-process.
     #[arg(long, env = "BANKCONF_BASE_URL")]
@@ -55,12 +59,10 @@ pub struct RunConfig {
     pub driver_url: Option<String>,
     /// A driver given in code (a library user's [`Driver`]), instead of --driver or --driver-url.
     #[arg(skip)]
-    #[doc(hidden)]
-    pub driver_impl: Option<DriverImpl>,
+    pub(crate) driver_impl: Option<DriverImpl>,
     /// Where the run finds its browser: its own unless a caller gives runs one to share.
     #[arg(skip)]
-    #[doc(hidden)]
-    pub browser_pool: super::browser::BrowserPool,
+    pub(crate) browser_pool: super::browser::BrowserPool,
     /// Address of the webhook receiver.
     #[arg(long, env = "BANKCONF_WEBHOOK_LISTEN", default_value = "127.0.0.1:0")]
     pub webhook_listen: SocketAddr,
@@ -89,8 +91,7 @@ pub struct RunConfig {
     pub har: Option<PathBuf>,
     /// Report files: `--report-json`, `--report-junit`, `--report-md`.
     #[command(flatten)]
-    #[doc(hidden)]
-    pub outputs: OutputPaths,
+    pub(crate) outputs: OutputPaths,
     /// Levels whose failures decide the exit code.
     #[arg(long, env = "BANKCONF_GATE", value_delimiter = ',', default_value = "must,security")]
     pub gate: Vec<Level>,
@@ -514,7 +515,7 @@ impl RunPlan {
 
 /// `--deadline`: a few minutes, far beyond a plain run (tens of seconds against the sandbox,
 /// a minute or two against a slow staging server), so that only a stuck run meets it.
-pub const DEFAULT_DEADLINE: f64 = 300.0;
+pub(crate) const DEFAULT_DEADLINE: f64 = 300.0;
 
 /// A duration from user-given seconds, kept within sane bounds (0.05 s to one hour).
 fn secs(s: f64) -> Duration {

@@ -245,7 +245,7 @@ pub enum UnknownName {
 /// Why a connection's events form no chain from `connection.created` (§3.1, §6.2): a finding
 /// against the target, rendered into the case's failure.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
-pub enum ChainError {
+pub(crate) enum ChainError {
     /// A `previousStatus` that names no state.
     #[error("{event}: previousStatus {value:?} is not a lower-case state name of §3.1")]
     UnknownPreviousStatus { event: String, value: String },
@@ -265,7 +265,7 @@ pub enum ChainError {
 /// Why the headless browser of the widget cases did not start: the harness's setup, not the
 /// target's fault (the widget cases end in an error).
 #[derive(Debug, Error)]
-pub enum BrowserLaunchError {
+pub(crate) enum BrowserLaunchError {
     #[error("browser {path} did not start: {source}")]
     NotStarted { path: String, source: std::io::Error },
     #[error("browser {path} exited before it listened for DevTools")]
@@ -299,7 +299,7 @@ pub enum CaptureError {
      --webhook-public-url with an address it can reach, and --webhook-listen 0.0.0.0:PORT. The run stopped there: the \
      event cases are not judged on zero deliveries, and the cases still running were left unjudged"
 )]
-pub struct SilentReceiver {
+pub(crate) struct SilentReceiver {
     pub waited: Duration,
     /// The receiver's address as the target was given it.
     pub url: String,
@@ -315,7 +315,7 @@ pub struct SilentReceiver {
      /widget/<service>-connect.js (§1): either --service (BANKCONF_SERVICE) is wrong, or the target serves no \
      widget script; the widget cases are not judged, every other case is"
 )]
-pub struct WidgetNotServed {
+pub(crate) struct WidgetNotServed {
     pub service: String,
     pub request: String,
     pub status: u16,
@@ -324,7 +324,7 @@ pub struct WidgetNotServed {
 /// Why an absent event cannot be held against the target: no proof that deliveries still
 /// arrive, so the rules that rest on the absence are not judged.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
-pub enum DeliveriesUnproven {
+pub(crate) enum DeliveriesUnproven {
     /// Nothing ever reached the receiver.
     #[error(transparent)]
     Silent(#[from] SilentReceiver),

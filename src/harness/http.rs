@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// A request as sent, without its secrets: enough to replay it with `curl`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Sent {
+pub(crate) struct Sent {
     pub method: String,
     pub url: String,
     pub auth: Auth,
@@ -25,7 +25,7 @@ pub struct Sent {
 
 impl Sent {
     /// A `curl` command that replays the request, keys written as environment variables.
-    pub fn curl(&self) -> String {
+    pub(crate) fn curl(&self) -> String {
         let auth = match &self.auth {
             Auth::Primary => " -H \"Authorization: Bearer $BANKCONF_API_KEY\"".to_string(),
             Auth::Second => " -H \"Authorization: Bearer $BANKCONF_SECOND_API_KEY\"".to_string(),
@@ -42,7 +42,7 @@ impl Sent {
 /// One exchange with the target's API, as the client recorded it: what the response checks
 /// judge after the run's flows (`checks`), and where a failure finds its evidence.
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// Order of recording, run-wide.
     pub seq: u64,
     pub sent: Sent,
@@ -67,12 +67,12 @@ pub struct Answer {
 
 impl Answer {
     /// The `limit` asked for, when it is a positive page size (other values are bad input).
-    pub fn limit(&self) -> Option<u64> {
+    pub(crate) fn limit(&self) -> Option<u64> {
         self.query.iter().find(|(k, _)| k == "limit").and_then(|(_, v)| v.parse::<u64>().ok()).filter(|l| *l > 0)
     }
 
     /// Whose key it carried, for messages: empty for the client under test.
-    pub fn whose(&self) -> &'static str {
+    pub(crate) fn whose(&self) -> &'static str {
         match self.sent.auth {
             Auth::Primary => "",
             Auth::Second => " (read with the second client's key)",
@@ -86,7 +86,7 @@ impl Answer {
 /// Every exchange of the run, in order (bounded: bodies are kept up to `MAX_KEPT` bytes, and
 /// what is not kept is counted, so that the report can say what went unjudged).
 #[derive(Default)]
-pub struct AnswerLog {
+pub(crate) struct AnswerLog {
     inner: Mutex<LogInner>,
 }
 
@@ -101,7 +101,7 @@ struct LogInner {
 const MAX_KEPT: usize = 48 * 1024 * 1024;
 
 /// Most characters of a non-2xx answer's body kept ([`Answer::excerpt`]).
-pub const EXCERPT: usize = 2048;
+pub(super) const EXCERPT: usize = 2048;
 
 impl AnswerLog {
     /// Keeps `answer`; its `seq`, unless the budget is spent.
@@ -129,7 +129,7 @@ impl AnswerLog {
 
     /// The latest answer to a request of the path `segments` (any method, query or key): the
     /// evidence of a finding about a read made through a helper that keeps only its data.
-    pub fn latest(&self, segments: &[&str]) -> Option<u64> {
+    pub(crate) fn latest(&self, segments: &[&str]) -> Option<u64> {
         let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         log.answers
             .iter()
@@ -139,18 +139,18 @@ impl AnswerLog {
     }
 
     /// The answer `seq` (a failure's evidence).
-    pub fn get(&self, seq: u64) -> Option<Arc<Answer>> {
+    pub(crate) fn get(&self, seq: u64) -> Option<Arc<Answer>> {
         let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         usize::try_from(seq).ok().and_then(|i| log.answers.get(i)).cloned()
     }
 
     /// Every exchange recorded so far, in order.
-    pub fn all(&self) -> Vec<Arc<Answer>> {
+    pub(crate) fn all(&self) -> Vec<Arc<Answer>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).answers.clone()
     }
 
     /// How many answers were not kept whole (the log's budget): their rules went unjudged.
-    pub fn unkept(&self) -> usize {
+    pub(crate) fn unkept(&self) -> usize {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).unkept
     }
 }
@@ -160,7 +160,7 @@ const MAX_BODY: usize = 4 * 1024 * 1024;
 
 /// Which credentials a request carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Auth {
+pub(crate) enum Auth {
     /// `Bearer <key of the client under test>`.
     Primary,
     /// `Bearer <key of the second client>`.
@@ -176,7 +176,7 @@ pub enum Auth {
 
 /// One request and its answer.
 #[derive(Clone, Debug)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     /// `GET /v1/accounts/acc_1/transactions?limit=3`.
     pub request: String,
     pub status: u16,
@@ -192,21 +192,21 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    pub fn is_success(&self) -> bool {
+    pub(crate) fn is_success(&self) -> bool {
         (200..300).contains(&self.status)
     }
 
-    pub fn is_server_error(&self) -> bool {
+    pub(crate) fn is_server_error(&self) -> bool {
         self.status >= 500
     }
 
     /// A finding this answer shows: `message` (which names the request), resting on it.
-    pub fn fail(&self, message: impl Into<String>) -> Stop {
+    pub(crate) fn fail(&self, message: impl Into<String>) -> Stop {
         Stop::Fail(self.failure(message))
     }
 
     /// Fails with `message` unless `condition` holds: [`super::outcome::ensure`] on this answer.
-    pub fn ensure(&self, condition: bool, message: impl FnOnce() -> String) -> Result<(), Stop> {
+    pub(crate) fn ensure(&self, condition: bool, message: impl FnOnce() -> String) -> Result<(), Stop> {
         if condition {
             Ok(())
         } else {
@@ -215,20 +215,20 @@ impl Exchange {
     }
 
     /// [`Exchange::fail`] as a [`Failure`], to collect among [`super::outcome::Problems`].
-    pub fn failure(&self, message: impl Into<String>) -> Failure {
+    pub(crate) fn failure(&self, message: impl Into<String>) -> Failure {
         Failure::from(message.into()).shown_by(self.seq).requested(&self.request)
     }
 
     /// The start of the body, for messages: without control characters (a hostile body must
     /// not drive the terminal), redacted before it is cut (no piece of a key survives the cut).
-    pub fn snippet(&self) -> String {
+    pub(crate) fn snippet(&self) -> String {
         const MAX: usize = 160;
         let cleaned: String = self.body.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
         redact::shorten(cleaned.trim(), MAX)
     }
 
     /// `status 500: {"error":…}`, for messages.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         if self.body.trim().is_empty() {
             format!("status {} (empty body)", self.status)
         } else {
@@ -237,7 +237,7 @@ impl Exchange {
     }
 
     /// The JSON body of a 2xx answer, or a failure naming the request and what came back.
-    pub fn success_json(&self) -> Result<Value, Stop> {
+    pub(crate) fn success_json(&self) -> Result<Value, Stop> {
         if !self.is_success() {
             let failure = self.failure(format!("{}: expected 2xx, got {}", self.request, self.summary()));
             return Err(Stop::Fail(failure.expected("2xx", self.summary())));
@@ -259,7 +259,7 @@ impl Exchange {
 
 /// Client of the target's API.
 #[derive(Clone)]
-pub struct Api {
+pub(crate) struct Api {
     client: reqwest::Client,
     /// For the requests that are not idempotent (`POST`): a new connection each, never one
     /// the server may have closed while idle ([`Api::exchange`]).
@@ -285,7 +285,7 @@ pub struct Api {
 
 /// `--base-url` as a URL, if it is an http(s) one: checked with the other flags
 /// ([`RunConfig::validate`](super::config::RunConfig::validate)) and again by [`Api::new`].
-pub fn parse_base_url(text: &str) -> Result<Url, SetupError> {
+pub(super) fn parse_base_url(text: &str) -> Result<Url, SetupError> {
     let bad = |problem| SetupError::BadBaseUrl { url: text.to_string(), problem };
     let url = Url::parse(text).map_err(|e| bad(UrlProblem::Unparsable(e.to_string())))?;
     if !matches!(url.scheme(), "http" | "https") {
@@ -297,7 +297,7 @@ pub fn parse_base_url(text: &str) -> Result<Url, SetupError> {
 impl Api {
     /// A client with no TLS settings or extra headers (the tests').
     #[cfg(test)]
-    pub fn new(
+    pub(crate) fn new(
         base_url: &str,
         key: Option<String>,
         second_key: Option<String>,
@@ -307,7 +307,7 @@ impl Api {
     }
 
     /// [`Api::new`], its clients built with the run's TLS settings and extra headers.
-    pub fn with_transport(
+    pub(crate) fn with_transport(
         base_url: &str,
         key: Option<String>,
         second_key: Option<String>,
@@ -354,56 +354,56 @@ impl Api {
     }
 
     /// The pages this run has read and its cases share.
-    pub fn pages(&self) -> &super::reads::PageCache {
+    pub(crate) fn pages(&self) -> &super::reads::PageCache {
         &self.pages
     }
 
     /// The run's count of bytes its live walks hold (`pagination`).
-    pub fn held(&self) -> Arc<std::sync::atomic::AtomicUsize> {
+    pub(crate) fn held(&self) -> Arc<std::sync::atomic::AtomicUsize> {
         self.held.clone()
     }
 
     /// Paces this client's requests (and its clones') with `throttle`.
-    pub fn with_throttle(mut self, throttle: Arc<super::throttle::Throttle>) -> Self {
+    pub(crate) fn with_throttle(mut self, throttle: Arc<super::throttle::Throttle>) -> Self {
         self.throttle = throttle;
         self
     }
 
     /// Records this client's exchanges (and its clones') with `recorder`.
-    pub fn with_recorder(mut self, recorder: Arc<Recorder>) -> Self {
+    pub(crate) fn with_recorder(mut self, recorder: Arc<Recorder>) -> Self {
         self.recorder = recorder;
         self
     }
 
-    pub fn recorder(&self) -> &Recorder {
+    pub(crate) fn recorder(&self) -> &Recorder {
         &self.recorder
     }
 
     /// The recorder, to share with the webhook receiver.
-    pub fn recorder_handle(&self) -> Arc<Recorder> {
+    pub(crate) fn recorder_handle(&self) -> Arc<Recorder> {
         self.recorder.clone()
     }
 
-    pub fn base_url(&self) -> &str {
+    pub(crate) fn base_url(&self) -> &str {
         self.base.as_str().trim_end_matches('/')
     }
 
     /// The run's pacing (for the report's count of 429s).
-    pub fn throttle(&self) -> &super::throttle::Throttle {
+    pub(crate) fn throttle(&self) -> &super::throttle::Throttle {
         &self.throttle
     }
 
-    pub fn has_second_key(&self) -> bool {
+    pub(crate) fn has_second_key(&self) -> bool {
         self.second_key.is_some()
     }
 
     /// The keys this run holds (for checks that a key is not exposed; never print them).
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
         self.key.iter().chain(self.second_key.iter()).map(String::as_str)
     }
 
     /// The URL of `segments` below the base, each segment percent-encoded (ids are opaque).
-    pub fn url(&self, segments: &[&str], query: &[(&str, String)]) -> Url {
+    pub(crate) fn url(&self, segments: &[&str], query: &[(&str, String)]) -> Url {
         let mut url = self.base.clone();
         if let Ok(mut path) = url.path_segments_mut() {
             path.pop_if_empty();
@@ -429,7 +429,7 @@ impl Api {
     }
 
     /// Whether anything answers HTTP at the base URL (the answer itself is not read).
-    pub async fn reachable(&self) -> Result<(), SetupError> {
+    pub(crate) async fn reachable(&self) -> Result<(), SetupError> {
         let url = self.url(&["v1", "connections"], &[]);
         match self.client.get(url).send().await {
             Ok(_) => Ok(()),
@@ -440,21 +440,21 @@ impl Api {
     }
 
     /// `GET` with this client's key (the primary key, unless [`Api::reading_as`] chose another).
-    pub async fn get(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Exchange, Stop> {
+    pub(crate) async fn get(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Exchange, Stop> {
         self.send(Method::GET, segments, query, self.reader.clone()).await
     }
 
     /// The key [`Api::get`] sends.
-    pub fn reader(&self) -> &Auth {
+    pub(crate) fn reader(&self) -> &Auth {
         &self.reader
     }
 
     /// This client, its [`Api::get`] reading with `auth` (walks and reads of the second client).
-    pub fn reading_as(&self, auth: Auth) -> Self {
+    pub(crate) fn reading_as(&self, auth: Auth) -> Self {
         Self { reader: auth, ..self.clone() }
     }
 
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         method: Method,
         segments: &[&str],
@@ -506,13 +506,13 @@ impl Api {
     }
 
     /// The run's exchanges so far (this client's and its clones').
-    pub fn answers(&self) -> &AnswerLog {
+    pub(crate) fn answers(&self) -> &AnswerLog {
         &self.answers
     }
 
     /// `GET` of a static asset (the widget script, §1) as a browser loads it: no key, any
     /// content type accepted, redirects followed.
-    pub async fn fetch_asset(&self, segments: &[&str]) -> Result<Exchange, Stop> {
+    pub(crate) async fn fetch_asset(&self, segments: &[&str]) -> Result<Exchange, Stop> {
         let url = self.checked_url(segments, &[])?;
         let sent = Sent {
             method: "GET".into(),
@@ -745,7 +745,7 @@ fn retry_wait(value: &str) -> Option<Duration> {
 
 /// `METHOD /path?query`, relative to the host (the base URL is in the report header). Path and
 /// query are cut at a few hundred characters each: a target chooses cursors and ids.
-pub fn describe(method: &Method, url: &Url) -> String {
+pub(super) fn describe(method: &Method, url: &Url) -> String {
     const MAX: usize = 300;
     let path = redact::shorten(url.path(), MAX);
     match url.query() {

@@ -22,7 +22,7 @@ use serde_json::Value;
 /// Checks the keys, the driver and `--connection-id` against the target, and leaves the webhook
 /// path to [`listen`]. `Err`: the run must not start (exit 2). The flags alone were checked
 /// before the session started ([`RunConfig::validate`](super::config::RunConfig::validate)).
-pub async fn check(session: &mut Session) -> Result<(), SetupError> {
+pub(super) async fn check(session: &mut Session) -> Result<(), SetupError> {
     if let Webhooks::Failed(m) = &session.webhooks {
         let hint = session.plan.driver.register_hint();
         return Err(SetupError::DriverRegisterFailed { hint, message: m.clone() });
@@ -69,7 +69,7 @@ pub async fn check(session: &mut Session) -> Result<(), SetupError> {
 
 /// Awaits the preflight connections' first deliveries (run beside the cases): `Ok` with the
 /// notes on them, or `Err` with the diagnosis when nothing at all reached the receiver.
-pub async fn listen(session: &Session) -> Result<Vec<String>, SilentReceiver> {
+pub(super) async fn listen(session: &Session) -> Result<Vec<String>, SilentReceiver> {
     let (Some(first), Some(receiver)) = (&session.first_deliveries, &session.receiver) else { return Ok(Vec::new()) };
     let what = format!("the first webhook delivery, for {}", first.connection_id);
     let left = (first.since + first_wait(session)).saturating_duration_since(std::time::Instant::now());

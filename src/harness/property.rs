@@ -22,7 +22,7 @@ const MAX_SHRINK_ITERS: u32 = 64;
 
 /// Runs `test` over `--cases` inputs drawn from `strategy`, seeded from the run's seed and the
 /// case id; on failure, shrinks and reports the smallest failing input found.
-pub async fn for_all<S, F, Fut>(ctx: &Session, case_id: &'static str, strategy: S, test: F) -> Result<(), Stop>
+pub(super) async fn for_all<S, F, Fut>(ctx: &Session, case_id: &'static str, strategy: S, test: F) -> Result<(), Stop>
 where
     S: Strategy,
     S::Tree: Send + 'static,

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 /// Sets up a session from its checked plan and runs the preflight; `Err` says why the run must
 /// not start.
-pub async fn start(plan: RunPlan) -> Result<Arc<RunContext>, SetupError> {
+pub(crate) async fn start(plan: RunPlan) -> Result<Arc<RunContext>, SetupError> {
     let mut session = Session::setup(plan).await?;
     match preflight::check(&mut session).await {
         Ok(()) => Ok(RunContext::new(session)),
@@ -118,7 +118,7 @@ impl Frame {
 /// starts, the running cases end ignored with the cause, the cleanup runs (bounded by
 /// 5 s), and the report holds what was judged, with the cause in `stopped`. The flags are
 /// checked first, once ([`RunConfig::validate`]); the rest of the run reads the plan.
-pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progress>>, cancel: Cancel) -> Report {
+pub(crate) async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progress>>, cancel: Cancel) -> Report {
     let started = Instant::now();
     let plan = match config.validate() {
         Ok(plan) => plan,
@@ -505,7 +505,7 @@ fn delivery_reproduction(ctx: &RunContext, case: &str, deliveries: &[u64]) -> Op
 }
 
 /// The cases the configuration selects, in catalogue order.
-pub fn selected(ctx: &RunContext) -> Vec<&'static Case> {
+pub(crate) fn selected(ctx: &RunContext) -> Vec<&'static Case> {
     let selection = &ctx.plan.selection;
     catalogue::all().iter().filter(|c| selection.matches(c)).collect()
 }
@@ -516,7 +516,7 @@ pub fn selected(ctx: &RunContext) -> Vec<&'static Case> {
 /// ends, the others after the last flow. When `cancel` fires, the flows still running are
 /// aborted and their cases ignored with its cause; the answers read so far are still judged,
 /// and a violation they show still fails its case (a pass over part of the run is not one).
-pub async fn run_all(
+pub(crate) async fn run_all(
     ctx: Arc<RunContext>,
     cases: Vec<&'static Case>,
     cancel: &Cancel,

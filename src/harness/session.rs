@@ -23,7 +23,7 @@ use tokio::sync::Mutex;
 
 /// Whether the receiver's address reached the target.
 #[derive(Clone, Debug)]
-pub enum Webhooks {
+pub(crate) enum Webhooks {
     Registered,
     /// No driver, or the driver cannot register (exit 3): event cases are ignored.
     Unavailable(String),
@@ -33,7 +33,7 @@ pub enum Webhooks {
 
 /// The connections the preflight created, whose first deliveries show that webhooks reach the
 /// receiver at all (`preflight::listen`, awaited beside the cases rather than before them).
-pub struct FirstDeliveries {
+pub(crate) struct FirstDeliveries {
     pub connection_id: String,
     /// The second client's connection, whose `clientId` should differ.
     pub second: Option<String>,
@@ -42,7 +42,7 @@ pub struct FirstDeliveries {
 }
 
 /// One run's access to the server under test.
-pub struct Session {
+pub(crate) struct Session {
     /// The run's checked settings (never the flags themselves).
     pub plan: RunPlan,
     /// What the report names as the server under test (`embedded sandbox at …` or the base URL).
@@ -78,7 +78,7 @@ impl Session {
     /// Prepares a run from its checked plan ([`RunConfig::validate`](super::config::RunConfig::validate)):
     /// starts the embedded sandbox when the plan has no base URL, the receiver when there is a
     /// driver, and registers the receiver. Errors mean the run cannot start.
-    pub async fn setup(plan: RunPlan) -> Result<Self, SetupError> {
+    pub(crate) async fn setup(plan: RunPlan) -> Result<Self, SetupError> {
         let redactor = Redactor::default();
         let (sandbox, base_url, key, second_key, service) = match &plan.target {
             Target::Embedded { mutant, variant, conditions } => {
@@ -192,7 +192,7 @@ impl Session {
     /// Asks the driver to unregister the receiver, once (later calls do nothing): a finished
     /// run's receiver is gone, and the target should stop delivering and retrying there. A
     /// driver that cannot (exit 3) is fine; another failure is a note for the report.
-    pub async fn unregister_webhook(&self) -> Option<String> {
+    pub(crate) async fn unregister_webhook(&self) -> Option<String> {
         if !matches!(self.webhooks, Webhooks::Registered)
             || self.unregistered.swap(true, std::sync::atomic::Ordering::Relaxed)
         {
@@ -211,12 +211,12 @@ impl Session {
 
     /// Adds `item` to the report's note on `topic` (one note per topic, each item once): what
     /// the harness left unjudged by its own bounds is said, never silent.
-    pub fn note(&self, topic: &'static str, item: String) {
+    pub(crate) fn note(&self, topic: &'static str, item: String) {
         self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(topic).or_default().insert(item);
     }
 
     /// The notes of [`Session::note`], one line per topic.
-    pub fn notes(&self) -> Vec<String> {
+    pub(crate) fn notes(&self) -> Vec<String> {
         let notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // Notes quote requests and target text: redacted like every message.
         notes
@@ -228,7 +228,7 @@ impl Session {
     }
 
     /// Stops what the run started; no process a driver started outlives it.
-    pub async fn shutdown(&self) {
+    pub(crate) async fn shutdown(&self) {
         self.unregister_webhook().await;
         if let Some(driver) = &self.driver {
             driver.stop().await;
@@ -240,7 +240,7 @@ impl Session {
     }
 
     /// Why `case` cannot run with this configuration, if it cannot.
-    pub fn missing(&self, case: &Case) -> Option<String> {
+    pub(crate) fn missing(&self, case: &Case) -> Option<String> {
         case.needs.iter().find_map(|need| match need {
             Need::Driver if self.driver.is_none() => Some(NEEDS_DRIVER.to_string()),
             Need::Webhooks => match &self.webhooks {
@@ -265,7 +265,7 @@ impl Session {
     }
 
     /// The receiver, or why event cases cannot judge.
-    pub fn receiver(&self) -> Result<&Receiver, Stop> {
+    pub(crate) fn receiver(&self) -> Result<&Receiver, Stop> {
         match (&self.webhooks, &self.receiver) {
             (Webhooks::Registered, Some(r)) => Ok(r),
             (Webhooks::Failed(m), _) => {
@@ -278,12 +278,12 @@ impl Session {
 
     /// A seed-derived value for the properties of one case, so that each case's inputs are
     /// replayable on their own with `--seed`.
-    pub fn case_seed(&self, case_id: &str) -> u64 {
+    pub(crate) fn case_seed(&self, case_id: &str) -> u64 {
         case_id.bytes().fold(self.seed ^ 0x9e37_79b9_7f4a_7c15, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
     }
 
     /// An id with the prefix `kind` (`conn_`, `acc_`, …) that no target issued, for probes.
-    pub fn unknown_id(&self, kind: &str) -> String {
+    pub(crate) fn unknown_id(&self, kind: &str) -> String {
         format!("{kind}BANKCONFUNKNOWN0000000000000")
     }
 }
@@ -293,7 +293,7 @@ impl Session {
 /// `--write-expectations` file in every run (a release gate must not flap). Another `--seed`
 /// explores further; a failure it finds is reported under the case that owns the rule it
 /// breaks (see `checks::lifecycle`).
-pub fn default_seed(service: Option<&str>) -> u64 {
+pub(super) fn default_seed(service: Option<&str>) -> u64 {
     let words = super::catalogue::all().iter().map(|c| c.id.as_str()).chain(service);
     words.fold(0xcbf2_9ce4_8422_2325, |h, word| {
         word.bytes().chain([0]).fold(h, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
