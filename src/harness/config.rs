@@ -674,6 +674,28 @@ mod tests {
         }
     }
 
+    /// What passes validation is the plan: the target with its key, the one driver, the gate,
+    /// the selection, the waits within their bounds, the deadline.
+    #[test]
+    fn validate_builds_the_plan() {
+        let mut flags = target();
+        flags.driver_url = Some("http://127.0.0.1:9/".into());
+        flags.event_timeout = 0.0;
+        flags.gate = vec![Level::Must];
+        flags.ids = vec!["auth.".into()];
+        let plan = flags.validate().unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(&plan.target, Target::Remote { api_key, .. } if api_key == "k1"));
+        assert!(matches!(&plan.driver, DriverPlan::Url(url) if url == "http://127.0.0.1:9/"));
+        assert_eq!(plan.gate, Gate(vec![Level::Must]));
+        assert_eq!(plan.selection.ids, ["auth."]);
+        assert_eq!(plan.event_wait(), Duration::from_millis(50));
+        assert!(!plan.embedded());
+        let plan = RunConfig::embedded().validate().unwrap_or_else(|e| panic!("{e}"));
+        assert!(plan.embedded() && matches!(plan.driver, DriverPlan::NoneGiven));
+        assert_eq!(plan.deadline, Some(Duration::from_secs_f64(DEFAULT_DEADLINE)));
+        assert_eq!(plan.waits.request, Duration::from_secs(10));
+    }
+
     /// Each mistake the flags show is its own variant, whichever front door built the flags.
     #[test]
     fn validate_names_each_mistake_of_the_flags() {
