@@ -159,6 +159,13 @@ impl Conformance {
         self
     }
 
+    /// Writes an expectations file from this run (`bankconf run --write-expectations`): one line
+    /// per gating case that did not pass, to review and commit.
+    pub fn write_expectations(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config.outputs.write_expectations = Some(path.into());
+        self
+    }
+
     /// Writes the whole run as HAR 1.2 to `path`, secrets redacted.
     pub fn har(mut self, path: impl Into<PathBuf>) -> Self {
         self.config.har = Some(path.into());

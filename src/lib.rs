@@ -33,6 +33,8 @@
 //! them. `internal`, hidden from the documentation, holds what bankconf's own binary and tests
 //! need besides: it is no part of the library and may change in any release.
 
+#![warn(unreachable_pub, unnameable_types)]
+
 mod conformance;
 mod harness;
 mod openapi;
@@ -45,7 +47,7 @@ pub use conformance::{passed_or_no_browser, summary, Conformance};
 pub use harness::catalogue::{Case, Level, Need};
 pub use harness::config::RunConfig;
 pub use harness::driver::{Answer, DriveArgs, DriveFuture, Driver, DriverAction};
-pub use harness::errors::SetupError;
+pub use harness::errors::{ExpectError, ReportWriteError, SelectionError, SetupError, UrlProblem};
 pub use harness::outcome::{
     CaseResult, Contrast, Counts, ErrorSource, Evidence, Failure, Gate, IgnoreCause, Outcome, Problem,
 };
@@ -70,11 +72,15 @@ pub mod internal {
     }
     /// The cases of `cases/*.toml`.
     pub mod catalogue {
-        pub use crate::harness::catalogue::{all, check_selection, find};
+        pub use crate::harness::catalogue::{all, check_selection, find, Selection};
     }
     /// The code of the cases.
     pub mod checks {
         pub use crate::harness::checks::judge_one;
+    }
+    /// What a check concludes, and why it stops.
+    pub mod outcome {
+        pub use crate::harness::outcome::Stop;
     }
     /// The clause matrix of `cases/clauses.toml`.
     pub mod clauses {
@@ -83,6 +89,11 @@ pub mod internal {
     /// `bankconf check-events`.
     pub mod check_events {
         pub use crate::harness::check_events::{check_events, judge_capture, parse, CheckEventsConfig, CASE_IDS};
+        pub use crate::harness::errors::CaptureError;
+    }
+    /// Webhook deliveries as received.
+    pub mod delivery {
+        pub use crate::harness::delivery::{Delivery, Recipient};
     }
     /// `bankconf run` and `cargo test --test conformance`.
     pub mod command {
@@ -90,15 +101,18 @@ pub mod internal {
     }
     /// The flags of `bankconf run` and `bankconf serve`.
     pub mod config {
-        pub use crate::harness::config::{forget_empty_env, parse_mutant, parse_variant, SandboxConditions};
+        pub use crate::harness::config::{
+            forget_empty_env, parse_mutant, parse_variant, DriverImpl, OutputPaths, SandboxConditions,
+        };
+        pub use crate::harness::errors::UnknownName;
     }
     /// The driver over HTTP.
     pub mod driver {
-        pub use crate::harness::driver::HttpDriver;
+        pub use crate::harness::driver::{DriveError, HttpDriver};
     }
     /// The `--expect` file.
     pub mod expect {
-        pub use crate::harness::expect::Expectations;
+        pub use crate::harness::expect::{Expectation, Expectations, Expected, Standing};
     }
     /// `bankconf openapi`.
     pub mod openapi {
@@ -134,7 +148,15 @@ pub mod internal {
     }
     /// What a report holds besides the library's surface.
     pub mod verdict {
-        pub use crate::harness::verdict::RootCause;
+        pub use crate::harness::verdict::{Cited, Link, RootCause};
+    }
+    /// The latency a run observed (not judged).
+    pub mod latency {
+        pub use crate::harness::latency::{Stats, Summary};
+    }
+    /// The secrets a report hides.
+    pub mod redact {
+        pub use crate::harness::redact::Redactor;
     }
     /// The transition graph a target reveals.
     pub mod graph {
@@ -142,7 +164,7 @@ pub mod internal {
     }
     /// A run, from its configuration to its report.
     pub mod runner {
-        pub use crate::harness::runner::run_report;
+        pub use crate::harness::runner::{run_report, Progress};
     }
     /// The JSON Schemas of `schemas/`.
     pub mod schemas {
@@ -150,7 +172,9 @@ pub mod internal {
     }
     /// `bankconf self-test`.
     pub mod selftest {
-        pub use crate::selftest::{browser_missing, config_with_seed, self_test, trial, trial_with, Options, Subject};
+        pub use crate::selftest::{
+            browser_missing, config_with_seed, self_test, trial, trial_with, Options, SelfTest, Subject, Trial,
+        };
     }
     /// The specification's constants.
     pub mod spec {

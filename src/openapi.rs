@@ -16,7 +16,7 @@ use crate::spec::{ConnectionState, ACCOUNTS_UPDATED, TRANSACTION_DELETED};
 use serde_json::{json, Map, Value};
 
 /// The component name of a payload schema.
-pub fn component_name(schema: Schema) -> &'static str {
+pub(crate) fn component_name(schema: Schema) -> &'static str {
     match schema {
         Schema::ConnectionCreated => "ConnectionCreated",
         Schema::Account => "Account",
@@ -53,7 +53,7 @@ fn rewrite_refs(node: &mut Value, within: Schema) {
 }
 
 /// A payload schema as an OpenAPI component.
-pub fn component(schema: Schema) -> Value {
+pub(crate) fn component(schema: Schema) -> Value {
     let mut doc = schema.document().clone();
     if let Value::Object(map) = &mut doc {
         map.remove("$schema");

@@ -149,7 +149,7 @@ impl fmt::Display for Violation {
 
 /// [`validate`], as a message for a failure: `what` names where `instance` came from, and
 /// the first three violations are shown.
-pub fn check(schema: Schema, instance: &Value, what: &str) -> Result<(), String> {
+pub(crate) fn check(schema: Schema, instance: &Value, what: &str) -> Result<(), String> {
     validate(schema, instance).map_err(|violations| {
         let first: Vec<String> = violations.iter().take(3).map(ToString::to_string).collect();
         let more = violations.len().saturating_sub(3);

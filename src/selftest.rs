@@ -207,7 +207,7 @@ const GATE: [Level; 3] = [Level::Must, Level::Security, Level::Robustness];
 /// The configuration of one self-test run, built explicitly and never from the environment:
 /// the embedded sandbox only (nothing but 127.0.0.1 is reached), a fixed seed so that the
 /// failing cases are reproducible, and robustness gating so that the 5xx mutants fail the run.
-pub fn config(subject: Subject, event_timeout: f64) -> RunConfig {
+pub(crate) fn config(subject: Subject, event_timeout: f64) -> RunConfig {
     config_with_seed(subject, event_timeout, SEED)
 }
 
@@ -215,7 +215,7 @@ pub fn config(subject: Subject, event_timeout: f64) -> RunConfig {
 static TRIALS_BROWSER: std::sync::LazyLock<BrowserPool> = std::sync::LazyLock::new(BrowserPool::default);
 
 /// The seed of the self-test's pinned runs.
-pub const SEED: u64 = 4;
+pub(crate) const SEED: u64 = 4;
 
 /// `config` with another seed: a catch must not depend on the seed.
 pub fn config_with_seed(subject: Subject, event_timeout: f64, seed: u64) -> RunConfig {

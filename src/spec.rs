@@ -32,14 +32,14 @@ pub const SECTIONS: [(&str, &str); 23] = [
 ];
 
 /// Sections whose whole text refers to another section: they are checked as that one is.
-pub const REFERS_TO: [(&str, &str); 1] = [("§2.4", "§6")];
+pub(crate) const REFERS_TO: [(&str, &str); 1] = [("§2.4", "§6")];
 
 /// Sections that state nothing a client can observe: everything they name is "not shown", so
 /// no case can check them and none should.
-pub const STATES_NOTHING: [&str; 1] = ["§4.5"];
+pub(crate) const STATES_NOTHING: [&str; 1] = ["§4.5"];
 
 /// Whether `sub` is `section` itself or one of its subsections (`§4.3` is under `§4`).
-pub fn within(sub: &str, section: &str) -> bool {
+pub(crate) fn within(sub: &str, section: &str) -> bool {
     sub == section || sub.strip_prefix(section).is_some_and(|rest| rest.starts_with('.'))
 }
 

@@ -14,7 +14,10 @@ fn config(conditions: SandboxConditions) -> RunConfig {
 }
 
 fn seeded(conditions: SandboxConditions, seed: u64) -> RunConfig {
-    RunConfig { sandbox_conditions: conditions, seed: Some(seed), ..RunConfig::embedded() }
+    let mut config = RunConfig::embedded();
+    config.sandbox_conditions = conditions;
+    config.seed = Some(seed);
+    config
 }
 
 /// Runs at a time: each run starts a headless browser, and more of them at once starve the
@@ -152,9 +155,11 @@ fn a_rate_limit_of_10_per_second() {
 fn two_runs_at_once_share_nothing() {
     use bankconf::sandbox::Mutant;
     let cases: Vec<String> = ["transactions.", "accounts.", "auth.", "state."].map(String::from).to_vec();
-    let clean = RunConfig { ids: cases.clone(), ..config(NONE) };
-    let mutant = Mutant::from_name("transaction-prefix").expect("a mutant");
-    let broken = RunConfig { ids: cases, sandbox_mutant: Some(mutant), ..config(NONE) };
+    let mut clean = config(NONE);
+    clean.ids = cases.clone();
+    let mut broken = config(NONE);
+    broken.ids = cases;
+    broken.sandbox_mutant = Some(Mutant::from_name("transaction-prefix").expect("a mutant"));
     let (clean, broken) =
         RUNTIME.block_on(async { tokio::join!(runner::run_report(clean, None), runner::run_report(broken, None)) });
     let failed = |report: &bankconf::Report| -> Vec<String> {

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 /// Which credentials a request carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Auth {
+pub(crate) enum Auth {
     /// `Bearer <key of the client under test>`.
     Primary,
     /// `Bearer <key of the second client>`.
@@ -24,7 +24,7 @@ pub enum Auth {
 
 /// A request as sent, without its secrets: enough to replay it with `curl`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Sent {
+pub(crate) struct Sent {
     pub method: String,
     pub url: String,
     pub auth: Auth,
@@ -34,7 +34,7 @@ pub struct Sent {
 
 impl Sent {
     /// A `curl` command that replays the request, keys written as environment variables.
-    pub fn curl(&self) -> String {
+    pub(crate) fn curl(&self) -> String {
         let auth = match &self.auth {
             Auth::Primary => " -H \"Authorization: Bearer $BANKCONF_API_KEY\"".to_string(),
             Auth::Second => " -H \"Authorization: Bearer $BANKCONF_SECOND_API_KEY\"".to_string(),
@@ -51,7 +51,7 @@ impl Sent {
 /// One exchange with the target's API, as the client recorded it: what the response checks
 /// judge after the run's flows (`checks`), and where a failure finds its evidence.
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// Order of recording, run-wide.
     pub seq: u64,
     pub sent: Sent,
@@ -76,12 +76,12 @@ pub struct Answer {
 
 impl Answer {
     /// The `limit` asked for, when it is a positive page size (other values are bad input).
-    pub fn limit(&self) -> Option<u64> {
+    pub(crate) fn limit(&self) -> Option<u64> {
         self.query.iter().find(|(k, _)| k == "limit").and_then(|(_, v)| v.parse::<u64>().ok()).filter(|l| *l > 0)
     }
 
     /// Whose key it carried, for messages: empty for the client under test.
-    pub fn whose(&self) -> &'static str {
+    pub(crate) fn whose(&self) -> &'static str {
         match self.sent.auth {
             Auth::Primary => "",
             Auth::Second => " (read with the second client's key)",
@@ -95,7 +95,7 @@ impl Answer {
 /// Every exchange of the run, in order (bounded: bodies are kept up to `MAX_KEPT` bytes, and
 /// what is not kept is counted, so that the report can say what went unjudged).
 #[derive(Default)]
-pub struct AnswerLog {
+pub(crate) struct AnswerLog {
     inner: Mutex<LogInner>,
 }
 
@@ -110,12 +110,12 @@ struct LogInner {
 const MAX_KEPT: usize = 48 * 1024 * 1024;
 
 /// Most characters of a non-2xx answer's body kept ([`Answer::excerpt`]).
-pub const EXCERPT: usize = 2048;
+pub(super) const EXCERPT: usize = 2048;
 
 impl AnswerLog {
     /// Keeps `answer`; its `seq`, unless the budget is spent (the client, [`super::http`], is
     /// the one writer).
-    pub fn push(&self, mut answer: Answer) -> Option<u64> {
+    pub(crate) fn push(&self, mut answer: Answer) -> Option<u64> {
         let mut log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let weight = answer.sent.url.len()
             + answer.sent.request.len()
@@ -139,7 +139,7 @@ impl AnswerLog {
 
     /// The latest answer to a request of the path `segments` (any method, query or key): the
     /// evidence of a finding about a read made through a helper that keeps only its data.
-    pub fn latest(&self, segments: &[&str]) -> Option<u64> {
+    pub(crate) fn latest(&self, segments: &[&str]) -> Option<u64> {
         let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         log.answers
             .iter()
@@ -149,18 +149,18 @@ impl AnswerLog {
     }
 
     /// The answer `seq` (a failure's evidence).
-    pub fn get(&self, seq: u64) -> Option<Arc<Answer>> {
+    pub(crate) fn get(&self, seq: u64) -> Option<Arc<Answer>> {
         let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         usize::try_from(seq).ok().and_then(|i| log.answers.get(i)).cloned()
     }
 
     /// Every exchange recorded so far, in order.
-    pub fn all(&self) -> Vec<Arc<Answer>> {
+    pub(crate) fn all(&self) -> Vec<Arc<Answer>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).answers.clone()
     }
 
     /// How many answers were not kept whole (the log's budget): their rules went unjudged.
-    pub fn unkept(&self) -> usize {
+    pub(crate) fn unkept(&self) -> usize {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).unkept
     }
 }

@@ -8,7 +8,7 @@
 //! - the webhook receiver keeps deliveries up to a weight of [`MAX_HELD`] (see [`weight`]).
 
 /// Most bytes that the run's walks, and the receiver's deliveries, hold each.
-pub const MAX_HELD: usize = 32 * 1024 * 1024;
+pub(super) const MAX_HELD: usize = 32 * 1024 * 1024;
 /// Most JSON objects in one parsed body.
 const MAX_OBJECTS: usize = 50_000;
 /// Most JSON values (of any kind) in one parsed body.
@@ -26,7 +26,7 @@ fn counts(text: &[u8]) -> (usize, usize) {
 }
 
 /// Why `text` is too dense to parse within the budget, if it is.
-pub fn too_dense(text: &[u8]) -> Option<String> {
+pub(super) fn too_dense(text: &[u8]) -> Option<String> {
     let (objects, values) = counts(text);
     (objects > MAX_OBJECTS || values > MAX_VALUES).then(|| {
         format!(
@@ -37,7 +37,7 @@ pub fn too_dense(text: &[u8]) -> Option<String> {
 }
 
 /// The memory parsed JSON `text` takes, roughly (an overestimate).
-pub fn weight(text: &[u8]) -> usize {
+pub(super) fn weight(text: &[u8]) -> usize {
     let (objects, values) = counts(text);
     text.len() + objects * OBJECT_COST + values * VALUE_COST
 }

@@ -77,7 +77,7 @@ fn seconds(d: Duration) -> String {
 /// The run's cancellation: cloned to whoever must see it, fired once (later fires are ignored:
 /// the first cause is the one reported).
 #[derive(Clone, Debug)]
-pub struct Cancel {
+pub(crate) struct Cancel {
     sender: std::sync::Arc<watch::Sender<Option<Cause>>>,
 }
 
@@ -89,17 +89,17 @@ impl Default for Cancel {
 
 impl Cancel {
     /// Fires with `cause`, unless it has fired already.
-    pub fn fire(&self, cause: Cause) {
+    pub(crate) fn fire(&self, cause: Cause) {
         self.sender.send_if_modified(|now| now.is_none() && now.replace(cause).is_none());
     }
 
     /// The cause, once fired.
-    pub fn cause(&self) -> Option<Cause> {
+    pub(crate) fn cause(&self) -> Option<Cause> {
         *self.sender.borrow()
     }
 
     /// Resolves when fired (at once if it has), with the cause.
-    pub async fn fired(&self) -> Cause {
+    pub(crate) async fn fired(&self) -> Cause {
         let mut receiver = self.sender.subscribe();
         let cause = receiver.wait_for(Option::is_some).await.map(|cause| *cause).ok().flatten();
         match cause {
@@ -110,7 +110,7 @@ impl Cancel {
     }
 
     /// Fires with [`Cause::Deadline`] once `after` has passed (from now), unless dropped first.
-    pub fn deadline(&self, after: Duration) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn deadline(&self, after: Duration) -> tokio::task::JoinHandle<()> {
         let cancel = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(after).await;

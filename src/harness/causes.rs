@@ -15,7 +15,7 @@ use std::sync::Arc;
 const MIN_EXPLAINED: usize = 2;
 
 /// The root causes of the run's failures, from its answers and deliveries.
-pub fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[CaseResult]) -> Vec<RootCause> {
+pub(super) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[CaseResult]) -> Vec<RootCause> {
     let failed: Vec<&CaseResult> = results.iter().filter(|r| r.outcome.is_failed()).collect();
     let on_answers = |shown: &HashSet<u64>| -> Vec<String> {
         failed

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// Checks that the connection events among `deliveries` form one chain from
 /// `connection.created`. Returns the state the chain ends in: the first of [`ends`].
-pub fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, ChainError> {
+pub(super) fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, ChainError> {
     ends(deliveries).map(|ends| ends[0])
 }
 
@@ -26,7 +26,7 @@ pub fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, ChainError> {
 /// previousStatus and no id, so its deliveries cannot be told from retries: they make one edge
 /// into its state that may be taken any number of times (at least once), from any other state.
 /// Linear in the events, so it decides for any flood.
-pub fn ends(deliveries: &[Delivery]) -> Result<Vec<ConnectionState>, ChainError> {
+pub(super) fn ends(deliveries: &[Delivery]) -> Result<Vec<ConnectionState>, ChainError> {
     let events = unique(deliveries);
     let mut created = false;
     let mut graph = Graph::default();
@@ -65,7 +65,7 @@ pub fn ends(deliveries: &[Delivery]) -> Result<Vec<ConnectionState>, ChainError>
 /// where every reading of the chain forces that order, without trusting arrival order: a state
 /// entered by exactly one event (and by no short form, which may be taken again). Equal times
 /// pass. Returns each contradiction, for messages.
-pub fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
+pub(super) fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
     let events = unique(deliveries);
     let state_of = |d: &Delivery| d.event_type().and_then(ConnectionState::from_event_type);
     let occurred = |d: &Delivery| {

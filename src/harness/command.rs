@@ -105,7 +105,7 @@ pub fn conformance_test() -> ExitCode {
 /// A conformance run as a `harness = false` test: libtest's filters select its cases, and
 /// each case result is one trial ([`report::libtest`]). Exit 2 when the run cannot start.
 /// Blocks on a runtime of its own (call it outside any async runtime).
-pub fn test_main(mut config: RunConfig, args: Arguments) -> ExitCode {
+pub(crate) fn test_main(mut config: RunConfig, args: Arguments) -> ExitCode {
     if args.list {
         return libtest_mimic::run(&args, report::libtest::listed()).exit_code();
     }

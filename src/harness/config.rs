@@ -32,7 +32,11 @@ impl std::fmt::Debug for DriverImpl {
 /// let run = bankconf::Conformance::default().configure(|c| c.rate_limit = 5.0);
 /// assert_eq!(run.config().rate_limit, 5.0);
 /// ```
+///
+/// New flags come in new releases: the struct is `#[non_exhaustive]`, so a caller starts from
+/// [`RunConfig::embedded`] (or the builder) and sets fields, rather than naming all of them.
 #[derive(Args, Clone, Debug)]
+#[non_exhaustive]
 pub struct RunConfig {
     /// Base URL of the target; absent: an embedded sandbox started in-process.
     #[arg(long, env = "BANKCONF_BASE_URL")]
@@ -55,12 +59,10 @@ pub struct RunConfig {
     pub driver_url: Option<String>,
     /// A driver given in code (a library user's [`Driver`]), instead of --driver or --driver-url.
     #[arg(skip)]
-    #[doc(hidden)]
-    pub driver_impl: Option<DriverImpl>,
+    pub(crate) driver_impl: Option<DriverImpl>,
     /// Where the run finds its browser: its own unless a caller gives runs one to share.
     #[arg(skip)]
-    #[doc(hidden)]
-    pub browser_pool: super::browser::BrowserPool,
+    pub(crate) browser_pool: super::browser::BrowserPool,
     /// Address of the webhook receiver.
     #[arg(long, env = "BANKCONF_WEBHOOK_LISTEN", default_value = "127.0.0.1:0")]
     pub webhook_listen: SocketAddr,
@@ -89,8 +91,7 @@ pub struct RunConfig {
     pub har: Option<PathBuf>,
     /// Report files: `--report-json`, `--report-junit`, `--report-md`.
     #[command(flatten)]
-    #[doc(hidden)]
-    pub outputs: OutputPaths,
+    pub(crate) outputs: OutputPaths,
     /// Levels whose failures decide the exit code.
     #[arg(long, env = "BANKCONF_GATE", value_delimiter = ',', default_value = "must,security")]
     pub gate: Vec<Level>,
@@ -248,9 +249,10 @@ impl RunConfig {
 
     /// Every mistake the flags alone show, before anything starts (no network, no file read):
     /// settings of a target without one, two drivers, one key given twice, a missing key, the
-    /// sandbox's flags for a target, a URL that is not http(s), a selection that names no case.
-    /// The one place these are checked: the session starts with it (`Session::setup`).
-    pub(crate) fn validate(&self) -> Result<(), SetupError> {
+    /// sandbox's flags for a target, a URL that is not http(s), a header that is no header, a
+    /// selection that names no case. The one place these are checked; what passes is the
+    /// [`RunPlan`] the session, the checks and the runner read (never the flags themselves).
+    pub(crate) fn validate(&self) -> Result<RunPlan, SetupError> {
         let target = self.base_url.is_some();
         let target_flags = [
             ("--api-key", self.api_key.is_some()),
@@ -273,24 +275,62 @@ impl RunConfig {
         if self.api_key.is_some() && self.api_key == self.second_api_key {
             return Err(SetupError::SameKeyTwice);
         }
-        let sandbox_only = self.sandbox_mutant.is_some()
-            || self.sandbox_variant.is_some()
-            || !self.sandbox_conditions.conditions().is_local();
-        if let Some(url) = &self.base_url {
-            if sandbox_only {
-                return Err(SetupError::SandboxFlagsWithBaseUrl);
+        let conditions = self.sandbox_conditions.conditions();
+        let sandbox_only = self.sandbox_mutant.is_some() || self.sandbox_variant.is_some() || !conditions.is_local();
+        let target = match &self.base_url {
+            Some(url) => {
+                if sandbox_only {
+                    return Err(SetupError::SandboxFlagsWithBaseUrl);
+                }
+                let api_key = self.api_key.clone().filter(|k| !k.is_empty()).ok_or(SetupError::MissingApiKey)?;
+                super::http::parse_base_url(url)?;
+                Target::Remote { base_url: url.clone(), api_key, second_api_key: self.second_api_key.clone() }
             }
-            if self.api_key.as_deref().unwrap_or("").is_empty() {
-                return Err(SetupError::MissingApiKey);
-            }
-            super::http::parse_base_url(url)?;
-        }
+            None => Target::Embedded { mutant: self.sandbox_mutant, variant: self.sandbox_variant, conditions },
+        };
         if let Some(url) = &self.driver_url {
             super::driver::HttpDriver::check_url(url)?;
         }
         super::transport::parse_headers(&self.headers)?;
-        super::catalogue::check_selection(&self.selection())?;
-        Ok(())
+        let selection = self.selection();
+        super::catalogue::check_selection(&selection)?;
+        let driver = match (&self.driver_impl, &self.driver_url, &self.driver) {
+            (Some(given), ..) => DriverPlan::Given(given.clone()),
+            (None, Some(url), _) => DriverPlan::Url(url.clone()),
+            (None, None, Some(command)) => DriverPlan::Command(command.clone()),
+            (None, None, None) => DriverPlan::NoneGiven,
+        };
+        Ok(RunPlan {
+            target,
+            driver,
+            gate: self.gate(),
+            selection,
+            deadline: self.deadline(),
+            waits: Waits {
+                event: secs(self.event_timeout),
+                request: secs(self.request_timeout),
+                driver: secs(self.driver_timeout),
+            },
+            cases: self.cases,
+            seed: self.seed,
+            service: self.service.clone(),
+            connection_id: self.connection_id.clone(),
+            browser: self.browser.clone(),
+            skip_browser: self.skip_browser,
+            browser_pool: self.browser_pool.clone(),
+            webhook_listen: self.webhook_listen,
+            webhook_public_url: self.webhook_public_url.clone(),
+            har: self.har.clone(),
+            expect: self.expect.clone(),
+            headers: self.headers.clone(),
+            ca_cert: self.ca_cert.clone(),
+            insecure: self.insecure,
+            rate_limit: self.rate_limit,
+            concurrency: self.concurrency,
+            rerun: self.rerun_settings(),
+            secrets: self.secrets(),
+            short_keys: self.short_keys_note(),
+        })
     }
 
     /// The cases the flags select (for `bankconf run --list`).
@@ -363,31 +403,119 @@ impl RunConfig {
         words.join(" ")
     }
 
+    /// The gate the flags give: also what a run that never started reports.
     pub(crate) fn gate(&self) -> Gate {
         Gate(self.gate.clone())
     }
 
-    pub(crate) fn event_wait(&self) -> Duration {
-        secs(self.event_timeout)
-    }
-
-    pub(crate) fn request_wait(&self) -> Duration {
-        secs(self.request_timeout)
-    }
-
-    pub(crate) fn driver_wait(&self) -> Duration {
-        secs(self.driver_timeout)
-    }
-
     /// How long the whole run may take (`--deadline`); `None`: no deadline (0, or not a number).
-    pub(crate) fn deadline(&self) -> Option<Duration> {
+    fn deadline(&self) -> Option<Duration> {
         (self.deadline.is_finite() && self.deadline > 0.0).then(|| Duration::from_secs_f64(self.deadline.min(1e7)))
+    }
+}
+
+/// The target a plan judges: the embedded sandbox (with the conditions and the mutant or variant
+/// the hidden flags give), or a server at a base URL whose key [`RunConfig::validate`] saw.
+#[derive(Clone, Debug)]
+pub(crate) enum Target {
+    Embedded { mutant: Option<Mutant>, variant: Option<Variant>, conditions: Conditions },
+    Remote { base_url: String, api_key: String, second_api_key: Option<String> },
+}
+
+/// What moves the target's connections, the one the flags give (at most one, by validation);
+/// `NoneGiven`: none given, which is the embedded sandbox's own control for it, or no driver at
+/// all for a target.
+#[derive(Clone, Debug)]
+pub(crate) enum DriverPlan {
+    Given(DriverImpl),
+    Url(String),
+    Command(String),
+    NoneGiven,
+}
+
+impl DriverPlan {
+    /// The preflight's hint when registering the receiver failed.
+    pub(crate) fn register_hint(&self) -> &'static str {
+        match self {
+            Self::Given(_) => "the driver given in code",
+            Self::Url(_) => "is --driver-url right, and its server up?",
+            Self::Command(_) => "is --driver right, and executable?",
+            // Without a driver for a target, nothing registers, so nothing fails.
+            Self::NoneGiven => "the embedded sandbox's driver",
+        }
+    }
+}
+
+/// The patience settings, each kept within sane bounds (0.05 s to one hour).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Waits {
+    /// `--event-timeout`: the shortest wait for an event a case expects.
+    pub event: Duration,
+    /// `--request-timeout`: one HTTP request.
+    pub request: Duration,
+    /// `--driver-timeout`: one driver call.
+    pub driver: Duration,
+}
+
+/// A run, checked once ([`RunConfig::validate`]) and built from the flags: what the session, the
+/// fixtures, the checks and the runner read. Nothing past validation sees the clap struct.
+#[derive(Clone)]
+pub(crate) struct RunPlan {
+    pub target: Target,
+    pub driver: DriverPlan,
+    /// Whose failures decide the exit code.
+    pub gate: Gate,
+    /// The cases to run.
+    pub selection: Selection,
+    /// How long the whole run may take; `None`: no deadline.
+    pub deadline: Option<Duration>,
+    pub waits: Waits,
+    /// Generated inputs per property (`--cases`).
+    pub cases: u32,
+    /// `--seed`; `None`: the default seed (`session::default_seed`).
+    pub seed: Option<u64>,
+    pub service: Option<String>,
+    /// An already CONNECTED connection (`--connection-id`).
+    pub connection_id: Option<String>,
+    /// `--browser`, and `--skip-browser`.
+    pub browser: Option<PathBuf>,
+    pub skip_browser: bool,
+    pub browser_pool: super::browser::BrowserPool,
+    pub webhook_listen: SocketAddr,
+    pub webhook_public_url: Option<String>,
+    /// Where the HAR goes, if asked.
+    pub har: Option<PathBuf>,
+    /// The expectations file (read by the runner before the session starts).
+    pub expect: Option<PathBuf>,
+    /// `--header` lines (checked), `--ca-cert`, `--insecure`.
+    pub headers: Vec<String>,
+    pub ca_cert: Option<PathBuf>,
+    pub insecure: bool,
+    pub rate_limit: f64,
+    pub concurrency: usize,
+    /// The settings a rerun command repeats ([`RunConfig::rerun_settings`]).
+    pub rerun: String,
+    /// The secrets the flags give ([`RunConfig::secrets`]).
+    pub secrets: Redactor,
+    /// A note on keys too short to hide everywhere ([`RunConfig::short_keys_note`]).
+    pub short_keys: Option<String>,
+}
+
+impl RunPlan {
+    /// The shortest wait for an event a case expects (`--event-timeout`).
+    pub(crate) fn event_wait(&self) -> Duration {
+        self.waits.event
+    }
+
+    /// Whether the target is the embedded sandbox.
+    pub(crate) fn embedded(&self) -> bool {
+        matches!(self.target, Target::Embedded { .. })
     }
 }
 
 /// `--deadline`: a few minutes, far beyond a plain run (tens of seconds against the sandbox,
 /// a minute or two against a slow staging server), so that only a stuck run meets it.
-pub const DEFAULT_DEADLINE: f64 = 300.0;
+pub(crate) const DEFAULT_DEADLINE: f64 = 300.0;
 
 /// A duration from user-given seconds, kept within sane bounds (0.05 s to one hour).
 fn secs(s: f64) -> Duration {
@@ -546,6 +674,28 @@ mod tests {
         }
     }
 
+    /// What passes validation is the plan: the target with its key, the one driver, the gate,
+    /// the selection, the waits within their bounds, the deadline.
+    #[test]
+    fn validate_builds_the_plan() {
+        let mut flags = target();
+        flags.driver_url = Some("http://127.0.0.1:9/".into());
+        flags.event_timeout = 0.0;
+        flags.gate = vec![Level::Must];
+        flags.ids = vec!["auth.".into()];
+        let plan = flags.validate().unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(&plan.target, Target::Remote { api_key, .. } if api_key == "k1"));
+        assert!(matches!(&plan.driver, DriverPlan::Url(url) if url == "http://127.0.0.1:9/"));
+        assert_eq!(plan.gate, Gate(vec![Level::Must]));
+        assert_eq!(plan.selection.ids, ["auth."]);
+        assert_eq!(plan.event_wait(), Duration::from_millis(50));
+        assert!(!plan.embedded());
+        let plan = RunConfig::embedded().validate().unwrap_or_else(|e| panic!("{e}"));
+        assert!(plan.embedded() && matches!(plan.driver, DriverPlan::NoneGiven));
+        assert_eq!(plan.deadline, Some(Duration::from_secs_f64(DEFAULT_DEADLINE)));
+        assert_eq!(plan.waits.request, Duration::from_secs(10));
+    }
+
     /// Each mistake the flags show is its own variant, whichever front door built the flags.
     #[test]
     fn validate_names_each_mistake_of_the_flags() {
@@ -554,7 +704,7 @@ mod tests {
         let check = |change: fn(&mut RunConfig), embedded: bool| {
             let mut config = if embedded { RunConfig::embedded() } else { target() };
             change(&mut config);
-            config.validate().unwrap_err()
+            config.validate().err().expect("a mistake of the flags")
         };
         let e = check(|c| c.driver_url = Some("http://127.0.0.1:9/".into()), true);
         assert!(matches!(&e, SetupError::TargetFlagsWithoutBaseUrl { flags } if flags == &["--driver-url"]), "{e}");

@@ -127,28 +127,28 @@ impl Delivery {
 /// its id) the same content and the same `data.occurredAt`, the millisecond the event occurred
 /// (§6.2). The same id with other content is another event, kept here and judged by
 /// `events.unique-ids` (§6.1: the id identifies the event).
-pub fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
+pub(super) fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
     let mut seen = std::collections::HashSet::new();
     deliveries.iter().filter(|d| seen.insert(d.identity())).cloned().collect()
 }
 
 /// How many events of `event_type` the deliveries hold, each counted once however many copies
 /// arrived (§6.3 leaves retries open: a copy is never a second event).
-pub fn count(deliveries: &[Delivery], event_type: &str) -> usize {
+pub(super) fn count(deliveries: &[Delivery], event_type: &str) -> usize {
     unique(deliveries).iter().filter(|d| d.event_type() == Some(event_type)).count()
 }
 
 /// Whether the deliveries hold `want` events of `event_type`, each counted once ([`count`]).
 /// A short form (§6.2) has no id and a timestamp of whole seconds: two events of one second
 /// cannot be told from a copy, so once one arrived it stands for any number.
-pub fn holds(deliveries: &[Delivery], event_type: &str, want: usize) -> bool {
+pub(super) fn holds(deliveries: &[Delivery], event_type: &str, want: usize) -> bool {
     count(deliveries, event_type) >= want
         || deliveries.iter().any(|d| d.is_short_form() && d.event_type() == Some(event_type))
 }
 
 /// The identities of the events among `deliveries` (see [`Delivery::identity`]): what was
 /// known at some moment, so that a later copy of one of them is never taken for a new event.
-pub fn identities(deliveries: &[Delivery]) -> std::collections::HashSet<String> {
+pub(super) fn identities(deliveries: &[Delivery]) -> std::collections::HashSet<String> {
     deliveries.iter().map(Delivery::identity).collect()
 }
 
@@ -157,7 +157,7 @@ pub fn identities(deliveries: &[Delivery]) -> std::collections::HashSet<String> 
 /// `names` what the step was driven on. Arrival order plays no part: among several candidates
 /// the one that occurred first ([`Delivery::occurred_at`], then id) is taken, so copies, retries and late
 /// deliveries of earlier events never stand in for this step's.
-pub fn step_event<'a>(
+pub(super) fn step_event<'a>(
     deliveries: &'a [Delivery],
     known: &std::collections::HashSet<String>,
     event_type: &str,
@@ -171,7 +171,7 @@ pub fn step_event<'a>(
 }
 
 /// `[connection.created, connection.verifying(prev=…)]`, for messages.
-pub fn labels(deliveries: &[Delivery]) -> String {
+pub(super) fn labels(deliveries: &[Delivery]) -> String {
     let labels: Vec<String> = unique(deliveries).iter().map(Delivery::label).collect();
     format!("[{}]", labels.join(", "))
 }

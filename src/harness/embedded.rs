@@ -3,4 +3,6 @@
 //! handle, the names of its mutants, variants and conditions for the flags) passes here, so the
 //! two stay apart (`scripts/layers.py` enforces it).
 
-pub use crate::sandbox::{ActionArgs, Conditions, Control, ControlError, Mutant, Sandbox, SandboxConfig, Variant};
+pub(super) use crate::sandbox::{
+    ActionArgs, Conditions, Control, ControlError, Mutant, Sandbox, SandboxConfig, Variant,
+};

@@ -10,9 +10,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use thiserror::Error;
 
-/// What `reqwest::Url::parse` returns (the `url` crate's, not a dependency of its own here).
-pub type UrlParseError = <reqwest::Url as std::str::FromStr>::Err;
-
 /// Why a run could not start: the setup's problem, never the target's (exit 2). The first group
 /// needs only the flags (`RunConfig::validate`); the others are found while the session starts,
 /// by the preflight against the target, or when a report file is checked. Its `Display` is the
@@ -171,8 +168,9 @@ impl SetupError {
 /// Why a URL is no http(s) URL.
 #[derive(Debug, Error)]
 pub enum UrlProblem {
-    #[error(transparent)]
-    Unparsable(UrlParseError),
+    /// The URL parser's words (its error type is another crate's: a public error holds none).
+    #[error("{0}")]
+    Unparsable(String),
     #[error("only http and https are supported")]
     NotHttp,
 }
@@ -210,8 +208,8 @@ pub enum ExpectError {
     #[error("--expect {file}: {source}")]
     Unreadable { file: String, source: std::io::Error },
     /// Not TOML, or not `[[expect]]` tables of the expected fields.
-    #[error("--expect {file}: {}", .source.message())]
-    Invalid { file: String, source: toml::de::Error },
+    #[error("--expect {file}: {message}")]
+    Invalid { file: String, message: String },
     /// A line naming no case, with a "did you mean".
     #[error("--expect {file}: {source}")]
     UnknownCase { file: String, source: SelectionError },
@@ -247,7 +245,7 @@ pub enum UnknownName {
 /// Why a connection's events form no chain from `connection.created` (§3.1, §6.2): a finding
 /// against the target, rendered into the case's failure.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
-pub enum ChainError {
+pub(crate) enum ChainError {
     /// A `previousStatus` that names no state.
     #[error("{event}: previousStatus {value:?} is not a lower-case state name of §3.1")]
     UnknownPreviousStatus { event: String, value: String },
@@ -267,7 +265,7 @@ pub enum ChainError {
 /// Why the headless browser of the widget cases did not start: the harness's setup, not the
 /// target's fault (the widget cases end in an error).
 #[derive(Debug, Error)]
-pub enum BrowserLaunchError {
+pub(crate) enum BrowserLaunchError {
     #[error("browser {path} did not start: {source}")]
     NotStarted { path: String, source: std::io::Error },
     #[error("browser {path} exited before it listened for DevTools")]
@@ -301,7 +299,7 @@ pub enum CaptureError {
      --webhook-public-url with an address it can reach, and --webhook-listen 0.0.0.0:PORT. The run stopped there: the \
      event cases are not judged on zero deliveries, and the cases still running were left unjudged"
 )]
-pub struct SilentReceiver {
+pub(crate) struct SilentReceiver {
     pub waited: Duration,
     /// The receiver's address as the target was given it.
     pub url: String,
@@ -317,7 +315,7 @@ pub struct SilentReceiver {
      /widget/<service>-connect.js (§1): either --service (BANKCONF_SERVICE) is wrong, or the target serves no \
      widget script; the widget cases are not judged, every other case is"
 )]
-pub struct WidgetNotServed {
+pub(crate) struct WidgetNotServed {
     pub service: String,
     pub request: String,
     pub status: u16,
@@ -326,7 +324,7 @@ pub struct WidgetNotServed {
 /// Why an absent event cannot be held against the target: no proof that deliveries still
 /// arrive, so the rules that rest on the absence are not judged.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
-pub enum DeliveriesUnproven {
+pub(crate) enum DeliveriesUnproven {
     /// Nothing ever reached the receiver.
     #[error(transparent)]
     Silent(#[from] SilentReceiver),

@@ -12,10 +12,10 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The deliveries of one connection, named by its id.
-pub type Group<'a> = (&'a str, &'a [Delivery]);
+pub(super) type Group<'a> = (&'a str, &'a [Delivery]);
 
 /// `delivery evt_… (connection.verifying)`, for messages.
-pub fn what(d: &Delivery) -> String {
+pub(super) fn what(d: &Delivery) -> String {
     match d.body.get("id").and_then(Value::as_str) {
         Some(id) => format!("delivery {id} ({})", d.event_type().unwrap_or("no type")),
         None => format!("delivery #{} ({})", d.seq + 1, d.event_type().unwrap_or("no type")),
@@ -23,7 +23,7 @@ pub fn what(d: &Delivery) -> String {
 }
 
 /// A finding resting on `deliveries` (by their `seq`): what the reports link and replay.
-pub fn on<'a>(deliveries: impl IntoIterator<Item = &'a Delivery>, message: String) -> Failure {
+pub(super) fn on<'a>(deliveries: impl IntoIterator<Item = &'a Delivery>, message: String) -> Failure {
     deliveries.into_iter().fold(Failure::from(message), |f, d| f.on_delivery(d.seq))
 }
 
@@ -32,7 +32,7 @@ fn show(v: Option<&Value>) -> String {
 }
 
 /// §6.1, §6.2: every delivery is JSON and validates against `webhook-event.json`.
-pub fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
+pub(super) fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
     let mut problems = Problems::default();
     for d in unique(deliveries) {
         if d.body.is_null() {
@@ -55,7 +55,7 @@ pub fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
 
 /// §6.1: an event id identifies one event: deliveries that share an id carry the same content
 /// (a retry); the same id on different content is two events under one id. Both are shown.
-pub fn ids_identify_events(deliveries: &[Delivery]) -> Result<(), Stop> {
+pub(super) fn ids_identify_events(deliveries: &[Delivery]) -> Result<(), Stop> {
     let mut first: BTreeMap<&str, &Delivery> = BTreeMap::new();
     let mut problems = Problems::default();
     for d in deliveries {
@@ -76,7 +76,7 @@ pub fn ids_identify_events(deliveries: &[Delivery]) -> Result<(), Stop> {
 
 /// §6.2: the envelope and its data agree (`type` = `data.type`, `id` = `data.eventId`). The
 /// short form has no envelope and is not judged here.
-pub fn envelope_agrees(deliveries: &[Delivery]) -> Result<(), Stop> {
+pub(super) fn envelope_agrees(deliveries: &[Delivery]) -> Result<(), Stop> {
     let mut problems = Problems::default();
     for d in unique(deliveries).iter().filter(|d| !d.is_short_form() && !d.body.is_null()) {
         for (outer, inner) in [("type", "type"), ("id", "eventId")] {
@@ -90,12 +90,12 @@ pub fn envelope_agrees(deliveries: &[Delivery]) -> Result<(), Stop> {
 }
 
 /// Whether a connection's deliveries include its `connection.created`.
-pub fn has_created(deliveries: &[Delivery]) -> bool {
+pub(super) fn has_created(deliveries: &[Delivery]) -> bool {
     deliveries.iter().any(|d| d.event_type() == Some("connection.created"))
 }
 
 /// §3.2: the connections among `groups` with no `connection.created`, each with what did arrive.
-pub fn missing_created(groups: &[Group<'_>]) -> Vec<Failure> {
+pub(super) fn missing_created(groups: &[Group<'_>]) -> Vec<Failure> {
     groups
         .iter()
         .filter(|(_, ds)| !has_created(ds))
@@ -105,7 +105,7 @@ pub fn missing_created(groups: &[Group<'_>]) -> Vec<Failure> {
 
 /// §3.1, §6.2: each connection's events link into one chain from `connection.created`
 /// (see [`chain::resolve`]).
-pub fn chains(groups: &[Group<'_>]) -> Result<(), Stop> {
+pub(super) fn chains(groups: &[Group<'_>]) -> Result<(), Stop> {
     let mut problems = Problems::default();
     for (id, deliveries) in groups {
         if let Err(e) = chain::resolve(deliveries) {
@@ -118,7 +118,7 @@ pub fn chains(groups: &[Group<'_>]) -> Result<(), Stop> {
 /// §6.2: within each group, every envelope carries the same `data.clientId`. `bankconf run`
 /// passes one group (all of one client's connections); a capture, which may hold several
 /// clients, passes one group per connection (a connection belongs to one client).
-pub fn one_client_id(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
+pub(super) fn one_client_id(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
     let mut problems = Problems::default();
     for (name, deliveries) in groups {
         let ids: BTreeSet<String> = deliveries
@@ -140,7 +140,7 @@ pub fn one_client_id(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
 
 /// §6.2: two clients never share a `clientId`: the `clientId`s of each group (a client's
 /// deliveries) are disjoint from every other group's.
-pub fn distinct_client_ids(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
+pub(super) fn distinct_client_ids(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
     let sets: Vec<(&str, &[Delivery], BTreeSet<String>)> = groups
         .iter()
         .map(|(name, ds)| {
@@ -168,7 +168,7 @@ pub fn distinct_client_ids(groups: &[(String, Vec<Delivery>)]) -> Result<(), Sto
 
 /// Groups deliveries by the connection they concern, in order of first appearance. Deliveries
 /// that name no connection are returned apart.
-pub fn by_connection(deliveries: &[Delivery]) -> (Vec<(String, Vec<Delivery>)>, Vec<Delivery>) {
+pub(super) fn by_connection(deliveries: &[Delivery]) -> (Vec<(String, Vec<Delivery>)>, Vec<Delivery>) {
     let mut order: Vec<String> = Vec::new();
     let mut groups: BTreeMap<String, Vec<Delivery>> = BTreeMap::new();
     let mut orphans = Vec::new();
@@ -188,7 +188,7 @@ pub fn by_connection(deliveries: &[Delivery]) -> (Vec<(String, Vec<Delivery>)>, 
 }
 
 /// The distinct `data.clientId` values of the deliveries.
-pub fn client_ids(deliveries: &[Delivery]) -> BTreeSet<String> {
+pub(super) fn client_ids(deliveries: &[Delivery]) -> BTreeSet<String> {
     deliveries
         .iter()
         .filter_map(|d| d.body.pointer("/data/clientId").and_then(Value::as_str))

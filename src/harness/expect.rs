@@ -113,7 +113,8 @@ impl Expectations {
     /// The expectations `text` states; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Self, ExpectError> {
         let at = || file.to_string();
-        let parsed: File = toml::from_str(text).map_err(|source| ExpectError::Invalid { file: at(), source })?;
+        let parsed: File =
+            toml::from_str(text).map_err(|e| ExpectError::Invalid { file: at(), message: e.message().to_string() })?;
         let mut by_case = BTreeMap::new();
         for line in parsed.expect {
             let selection = catalogue::Selection { ids: vec![line.case.clone()], ..Default::default() };
@@ -155,14 +156,14 @@ impl Expectations {
 }
 
 /// Today's date, for expiry (UTC: the same day for every runner of a CI fleet).
-pub fn today() -> NaiveDate {
+pub(crate) fn today() -> NaiveDate {
     chrono::Utc::now().date_naive()
 }
 
 /// `text` without what changes from run to run against the same target, so that the same
 /// failures write the same file: the random part of ids (`conn_…`), seeds, loopback ports,
 /// durations and timestamps.
-pub fn stable(text: &str) -> String {
+pub(crate) fn stable(text: &str) -> String {
     use regex::Regex;
     use std::sync::LazyLock;
     static RULES: LazyLock<Vec<(Regex, &str)>> = LazyLock::new(|| {
@@ -186,7 +187,7 @@ pub fn stable(text: &str) -> String {
 /// The file `--write-expectations` writes: one line per case of `results` that did not pass,
 /// for a team to review before committing it. A line of `kept` that still holds keeps its reason
 /// and expiry; a new line takes the whole message as its reason, made [`stable`].
-pub fn write(results: &[&CaseResult], kept: Option<&Expectations>, header: &str) -> String {
+pub(crate) fn write(results: &[&CaseResult], kept: Option<&Expectations>, header: &str) -> String {
     let expect = results
         .iter()
         .filter_map(|r| {
@@ -219,7 +220,7 @@ mod date {
     use chrono::NaiveDate;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NaiveDate>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NaiveDate>, D::Error> {
         let Some(value) = Option::<toml::Value>::deserialize(d)? else { return Ok(None) };
         let text = match value {
             toml::Value::Datetime(dt) if dt.time.is_none() && dt.offset.is_none() => dt.to_string(),
@@ -236,7 +237,7 @@ mod date {
             .map_err(|_| serde::de::Error::custom(format!("expires: a date like 2027-03-31, not {text:?}")))
     }
 
-    pub fn serialize<S: Serializer>(date: &Option<NaiveDate>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(date: &Option<NaiveDate>, s: S) -> Result<S::Ok, S::Error> {
         match date {
             Some(d) => s.serialize_str(&d.format("%Y-%m-%d").to_string()),
             None => s.serialize_none(),

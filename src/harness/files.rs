@@ -42,7 +42,7 @@ fn sweep(path: &Path) {
 
 /// Writes `text` to `path` whole: a temporary file beside it, synced, then renamed into place
 /// (temporaries that killed runs left beside it go first).
-pub fn write_atomically(path: &Path, text: &[u8]) -> Result<(), ReportWriteError> {
+pub(super) fn write_atomically(path: &Path, text: &[u8]) -> Result<(), ReportWriteError> {
     sweep(path);
     let temp = temporary(path);
     let written = std::fs::File::create(&temp)
@@ -56,7 +56,7 @@ pub fn write_atomically(path: &Path, text: &[u8]) -> Result<(), ReportWriteError
 
 /// Whether `path` can be written, without creating or changing it: an existing file must open
 /// for writing, and a new one's folder must take a file (tried with the temporary name).
-pub fn writable(path: &Path) -> Result<(), ReportWriteError> {
+pub(super) fn writable(path: &Path) -> Result<(), ReportWriteError> {
     if path.exists() {
         return std::fs::OpenOptions::new().append(true).open(path).map(drop).map_err(|e| error(path, e));
     }

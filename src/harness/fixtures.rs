@@ -21,13 +21,13 @@ use std::sync::Arc;
 use tokio::sync::OnceCell;
 
 /// What a check returns: `Ok` passes, a [`Stop`] says why not.
-pub type CheckFuture = Pin<Box<dyn Future<Output = Result<(), Stop>> + Send>>;
+pub(super) type CheckFuture = Pin<Box<dyn Future<Output = Result<(), Stop>> + Send>>;
 /// The code of one case.
-pub type CheckFn = fn(Arc<RunContext>) -> CheckFuture;
+pub(super) type CheckFn = fn(Arc<RunContext>) -> CheckFuture;
 
 /// The CONNECTED connection that read-only cases share, read once.
 #[derive(Debug)]
-pub struct Connected {
+pub(crate) struct Connected {
     pub connection_id: String,
     /// The accounts array as returned (§4.2).
     pub accounts: Vec<Value>,
@@ -48,18 +48,18 @@ impl Connected {
         Self { connection_id, accounts, walks }
     }
 
-    pub fn account_ids(&self) -> Vec<String> {
+    pub(crate) fn account_ids(&self) -> Vec<String> {
         self.accounts.iter().filter_map(|a| a.get("id").and_then(Value::as_str)).map(str::to_string).collect()
     }
 
     /// The reference walks, failing on the first that failed.
-    pub fn walks(&self) -> Result<Vec<(&str, &Walk)>, Stop> {
+    pub(crate) fn walks(&self) -> Result<Vec<(&str, &Walk)>, Stop> {
         self.walks.iter().map(|(id, w)| w.as_ref().map(|w| (id.as_str(), w)).map_err(Clone::clone)).collect()
     }
 }
 
 /// What a check gets: the session and the fixtures built on it.
-pub struct RunContext {
+pub(crate) struct RunContext {
     pub session: Session,
     connected: OnceCell<Result<Arc<Connected>, Stop>>,
     /// The second client's own CONNECTED connection, when its key is given.
@@ -88,7 +88,7 @@ impl Deref for RunContext {
 }
 
 impl RunContext {
-    pub fn new(session: Session) -> Arc<Self> {
+    pub(crate) fn new(session: Session) -> Arc<Self> {
         Arc::new(Self {
             session,
             connected: OnceCell::new(),
@@ -105,30 +105,30 @@ impl RunContext {
 
     /// Reports `failure` under `owner`, the case whose rule it breaks: found by another case's
     /// random exploration, it is judged where that rule is (one judge per rule).
-    pub fn report_to(&self, owner: &'static str, failure: Failure) {
+    pub(crate) fn report_to(&self, owner: &'static str, failure: Failure) {
         self.found.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(owner).or_default().push(failure);
     }
 
     /// What other cases reported under `case` ([`RunContext::report_to`]), taken once.
-    pub fn found_for(&self, case: &str) -> Vec<Failure> {
+    pub(crate) fn found_for(&self, case: &str) -> Vec<Failure> {
         self.found.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(case).unwrap_or_default()
     }
 
-    pub fn record_graph(&self, graph: TransitionGraph) {
+    pub(crate) fn record_graph(&self, graph: TransitionGraph) {
         let _ = self.graph.set(graph);
     }
 
     /// The explored transition graph, when the case that explores it ran.
-    pub fn graph(&self) -> Option<&TransitionGraph> {
+    pub(crate) fn graph(&self) -> Option<&TransitionGraph> {
         self.graph.get()
     }
 
     /// The shared CONNECTED connection (given with `--connection-id`, or made with the driver),
     /// its accounts, and a reference walk of each account's transactions.
-    pub async fn connected(&self) -> Result<Arc<Connected>, Stop> {
+    pub(crate) async fn connected(&self) -> Result<Arc<Connected>, Stop> {
         self.connected
             .get_or_init(|| async {
-                let connection_id = match &self.session.config.connection_id {
+                let connection_id = match &self.session.plan.connection_id {
                     Some(id) => id.clone(),
                     None if self.session.driver.is_some() => match &self.session.connected_early {
                         Some(id) => id.clone(),
@@ -146,7 +146,7 @@ impl RunContext {
     /// The second client's CONNECTED connection, its accounts and their walks, read with its
     /// own key: every response check judges its answers too. `None` without a second key, or
     /// when the target will not connect it (the first client's reads are judged regardless).
-    pub async fn connected_second(&self) -> Result<Option<Arc<Connected>>, Stop> {
+    pub(crate) async fn connected_second(&self) -> Result<Option<Arc<Connected>>, Stop> {
         self.second
             .get_or_init(|| async {
                 if !self.session.api.has_second_key() || self.session.driver.is_none() {
@@ -166,7 +166,7 @@ impl RunContext {
 
     /// The reads every response-checked case builds on: the accounts and every page of every
     /// account of a CONNECTED connection of each client.
-    pub async fn reference_reads(&self) -> Result<(), Stop> {
+    pub(crate) async fn reference_reads(&self) -> Result<(), Stop> {
         self.connected().await?.walks()?;
         if let Some(second) = self.connected_second().await? {
             second.walks()?;
@@ -177,24 +177,24 @@ impl RunContext {
     /// One connection created for the run and left CREATED (§4.1): the cases that judge a
     /// creation's answer, or a connection never connected, share it (each creation costs the
     /// target a connection and a webhook).
-    pub async fn created(&self) -> Result<Arc<Created>, Stop> {
+    pub(crate) async fn created(&self) -> Result<Arc<Created>, Stop> {
         self.created.get_or_init(|| async { self.session.create_connection().await.map(Arc::new) }).await.clone()
     }
 
     /// Whether any webhook delivery reached the receiver, awaited once per run beside the cases
     /// (`preflight::listen`): `Ok` with the preflight's notes on it, `Err` with the diagnosis
     /// that turns the event cases into errors (the setup's problem, not the target's).
-    pub async fn heard(&self) -> &Result<Vec<String>, SilentReceiver> {
+    pub(crate) async fn heard(&self) -> &Result<Vec<String>, SilentReceiver> {
         self.heard.get_or_init(|| super::preflight::listen(&self.session)).await
     }
 
     /// [`RunContext::heard`] if it is known by now, without waiting (a run cut short).
-    pub fn heard_now(&self) -> Option<&Result<Vec<String>, SilentReceiver>> {
+    pub(crate) fn heard_now(&self) -> Option<&Result<Vec<String>, SilentReceiver>> {
         self.heard.get()
     }
 
     /// The shared tour of driven lifecycles that the event and reaction cases judge.
-    pub async fn tour(&self) -> Result<Arc<Tour>, Stop> {
+    pub(crate) async fn tour(&self) -> Result<Arc<Tour>, Stop> {
         self.session.receiver()?;
         Ok(self.tour.get_or_init(|| async { Arc::new(Tour::run(&self.session).await) }).await.clone())
     }

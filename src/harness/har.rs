@@ -21,11 +21,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Most bytes of one body kept in the HAR.
-pub const MAX_BODY: usize = 64 * 1024;
+pub(super) const MAX_BODY: usize = 64 * 1024;
 /// Most bytes of entries kept in memory for the HAR: with its serialisation and redacted copy
 /// at the end (about three times this), a run stays within the memory budget
 /// ([`super::budget`]). A full sandbox run writes under 4 MB.
-pub const MAX_LOG: usize = 32 * 1024 * 1024;
+pub(super) const MAX_LOG: usize = 32 * 1024 * 1024;
 
 tokio::task_local! {
     /// The case the running task works for, for `_case`.
@@ -34,17 +34,17 @@ tokio::task_local! {
 
 /// The case the current task works for, if any (fixtures run inside the case that first needs
 /// them; the preflight and the setup outside any case).
-pub fn current_case() -> Option<&'static str> {
+pub(super) fn current_case() -> Option<&'static str> {
     CASE.try_with(|c| *c).ok().flatten()
 }
 
 /// Runs `f` as work for `case` (a spawned task does not inherit its parent's case: wrap it).
-pub async fn in_case<F: std::future::Future>(case: Option<&'static str>, f: F) -> F::Output {
+pub(super) async fn in_case<F: std::future::Future>(case: Option<&'static str>, f: F) -> F::Output {
     CASE.scope(case, f).await
 }
 
 /// One request to the target and its answer, as [`Recorder::exchange`] takes it.
-pub struct Exchanged<'a> {
+pub(crate) struct Exchanged<'a> {
     pub method: &'a str,
     pub url: &'a str,
     /// `Bearer …`, kept as `Bearer [redacted]`.
@@ -75,7 +75,7 @@ struct Log {
 /// Where the run's evidence goes: one per run, shared by the HTTP client, the receiver and
 /// the driver calls.
 #[derive(Default)]
-pub struct Recorder {
+pub(crate) struct Recorder {
     pub latency: Latency,
     har: Option<Mutex<Log>>,
     next: AtomicU64,
@@ -90,7 +90,7 @@ const MAX_CALLS: usize = 10_000;
 
 /// A driver call, as the HTML report's timeline draws it.
 #[derive(Clone, Debug)]
-pub struct Called {
+pub(crate) struct Called {
     pub action: &'static str,
     pub connection: Option<String>,
     pub started: Instant,
@@ -101,17 +101,17 @@ pub struct Called {
 
 impl Recorder {
     /// A recorder; with `har`, entries are kept for [`Recorder::write`].
-    pub fn new(har: bool, redactor: Redactor) -> Self {
+    pub(crate) fn new(har: bool, redactor: Redactor) -> Self {
         Self { har: har.then(Mutex::default), redactor, ..Self::default() }
     }
 
     /// The driver calls so far, in the order they ended.
-    pub fn calls(&self) -> Vec<Called> {
+    pub(crate) fn calls(&self) -> Vec<Called> {
         self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The run's redactor.
-    pub fn redactor(&self) -> &Redactor {
+    pub(crate) fn redactor(&self) -> &Redactor {
         &self.redactor
     }
 
@@ -137,7 +137,7 @@ impl Recorder {
     }
 
     /// A request the harness sent and the target's answer; the id of its HAR entry.
-    pub fn exchange(&self, x: Exchanged) -> Option<u64> {
+    pub(crate) fn exchange(&self, x: Exchanged) -> Option<u64> {
         self.latency.answered(x.took);
         self.har.as_ref()?;
         let mut headers = vec![json!({"name": "Accept", "value": x.accept})];
@@ -192,7 +192,7 @@ impl Recorder {
 
     /// A webhook delivery the receiver got at `url` (answered `status`); `seq` is its place
     /// among the deliveries kept (`None`: refused).
-    pub fn delivery(&self, url: &str, body: &[u8], status: u16, connection: Option<&str>, seq: Option<u64>) {
+    pub(crate) fn delivery(&self, url: &str, body: &[u8], status: u16, connection: Option<&str>, seq: Option<u64>) {
         self.latency.arrived(connection, Instant::now());
         if self.har.is_none() {
             return;
@@ -230,7 +230,7 @@ impl Recorder {
 
     /// Runs a driver call, recording it (action, exit, duration, stderr) as an entry whose URL
     /// is `driver:<action>`, and its start as the trigger of the connection's next events.
-    pub async fn driven<F>(&self, action: DriverAction, args: &DriveArgs, call: F) -> Result<(), DriveError>
+    pub(crate) async fn driven<F>(&self, action: DriverAction, args: &DriveArgs, call: F) -> Result<(), DriveError>
     where
         F: std::future::Future<Output = Result<(), DriveError>>,
     {
@@ -293,7 +293,7 @@ impl Recorder {
     /// Where the written HAR has a failure of `case`: the entry of the first request its
     /// evidence names (`requests`: their entries, `http::Answer::har`), else of the first of its
     /// `deliveries` (by `seq`), else the case's latest entry.
-    pub fn link(&self, case: &str, requests: &[u64], deliveries: &[u64]) -> Option<Link> {
+    pub(crate) fn link(&self, case: &str, requests: &[u64], deliveries: &[u64]) -> Option<Link> {
         let log = self.har.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
         let own = log.by_case.get(case).map(Vec::as_slice).unwrap_or_default();
         let delivery = || deliveries.iter().find_map(|seq| log.by_delivery.get(seq).copied());
@@ -302,19 +302,19 @@ impl Recorder {
     }
 
     /// The `_id` of entry `id` if the written file holds it (it may have gone past the budget).
-    pub fn written(&self, id: u64) -> Option<u64> {
+    pub(crate) fn written(&self, id: u64) -> Option<u64> {
         let log = self.har.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
         log.index.contains_key(&id).then_some(id)
     }
 
     /// The `_id` of the written entry of the delivery `seq`.
-    pub fn delivery_entry(&self, seq: u64) -> Option<u64> {
+    pub(crate) fn delivery_entry(&self, seq: u64) -> Option<u64> {
         let log = self.har.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
         log.by_delivery.get(&seq).copied().filter(|id| log.index.contains_key(id))
     }
 
     /// Writes the HAR to `path`, every secret `redactor` knows redacted.
-    pub fn write(&self, path: &Path, redactor: &Redactor) -> Result<(), ReportWriteError> {
+    pub(crate) fn write(&self, path: &Path, redactor: &Redactor) -> Result<(), ReportWriteError> {
         let Some(log) = &self.har else { return Ok(()) };
         let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
         let mut comment = "bankconf run: every request to the target, every webhook delivery (the receiver as server) and every driver call (URL driver:<action>); `_case` names the case that caused an entry".to_string();

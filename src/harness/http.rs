@@ -18,7 +18,7 @@ const MAX_BODY: usize = 4 * 1024 * 1024;
 
 /// One request and its answer.
 #[derive(Clone, Debug)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     /// `GET /v1/accounts/acc_1/transactions?limit=3`.
     pub request: String,
     pub status: u16,
@@ -34,21 +34,21 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    pub fn is_success(&self) -> bool {
+    pub(crate) fn is_success(&self) -> bool {
         (200..300).contains(&self.status)
     }
 
-    pub fn is_server_error(&self) -> bool {
+    pub(crate) fn is_server_error(&self) -> bool {
         self.status >= 500
     }
 
     /// A finding this answer shows: `message` (which names the request), resting on it.
-    pub fn fail(&self, message: impl Into<String>) -> Stop {
+    pub(crate) fn fail(&self, message: impl Into<String>) -> Stop {
         Stop::Fail(self.failure(message))
     }
 
     /// Fails with `message` unless `condition` holds: [`super::outcome::ensure`] on this answer.
-    pub fn ensure(&self, condition: bool, message: impl FnOnce() -> String) -> Result<(), Stop> {
+    pub(crate) fn ensure(&self, condition: bool, message: impl FnOnce() -> String) -> Result<(), Stop> {
         if condition {
             Ok(())
         } else {
@@ -57,20 +57,20 @@ impl Exchange {
     }
 
     /// [`Exchange::fail`] as a [`Failure`], to collect among [`super::outcome::Problems`].
-    pub fn failure(&self, message: impl Into<String>) -> Failure {
+    pub(crate) fn failure(&self, message: impl Into<String>) -> Failure {
         Failure::from(message.into()).shown_by(self.seq).requested(&self.request)
     }
 
     /// The start of the body, for messages: without control characters (a hostile body must
     /// not drive the terminal), redacted before it is cut (no piece of a key survives the cut).
-    pub fn snippet(&self) -> String {
+    pub(crate) fn snippet(&self) -> String {
         const MAX: usize = 160;
         let cleaned: String = self.body.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
         redact::shorten(cleaned.trim(), MAX)
     }
 
     /// `status 500: {"error":…}`, for messages.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         if self.body.trim().is_empty() {
             format!("status {} (empty body)", self.status)
         } else {
@@ -79,7 +79,7 @@ impl Exchange {
     }
 
     /// The JSON body of a 2xx answer, or a failure naming the request and what came back.
-    pub fn success_json(&self) -> Result<Value, Stop> {
+    pub(crate) fn success_json(&self) -> Result<Value, Stop> {
         if !self.is_success() {
             let failure = self.failure(format!("{}: expected 2xx, got {}", self.request, self.summary()));
             return Err(Stop::Fail(failure.expected("2xx", self.summary())));
@@ -101,7 +101,7 @@ impl Exchange {
 
 /// Client of the target's API.
 #[derive(Clone)]
-pub struct Api {
+pub(crate) struct Api {
     client: reqwest::Client,
     /// For the requests that are not idempotent (`POST`): a new connection each, never one
     /// the server may have closed while idle ([`Api::exchange`]).
@@ -127,9 +127,9 @@ pub struct Api {
 
 /// `--base-url` as a URL, if it is an http(s) one: checked with the other flags
 /// ([`RunConfig::validate`](super::config::RunConfig::validate)) and again by [`Api::with_transport`].
-pub fn parse_base_url(text: &str) -> Result<Url, SetupError> {
+pub(super) fn parse_base_url(text: &str) -> Result<Url, SetupError> {
     let bad = |problem| SetupError::BadBaseUrl { url: text.to_string(), problem };
-    let url = Url::parse(text).map_err(|e| bad(UrlProblem::Unparsable(e)))?;
+    let url = Url::parse(text).map_err(|e| bad(UrlProblem::Unparsable(e.to_string())))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(bad(UrlProblem::NotHttp));
     }
@@ -139,7 +139,7 @@ pub fn parse_base_url(text: &str) -> Result<Url, SetupError> {
 impl Api {
     /// A client with no TLS settings or extra headers (the tests').
     #[cfg(test)]
-    pub fn new(
+    pub(crate) fn new(
         base_url: &str,
         key: Option<String>,
         second_key: Option<String>,
@@ -149,7 +149,7 @@ impl Api {
     }
 
     /// `Api::new` (the tests'), its clients built with the run's TLS settings and extra headers.
-    pub fn with_transport(
+    pub(crate) fn with_transport(
         base_url: &str,
         key: Option<String>,
         second_key: Option<String>,
@@ -196,56 +196,56 @@ impl Api {
     }
 
     /// The pages this run has read and its cases share.
-    pub fn pages(&self) -> &super::reads::PageCache {
+    pub(crate) fn pages(&self) -> &super::reads::PageCache {
         &self.pages
     }
 
     /// The run's count of bytes its live walks hold (`pagination`).
-    pub fn held(&self) -> Arc<std::sync::atomic::AtomicUsize> {
+    pub(crate) fn held(&self) -> Arc<std::sync::atomic::AtomicUsize> {
         self.held.clone()
     }
 
     /// Paces this client's requests (and its clones') with `throttle`.
-    pub fn with_throttle(mut self, throttle: Arc<super::throttle::Throttle>) -> Self {
+    pub(crate) fn with_throttle(mut self, throttle: Arc<super::throttle::Throttle>) -> Self {
         self.throttle = throttle;
         self
     }
 
     /// Records this client's exchanges (and its clones') with `recorder`.
-    pub fn with_recorder(mut self, recorder: Arc<Recorder>) -> Self {
+    pub(crate) fn with_recorder(mut self, recorder: Arc<Recorder>) -> Self {
         self.recorder = recorder;
         self
     }
 
-    pub fn recorder(&self) -> &Recorder {
+    pub(crate) fn recorder(&self) -> &Recorder {
         &self.recorder
     }
 
     /// The recorder, to share with the webhook receiver.
-    pub fn recorder_handle(&self) -> Arc<Recorder> {
+    pub(crate) fn recorder_handle(&self) -> Arc<Recorder> {
         self.recorder.clone()
     }
 
-    pub fn base_url(&self) -> &str {
+    pub(crate) fn base_url(&self) -> &str {
         self.base.as_str().trim_end_matches('/')
     }
 
     /// The run's pacing (for the report's count of 429s).
-    pub fn throttle(&self) -> &super::throttle::Throttle {
+    pub(crate) fn throttle(&self) -> &super::throttle::Throttle {
         &self.throttle
     }
 
-    pub fn has_second_key(&self) -> bool {
+    pub(crate) fn has_second_key(&self) -> bool {
         self.second_key.is_some()
     }
 
     /// The keys this run holds (for checks that a key is not exposed; never print them).
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
         self.key.iter().chain(self.second_key.iter()).map(String::as_str)
     }
 
     /// The URL of `segments` below the base, each segment percent-encoded (ids are opaque).
-    pub fn url(&self, segments: &[&str], query: &[(&str, String)]) -> Url {
+    pub(crate) fn url(&self, segments: &[&str], query: &[(&str, String)]) -> Url {
         let mut url = self.base.clone();
         if let Ok(mut path) = url.path_segments_mut() {
             path.pop_if_empty();
@@ -271,7 +271,7 @@ impl Api {
     }
 
     /// Whether anything answers HTTP at the base URL (the answer itself is not read).
-    pub async fn reachable(&self) -> Result<(), SetupError> {
+    pub(crate) async fn reachable(&self) -> Result<(), SetupError> {
         let url = self.url(&["v1", "connections"], &[]);
         match self.client.get(url).send().await {
             Ok(_) => Ok(()),
@@ -282,21 +282,21 @@ impl Api {
     }
 
     /// `GET` with this client's key (the primary key, unless [`Api::reading_as`] chose another).
-    pub async fn get(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Exchange, Stop> {
+    pub(crate) async fn get(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Exchange, Stop> {
         self.send(Method::GET, segments, query, self.reader.clone()).await
     }
 
     /// The key [`Api::get`] sends.
-    pub fn reader(&self) -> &Auth {
+    pub(crate) fn reader(&self) -> &Auth {
         &self.reader
     }
 
     /// This client, its [`Api::get`] reading with `auth` (walks and reads of the second client).
-    pub fn reading_as(&self, auth: Auth) -> Self {
+    pub(crate) fn reading_as(&self, auth: Auth) -> Self {
         Self { reader: auth, ..self.clone() }
     }
 
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         method: Method,
         segments: &[&str],
@@ -348,13 +348,13 @@ impl Api {
     }
 
     /// The run's exchanges so far (this client's and its clones').
-    pub fn answers(&self) -> &AnswerLog {
+    pub(crate) fn answers(&self) -> &AnswerLog {
         &self.answers
     }
 
     /// `GET` of a static asset (the widget script, §1) as a browser loads it: no key, any
     /// content type accepted, redirects followed.
-    pub async fn fetch_asset(&self, segments: &[&str]) -> Result<Exchange, Stop> {
+    pub(crate) async fn fetch_asset(&self, segments: &[&str]) -> Result<Exchange, Stop> {
         let url = self.checked_url(segments, &[])?;
         let sent = Sent {
             method: "GET".into(),
@@ -587,7 +587,7 @@ fn retry_wait(value: &str) -> Option<Duration> {
 
 /// `METHOD /path?query`, relative to the host (the base URL is in the report header). Path and
 /// query are cut at a few hundred characters each: a target chooses cursors and ids.
-pub fn describe(method: &Method, url: &Url) -> String {
+pub(super) fn describe(method: &Method, url: &Url) -> String {
     const MAX: usize = 300;
     let path = redact::shorten(url.path(), MAX);
     match url.query() {

@@ -3,11 +3,11 @@
 //! that makes the same key: a reproduction pastes, and never holds the key or a piece of it.
 
 /// The variable a reproduction reads the key from (the rerun command exports it too).
-pub const KEY_VARIABLE: &str = "BANKCONF_API_KEY";
+pub(super) const KEY_VARIABLE: &str = "BANKCONF_API_KEY";
 
 /// One edit of the key. Positions count characters from the start of the key.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum KeyEdit {
+pub(crate) enum KeyEdit {
     /// A character appended (a letter or digit, so that it needs no quoting).
     Append(char),
     /// Short of its last character.
@@ -32,7 +32,7 @@ pub enum KeyEdit {
 
 /// Another character of the same class: the next digit, the next letter of the same case
 /// (wrapping), `x` for anything else. The shell's `tr` of `BUMP_TR` does the same.
-pub fn bump(c: char) -> char {
+pub(super) fn bump(c: char) -> char {
     match c {
         '0'..='8' | 'a'..='y' | 'A'..='Y' => char::from(c as u8 + 1),
         '9' => '0',
@@ -55,7 +55,7 @@ fn swap(c: char) -> char {
 
 impl KeyEdit {
     /// The key this edit makes of `key`.
-    pub fn apply(&self, key: &str) -> String {
+    pub(crate) fn apply(&self, key: &str) -> String {
         let chars: Vec<char> = key.chars().collect();
         let at_most = |n: usize| n.min(chars.len());
         let s = |cs: &[char]| cs.iter().collect::<String>();
@@ -84,7 +84,7 @@ impl KeyEdit {
 
     /// A shell expression (inside double quotes) that makes the same key from
     /// `$BANKCONF_API_KEY`: `${BANKCONF_API_KEY}0`, `${BANKCONF_API_KEY%?}`, …
-    pub fn shell(&self) -> String {
+    pub(crate) fn shell(&self) -> String {
         let v = KEY_VARIABLE;
         // `${V#???}`: the key without its first n characters; `${V%"${V#???}"}`: its first n.
         let after = |n: usize| if n == 0 { format!("${{{v}}}") } else { format!("${{{v}#{}}}", "?".repeat(n)) };

@@ -14,7 +14,7 @@ const MAX_TRIGGERS: usize = 64;
 
 /// Latencies observed during one run.
 #[derive(Default)]
-pub struct Latency {
+pub(crate) struct Latency {
     api: Mutex<Samples>,
     webhooks: Mutex<Samples>,
     /// When something that may make the target emit an event for a connection was started.
@@ -94,12 +94,12 @@ pub struct Summary {
 
 impl Latency {
     /// One answer of the target, from sending the request to reading the whole body.
-    pub fn answered(&self, took: Duration) {
+    pub(crate) fn answered(&self, took: Duration) {
         self.api.lock().unwrap_or_else(|e| e.into_inner()).push(took);
     }
 
     /// Something that may make the target emit events for `connection` started at `at`.
-    pub fn triggered(&self, connection: &str, at: Instant) {
+    pub(crate) fn triggered(&self, connection: &str, at: Instant) {
         let mut triggers = self.triggers.lock().unwrap_or_else(|e| e.into_inner());
         if triggers.len() >= MAX_SAMPLES && !triggers.contains_key(connection) {
             return;
@@ -114,7 +114,7 @@ impl Latency {
     /// A delivery about `connection` arrived at `at`: its latency is from the latest trigger
     /// before it. Deliveries with no known trigger (another run's, a retry of an old one) are
     /// not counted.
-    pub fn arrived(&self, connection: Option<&str>, at: Instant) {
+    pub(crate) fn arrived(&self, connection: Option<&str>, at: Instant) {
         self.deliveries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let Some(connection) = connection else { return };
         let trigger = {
@@ -126,7 +126,7 @@ impl Latency {
         }
     }
 
-    pub fn summary(&self) -> Summary {
+    pub(crate) fn summary(&self) -> Summary {
         let api = self.api.lock().unwrap_or_else(|e| e.into_inner());
         Summary {
             api: api.stats(),

@@ -16,7 +16,8 @@
 //!    explored [`graph`] of transitions, the [`expect`] file of a release gate, [`latency`],
 //!    [`trace`] (what a run did, in time, for the HTML report), and [`verdict`] (a finished run:
 //!    its results, gate and exit code);
-//! 3. access to the server under test: [`config`] (the run's flags, holding the driver),
+//! 3. access to the server under test: [`config`] (the run's flags, checked once into the
+//!    [`config::RunPlan`] that everything past validation reads),
 //!    [`files`] (report files written whole),
 //!    [`reads`] (typed pages, and the run's cache of them), [`http`] (paced by [`throttle`]; every exchange kept
 //!    in its answer log for the response checks, and recorded by [`har`]), [`browser`] (the
@@ -35,6 +36,9 @@
 //!    [`check_events`] (`bankconf check-events`, over a capture).
 
 mod answers;
+// `pub` for `pub(crate)` left as is while other branches change this module (the browser
+// module's rewrite, issue 42's waits); `cargo fix --lib` makes it `unreachable_pub`-clean after.
+#[allow(unreachable_pub)]
 pub(crate) mod browser;
 mod budget;
 pub(crate) mod cancel;
@@ -42,11 +46,14 @@ pub(crate) mod catalogue;
 mod causes;
 mod chain;
 pub(crate) mod check_events;
+// `pub` for `pub(crate)` left as is while other branches change this module (the browser
+// module's rewrite, issue 42's waits); `cargo fix --lib` makes it `unreachable_pub`-clean after.
+#[allow(unreachable_pub)]
 pub(crate) mod checks;
 pub(crate) mod clauses;
 pub(crate) mod command;
 pub(crate) mod config;
-mod delivery;
+pub(crate) mod delivery;
 pub(crate) mod driver;
 mod embedded;
 pub(crate) mod errors;
@@ -58,7 +65,7 @@ pub(crate) mod graph;
 mod har;
 mod http;
 mod key_variant;
-mod latency;
+pub(crate) mod latency;
 mod orphans;
 pub(crate) mod outcome;
 mod pagination;
@@ -69,13 +76,16 @@ mod property;
 mod reads;
 mod receiver;
 mod recording;
-mod redact;
+pub(crate) mod redact;
 pub(crate) mod report;
 pub(crate) mod runner;
 mod sanitize;
 mod session;
 mod steps;
 mod throttle;
+// `pub` for `pub(crate)` left as is while other branches change this module (the browser
+// module's rewrite, issue 42's waits); `cargo fix --lib` makes it `unreachable_pub`-clean after.
+#[allow(unreachable_pub)]
 mod tour;
 pub(crate) mod trace;
 mod transport;

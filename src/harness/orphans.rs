@@ -83,7 +83,7 @@ impl Watched {
 
 /// Kills `id` (a kill(2) target: a process, or a process group as its negative id) if this
 /// process ends while it is watched.
-pub fn watch(id: i32) {
+pub(super) fn watch(id: i32) {
     let mut w = watched();
     if id != 0 && id != -1 && w.ids.insert(id) {
         w.tell(&format!("k {id}"));
@@ -91,7 +91,7 @@ pub fn watch(id: i32) {
 }
 
 /// Stops watching `id`: it has ended (a reaped id may soon name another process).
-pub fn unwatch(id: i32) {
+pub(super) fn unwatch(id: i32) {
     let mut w = watched();
     if w.ids.remove(&id) {
         w.tell(&format!("u {id}"));
@@ -99,7 +99,7 @@ pub fn unwatch(id: i32) {
 }
 
 /// Removes `path` when this process ends, if it is still there.
-pub fn remove_at_exit(path: &Path) {
+pub(super) fn remove_at_exit(path: &Path) {
     let mut w = watched();
     w.paths.push(path.to_path_buf());
     w.tell(&format!("r {}", path.display()));
@@ -107,7 +107,7 @@ pub fn remove_at_exit(path: &Path) {
 
 /// Kills everything watched now, and removes the folders given (a second signal ends the
 /// process at once, without leaving children).
-pub fn kill_now() {
+pub(super) fn kill_now() {
     let mut w = watched();
     for id in std::mem::take(&mut w.ids) {
         // SAFETY: kill(2) on a process or group this process started and still watches.

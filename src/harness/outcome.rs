@@ -392,7 +392,7 @@ impl From<Result<(), Stop>> for Outcome {
 }
 
 /// Fails with `message` unless `condition` holds.
-pub fn ensure(condition: bool, message: impl FnOnce() -> String) -> Result<(), Stop> {
+pub(crate) fn ensure(condition: bool, message: impl FnOnce() -> String) -> Result<(), Stop> {
     if condition {
         Ok(())
     } else {
@@ -401,27 +401,27 @@ pub fn ensure(condition: bool, message: impl FnOnce() -> String) -> Result<(), S
 }
 
 /// Fails unless `instance` validates against `schema`; `what` names where it came from.
-pub fn validate(schema: Schema, instance: &Value, what: &str) -> Result<(), Stop> {
+pub(crate) fn validate(schema: Schema, instance: &Value, what: &str) -> Result<(), Stop> {
     schemas::check(schema, instance, what).map_err(Stop::fail)
 }
 
 /// Collects every problem instead of stopping at the first, then fails with them all (their
 /// evidence together, the first problem's first).
 #[derive(Default)]
-pub struct Problems(Vec<Failure>);
+pub(crate) struct Problems(Vec<Failure>);
 
 impl Problems {
-    pub fn add(&mut self, problem: impl Into<Failure>) {
+    pub(crate) fn add(&mut self, problem: impl Into<Failure>) {
         self.0.push(problem.into());
     }
 
     /// A problem that the answer `seq` shows (`http::Exchange::seq`).
-    pub fn add_at(&mut self, seq: Option<u64>, problem: impl Into<String>) {
+    pub(crate) fn add_at(&mut self, seq: Option<u64>, problem: impl Into<String>) {
         self.0.push(Failure::from(problem.into()).shown_by(seq));
     }
 
     /// Keeps a failure as a problem; an ignore or error still stops.
-    pub fn keep(&mut self, result: Result<(), Stop>) -> Result<(), Stop> {
+    pub(crate) fn keep(&mut self, result: Result<(), Stop>) -> Result<(), Stop> {
         match result {
             Err(Stop::Fail(f)) => {
                 self.0.push(f);
@@ -431,7 +431,7 @@ impl Problems {
         }
     }
 
-    pub fn finish(self) -> Result<(), Stop> {
+    pub(crate) fn finish(self) -> Result<(), Stop> {
         let n = self.0.len();
         let mut all = self.0.into_iter();
         let Some(mut first) = all.next() else { return Ok(()) };
@@ -451,12 +451,12 @@ impl Problems {
 }
 
 /// `1 case`, `2 cases`: a count with its noun in the right number, for every message.
-pub fn count(n: usize, one: &str, many: &str) -> String {
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// A string field of a JSON object, if it is one.
-pub fn str_field<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
+pub(crate) fn str_field<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
     value.get(field).and_then(Value::as_str)
 }
 

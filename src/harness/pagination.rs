@@ -6,7 +6,7 @@
 use super::budget;
 use super::http::Api;
 use super::outcome::{Failure, Stop};
-pub use super::reads::{Item, Page};
+pub(super) use super::reads::{Item, Page};
 use super::redact;
 
 use serde_json::Value;
@@ -16,17 +16,17 @@ use std::time::{Duration, Instant};
 
 /// Most pages a walk at the target's default page size follows (the reference walks every
 /// case compares with): a legal 3,000-item account is walked whole at any default of 1 or more.
-pub const MAX_PAGES: usize = 5_000;
+pub(super) const MAX_PAGES: usize = 5_000;
 /// Most pages a walk with an explicit `limit` follows (the properties' walks, hundreds a run):
 /// with `limit=1` it covers a bounded prefix of a long account, and is ignored beyond it.
-pub const MAX_LIMITED_PAGES: usize = 150;
+pub(super) const MAX_LIMITED_PAGES: usize = 150;
 /// Longest time one walk takes before it stops.
-pub const MAX_WALK_TIME: Duration = Duration::from_secs(120);
+pub(super) const MAX_WALK_TIME: Duration = Duration::from_secs(120);
 /// Most body bytes one walk reads.
-pub const MAX_WALK_BYTES: usize = 64 * 1024 * 1024;
+pub(super) const MAX_WALK_BYTES: usize = 64 * 1024 * 1024;
 
 /// Query of a page request.
-pub fn query(limit: Option<u64>, starting_after: Option<&str>) -> Vec<(&'static str, String)> {
+pub(super) fn query(limit: Option<u64>, starting_after: Option<&str>) -> Vec<(&'static str, String)> {
     let mut q = Vec::new();
     if let Some(l) = limit {
         q.push(("limit", l.to_string()));
@@ -38,7 +38,7 @@ pub fn query(limit: Option<u64>, starting_after: Option<&str>) -> Vec<(&'static 
 }
 
 /// Fetches one page and reads `data`, `has_more` and `next_cursor` (§4.3).
-pub async fn fetch_page(
+pub(super) async fn fetch_page(
     api: &Api,
     account_id: &str,
     limit: Option<u64>,
@@ -91,7 +91,7 @@ fn read_page(exchange: super::http::Exchange) -> Result<Page, Stop> {
 
 /// A walk from one starting point to the page whose `has_more` is false.
 #[derive(Debug, Default)]
-pub struct Walk {
+pub(crate) struct Walk {
     pub pages: Vec<Page>,
     /// Whether the walk reached a page whose `has_more` is false.
     pub complete: bool,
@@ -102,12 +102,12 @@ pub struct Walk {
 }
 
 impl Walk {
-    pub fn ids(&self) -> Vec<String> {
+    pub(crate) fn ids(&self) -> Vec<String> {
         self.pages.iter().flat_map(Page::ids).collect()
     }
 
     /// A finding this walk shows, resting on every page it read.
-    pub fn fail(&self, message: String) -> Stop {
+    pub(crate) fn fail(&self, message: String) -> Stop {
         Stop::Fail(self.pages.iter().fold(Failure::from(message), |f, p| f.on_answer(p.seq)))
     }
 
@@ -141,7 +141,7 @@ fn stopped(request: &str, bound: String) -> Stop {
 
 /// The account's transactions may have changed (the harness drove a data action on it): its
 /// pages are read again.
-pub fn forget(api: &Api, account_id: &str) {
+pub(super) fn forget(api: &Api, account_id: &str) {
     api.pages().forget(account_id);
 }
 
@@ -154,7 +154,7 @@ async fn shared_page(api: &Api, account_id: &str, limit: Option<u64>, cursor: Op
 }
 
 /// One page as the run's cases share it (see `shared_page`).
-pub async fn page(api: &Api, account_id: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<Page, Stop> {
+pub(super) async fn page(api: &Api, account_id: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<Page, Stop> {
     shared_page(api, account_id, limit, cursor).await
 }
 
@@ -184,7 +184,7 @@ async fn shared_with_status(
 
 /// Whether the target refuses `limit` on `account_id` (a 4xx to its first page): the first
 /// page of the walks at that limit, read once per run and client key (until [`forget`]).
-pub async fn refuses_limit(api: &Api, account_id: &str, limit: u64) -> Result<bool, Stop> {
+pub(super) async fn refuses_limit(api: &Api, account_id: &str, limit: u64) -> Result<bool, Stop> {
     match shared_with_status(api, account_id, Some(limit), None).await {
         (400..=499, _) => Ok(true),
         (_, Err(stop)) if stop.is_transport() => Err(stop),
@@ -196,7 +196,12 @@ pub async fn refuses_limit(api: &Api, account_id: &str, limit: u64) -> Result<bo
 /// [`MAX_PAGES`] (or [`MAX_LIMITED_PAGES`] with a `limit`), [`MAX_WALK_BYTES`], [`MAX_WALK_TIME`] and the run's memory budget (each
 /// ignores the walk, see `stopped`), and by never following the same cursor twice (a failure).
 /// Pages already read in the run are not sent again (`shared_page`).
-pub async fn walk(api: &Api, account_id: &str, limit: Option<u64>, starting_after: Option<&str>) -> Result<Walk, Stop> {
+pub(super) async fn walk(
+    api: &Api,
+    account_id: &str,
+    limit: Option<u64>,
+    starting_after: Option<&str>,
+) -> Result<Walk, Stop> {
     let bound = if limit.is_some() { MAX_LIMITED_PAGES } else { MAX_PAGES };
     follow(api, account_id, limit, starting_after, Bound::Stop(bound)).await
 }
@@ -204,13 +209,13 @@ pub async fn walk(api: &Api, account_id: &str, limit: Option<u64>, starting_afte
 /// [`walk`] at the default page size with every page sent again, none taken from the run's
 /// shared reads (and none given to them): a later read of the account, to compare with earlier
 /// ones.
-pub async fn walk_again(api: &Api, account_id: &str) -> Result<Walk, Stop> {
+pub(super) async fn walk_again(api: &Api, account_id: &str) -> Result<Walk, Stop> {
     follow(api, account_id, None, None, Bound::Again(MAX_PAGES)).await
 }
 
 /// Most pages a property walk reads from each end of an account it does not walk whole (see
 /// [`windows`]).
-pub const WINDOW_PAGES: usize = 3;
+pub(super) const WINDOW_PAGES: usize = 3;
 
 /// Where a walk ends when it is not judged whole.
 #[derive(Clone, Copy)]
@@ -226,7 +231,7 @@ enum Bound {
 /// A walk over part of an account: the items after item `after` (the first items when
 /// `None`), as far as the walk went.
 #[derive(Debug)]
-pub struct Window {
+pub(super) struct Window {
     /// Index, in the reference walk, of the item the walk started after.
     pub after: Option<usize>,
     pub walk: Walk,
@@ -235,7 +240,7 @@ pub struct Window {
 impl Window {
     /// The reference items this window must hold: those after its start, up to as many as it
     /// read when it did not reach the end.
-    pub fn expected<'a>(&self, ids: &'a [String]) -> &'a [String] {
+    pub(super) fn expected<'a>(&self, ids: &'a [String]) -> &'a [String] {
         let from = self.after.map_or(0, |k| k + 1).min(ids.len());
         let rest = &ids[from..];
         if self.walk.complete {
@@ -252,7 +257,7 @@ impl Window {
 /// (full pages to the last). A small `limit` on a long account would cost a request per item
 /// or two; its middle pages take the same path as the first and last ones. The caller says so
 /// in a note ([`windowed`]).
-pub async fn windows(api: &Api, account_id: &str, limit: u64, ids: &[String]) -> Result<Vec<Window>, Stop> {
+pub(super) async fn windows(api: &Api, account_id: &str, limit: u64, ids: &[String]) -> Result<Vec<Window>, Stop> {
     let span = (limit as usize).saturating_mul(WINDOW_PAGES);
     if !windowed(limit, ids.len()) {
         let walk = walk(api, account_id, Some(limit), None).await?;
@@ -266,13 +271,13 @@ pub async fn windows(api: &Api, account_id: &str, limit: u64, ids: &[String]) ->
 }
 
 /// Whether [`windows`] walks an account of `items` items at `limit` by its two ends only.
-pub fn windowed(limit: u64, items: usize) -> bool {
+pub(super) fn windowed(limit: u64, items: usize) -> bool {
     items > (limit as usize).saturating_mul(2 * WINDOW_PAGES)
 }
 
 /// [`walk`] from `starting_after`, reading at most `pages` pages: the walk so far, complete
 /// or not.
-pub async fn walk_window(
+pub(super) async fn walk_window(
     api: &Api,
     account_id: &str,
     limit: u64,

@@ -20,10 +20,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The cap of one wait, whatever the observed latency or the queue.
-pub const MAX_WAIT: Duration = Duration::from_secs(120);
+pub(super) const MAX_WAIT: Duration = Duration::from_secs(120);
 /// The run's first delivery is awaited this many times `--event-timeout` longer than a wait's
 /// floor: nothing is learned yet about the target's latency.
-pub const FIRST_WAIT_FACTOR: u32 = 3;
+pub(super) const FIRST_WAIT_FACTOR: u32 = 3;
 
 #[derive(Default)]
 struct State {
@@ -41,7 +41,7 @@ struct State {
 
 /// The run's waiting policy and what it has learned; shared by every wait of the run.
 #[derive(Default)]
-pub struct Patience {
+pub(crate) struct Patience {
     state: Mutex<State>,
 }
 
@@ -51,13 +51,13 @@ impl Patience {
     }
 
     /// Waits last at least until `until` while no delivery has arrived in the run (`quiet`).
-    pub fn expect_first(&self, until: Instant) {
+    pub(crate) fn expect_first(&self, until: Instant) {
         self.state().first_until = Some(until);
     }
 
     /// When a wait begun at `started` with floor `floor` (`--event-timeout`) gives up, as of now;
     /// `quiet`: no delivery has arrived in the run yet.
-    pub fn deadline(&self, started: Instant, floor: Duration, quiet: bool) -> Instant {
+    pub(crate) fn deadline(&self, started: Instant, floor: Duration, quiet: bool) -> Instant {
         let state = self.state();
         let learned = state.latency.map_or(Duration::ZERO, |l| l * 2 + Duration::from_secs(1));
         let mut deadline = started + floor.max(learned);
@@ -72,19 +72,19 @@ impl Patience {
     }
 
     /// A waiter saw a delivery arrive.
-    pub fn arrival(&self) {
+    pub(crate) fn arrival(&self) {
         self.state().last_arrival = Some(Instant::now());
     }
 
     /// A wait succeeded after `took`.
-    pub fn succeeded(&self, took: Duration) {
+    pub(crate) fn succeeded(&self, took: Duration) {
         let mut state = self.state();
         state.latency = Some(state.latency.map_or(took, |l| l.max(took)));
         state.observed += 1;
     }
 
     /// A wait for deliveries about `connection_id` ran out with `seen` of them arrived.
-    pub fn ran_out(&self, connection_id: &str, seen: usize) {
+    pub(crate) fn ran_out(&self, connection_id: &str, seen: usize) {
         let mut state = self.state();
         if state.ran_out.len() < 1000 {
             state.ran_out.push((connection_id.to_string(), seen));
@@ -93,7 +93,7 @@ impl Patience {
 
     /// For the message of a case whose event never came: how long it waited, and what latency
     /// this run has shown.
-    pub fn describe(&self, waited: Duration) -> String {
+    pub(crate) fn describe(&self, waited: Duration) -> String {
         let state = self.state();
         let latency = match state.latency {
             Some(l) => format!(
@@ -108,7 +108,7 @@ impl Patience {
 
     /// After the run: the waits that ran out whose connection got deliveries afterwards (late,
     /// not missing), given how many deliveries each connection has now.
-    pub fn late_note(&self, count_now: impl Fn(&str) -> usize) -> Option<String> {
+    pub(crate) fn late_note(&self, count_now: impl Fn(&str) -> usize) -> Option<String> {
         let state = self.state();
         let late: Vec<&str> =
             state.ran_out.iter().filter(|(id, seen)| count_now(id) > *seen).map(|(id, _)| id.as_str()).collect();

@@ -23,15 +23,9 @@ use serde_json::Value;
 /// Checks the keys, the driver and `--connection-id` against the target, and leaves the webhook
 /// path to [`listen`]. `Err`: the run must not start (exit 2). The flags alone were checked
 /// before the session started ([`RunConfig::validate`](super::config::RunConfig::validate)).
-pub async fn check(session: &mut Session) -> Result<(), SetupError> {
+pub(super) async fn check(session: &mut Session) -> Result<(), SetupError> {
     if let Webhooks::Failed(m) = &session.webhooks {
-        let config = &session.config;
-        let hint = match (&config.driver_impl, &config.driver_url, &config.driver) {
-            (Some(_), ..) => "the driver given in code",
-            (None, Some(_), _) => "is --driver-url right, and its server up?",
-            (None, None, Some(_)) => "is --driver right, and executable?",
-            (None, None, None) => "the embedded sandbox's driver",
-        };
+        let hint = session.plan.driver.register_hint();
         return Err(SetupError::DriverRegisterFailed { hint, message: m.clone() });
     }
     let first = probe_key(session, Auth::Primary, "--api-key").await?;
@@ -39,7 +33,7 @@ pub async fn check(session: &mut Session) -> Result<(), SetupError> {
         if session.api.has_second_key() { probe_key(session, Auth::Second, "--second-api-key").await? } else { None };
     // A missing widget ends the widget cases only (see `runner::run_flow`), never the run.
     session.widget_missing = probe_service(session).await.err();
-    if let Some(id) = session.config.connection_id.clone() {
+    if let Some(id) = session.plan.connection_id.clone() {
         let exchange = session
             .api
             .get(&["v1", "connections", &id, "accounts"], &[])
@@ -76,7 +70,7 @@ pub async fn check(session: &mut Session) -> Result<(), SetupError> {
 
 /// Awaits the preflight connections' first deliveries (run beside the cases): `Ok` with the
 /// notes on them, or `Err` with the diagnosis when nothing at all reached the receiver.
-pub async fn listen(session: &Session) -> Result<Vec<String>, SilentReceiver> {
+pub(super) async fn listen(session: &Session) -> Result<Vec<String>, SilentReceiver> {
     let (Some(first), Some(receiver)) = (&session.first_deliveries, &session.receiver) else { return Ok(Vec::new()) };
     let what = format!("the first webhook delivery, for {}", first.connection_id);
     let left = (first.since + first_wait(session)).saturating_duration_since(std::time::Instant::now());
@@ -98,7 +92,7 @@ pub async fn listen(session: &Session) -> Result<Vec<String>, SilentReceiver> {
 /// How long the run's first delivery is awaited: it may be late (a queue), and nothing is known
 /// yet of the target's latency; it teaches the later waits that latency (see `patience`).
 fn first_wait(session: &Session) -> std::time::Duration {
-    session.config.event_wait() * (super::patience::FIRST_WAIT_FACTOR + 1)
+    session.plan.event_wait() * (super::patience::FIRST_WAIT_FACTOR + 1)
 }
 
 /// `POST /v1/connections` with one key: refused with 401/403 stops the run; a created
@@ -122,7 +116,7 @@ async fn probe_key(session: &Session, auth: Auth, flag: &'static str) -> Result<
 /// served), which the widget cases end in; the rest of the run is judged. (The embedded sandbox
 /// names its own service; a target that leaves the path unanswered is left to the cases.)
 async fn probe_service(session: &Session) -> Result<(), WidgetNotServed> {
-    let (Some(service), Some(_)) = (&session.config.service, &session.config.base_url) else { return Ok(()) };
+    let (Some(service), false) = (&session.plan.service, session.plan.embedded()) else { return Ok(()) };
     let Ok(exchange) = session.api.fetch_asset(&["widget", &format!("{service}-connect.js")]).await else {
         return Ok(());
     };
@@ -150,7 +144,7 @@ fn silent_diagnosis(session: &Session) -> SilentReceiver {
         waited: first_wait(session),
         url: session.receiver.as_ref().map_or("?", |r| r.url()).to_string(),
         // The bound address: `:0` in the configuration says nothing about where to look.
-        listening: session.receiver.as_ref().map_or(session.config.webhook_listen, |r| r.listening()),
+        listening: session.receiver.as_ref().map_or(session.plan.webhook_listen, |r| r.listening()),
     }
 }
 
@@ -165,7 +159,7 @@ async fn same_client(session: &Session, first: &str, second: &str) -> Option<Str
             .iter()
             .find_map(|d| d.body.pointer("/data/clientId").and_then(Value::as_str).map(str::to_string))
     };
-    let wait = session.config.event_wait();
+    let wait = session.plan.event_wait();
     let what = format!("a first delivery for the second client's {second}");
     receiver.wait_until(&what, second, wait, |ds| !ds.is_empty()).await;
     match (client(first), client(second)) {

@@ -22,7 +22,7 @@ const MAX_SHRINK_ITERS: u32 = 64;
 
 /// Runs `test` over `--cases` inputs drawn from `strategy`, seeded from the run's seed and the
 /// case id; on failure, shrinks and reports the smallest failing input found.
-pub async fn for_all<S, F, Fut>(ctx: &Session, case_id: &'static str, strategy: S, test: F) -> Result<(), Stop>
+pub(super) async fn for_all<S, F, Fut>(ctx: &Session, case_id: &'static str, strategy: S, test: F) -> Result<(), Stop>
 where
     S: Strategy,
     S::Tree: Send + 'static,
@@ -30,7 +30,7 @@ where
     F: Fn(S::Value) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), Stop>> + Send + 'static,
 {
-    let (run_seed, cases) = (ctx.seed, ctx.config.cases.max(1));
+    let (run_seed, cases) = (ctx.seed, ctx.plan.cases.max(1));
     let mut trees = draw(&strategy, ctx.case_seed(case_id), cases)?;
     let test = Arc::new(test);
     let mut failing: Option<(usize, Failure)> = None;

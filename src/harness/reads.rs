@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 /// One transaction as a walk keeps it: the fields that checks read, not the whole object.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Item {
+pub(crate) struct Item {
     /// The `id` (see [`item_id`]).
     pub id: String,
     /// `accountId` as JSON text (`"acc_1"`, `5`), when present and not null.
@@ -37,7 +37,7 @@ impl Item {
 /// against its endpoint's rules as it was read): the body itself is not kept (a walk may see
 /// thousands of pages).
 #[derive(Clone, Debug)]
-pub struct Page {
+pub(crate) struct Page {
     /// `GET /v1/accounts/acc_1/transactions?limit=3`.
     pub request: String,
     pub items: Vec<Item>,
@@ -51,17 +51,17 @@ pub struct Page {
 
 impl Page {
     /// A finding this page shows, resting on its answer.
-    pub fn fail(&self, message: String) -> Stop {
+    pub(crate) fn fail(&self, message: String) -> Stop {
         Stop::Fail(Failure::from(message).shown_by(self.seq))
     }
 
-    pub fn ids(&self) -> Vec<String> {
+    pub(crate) fn ids(&self) -> Vec<String> {
         self.items.iter().map(|i| i.id.clone()).collect()
     }
 }
 
 /// The `id` of a transaction, or a placeholder naming what was there.
-pub fn item_id(item: &Value) -> String {
+pub(super) fn item_id(item: &Value) -> String {
     match item.get("id") {
         Some(Value::String(s)) => s.clone(),
         Some(other) => format!("<id {other}>"),
@@ -70,7 +70,7 @@ pub fn item_id(item: &Value) -> String {
 }
 
 /// One page shared by the run's cases, with the status it was answered with.
-pub type SharedPage = tokio::sync::OnceCell<(u16, Result<Page, Stop>)>;
+pub(super) type SharedPage = tokio::sync::OnceCell<(u16, Result<Page, Stop>)>;
 
 /// Most bytes of pages a run shares (a target chooses how large pages are).
 const MAX_SHARED: usize = 8 * 1024 * 1024;
@@ -87,19 +87,25 @@ struct PageKey {
 /// The pages one run has read, each sent once and shared by its cases until a data action on
 /// its account ([`PageCache::forget`]), within `MAX_SHARED` (8 MiB) bytes.
 #[derive(Default)]
-pub struct PageCache {
+pub(crate) struct PageCache {
     bytes: AtomicUsize,
     pages: Mutex<HashMap<PageKey, Arc<SharedPage>>>,
 }
 
 impl PageCache {
     /// Whether the run has shared as many bytes of pages as it may: later pages are read anew.
-    pub fn full(&self) -> bool {
+    pub(crate) fn full(&self) -> bool {
         self.bytes.load(Ordering::Relaxed) > MAX_SHARED
     }
 
     /// The shared slot of one page (`reader`: whose key reads it, as the client names it).
-    pub fn slot(&self, account: &str, limit: Option<u64>, cursor: Option<&str>, reader: &str) -> Arc<SharedPage> {
+    pub(crate) fn slot(
+        &self,
+        account: &str,
+        limit: Option<u64>,
+        cursor: Option<&str>,
+        reader: &str,
+    ) -> Arc<SharedPage> {
         let key = PageKey {
             account: account.to_string(),
             limit,
@@ -110,12 +116,12 @@ impl PageCache {
     }
 
     /// Counts the bytes of a page read into the cache.
-    pub fn read(&self, bytes: usize) {
+    pub(crate) fn read(&self, bytes: usize) {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Forgets the pages of `account` (what they hold has changed).
-    pub fn forget(&self, account: &str) {
+    pub(crate) fn forget(&self, account: &str) {
         self.pages.lock().unwrap_or_else(|e| e.into_inner()).retain(|k, _| k.account != account);
     }
 }

@@ -29,7 +29,7 @@ const MAX_BYTES: usize = budget::MAX_HELD;
 /// Largest delivery body accepted.
 const MAX_DELIVERY: usize = 1024 * 1024;
 /// What the second client's address appends to the first's.
-pub const SECOND_CLIENT_PATH: &str = "/second-client";
+pub(super) const SECOND_CLIENT_PATH: &str = "/second-client";
 
 struct Store {
     /// The run's evidence: each delivery, and how late it came.
@@ -59,7 +59,7 @@ struct HoldSpec {
 }
 
 /// Holds the answer to a delivery until dropped ([`Receiver::hold`]).
-pub struct Hold {
+pub(crate) struct Hold {
     store: Arc<Store>,
     id: u64,
     release: watch::Sender<bool>,
@@ -73,7 +73,7 @@ impl Drop for Hold {
 }
 
 /// A running receiver.
-pub struct Receiver {
+pub(crate) struct Receiver {
     url: String,
     /// The address it listens on, port bound (not the configured `:0`).
     addr: SocketAddr,
@@ -111,7 +111,7 @@ impl Drop for Waiting {
 impl Receiver {
     /// Starts listening on `listen`. The URL given to the target is `public_url` when set (a
     /// target in a container or on another host), else this address (loopback for `0.0.0.0`).
-    pub async fn start(
+    pub(crate) async fn start(
         listen: SocketAddr,
         public_url: Option<String>,
         recorder: Arc<Recorder>,
@@ -160,12 +160,12 @@ impl Receiver {
     }
 
     /// The address to register with the target for the client under test.
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
     /// The address to register for the second client: deliveries there are [`Recipient::Second`].
-    pub fn second_url(&self) -> String {
+    pub(crate) fn second_url(&self) -> String {
         second_url(&self.url)
     }
 
@@ -174,7 +174,7 @@ impl Receiver {
     /// it answers the delivery (§6.3), so a target that makes its change readable only once the
     /// delivery is acknowledged is caught whatever the timing. The delivery is kept (and the
     /// waits see it) at once.
-    pub fn hold(&self, connection: &str, kind: &str) -> Hold {
+    pub(crate) fn hold(&self, connection: &str, kind: &str) -> Hold {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (release, released) = watch::channel(false);
@@ -184,19 +184,19 @@ impl Receiver {
     }
 
     /// The address it listens on, with the port the system bound.
-    pub fn listening(&self) -> SocketAddr {
+    pub(crate) fn listening(&self) -> SocketAddr {
         self.addr
     }
 
     /// How many deliveries have arrived so far: a delivery with `seq` at or above it is newer
     /// than this moment. (A short-form event has no id, so "new" is judged by arrival.)
-    pub fn arrived_so_far(&self) -> u64 {
+    pub(crate) fn arrived_so_far(&self) -> u64 {
         self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner()).len() as u64
     }
 
     /// Why an expected event may be missing although deliveries came: a note when some bodies
     /// were JSON arrays (batched events; §6.1 shows one event object per delivery), else empty.
-    pub fn batch_hint(&self) -> String {
+    pub(crate) fn batch_hint(&self) -> String {
         let all = self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
         match all.iter().filter(|d| d.body.is_array()).count() {
             0 => String::new(),
@@ -208,20 +208,20 @@ impl Receiver {
 
     /// Every delivery so far that concerns `connection_id`, duplicates included.
     /// Every delivery so far with when it arrived.
-    pub fn timeline(&self) -> Vec<(std::time::Instant, Delivery)> {
+    pub(crate) fn timeline(&self) -> Vec<(std::time::Instant, Delivery)> {
         let all = self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
         let arrivals = self.store.arrivals.lock().unwrap_or_else(|e| e.into_inner());
         arrivals.iter().copied().zip(all.iter().cloned()).collect()
     }
 
-    pub fn for_connection(&self, connection_id: &str) -> Vec<Delivery> {
+    pub(crate) fn for_connection(&self, connection_id: &str) -> Vec<Delivery> {
         let all = self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
         all.iter().filter(|d| d.connection_id() == Some(connection_id)).cloned().collect()
     }
 
     /// The waits that have lasted over `after`: `waiting for connection.connected for conn_1
     /// (4s, at most 120s)` for the longest, and how many more; for a terminal's progress line.
-    pub fn waiting(&self, after: Duration) -> Option<String> {
+    pub(crate) fn waiting(&self, after: Duration) -> Option<String> {
         let waits = self.waits.lock().unwrap_or_else(|e| e.into_inner());
         let longest = waits.iter().filter(|w| w.started.elapsed() > after).min_by_key(|w| w.started)?;
         let more = waits.iter().filter(|w| w.started.elapsed() > after).count() - 1;
@@ -239,7 +239,7 @@ impl Receiver {
     /// and the deliveries seen. The progress line says `what` it waits for
     /// (`connection.connected for conn_1`): a person watching a slow run sees which event is
     /// missing.
-    pub async fn wait_until(
+    pub(crate) async fn wait_until(
         &self,
         what: &str,
         connection_id: &str,
@@ -276,7 +276,7 @@ impl Receiver {
     }
 
     /// Waits until another delivery arrives, or until `until`: whether one did.
-    pub async fn next_arrival(&self, until: Instant) -> bool {
+    pub(crate) async fn next_arrival(&self, until: Instant) -> bool {
         let mut arrivals = self.arrivals.clone();
         arrivals.mark_unchanged();
         let left = until.saturating_duration_since(Instant::now());
@@ -284,7 +284,7 @@ impl Receiver {
     }
 
     /// Waits until a delivery of `event_type` concerning `connection_id` has arrived.
-    pub async fn wait_for_type(
+    pub(crate) async fn wait_for_type(
         &self,
         connection_id: &str,
         event_type: &str,
@@ -297,11 +297,11 @@ impl Receiver {
     /// `; N deliveries were refused …` when the receiver refused any for their size, for the
     /// message of a case that waited in vain; empty otherwise.
     /// How many deliveries the receiver refused (too large): they prove the path works.
-    pub fn refused(&self) -> u64 {
+    pub(crate) fn refused(&self) -> u64 {
         self.store.refused.load(std::sync::atomic::Ordering::Relaxed) as u64
     }
 
-    pub fn refusals(&self) -> String {
+    pub(crate) fn refusals(&self) -> String {
         match self.store.refused.load(std::sync::atomic::Ordering::Relaxed) {
             0 => String::new(),
             n => format!(
@@ -315,7 +315,7 @@ impl Receiver {
         }
     }
 
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(s) = self.shutdown.take() {
             let _ = s.send(());
         }

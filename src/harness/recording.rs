@@ -26,7 +26,7 @@ struct Listed {
 
 /// The run's trace, times counted from `started`; the failures of `results` name the evidence
 /// kept and the connections drawn first.
-pub fn trace(ctx: &RunContext, started: Instant, results: &[CaseResult]) -> Trace {
+pub(super) fn trace(ctx: &RunContext, started: Instant, results: &[CaseResult]) -> Trace {
     let redactor = &ctx.redactor;
     let since = |at: Instant| at.saturating_duration_since(started);
     let (mut named_answers, mut named_deliveries) = (Vec::new(), Vec::new());

@@ -103,7 +103,7 @@ impl Redactor {
 
 /// Whether a secret is too short to be told apart from ordinary text: it is redacted only as a
 /// whole word, and the run says so in a note (`RunConfig::short_keys_note`).
-pub fn is_short(secret: &str) -> bool {
+pub(crate) fn is_short(secret: &str) -> bool {
     !secret.is_empty() && secret.chars().count() < MIN_FRAGMENT
 }
 
@@ -130,7 +130,7 @@ fn replace_words(text: &str, word: &str) -> String {
 /// `text` cut to its first `max` characters, `…` marking a cut. It knows no secret: for text
 /// that a run's [`Redactor`] redacts whole before it is shown, which also takes a piece of a
 /// secret that the cut left before its `…`.
-pub fn shorten(text: &str, max: usize) -> String {
+pub(super) fn shorten(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }
@@ -138,7 +138,7 @@ pub fn shorten(text: &str, max: usize) -> String {
 }
 
 /// `text` cut to its last `max` characters, `…` marking a cut (see [`shorten`]).
-pub fn shorten_start(text: &str, max: usize) -> String {
+pub(super) fn shorten_start(text: &str, max: usize) -> String {
     let count = text.chars().count();
     if count <= max {
         return text.to_string();
@@ -306,7 +306,7 @@ fn fragments<'a>(text: &str, forms: impl IntoIterator<Item = (&'a str, usize)>) 
 /// beyond its public prefix: as the redactor finds them (plain, JSON-escaped, percent-encoded),
 /// and also base64, base64url and hex encoded (for judging what a target hands a frontend,
 /// §5.2/§5.3; the redactor itself does not search those, to keep redaction cheap).
-pub fn reveals(text: &str, secret: &str) -> bool {
+pub(super) fn reveals(text: &str, secret: &str) -> bool {
     if secret.is_empty() {
         return false;
     }

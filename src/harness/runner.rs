@@ -3,17 +3,19 @@
 //! setup to the report.
 
 use super::cancel::{Cancel, Cause};
+use super::catalogue::Selection;
 use super::catalogue::{self, Case, Need};
 use super::checks;
 use super::checks::Judged;
-use super::config::RunConfig;
+use super::config::{RunConfig, RunPlan};
 use super::errors::SetupError;
 use super::expect::{Expectations, Standing};
 use super::fixtures::RunContext;
 use super::har;
-use super::outcome::{CaseResult, ErrorSource, Failure, IgnoreCause, Outcome, Problems};
+use super::outcome::{CaseResult, ErrorSource, Failure, Gate, IgnoreCause, Outcome, Problems};
 use super::preflight;
 pub use super::progress::Progress;
+use super::redact::Redactor;
 use super::session::Session;
 use super::verdict::{Cited, Link};
 use super::verdict::{Origin, Report};
@@ -21,10 +23,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Sets up a session (its flags checked first) and runs the preflight; `Err` says why the run
-/// must not start.
-pub async fn start(config: RunConfig) -> Result<Arc<RunContext>, SetupError> {
-    let mut session = Session::setup(config).await?;
+/// Sets up a session from its checked plan and runs the preflight; `Err` says why the run must
+/// not start.
+pub(crate) async fn start(plan: RunPlan) -> Result<Arc<RunContext>, SetupError> {
+    let mut session = Session::setup(plan).await?;
     match preflight::check(&mut session).await {
         Ok(()) => Ok(RunContext::new(session)),
         Err(e) => {
@@ -57,67 +59,130 @@ impl<T> Drop for Aborting<T> {
     }
 }
 
+/// What every report of a run says, whatever became of it: taken from the plan before the
+/// session owns it (or, for flags that do not validate, from the flags as given).
+struct Frame {
+    started: Instant,
+    settings: String,
+    gate: Gate,
+    secrets: Redactor,
+}
+
+impl Frame {
+    /// A report with no result: the run never got to its cases.
+    fn empty(&self, setup_error: Option<SetupError>) -> Report {
+        Report {
+            origin: Origin::Run { seed: 0, settings: self.settings.clone() },
+            server: String::new(),
+            gate: self.gate.clone(),
+            results: Vec::new(),
+            duration: self.started.elapsed(),
+            notes: Vec::new(),
+            setup_error,
+            transition_graph: None,
+            expectations: None,
+            latency: Default::default(),
+            har: None,
+            stopped: None,
+            redactor: self.secrets.clone(),
+            trace: Default::default(),
+            cited: BTreeMap::new(),
+            root_causes: Vec::new(),
+        }
+    }
+
+    /// The report of a run that must not start (exit 2); the error redacted with the flags'
+    /// secrets (a setup error may quote a driver or a target that echoed a key).
+    fn not_run(&self, setup_error: SetupError) -> Report {
+        self.empty(Some(setup_error.redacted(&self.secrets)))
+    }
+
+    /// The report of a run cut short during its setup: every selected case is unfinished.
+    fn cut(&self, cause: Cause, selection: &Selection) -> Report {
+        let unfinished = catalogue::all().iter().filter(|c| selection.matches(c)).map(|case| CaseResult {
+            case,
+            outcome: Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() },
+            duration: Duration::ZERO,
+            reproduction: None,
+        });
+        Report {
+            results: unfinished.collect(),
+            notes: vec![format!("the run was cut short before its cases started: {}", cause.describe())],
+            stopped: Some(cause),
+            ..self.empty(None)
+        }
+    }
+}
+
 /// [`run_report`], cut short when `cancel` fires (a signal) or the deadline passes: no new work
 /// starts, the running cases end ignored with the cause, the cleanup runs (bounded by
-/// 5 s), and the report holds what was judged, with the cause in `stopped`.
-pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progress>>, cancel: Cancel) -> Report {
+/// 5 s), and the report holds what was judged, with the cause in `stopped`. The flags are
+/// checked first, once ([`RunConfig::validate`]); the rest of the run reads the plan.
+pub(crate) async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progress>>, cancel: Cancel) -> Report {
     let started = Instant::now();
-    let _deadline = config.deadline().map(|after| Aborting(cancel.deadline(after)));
-    let (settings, gate) = (config.rerun_settings(), config.gate());
-    let selection = config.selection();
-    // A run that stops before its session exists still knows the keys its flags gave.
-    let secrets = config.secrets();
-    let short_keys = config.short_keys_note();
-    let empty = |setup_error: Option<SetupError>| Report {
-        origin: Origin::Run { seed: 0, settings: settings.clone() },
-        server: String::new(),
-        gate: gate.clone(),
-        results: Vec::new(),
-        duration: started.elapsed(),
-        notes: Vec::new(),
-        setup_error,
-        transition_graph: None,
-        expectations: None,
-        latency: Default::default(),
-        har: None,
-        stopped: None,
-        redactor: secrets.clone(),
-        trace: Default::default(),
-        cited: BTreeMap::new(),
-        root_causes: Vec::new(),
-    };
-    let not_run = |setup_error: SetupError| empty(Some(setup_error.redacted(&secrets)));
-    // A broken expectations file is found before anything runs.
-    let expectations = match config.expect.as_deref().map(Expectations::load).transpose() {
-        Ok(e) => e,
-        Err(e) => return not_run(e.into()),
-    };
-    let ctx = tokio::select! {
-        biased;
-        ctx = start(config) => match ctx {
-            Ok(started) => started,
-            Err(e) => return not_run(e),
-        },
-        // Cut short during the setup: every selected case is unfinished.
-        cause = cancel.fired() => {
-            let unfinished = catalogue::all().iter().filter(|c| selection.matches(c)).map(|case| CaseResult {
-                case,
-                outcome: Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() },
-                duration: Duration::ZERO,
-                reproduction: None,
-            });
-            return Report {
-                results: unfinished.collect(),
-                notes: vec![format!("the run was cut short before its cases started: {}", cause.describe())],
-                stopped: Some(cause),
-                expectations,
-                ..empty(None)
-            };
+    let plan = match config.validate() {
+        Ok(plan) => plan,
+        Err(e) => {
+            let frame =
+                Frame { started, settings: config.rerun_settings(), gate: config.gate(), secrets: config.secrets() };
+            return frame.not_run(e);
         }
     };
-    let cases = selected(&ctx);
-    // The first deliveries are awaited beside the cases, from now on; a silent receiver is said
-    // the moment it is known.
+    drop(config); // From here on, the plan alone.
+    let _deadline = plan.deadline.map(|after| Aborting(cancel.deadline(after)));
+    let frame = Frame { started, settings: plan.rerun.clone(), gate: plan.gate.clone(), secrets: plan.secrets.clone() };
+    let short_keys = plan.short_keys.clone();
+    // A broken expectations file is found before anything runs.
+    let expectations = match plan.expect.as_deref().map(Expectations::load).transpose() {
+        Ok(e) => e,
+        Err(e) => return frame.not_run(e.into()),
+    };
+    let ctx = match set_up(plan, &cancel).await {
+        Ok(ctx) => ctx,
+        Err(Unstarted::Refused(e)) => return frame.not_run(e),
+        Err(Unstarted::Cut(cause, selection)) => return Report { expectations, ..frame.cut(cause, &selection) },
+    };
+    let results = run_cases(&ctx, progress, &cancel, &frame.gate, expectations.as_ref()).await;
+    // Cut short: some case was left unfinished (a cause that came after the last case is none).
+    let stopped = cancel.cause().filter(|cause| results.iter().any(|r| ignored_by(r, *cause)));
+    let notes = end_notes(&ctx, &results, stopped, &cancel, started, short_keys).await;
+    let report = Report { expectations, stopped, ..report_of(&ctx, frame, results, notes) };
+    match cancel.cause() {
+        None => ctx.shutdown().await,
+        // What the bound cuts off ends as it drops (the browser and driver processes are killed).
+        Some(_) => drop(tokio::time::timeout(CLEANUP, ctx.shutdown()).await),
+    }
+    report
+}
+
+/// Why a run got no session: the setup or preflight refused it (exit 2), or it was cut short
+/// meanwhile (with the selection whose cases it leaves unfinished).
+enum Unstarted {
+    Refused(SetupError),
+    Cut(Cause, Selection),
+}
+
+/// The setup and preflight, raced against `cancel`.
+async fn set_up(plan: RunPlan, cancel: &Cancel) -> Result<Arc<RunContext>, Unstarted> {
+    let selection = plan.selection.clone();
+    tokio::select! {
+        biased;
+        ctx = start(plan) => ctx.map_err(Unstarted::Refused),
+        cause = cancel.fired() => Err(Unstarted::Cut(cause, selection)),
+    }
+}
+
+/// The selected cases, run with their heartbeats: the first deliveries awaited beside them (a
+/// silent receiver said the moment it is known), and, with `progress`, the header, a line per
+/// case and a waiting line each second.
+async fn run_cases(
+    ctx: &Arc<RunContext>,
+    progress: Option<Arc<dyn Progress>>,
+    cancel: &Cancel,
+    gate: &Gate,
+    expectations: Option<&Expectations>,
+) -> Vec<CaseResult> {
+    let cases = selected(ctx);
     let _heard = Aborting(tokio::spawn({
         let (ctx, progress) = (ctx.clone(), progress.clone());
         async move {
@@ -132,7 +197,6 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
             p.diagnosis(&diagnosis.to_string());
         }
     }
-    let gate = ctx.config.gate();
     let ticker = progress.clone().map(|p| {
         let ctx = ctx.clone();
         Aborting(tokio::spawn(async move {
@@ -144,9 +208,9 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
             }
         }))
     });
-    let results = run_all(ctx.clone(), cases, &cancel, |r: &CaseResult| {
+    let results = run_all(ctx.clone(), cases, cancel, |r: &CaseResult| {
         if let Some(p) = &progress {
-            let expected = expectations.as_ref().is_some_and(|e| e.standing(r) == Some(Standing::Held));
+            let expected = expectations.is_some_and(|e| e.standing(r) == Some(Standing::Held));
             p.finished(r, gate.gates(r.case.level), expected);
         }
     })
@@ -155,9 +219,20 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
     if let Some(p) = &progress {
         p.done();
     }
-    // Cut short: some case was left unfinished (a cause that came after the last case is none).
-    let stopped = cancel.cause().filter(|cause| results.iter().any(|r| ignored_by(r, *cause)));
-    // Notes only the end of the run can give: the first deliveries, late ones, 429s.
+    results
+}
+
+/// Notes only the end of the run can give: a run cut short, the first deliveries, late ones,
+/// copies, 429s, the harness's own bounds; and the receiver unregistered (bounded when the run
+/// was cut short), with what the driver said of it.
+async fn end_notes(
+    ctx: &RunContext,
+    results: &[CaseResult],
+    stopped: Option<Cause>,
+    cancel: &Cancel,
+    started: Instant,
+    short_keys: Option<String>,
+) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(cause) = stopped {
         let unfinished = results.iter().filter(|r| ignored_by(r, cause)).count();
@@ -198,38 +273,37 @@ pub async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progre
         }),
     };
     notes.extend(unregistered);
-    let har = write_har(&ctx, &results, &mut notes);
-    let trace = super::recording::trace(&ctx, started, &results);
-    let cited = cite(&ctx, &results);
+    notes
+}
+
+/// The report of a run that judged its cases: the HAR written (a failure to write it is a
+/// note), then what the reports cite from it, the trace and the root causes.
+fn report_of(ctx: &RunContext, frame: Frame, results: Vec<CaseResult>, mut notes: Vec<String>) -> Report {
+    let har = write_har(ctx, &results, &mut notes);
+    let trace = super::recording::trace(ctx, frame.started, &results);
+    let cited = cite(ctx, &results);
     let deliveries: Vec<_> =
         ctx.receiver().map(|r| r.timeline().into_iter().map(|(_, d)| d).collect()).unwrap_or_default();
     let root_causes = super::causes::find(&ctx.api.answers().all(), &deliveries, &results);
-    let report = Report {
-        origin: Origin::Run { seed: ctx.seed, settings },
+    Report {
+        origin: Origin::Run { seed: ctx.seed, settings: frame.settings },
         server: ctx.server.clone(),
-        gate,
+        gate: frame.gate,
         results,
-        duration: started.elapsed(),
+        duration: frame.started.elapsed(),
         notes,
         setup_error: None,
         transition_graph: ctx.graph().cloned(),
-        expectations,
+        expectations: None,
         latency: ctx.api.recorder().latency.summary(),
         har,
-        stopped,
+        stopped: None,
         redactor: ctx.redactor.clone(),
         trace,
         cited,
         root_causes,
-    };
-    match cancel.cause() {
-        None => ctx.shutdown().await,
-        // What the bound cuts off ends as it drops (the browser and driver processes are killed).
-        Some(_) => drop(tokio::time::timeout(CLEANUP, ctx.shutdown()).await),
     }
-    report
 }
-
 /// Whether `result` is a case the cut-short run left unfinished.
 fn ignored_by(result: &CaseResult, cause: Cause) -> bool {
     matches!(&result.outcome, Outcome::Ignored { cause: c, .. } if *c == cause.ignore_cause())
@@ -286,7 +360,7 @@ fn write_har(
     results: &[CaseResult],
     notes: &mut Vec<String>,
 ) -> Option<(String, BTreeMap<String, Link>)> {
-    let path = ctx.config.har.as_ref()?;
+    let path = ctx.plan.har.as_ref()?;
     let recorder = ctx.api.recorder();
     if let Err(e) = recorder.write(path, &ctx.redactor) {
         notes.push(format!("the HAR was not written: {e}"));
@@ -320,8 +394,8 @@ async fn run_flow(ctx: Arc<RunContext>, case: &'static Case) -> Outcome {
     };
     // Generous: a case waits for events several times (each wait at most
     // `patience::MAX_WAIT`), and walks many pages.
-    let waits = super::patience::MAX_WAIT.max(ctx.config.event_wait());
-    let limit = Duration::from_secs(60) + waits * 6 + ctx.config.request_wait() * 2;
+    let waits = super::patience::MAX_WAIT.max(ctx.plan.waits.event);
+    let limit = Duration::from_secs(60) + waits * 6 + ctx.plan.waits.request * 2;
     // Aborted if this case is (the run cut short), so that its flow stops too.
     let mut task = Aborting(tokio::spawn(har::in_case(Some(case.id.as_str()), (code.flow)(ctx.clone()))));
     let outcome = match tokio::time::timeout(limit, &mut task.0).await {
@@ -431,8 +505,8 @@ fn delivery_reproduction(ctx: &RunContext, case: &str, deliveries: &[u64]) -> Op
 }
 
 /// The cases the configuration selects, in catalogue order.
-pub fn selected(ctx: &RunContext) -> Vec<&'static Case> {
-    let selection = ctx.config.selection();
+pub(crate) fn selected(ctx: &RunContext) -> Vec<&'static Case> {
+    let selection = &ctx.plan.selection;
     catalogue::all().iter().filter(|c| selection.matches(c)).collect()
 }
 
@@ -442,7 +516,7 @@ pub fn selected(ctx: &RunContext) -> Vec<&'static Case> {
 /// ends, the others after the last flow. When `cancel` fires, the flows still running are
 /// aborted and their cases ignored with its cause; the answers read so far are still judged,
 /// and a violation they show still fails its case (a pass over part of the run is not one).
-pub async fn run_all(
+pub(crate) async fn run_all(
     ctx: Arc<RunContext>,
     cases: Vec<&'static Case>,
     cancel: &Cancel,

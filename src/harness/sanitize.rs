@@ -14,7 +14,7 @@ fn hidden(c: char) -> bool {
 
 /// Text made visible: every `hidden` character written as its Rust escape (`\u{1b}`). Serves
 /// the terminal and XML alike (every XML-illegal character is hidden).
-pub fn visible(text: &str) -> String {
+pub(super) fn visible(text: &str) -> String {
     if !text.chars().any(hidden) {
         return text.to_string();
     }
@@ -30,13 +30,13 @@ pub fn visible(text: &str) -> String {
 }
 
 /// Text safe in a JUnit XML document: [`visible`] (XML-illegal characters replaced).
-pub fn xml(text: &str) -> String {
+pub(super) fn xml(text: &str) -> String {
     visible(text)
 }
 
 /// Text safe as Markdown inline content (a table cell, a list item): one line, HTML written as
 /// entities, and the punctuation that makes links, images, emphasis or cell breaks escaped.
-pub fn markdown_inline(text: &str) -> String {
+pub(super) fn markdown_inline(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     for c in visible(text).chars() {
         match c {
@@ -56,13 +56,13 @@ pub fn markdown_inline(text: &str) -> String {
 
 /// Text for the inside of a Markdown code fence: [`visible`], and no `<`, so that nothing in a
 /// report reads as HTML even to a renderer or reader that ignores the fence.
-pub fn markdown_code(text: &str) -> String {
+pub(super) fn markdown_code(text: &str) -> String {
     visible(text).replace('<', "‹").replace('>', "›")
 }
 
 /// `word`, quoted for a POSIX shell when it needs it (`shlex`). A NUL, which no argument can
 /// hold, is dropped.
-pub fn shell_word(word: &str) -> String {
+pub(super) fn shell_word(word: &str) -> String {
     let word = word.replace('\0', "");
     shlex::try_quote(&word).map(|q| q.into_owned()).unwrap_or(word)
 }

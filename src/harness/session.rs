@@ -5,7 +5,7 @@
 
 use super::browser::RunBrowser;
 use super::catalogue::{Case, Need};
-use super::config::RunConfig;
+use super::config::{DriverPlan, RunPlan, Target};
 use super::driver::{
     CommandDriver, DriveArgs, DriveError, Driver, DriverAction, HttpDriver, Keys, SandboxDriver, NEEDS_DRIVER,
 };
@@ -23,7 +23,7 @@ use tokio::sync::Mutex;
 
 /// Whether the receiver's address reached the target.
 #[derive(Clone, Debug)]
-pub enum Webhooks {
+pub(crate) enum Webhooks {
     Registered,
     /// No driver, or the driver cannot register (exit 3): event cases are ignored.
     Unavailable(String),
@@ -33,7 +33,7 @@ pub enum Webhooks {
 
 /// The connections the preflight created, whose first deliveries show that webhooks reach the
 /// receiver at all (`preflight::listen`, awaited beside the cases rather than before them).
-pub struct FirstDeliveries {
+pub(crate) struct FirstDeliveries {
     pub connection_id: String,
     /// The second client's connection, whose `clientId` should differ.
     pub second: Option<String>,
@@ -42,8 +42,9 @@ pub struct FirstDeliveries {
 }
 
 /// One run's access to the server under test.
-pub struct Session {
-    pub config: RunConfig,
+pub(crate) struct Session {
+    /// The run's checked settings (never the flags themselves).
+    pub plan: RunPlan,
     /// What the report names as the server under test (`embedded sandbox at …` or the base URL).
     pub server: String,
     pub api: Api,
@@ -74,66 +75,63 @@ pub struct Session {
 }
 
 impl Session {
-    /// Prepares a run: checks the flags ([`RunConfig::validate`]), starts the embedded sandbox
-    /// when no base URL is given, the receiver when there is a driver, and registers the
-    /// receiver. Errors mean the run cannot start.
-    pub async fn setup(config: RunConfig) -> Result<Self, SetupError> {
-        config.validate()?;
+    /// Prepares a run from its checked plan ([`RunConfig::validate`](super::config::RunConfig::validate)):
+    /// starts the embedded sandbox when the plan has no base URL, the receiver when there is a
+    /// driver, and registers the receiver. Errors mean the run cannot start.
+    pub(crate) async fn setup(plan: RunPlan) -> Result<Self, SetupError> {
         let redactor = Redactor::default();
-        let sandbox_config = SandboxConfig {
-            mutant: config.sandbox_mutant,
-            variant: config.sandbox_variant,
-            conditions: config.sandbox_conditions.conditions(),
-            ..SandboxConfig::default()
-        };
-        let (sandbox, base_url, key, second_key, service) = match &config.base_url {
-            None => {
+        let (sandbox, base_url, key, second_key, service) = match &plan.target {
+            Target::Embedded { mutant, variant, conditions } => {
+                let sandbox_config = SandboxConfig {
+                    mutant: *mutant,
+                    variant: *variant,
+                    conditions: *conditions,
+                    ..SandboxConfig::default()
+                };
                 let sandbox =
                     Sandbox::start(sandbox_config).await.map_err(|e| SetupError::SandboxStart(format!("{e:#}")))?;
                 let key = sandbox.clients.first().map(|c| c.api_key.clone());
                 let second = sandbox.clients.get(1).map(|c| c.api_key.clone());
-                let service = config.service.clone().or_else(|| Some(sandbox.service.clone()));
+                let service = plan.service.clone().or_else(|| Some(sandbox.service.clone()));
                 let url = sandbox.base_url.clone();
                 (Some(sandbox), url, key, second, service)
             }
-            // `validate` saw the key.
-            Some(url) => {
-                (None, url.clone(), config.api_key.clone(), config.second_api_key.clone(), config.service.clone())
+            Target::Remote { base_url, api_key, second_api_key } => {
+                (None, base_url.clone(), Some(api_key.clone()), second_api_key.clone(), plan.service.clone())
             }
         };
         for k in key.iter().chain(second_key.iter()) {
             redactor.add(k);
         }
         // `--header` values are secrets like keys (a gateway's token).
-        for value in super::transport::header_values(&config.headers) {
+        for value in super::transport::header_values(&plan.headers) {
             redactor.add(value);
         }
-        let transport = Transport::load(config.ca_cert.as_deref(), config.insecure, &config.headers)?;
-        let api = Api::with_transport(&base_url, key.clone(), second_key.clone(), config.request_wait(), &transport)?
+        let transport = Transport::load(plan.ca_cert.as_deref(), plan.insecure, &plan.headers)?;
+        let api = Api::with_transport(&base_url, key.clone(), second_key.clone(), plan.waits.request, &transport)?
             .with_throttle(std::sync::Arc::new(
-                super::throttle::Throttle::new(config.rate_limit).with_ceiling(config.concurrency),
+                super::throttle::Throttle::new(plan.rate_limit).with_ceiling(plan.concurrency),
             ))
-            .with_recorder(std::sync::Arc::new(Recorder::new(config.har.is_some(), redactor.clone())));
+            .with_recorder(std::sync::Arc::new(Recorder::new(plan.har.is_some(), redactor.clone())));
         if sandbox.is_none() {
             api.reachable().await?;
         }
-        let driver: Option<Arc<dyn Driver>> = match (&config.driver_impl, &config.driver_url, &config.driver, &sandbox)
-        {
-            (Some(given), ..) => Some(given.0.clone()),
-            (None, Some(url), ..) => {
-                Some(Arc::new(HttpDriver::with_transport(url, config.driver_wait(), second_key.is_some(), &transport)?))
+        let driver: Option<Arc<dyn Driver>> = match (&plan.driver, &sandbox) {
+            (DriverPlan::Given(given), _) => Some(given.0.clone()),
+            (DriverPlan::Url(url), _) => {
+                Some(Arc::new(HttpDriver::with_transport(url, plan.waits.driver, second_key.is_some(), &transport)?))
             }
-            (None, None, Some(command), _) => Some(Arc::new(CommandDriver::new(
+            (DriverPlan::Command(command), _) => Some(Arc::new(CommandDriver::new(
                 command.clone(),
                 api.base_url().to_string(),
-                config.driver_wait(),
+                plan.waits.driver,
                 Keys { api_key: key.clone(), second_api_key: second_key.clone() },
             ))),
-            (None, None, None, Some(sandbox)) => Some(Arc::new(SandboxDriver {
+            (DriverPlan::NoneGiven, Some(sandbox)) => Some(Arc::new(SandboxDriver {
                 control: sandbox.control.clone(),
                 keys: Keys { api_key: key.clone(), second_api_key: second_key.clone() },
             })),
-            (None, None, None, None) => None,
+            (DriverPlan::NoneGiven, None) => None,
         };
         let (receiver, webhooks) = match &driver {
             None => {
@@ -141,7 +139,7 @@ impl Session {
             }
             Some(driver) => {
                 let recorder = api.recorder_handle();
-                let receiver = Receiver::start(config.webhook_listen, config.webhook_public_url.clone(), recorder)
+                let receiver = Receiver::start(plan.webhook_listen, plan.webhook_public_url.clone(), recorder)
                     .await
                     .map_err(|e| SetupError::ReceiverStart(format!("{e:#}")))?;
                 let args = webhook_args(&receiver, second_key.is_some());
@@ -158,14 +156,14 @@ impl Session {
             Some(_) => format!("embedded sandbox at {}", api.base_url()),
             None => api.base_url().to_string(),
         };
-        let seed = config.seed.unwrap_or_else(|| default_seed(service.as_deref()));
-        let browser_pool = config.browser_pool.clone();
+        let seed = plan.seed.unwrap_or_else(|| default_seed(service.as_deref()));
+        let browser_pool = plan.browser_pool.clone();
         // Chromium takes no CA file: with --ca-cert or --insecure it skips verification, the
         // target's certificate having been verified (or not, with --insecure) by the API client.
         let browser =
-            RunBrowser::new(browser_pool).ignoring_certificate_errors(config.insecure || config.ca_cert.is_some());
+            RunBrowser::new(browser_pool).ignoring_certificate_errors(plan.insecure || plan.ca_cert.is_some());
         let session = Self {
-            config,
+            plan,
             server,
             api,
             driver,
@@ -182,7 +180,7 @@ impl Session {
             first_deliveries: None,
             widget_missing: None,
         };
-        if session.config.insecure {
+        if session.plan.insecure {
             session.note(
                 "TLS",
                 "certificate verification was off (--insecure): the target's identity was not checked".into(),
@@ -194,7 +192,7 @@ impl Session {
     /// Asks the driver to unregister the receiver, once (later calls do nothing): a finished
     /// run's receiver is gone, and the target should stop delivering and retrying there. A
     /// driver that cannot (exit 3) is fine; another failure is a note for the report.
-    pub async fn unregister_webhook(&self) -> Option<String> {
+    pub(crate) async fn unregister_webhook(&self) -> Option<String> {
         if !matches!(self.webhooks, Webhooks::Registered)
             || self.unregistered.swap(true, std::sync::atomic::Ordering::Relaxed)
         {
@@ -213,12 +211,12 @@ impl Session {
 
     /// Adds `item` to the report's note on `topic` (one note per topic, each item once): what
     /// the harness left unjudged by its own bounds is said, never silent.
-    pub fn note(&self, topic: &'static str, item: String) {
+    pub(crate) fn note(&self, topic: &'static str, item: String) {
         self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(topic).or_default().insert(item);
     }
 
     /// The notes of [`Session::note`], one line per topic.
-    pub fn notes(&self) -> Vec<String> {
+    pub(crate) fn notes(&self) -> Vec<String> {
         let notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // Notes quote requests and target text: redacted like every message.
         notes
@@ -230,7 +228,7 @@ impl Session {
     }
 
     /// Stops what the run started; no process a driver started outlives it.
-    pub async fn shutdown(&self) {
+    pub(crate) async fn shutdown(&self) {
         self.unregister_webhook().await;
         if let Some(driver) = &self.driver {
             driver.stop().await;
@@ -242,21 +240,21 @@ impl Session {
     }
 
     /// Why `case` cannot run with this configuration, if it cannot.
-    pub fn missing(&self, case: &Case) -> Option<String> {
+    pub(crate) fn missing(&self, case: &Case) -> Option<String> {
         case.needs.iter().find_map(|need| match need {
             Need::Driver if self.driver.is_none() => Some(NEEDS_DRIVER.to_string()),
             Need::Webhooks => match &self.webhooks {
                 Webhooks::Unavailable(why) => Some(format!("needs webhook deliveries: {why}")),
                 _ => None,
             },
-            Need::Connection if self.driver.is_none() && self.config.connection_id.is_none() => {
+            Need::Connection if self.driver.is_none() && self.plan.connection_id.is_none() => {
                 Some("needs a CONNECTED connection: give --driver or --connection-id".to_string())
             }
             Need::SecondKey if !self.api.has_second_key() => {
                 Some("needs a second client's key (--second-api-key / BANKCONF_SECOND_API_KEY)".to_string())
             }
-            Need::Browser if self.config.skip_browser => Some(super::browser::SKIPPED.to_string()),
-            Need::Browser if super::browser::find(self.config.browser.as_deref()).is_none() => {
+            Need::Browser if self.plan.skip_browser => Some(super::browser::SKIPPED.to_string()),
+            Need::Browser if super::browser::find(self.plan.browser.as_deref()).is_none() => {
                 Some(super::browser::INSTALL_HINT.to_string())
             }
             Need::Service if self.service.is_none() => {
@@ -267,7 +265,7 @@ impl Session {
     }
 
     /// The receiver, or why event cases cannot judge.
-    pub fn receiver(&self) -> Result<&Receiver, Stop> {
+    pub(crate) fn receiver(&self) -> Result<&Receiver, Stop> {
         match (&self.webhooks, &self.receiver) {
             (Webhooks::Registered, Some(r)) => Ok(r),
             (Webhooks::Failed(m), _) => {
@@ -280,12 +278,12 @@ impl Session {
 
     /// A seed-derived value for the properties of one case, so that each case's inputs are
     /// replayable on their own with `--seed`.
-    pub fn case_seed(&self, case_id: &str) -> u64 {
+    pub(crate) fn case_seed(&self, case_id: &str) -> u64 {
         case_id.bytes().fold(self.seed ^ 0x9e37_79b9_7f4a_7c15, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
     }
 
     /// An id with the prefix `kind` (`conn_`, `acc_`, …) that no target issued, for probes.
-    pub fn unknown_id(&self, kind: &str) -> String {
+    pub(crate) fn unknown_id(&self, kind: &str) -> String {
         format!("{kind}BANKCONFUNKNOWN0000000000000")
     }
 }
@@ -295,7 +293,7 @@ impl Session {
 /// `--write-expectations` file in every run (a release gate must not flap). Another `--seed`
 /// explores further; a failure it finds is reported under the case that owns the rule it
 /// breaks (see `checks::lifecycle`).
-pub fn default_seed(service: Option<&str>) -> u64 {
+pub(super) fn default_seed(service: Option<&str>) -> u64 {
     let words = super::catalogue::all().iter().map(|c| c.id.as_str()).chain(service);
     words.fold(0xcbf2_9ce4_8422_2325, |h, word| {
         word.bytes().chain([0]).fold(h, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// A connection this run created (§4.1).
 #[derive(Clone, Debug)]
-pub struct Created {
+pub(crate) struct Created {
     pub connection_id: String,
     pub widget_token: Option<String>,
     pub body: Value,
@@ -23,12 +23,12 @@ pub struct Created {
 impl Session {
     /// `POST /v1/connections` with the primary key (§4.1); the widget token is redacted from
     /// then on.
-    pub async fn create_connection(&self) -> Result<Created, Stop> {
+    pub(crate) async fn create_connection(&self) -> Result<Created, Stop> {
         self.create_connection_as(Auth::Primary).await
     }
 
     /// `POST /v1/connections` with `auth` (the preflight creates one with each key).
-    pub async fn create_connection_as(&self, auth: Auth) -> Result<Created, Stop> {
+    pub(crate) async fn create_connection_as(&self, auth: Auth) -> Result<Created, Stop> {
         let sent_at = Instant::now();
         let exchange = self.api.send(Method::POST, &["v1", "connections"], &[], auth).await?;
         let body = exchange.success_json()?;
@@ -55,7 +55,7 @@ impl Session {
     /// Asks the driver for `action` on `created`. A target that cannot (not supported) or will
     /// not (refused) do it makes the case ignored; a broken driver ends it in an error (source:
     /// driver), never in a failure of the target.
-    pub async fn drive(
+    pub(crate) async fn drive(
         &self,
         action: Action,
         created: &Created,
@@ -81,16 +81,16 @@ impl Session {
     }
 
     /// Creates a connection and drives it to CONNECTED; returns once its accounts are readable.
-    pub async fn connect_new(&self) -> Result<Created, Stop> {
+    pub(crate) async fn connect_new(&self) -> Result<Created, Stop> {
         self.connect_new_as(Auth::Primary).await.map(|(created, _)| created)
     }
 
     /// [`Session::connect_new`] for the client whose key is `auth`; returns its accounts too.
-    pub async fn connect_new_as(&self, auth: Auth) -> Result<(Created, Vec<Value>), Stop> {
+    pub(crate) async fn connect_new_as(&self, auth: Auth) -> Result<(Created, Vec<Value>), Stop> {
         let created = self.create_connection_as(auth.clone()).await?;
         self.drive(Action::Connect, &created, None, None).await?;
         if let Ok(receiver) = self.receiver() {
-            receiver.wait_for_type(&created.connection_id, "connection.connected", self.config.event_wait()).await;
+            receiver.wait_for_type(&created.connection_id, "connection.connected", self.plan.event_wait()).await;
         }
         let accounts = self.accounts_ready_with(&self.api.reading_as(auth), &created.connection_id).await?;
         Ok((created, accounts))
@@ -98,13 +98,17 @@ impl Session {
 
     /// Reads the accounts of a connection, retrying (bounded) while they are refused: a
     /// target may finish connecting after the driver returns.
-    pub async fn accounts_when_ready(&self, connection_id: &str) -> Result<Vec<Value>, Stop> {
+    pub(crate) async fn accounts_when_ready(&self, connection_id: &str) -> Result<Vec<Value>, Stop> {
         self.accounts_ready_with(&self.api, connection_id).await
     }
 
     /// [`Session::accounts_when_ready`], read with `api`'s key.
-    pub async fn accounts_ready_with(&self, api: &super::http::Api, connection_id: &str) -> Result<Vec<Value>, Stop> {
-        let deadline = Instant::now() + self.config.event_wait();
+    pub(crate) async fn accounts_ready_with(
+        &self,
+        api: &super::http::Api,
+        connection_id: &str,
+    ) -> Result<Vec<Value>, Stop> {
+        let deadline = Instant::now() + self.plan.event_wait();
         let mut pause = Duration::from_millis(10);
         loop {
             let exchange = api.get(&["v1", "connections", connection_id, "accounts"], &[]).await?;

@@ -24,19 +24,19 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// Most time one request spends waiting to be retried after refusals.
-pub const RETRY_BUDGET: Duration = Duration::from_secs(30);
+pub(super) const RETRY_BUDGET: Duration = Duration::from_secs(30);
 /// Longest single pause, whatever `Retry-After` asks.
 const MAX_PAUSE: Duration = Duration::from_secs(8);
 /// An endpoint (or the whole target) that has answered only refusals for this long, at least
 /// `GIVE_UP_COUNT` times, is given up.
-pub const GIVE_UP_AFTER: Duration = Duration::from_secs(10);
+pub(super) const GIVE_UP_AFTER: Duration = Duration::from_secs(10);
 const GIVE_UP_COUNT: u32 = 6;
 /// Timeouts in a row, with no answer between, that trip an endpoint's breaker: its remaining
 /// requests are not sent (a stalled or trickling endpoint would otherwise hold every case that
 /// reads it for a request timeout per try).
-pub const TIMEOUTS_TO_TRIP: u32 = 3;
+pub(super) const TIMEOUTS_TO_TRIP: u32 = 3;
 /// Transport retries (timeouts, refused or reset connections) the whole run may spend.
-pub const RUN_RETRIES: u64 = 200;
+pub(super) const RUN_RETRIES: u64 = 200;
 /// The window a run starts with (below `--concurrency` when that is larger).
 const FIRST_WINDOW: f64 = 4.0;
 /// Two decreases of the window are this far apart at least: one burst of trouble is one signal.
@@ -94,7 +94,7 @@ struct Trouble {
 
 /// What a transport failure was, for the counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     Timeout,
     /// Refused, reset or closed before an answer.
     Connection,
@@ -102,7 +102,7 @@ pub enum Failure {
 
 /// What to do with a refused request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// Retry after this pause (its permit kept).
     Retry(Duration),
     /// Stop: why (the request is not answered, its case is ignored).
@@ -110,7 +110,7 @@ pub enum Refusal {
 }
 
 /// The run's pacing, shared by every request.
-pub struct Throttle {
+pub(crate) struct Throttle {
     /// Seconds between two requests; zero: unlimited.
     spacing: Duration,
     /// The earliest moment the next request may go: the next token, or the end of a pause.
@@ -132,7 +132,7 @@ impl Default for Throttle {
 }
 
 /// A place in the window; given back when dropped.
-pub struct Permit<'a> {
+pub(crate) struct Permit<'a> {
     throttle: &'a Throttle,
 }
 
@@ -148,7 +148,7 @@ impl Drop for Permit<'_> {
 impl Throttle {
     /// `rate` requests per second at most (zero or less, or not finite: unlimited), and the
     /// default ceiling of 8 requests in flight.
-    pub fn new(rate: f64) -> Self {
+    pub(crate) fn new(rate: f64) -> Self {
         let spacing = if rate.is_finite() && rate > 0.0 {
             Duration::from_secs_f64(1.0 / rate.min(10_000.0))
         } else {
@@ -167,7 +167,7 @@ impl Throttle {
     }
 
     /// At most `ceiling` requests in flight (`--concurrency`; at least one).
-    pub fn with_ceiling(self, ceiling: usize) -> Self {
+    pub(crate) fn with_ceiling(self, ceiling: usize) -> Self {
         {
             let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
             w.ceiling = ceiling.max(1);
@@ -177,7 +177,7 @@ impl Throttle {
     }
 
     /// Waits for a place in the window, then for this request's turn.
-    pub async fn acquire(&self) -> Permit<'_> {
+    pub(crate) async fn acquire(&self) -> Permit<'_> {
         loop {
             let freed = self.freed.notified();
             tokio::pin!(freed);
@@ -197,7 +197,7 @@ impl Throttle {
     }
 
     /// Waits for the next token, or the end of a pause.
-    pub async fn turn(&self) {
+    pub(crate) async fn turn(&self) {
         let turn = {
             let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
             let now = Instant::now();
@@ -209,7 +209,7 @@ impl Throttle {
     }
 
     /// An answer that is not a refusal: the window grows (by one per window's worth).
-    pub fn answered(&self, endpoint: &str) {
+    pub(crate) fn answered(&self, endpoint: &str) {
         {
             let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
             w.limit = (w.limit + 1.0 / w.limit.max(1.0)).min(w.ceiling as f64);
@@ -245,7 +245,7 @@ impl Throttle {
     }
 
     /// Why requests to `endpoint` are not sent any more, if they are not.
-    pub fn given_up(&self, endpoint: &str) -> Option<String> {
+    pub(crate) fn given_up(&self, endpoint: &str) -> Option<String> {
         if let Some(why) = self.tripped(endpoint) {
             self.trouble.lock().unwrap_or_else(|e| e.into_inner()).given_up += 1;
             return Some(format!("not sent: {why}"));
@@ -270,7 +270,13 @@ impl Throttle {
 
     /// A refusal (`status` 429 or 503, with its `Retry-After`) of a request to `endpoint`, whose
     /// retries so far waited `spent` (updated here).
-    pub fn refused(&self, endpoint: &str, status: u16, retry_after: Option<Duration>, spent: &mut Duration) -> Refusal {
+    pub(crate) fn refused(
+        &self,
+        endpoint: &str,
+        status: u16,
+        retry_after: Option<Duration>,
+        spent: &mut Duration,
+    ) -> Refusal {
         {
             let mut t = self.trouble.lock().unwrap_or_else(|e| e.into_inner());
             if status == 429 {
@@ -312,7 +318,7 @@ impl Throttle {
     }
 
     /// Why `endpoint`'s breaker tripped, if it did: it timed out again and again.
-    pub fn tripped(&self, endpoint: &str) -> Option<String> {
+    pub(crate) fn tripped(&self, endpoint: &str) -> Option<String> {
         let stalls = self.stalls.lock().unwrap_or_else(|e| e.into_inner());
         stalls.get(endpoint).is_some_and(|n| *n >= TIMEOUTS_TO_TRIP).then(|| {
             format!(
@@ -324,7 +330,7 @@ impl Throttle {
 
     /// A transport failure of a request to `endpoint`; whether the run's retry budget allows
     /// one more try (never once the endpoint's breaker tripped).
-    pub fn failed(&self, endpoint: &str, failure: Failure) -> bool {
+    pub(crate) fn failed(&self, endpoint: &str, failure: Failure) -> bool {
         {
             let mut t = self.trouble.lock().unwrap_or_else(|e| e.into_inner());
             match failure {
@@ -345,12 +351,12 @@ impl Throttle {
     }
 
     /// A request not answered in the end (its case is ignored).
-    pub fn unanswered(&self) {
+    pub(crate) fn unanswered(&self) {
         self.trouble.lock().unwrap_or_else(|e| e.into_inner()).given_up += 1;
     }
 
     /// For the report: one robustness note summing up the transport trouble, if there was any.
-    pub fn note(&self) -> Option<String> {
+    pub(crate) fn note(&self) -> Option<String> {
         let t = self.trouble.lock().unwrap_or_else(|e| e.into_inner());
         if t.timeouts + t.connections + t.refused_429 + t.refused_503 == 0 {
             return None;
@@ -396,7 +402,7 @@ impl Throttle {
 }
 
 /// The endpoint a request goes to, ids left out: `GET /v1/accounts/{id}/transactions`.
-pub fn endpoint(method: &str, segments: &[&str]) -> String {
+pub(super) fn endpoint(method: &str, segments: &[&str]) -> String {
     const NAMES: [&str; 5] = ["v1", "connections", "accounts", "transactions", "widget"];
     let path: Vec<&str> = segments.iter().map(|s| if NAMES.contains(s) { s } else { "{id}" }).collect();
     format!("{method} /{}", path.join("/"))

@@ -175,7 +175,7 @@ async fn run_leg(ctx: &Session, client: Auth, path: &'static [Action]) -> Leg {
     let deliveries = match ctx.receiver() {
         Ok(r) => {
             let what = format!("the events of {} to link up (§6.2)", connection.connection_id);
-            r.wait_until(&what, &connection.connection_id, ctx.config.event_wait(), |ds| {
+            r.wait_until(&what, &connection.connection_id, ctx.plan.event_wait(), |ds| {
                 super::chain::resolve(ds).is_ok()
             })
             .await
@@ -231,7 +231,7 @@ async fn finish_step(ctx: &Session, connection: &Created, step: Started, client:
     // The step's own event: not known before it, naming what it was driven on (a late copy of
     // an earlier event, or an event of another step, is not it).
     let (arrived, seen) = receiver
-        .wait_until(&format!("{expected} for {id}"), id, ctx.config.event_wait(), |ds| {
+        .wait_until(&format!("{expected} for {id}"), id, ctx.plan.event_wait(), |ds| {
             super::delivery::step_event(ds, &known, expected, names).is_some_and(&names)
         })
         .await;
@@ -295,7 +295,7 @@ async fn shows_update(
     // The reaction read that showed nothing new: what a finding below rests on.
     let reaction = ctx.api.answers().latest(&["v1", "connections", connection_id, "accounts"]);
     let mut pause = std::time::Duration::from_millis(100);
-    while reacted.elapsed() < ctx.config.event_wait() {
+    while reacted.elapsed() < ctx.plan.event_wait() {
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(std::time::Duration::from_secs(1));
         if read(None).await? {

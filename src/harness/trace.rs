@@ -9,13 +9,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Most characters of a body or a URL kept.
-pub const MAX_TEXT: usize = 2048;
+pub(crate) const MAX_TEXT: usize = 2048;
 /// Most connections drawn, those the failures name first.
-pub const MAX_CONNECTIONS: usize = 24;
+pub(crate) const MAX_CONNECTIONS: usize = 24;
 /// Most items of one connection's timeline (the failures' evidence first).
-pub const MAX_ITEMS: usize = 120;
+pub(crate) const MAX_ITEMS: usize = 120;
 /// Most exchanges, and most deliveries, kept as evidence.
-pub const MAX_EVIDENCE: usize = 200;
+pub(crate) const MAX_EVIDENCE: usize = 200;
 
 /// Whose an item is: the client under test (`--api-key`), or the second client.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// The TLS settings and extra headers of a run, checked and loaded.
 #[derive(Clone, Debug, Default)]
-pub struct Transport {
+pub(crate) struct Transport {
     /// The `--ca-cert` roots, added to the built-in ones.
     roots: Vec<reqwest::Certificate>,
     /// `--insecure`: certificates are not verified at all.
@@ -27,7 +27,7 @@ const MAX_CA_FILE: u64 = 4 << 20;
 impl Transport {
     /// The transport of `--ca-cert`, `--insecure` and `--header`: the CA file read and parsed,
     /// each header checked. Errors name the flag and what is wrong, never a header's value.
-    pub fn load(ca_cert: Option<&Path>, insecure: bool, headers: &[String]) -> Result<Self, SetupError> {
+    pub(crate) fn load(ca_cert: Option<&Path>, insecure: bool, headers: &[String]) -> Result<Self, SetupError> {
         let roots = match ca_cert {
             None => Vec::new(),
             Some(file) => read_roots(file)?,
@@ -36,7 +36,7 @@ impl Transport {
     }
 
     /// `builder` with this transport's roots, verification and (when `with_headers`) headers.
-    pub fn apply(&self, builder: reqwest::ClientBuilder, with_headers: bool) -> reqwest::ClientBuilder {
+    pub(crate) fn apply(&self, builder: reqwest::ClientBuilder, with_headers: bool) -> reqwest::ClientBuilder {
         let mut builder = builder.tls_danger_accept_invalid_certs(self.insecure);
         if !self.roots.is_empty() {
             builder = builder.tls_certs_merge(self.roots.iter().cloned());
@@ -68,7 +68,7 @@ fn read_roots(file: &Path) -> Result<Vec<reqwest::Certificate>, SetupError> {
 /// `--header 'Name: value'`, each checked: a name HTTP allows, a value without line breaks.
 /// A header the harness sets itself (`Authorization`, `Accept`, `Content-Type`) is refused:
 /// the cases depend on those.
-pub fn parse_headers(headers: &[String]) -> Result<HeaderMap, SetupError> {
+pub(super) fn parse_headers(headers: &[String]) -> Result<HeaderMap, SetupError> {
     let mut map = HeaderMap::new();
     for (n, header) in headers.iter().enumerate() {
         let bad = |problem: &'static str| SetupError::BadHeader { position: n + 1, problem };
@@ -85,13 +85,13 @@ pub fn parse_headers(headers: &[String]) -> Result<HeaderMap, SetupError> {
 }
 
 /// The value of each `--header 'Name: value'`: secrets, like keys.
-pub fn header_values(headers: &[String]) -> impl Iterator<Item = &str> {
+pub(super) fn header_values(headers: &[String]) -> impl Iterator<Item = &str> {
     headers.iter().filter_map(|h| h.split_once(':')).map(|(_, v)| v.trim())
 }
 
 /// The rerun's words for `--header`: each name with its value redacted, pasteable once the
 /// value is put back (`--header 'X-Tenant: [redacted]'`).
-pub fn rerun_words(headers: &[String], ca_cert: Option<&PathBuf>, insecure: bool) -> Vec<String> {
+pub(super) fn rerun_words(headers: &[String], ca_cert: Option<&PathBuf>, insecure: bool) -> Vec<String> {
     use super::sanitize::shell_word;
     let mut words: Vec<String> = headers
         .iter()
@@ -112,7 +112,7 @@ pub fn rerun_words(headers: &[String], ca_cert: Option<&PathBuf>, insecure: bool
 /// What went wrong reaching a server, and its likely cause, for a setup message: the innermost
 /// cause says what happened ("Connection refused"; the outer ones repeat the URL), and the
 /// words a newcomer needs are added to it ("nothing listens on that port").
-pub fn network_error(e: &reqwest::Error) -> String {
+pub(super) fn network_error(e: &reqwest::Error) -> String {
     if e.is_timeout() {
         return "timed out (the server is slow or the address drops packets)".to_string();
     }

@@ -32,7 +32,7 @@ static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// Names the program of every rerun command this process prints: the binary gives the path it
 /// was run by (`./target/release/bankconf`) when `bankconf` on PATH is not itself, so that a
 /// pasted rerun works. A fact of the process, not of a run: set once, by `main` alone.
-pub fn set_program(word: String) {
+pub(crate) fn set_program(word: String) {
     let _ = PROGRAM.set(word);
 }
 
@@ -42,7 +42,7 @@ pub(crate) fn program() -> &'static str {
 }
 
 /// The mark of an outcome the `--expect` file expects (see [`Report::mark`]).
-pub const KNOWN: &str = "KNOWN";
+pub(crate) const KNOWN: &str = "KNOWN";
 
 /// What made a report.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -520,7 +520,7 @@ impl Report {
 
 /// How one case's result reads as a test ([`Report::reading`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reading {
+pub(crate) enum Reading {
     Pass,
     /// Passes, with a note (a failure at a level that does not gate).
     Note(String),
@@ -531,7 +531,7 @@ pub enum Reading {
 
 impl Reading {
     /// The same reading, its text passed through `redactor`.
-    pub fn redacted(self, redactor: &Redactor) -> Self {
+    pub(crate) fn redacted(self, redactor: &Redactor) -> Self {
         match self {
             Self::Pass => Self::Pass,
             Self::Note(text) => Self::Note(redactor.redact(&text)),

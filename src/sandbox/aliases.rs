@@ -33,14 +33,14 @@ struct Table {
 impl Aliases {
     /// `value` as `client` sees it: every account and transaction id replaced by the client's
     /// alias for it, numbered in the order the client first sees them.
-    pub fn outward(&mut self, client: &str, value: &mut Value) {
+    pub(super) fn outward(&mut self, client: &str, value: &mut Value) {
         let table = self.clients.entry(client.to_string()).or_default();
         table.rewrite(value);
     }
 
     /// The store's id for an id `client` sent; an id the client has no alias for is unchanged
     /// (and matches nothing the client may read).
-    pub fn inward(&self, client: &str, sent: &str) -> String {
+    pub(super) fn inward(&self, client: &str, sent: &str) -> String {
         self.clients.get(client).and_then(|t| t.id.get(sent)).cloned().unwrap_or_else(|| sent.to_string())
     }
 }

@@ -133,7 +133,7 @@ pub(crate) struct Gate {
 }
 
 impl Gate {
-    pub fn new(conditions: Conditions) -> Self {
+    pub(super) fn new(conditions: Conditions) -> Self {
         Self { conditions, windows: Arc::default() }
     }
 

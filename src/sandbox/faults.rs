@@ -446,28 +446,28 @@ impl Mutant {
 
 /// What the sandbox departs from, if anything: passed to every hook.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Flavor {
+pub(super) struct Flavor {
     pub mutant: Option<Mutant>,
     pub variant: Option<Variant>,
 }
 
 impl Flavor {
-    pub fn is(self, m: Mutant) -> bool {
+    pub(super) fn is(self, m: Mutant) -> bool {
         self.mutant == Some(m)
     }
 
-    pub fn has(self, v: Variant) -> bool {
+    pub(super) fn has(self, v: Variant) -> bool {
         self.variant == Some(v)
     }
 
     /// Whether account and transaction ids are numbered per client (two variants, §2).
-    pub fn per_client_ids(self) -> bool {
+    pub(super) fn per_client_ids(self) -> bool {
         self.has(Variant::PerClientIds) || self.has(Variant::PerClientIdsAtCreation)
     }
 
     /// A fresh identifier with `prefix` (§2): 26 upper-case alphanumerics, a lower-case UUID
     /// under [`Variant::UuidIds`], and the wrong prefix under the prefix mutants.
-    pub fn new_id(self, prefix: &str) -> String {
+    pub(super) fn new_id(self, prefix: &str) -> String {
         use crate::spec::prefix as p;
         let wrong = [
             (Mutant::ConnectionPrefix, p::CONNECTION, "connection_"),
@@ -488,7 +488,7 @@ impl Flavor {
     }
 
     /// The connection event type this flavor never sends, if any.
-    pub fn suppressed_event(self) -> Option<&'static str> {
+    pub(super) fn suppressed_event(self) -> Option<&'static str> {
         Some(match self.mutant? {
             Mutant::NoCreatedEvent => "connection.created",
             Mutant::NoConnectedEvent => "connection.connected",
@@ -503,7 +503,7 @@ impl Flavor {
     }
 
     /// Default and maximum `limit` (§8 leaves both open).
-    pub fn limits(self) -> (usize, usize) {
+    pub(super) fn limits(self) -> (usize, usize) {
         if self.has(Variant::SmallLimitRejected) || self.has(Variant::SmallLimitClamped) {
             (7, 10)
         } else {

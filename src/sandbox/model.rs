@@ -89,13 +89,13 @@ pub(crate) struct Account {
 
 impl Account {
     /// Inserts `txn` at its place in list order.
-    pub fn insert_transaction(&mut self, txn: Transaction) {
+    pub(super) fn insert_transaction(&mut self, txn: Transaction) {
         let at = self.transactions.partition_point(|t| list_order(t, &txn) == Ordering::Less);
         self.transactions.insert(at, txn);
     }
 
     /// Removes a transaction, remembering its position for cursors.
-    pub fn remove_transaction(&mut self, index: usize) -> Transaction {
+    pub(super) fn remove_transaction(&mut self, index: usize) -> Transaction {
         let txn = self.transactions.remove(index);
         self.tombstones.insert(txn.id.clone(), (txn.date, txn.id.clone()));
         txn

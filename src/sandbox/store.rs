@@ -94,7 +94,12 @@ pub(crate) struct Store {
 }
 
 impl Store {
-    pub fn new(clients: HashMap<String, String>, first_client: Option<String>, outbox: Outbox, flavor: Flavor) -> Self {
+    pub(super) fn new(
+        clients: HashMap<String, String>,
+        first_client: Option<String>,
+        outbox: Outbox,
+        flavor: Flavor,
+    ) -> Self {
         Self {
             clients,
             connections: HashMap::new(),
@@ -128,7 +133,7 @@ impl Store {
     }
 
     /// The client an API key belongs to.
-    pub fn client_for_key(&self, key: &str) -> Option<String> {
+    pub(super) fn client_for_key(&self, key: &str) -> Option<String> {
         let exact = self.clients.get(key).cloned();
         if exact.is_none() && self.flavor.is(Mutant::WidgetTokenAsKey) {
             return self.connections.values().find(|c| c.widget_token == key).map(|c| c.client_id.clone());
@@ -152,38 +157,38 @@ impl Store {
     }
 
     /// Some API key (for the `widget-embeds-key` mutant, which leaks one into the frontend).
-    pub fn any_key(&self) -> Option<String> {
+    pub(super) fn any_key(&self) -> Option<String> {
         self.clients.keys().min().cloned()
     }
 
     /// The client of the first configured key.
-    pub fn first_client(&self) -> Option<String> {
+    pub(super) fn first_client(&self) -> Option<String> {
         self.first_client.clone()
     }
 
     /// Every event emitted so far, rendered, in emission order.
-    pub fn events(&self) -> Vec<Value> {
+    pub(super) fn events(&self) -> Vec<Value> {
         self.events.iter().map(|e| (**e).clone()).collect()
     }
 
-    pub fn outbox(&self) -> &Outbox {
+    pub(super) fn outbox(&self) -> &Outbox {
         &self.outbox
     }
 
-    pub fn outbox_mut(&mut self) -> &mut Outbox {
+    pub(super) fn outbox_mut(&mut self) -> &mut Outbox {
         &mut self.outbox
     }
 
-    pub fn aliases(&self) -> &Aliases {
+    pub(super) fn aliases(&self) -> &Aliases {
         &self.aliases
     }
 
-    pub fn aliases_mut(&mut self) -> &mut Aliases {
+    pub(super) fn aliases_mut(&mut self) -> &mut Aliases {
         &mut self.aliases
     }
 
     /// The client a connection belongs to.
-    pub fn client_of_connection(&self, conn_id: &str) -> Option<&str> {
+    pub(super) fn client_of_connection(&self, conn_id: &str) -> Option<&str> {
         self.connections.get(conn_id).map(|c| c.client_id.as_str())
     }
 
@@ -264,7 +269,7 @@ impl Store {
     }
 
     /// §4.1: a new connection in CREATED, announced by `connection.created` (§3.2).
-    pub fn create_connection(&mut self, client_id: &str) -> Value {
+    pub(super) fn create_connection(&mut self, client_id: &str) -> Value {
         let f = self.flavor;
         let seed = self.next_seed;
         self.next_seed += 1;
@@ -353,7 +358,12 @@ impl Store {
 
     /// An account of this client. Readable whatever the connection's later status: only the
     /// connection-accounts endpoint is tied to CONNECTED (§4.2). `any_client`: a mutant's hole.
-    pub fn own_account(&self, client_id: &str, account_id: &str, any_client: bool) -> Result<&Account, ReadError> {
+    pub(super) fn own_account(
+        &self,
+        client_id: &str,
+        account_id: &str,
+        any_client: bool,
+    ) -> Result<&Account, ReadError> {
         let any_client = any_client || self.first_reads_all(client_id);
         match self.account_as_read(account_id) {
             Some(a) if a.client_id == client_id || any_client => Ok(a),
@@ -362,7 +372,7 @@ impl Store {
     }
 
     /// §4.2: the accounts array, only when CONNECTED.
-    pub fn connection_accounts(&self, client_id: &str, conn_id: &str) -> Result<Value, ReadError> {
+    pub(super) fn connection_accounts(&self, client_id: &str, conn_id: &str) -> Result<Value, ReadError> {
         let conn = self.own_connection(client_id, conn_id)?;
         let served = match self.flavor.mutant {
             Some(Mutant::AccountsBeforeConnected) => true,
@@ -403,7 +413,7 @@ impl Store {
     /// (`any_client`: an isolation mutant's hole, see [`Store::own_account`]).
     /// `starting_after` may name a transaction deleted since: the page then starts after the
     /// place it had.
-    pub fn transactions_page(
+    pub(super) fn transactions_page(
         &self,
         client_id: &str,
         account_id: &str,
@@ -493,7 +503,12 @@ impl Store {
 
     /// One control action (§3 lifecycle, see `transitions.rs`; data changes for
     /// `update_accounts` / `delete_transaction`).
-    pub fn apply(&mut self, conn_id: &str, action: Action, target: &ActionArgs) -> Result<ActionOutcome, ControlError> {
+    pub(super) fn apply(
+        &mut self,
+        conn_id: &str,
+        action: Action,
+        target: &ActionArgs,
+    ) -> Result<ActionOutcome, ControlError> {
         let outcome = self.apply_change(conn_id, action, target);
         self.flush();
         outcome

@@ -35,7 +35,7 @@ use ConnectionState::{Created, CredentialsSubmitted, Disconnected, Error, Failed
 /// The states a state-changing `action` moves a connection through, starting from `from`, in
 /// order (the last one is the resting state). `None`: not possible from `from`, or `action`
 /// does not change state (`update_accounts`, `delete_transaction`). See the module table.
-pub fn transition_path(from: ConnectionState, action: Action) -> Option<Vec<ConnectionState>> {
+pub(super) fn transition_path(from: ConnectionState, action: Action) -> Option<Vec<ConnectionState>> {
     let to = action.target_state()?;
     match action {
         Action::Connect | Action::FailAuth | Action::RequireMfa => {

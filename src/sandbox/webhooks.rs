@@ -54,13 +54,13 @@ struct Poster {
 
 impl Outbox {
     /// When the event `id` was first acknowledged, if it was.
-    pub fn acked(&self, id: &str) -> Option<std::time::Instant> {
+    pub(super) fn acked(&self, id: &str) -> Option<std::time::Instant> {
         self.acked.lock().unwrap_or_else(|e| e.into_inner()).get(id).copied()
     }
 
     /// Adds a delivery address for `client`'s events (`None`: every client's); `false` if it
     /// was already registered so (registering it for another client moves it).
-    pub fn register(&mut self, url: &str, client: Option<String>) -> bool {
+    pub(super) fn register(&mut self, url: &str, client: Option<String>) -> bool {
         if self.urls.get(url) == Some(&client) {
             return false;
         }
@@ -73,7 +73,7 @@ impl Outbox {
 
     /// Removes a delivery address: nothing more is sent there, retries included (a finished
     /// run's receiver is gone); `false` if it was not registered.
-    pub fn unregister(&mut self, url: &str) -> bool {
+    pub(super) fn unregister(&mut self, url: &str) -> bool {
         if self.urls.remove(url).is_none() {
             return false;
         }
@@ -82,13 +82,13 @@ impl Outbox {
     }
 
     /// Queues `client`'s event for the addresses that take it; never waits.
-    pub fn deliver(&self, event: Arc<Value>, client: String) {
+    pub(super) fn deliver(&self, event: Arc<Value>, client: String) {
         if !self.urls.is_empty() {
             let _ = self.tx.send(Msg::Deliver(event, client));
         }
     }
 
-    pub fn urls(&self) -> Vec<String> {
+    pub(super) fn urls(&self) -> Vec<String> {
         let mut urls: Vec<String> = self.urls.keys().cloned().collect();
         urls.sort();
         urls

@@ -19,7 +19,7 @@ pub(crate) fn file_name(service: &str) -> String {
 }
 
 /// The global the script defines for a service, e.g. `BankconfConnect`.
-pub fn global_name(service: &str) -> String {
+pub(super) fn global_name(service: &str) -> String {
     let mut name: String = service
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|part| !part.is_empty())

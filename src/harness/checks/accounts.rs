@@ -40,7 +40,7 @@ async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> {
     // nothing was broken.
     if let Ok(receiver) = ctx.receiver() {
         let (connected, _) =
-            receiver.wait_for_type(&created.connection_id, "connection.connected", ctx.config.event_wait()).await;
+            receiver.wait_for_type(&created.connection_id, "connection.connected", ctx.plan.event_wait()).await;
         if connected {
             return Err(Stop::ignore("the target connected the new connection on its own before it could be read"));
         }

@@ -228,7 +228,7 @@ pub async fn judge_models(
     };
     let mut judged = judge(&state::Model::of(reads, &deliveries()));
     if let (Some(latest), Some(receiver)) = (awaited(&judged), ctx.receiver.as_ref()) {
-        let wait = ctx.config.event_wait();
+        let wait = ctx.plan.event_wait();
         let until = (latest + wait).min(std::time::Instant::now() + wait);
         // Judged again on each delivery, until none is awaited or the wait is over.
         while awaited(&judged).is_some() && receiver.next_arrival(until).await {
@@ -271,7 +271,7 @@ async fn delivery_evidence(ctx: &RunContext, read: std::time::Instant) -> Result
     let canary = ctx.create_connection().await.map_err(|_| stopped.clone())?;
     let id = &canary.connection_id;
     let what = format!("a delivery for {id}, proof that deliveries still arrive");
-    let (arrived, _) = receiver.wait_until(&what, id, ctx.config.event_wait(), |ds| !ds.is_empty()).await;
+    let (arrived, _) = receiver.wait_until(&what, id, ctx.plan.event_wait(), |ds| !ds.is_empty()).await;
     if arrived {
         Ok(())
     } else {

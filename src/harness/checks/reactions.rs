@@ -38,7 +38,7 @@ async fn account_balance(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let names = |d: &Delivery| d.body.pointer("/data/accountId").and_then(Value::as_str) == Some(account.as_str());
     let what = format!("{} for {id}", spec::ACCOUNTS_UPDATED);
     let (_, seen) = receiver
-        .wait_until(&what, &id, ctx.config.event_wait(), |ds| {
+        .wait_until(&what, &id, ctx.plan.event_wait(), |ds| {
             delivery::step_event(ds, &known, spec::ACCOUNTS_UPDATED, names).is_some()
         })
         .await;

@@ -73,7 +73,7 @@ async fn served(ctx: Arc<RunContext>) -> Result<(), Stop> {
 /// and without running the script we can only look for the name. With a browser,
 /// `widget.global-open` judges this for real and this note repeats its verdict.
 async fn defines_open(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    if !ctx.config.skip_browser && browser::find(ctx.config.browser.as_deref()).is_some() {
+    if !ctx.plan.skip_browser && browser::find(ctx.plan.browser.as_deref()).is_some() {
         return global_open(ctx).await;
     }
     let exchange = fetch(&ctx).await?;
@@ -88,7 +88,7 @@ async fn probe(ctx: &RunContext) -> Result<Probe, Stop> {
     ctx.widget_probe
         .get_or_init(|| async {
             let service = ctx.service.as_deref().ok_or_else(|| Stop::ignore("needs the service name (--service)"))?;
-            let session = ctx.browser.get(ctx.config.browser.as_deref()).await?;
+            let session = ctx.browser.get(ctx.plan.browser.as_deref()).await?;
             let src = ctx.api.url(&["widget", &format!("{service}-connect.js")], &[]).to_string();
             let created = ctx.create_connection().await?;
             let credentials = created.widget_token.as_deref().map(|t| (t, created.connection_id.as_str()));
@@ -107,7 +107,7 @@ async fn loads_cross_origin(ctx: Arc<RunContext>) -> Result<(), Stop> {
     if probe.load_failed {
         return Err(Stop::ignore("the script did not load even from its own origin (judged by widget.script-runs)"));
     }
-    let session = ctx.browser.get(ctx.config.browser.as_deref()).await?;
+    let session = ctx.browser.get(ctx.plan.browser.as_deref()).await?;
     let url = script_url(&ctx);
     let loaded = session.loads_elsewhere(&url).await?;
     ensure(loaded, || {

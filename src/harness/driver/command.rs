@@ -13,14 +13,14 @@ use tokio::io::AsyncReadExt;
 
 /// Exit code of a command driver: this target cannot do that action (the cases that need it
 /// are ignored).
-pub const EXIT_UNSUPPORTED: i32 = 3;
+pub(super) const EXIT_UNSUPPORTED: i32 = 3;
 /// Exit code of a command driver: the target refused the action from the connection's current
 /// state.
-pub const EXIT_REFUSED: i32 = 4;
+pub(super) const EXIT_REFUSED: i32 = 4;
 
 /// A command run with `sh -c` once per action, in a process group of its own; it gets the keys
 /// of the clients it acts for, whichever way they were given to the harness.
-pub struct CommandDriver {
+pub(crate) struct CommandDriver {
     /// The command, run with `sh -c`.
     pub command: String,
     /// The target (`BANKCONF_BASE_URL`).
@@ -38,7 +38,7 @@ pub struct CommandDriver {
 
 impl CommandDriver {
     /// A driver running `command` against `base_url`, each call bounded by `timeout`.
-    pub fn new(command: String, base_url: String, timeout: Duration, keys: Keys) -> Self {
+    pub(crate) fn new(command: String, base_url: String, timeout: Duration, keys: Keys) -> Self {
         Self { command, base_url, timeout, keys, groups: Mutex::new(Vec::new()), addresses: Mutex::new(None) }
     }
 

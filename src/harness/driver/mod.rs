@@ -16,16 +16,17 @@ mod sandbox;
 
 use super::redact;
 use crate::spec::Action;
-pub use command::CommandDriver;
+pub(crate) use command::CommandDriver;
 pub use http::HttpDriver;
-pub use sandbox::SandboxDriver;
+pub(crate) use sandbox::SandboxDriver;
 use std::future::Future;
 use std::pin::Pin;
 
 /// Most of a driver's own text (stderr, an HTTP answer) kept for messages.
 const MAX_SAID: usize = 2048;
 /// Why a case that needs a driver is not judged without one.
-pub const NEEDS_DRIVER: &str = "needs a driver (--driver / BANKCONF_DRIVER, or --driver-url / BANKCONF_DRIVER_URL)";
+pub(crate) const NEEDS_DRIVER: &str =
+    "needs a driver (--driver / BANKCONF_DRIVER, or --driver-url / BANKCONF_DRIVER_URL)";
 
 /// What a driver answers to one action.
 ///
@@ -293,7 +294,7 @@ pub struct DriveArgs {
 /// The API keys a command driver gets: `BANKCONF_API_KEY`, and `BANKCONF_SECOND_API_KEY`
 /// when a second client is configured.
 #[derive(Clone, Default)]
-pub struct Keys {
+pub(crate) struct Keys {
     /// The key of the client under test.
     pub api_key: Option<String>,
     /// The second client's key, when one is configured.

@@ -5,7 +5,7 @@ use crate::harness::embedded::{ActionArgs, Control, ControlError};
 
 /// The embedded sandbox, driven through its control handle (the same code as its `/sandbox`
 /// routes), with the keys of the run's clients (each address is registered for its client).
-pub struct SandboxDriver {
+pub(crate) struct SandboxDriver {
     pub control: Control,
     pub keys: Keys,
 }

@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 /// JavaScript). Version 3: a failure's `evidence` names its requests and deliveries as the
 /// written files do (the request, its status and HAR `_id`; the event's `id`, `type` and HAR
 /// `_id`), no longer by places in a log the user never sees.
-pub const FORMAT_VERSION: u32 = 3;
+pub(crate) const FORMAT_VERSION: u32 = 3;
 
 /// The requests (`requests`) or the deliveries of a failure's evidence, as the files name them.
 fn cited(report: &Report, result: &crate::harness::outcome::CaseResult, requests: bool) -> Vec<Value> {
@@ -164,7 +164,7 @@ fn render_raw(report: &Report) -> Value {
 }
 
 /// The report as pretty-printed JSON text, ending with a newline.
-pub fn render_text(report: &Report) -> String {
+pub(crate) fn render_text(report: &Report) -> String {
     let mut text = serde_json::to_string_pretty(&render(report)).unwrap_or_default();
     text.push('\n');
     text

@@ -9,10 +9,10 @@ use libtest_mimic::{Completion, Failed, Trial};
 
 /// The trial that fails when gating cases went unjudged (against the embedded sandbox, where
 /// only this machine's tools can be missing, it is ignored instead).
-pub const COVERAGE: &str = "coverage.complete";
+pub(crate) const COVERAGE: &str = "coverage.complete";
 
 /// The trials of `report`. `embedded`: the run judged the embedded sandbox.
-pub fn trials(report: &Report, embedded: bool) -> Vec<Trial> {
+pub(crate) fn trials(report: &Report, embedded: bool) -> Vec<Trial> {
     let mut trials: Vec<Trial> = report
         .results
         .iter()
@@ -43,7 +43,7 @@ pub fn trials(report: &Report, embedded: bool) -> Vec<Trial> {
 }
 
 /// The trials a run would have, for `--list` (nothing runs).
-pub fn listed() -> Vec<Trial> {
+pub(crate) fn listed() -> Vec<Trial> {
     let cases = catalogue::all().iter().filter(|c| !c.offline);
     cases
         .map(|c| Trial::test(c.id.clone(), || Ok(())).with_kind(c.level.as_str()))

@@ -3,17 +3,17 @@
 //! All of them read one [`Report`] ([`super::verdict`]), made by `bankconf run` or by
 //! `bankconf check-events`. Reports depend on outcomes, never on the runner.
 
-pub mod html;
-pub mod json;
-pub mod junit;
-pub mod libtest;
-pub mod markdown;
-pub mod progress;
-pub mod terminal;
+pub(crate) mod html;
+pub(crate) mod json;
+pub(crate) mod junit;
+pub(crate) mod libtest;
+pub(crate) mod markdown;
+pub(crate) mod progress;
+pub(crate) mod terminal;
 
 /// The run every format renders (its data sits below the runner, in [`super::verdict`]).
 use super::verdict;
-pub use verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
+pub(crate) use verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
 
 use super::config::OutputPaths;
 use super::errors::ReportWriteError;
@@ -22,7 +22,7 @@ use super::sanitize;
 
 /// Writes every report asked for, each whole ([`files::write_atomically`]); an error names the
 /// file that could not be written.
-pub fn write(paths: &OutputPaths, report: &Report) -> Result<(), ReportWriteError> {
+pub(crate) fn write(paths: &OutputPaths, report: &Report) -> Result<(), ReportWriteError> {
     let files = [
         (&paths.report_json, json::render_text(report)),
         (&paths.junit, junit::render(report)),
@@ -54,7 +54,7 @@ fn expectations(report: &Report) -> String {
 }
 
 /// Fails early, before anything runs, when a report file cannot be written.
-pub fn check_writable(paths: &OutputPaths) -> Result<(), ReportWriteError> {
+pub(crate) fn check_writable(paths: &OutputPaths) -> Result<(), ReportWriteError> {
     for path in [&paths.report_json, &paths.junit, &paths.report_md, &paths.report_html, &paths.write_expectations]
         .into_iter()
         .flatten()
@@ -66,7 +66,7 @@ pub fn check_writable(paths: &OutputPaths) -> Result<(), ReportWriteError> {
 
 /// Whether `path` can be written, without creating or truncating it (a run cut short must not
 /// leave an empty report behind).
-pub fn writable(path: &std::path::Path) -> Result<(), ReportWriteError> {
+pub(crate) fn writable(path: &std::path::Path) -> Result<(), ReportWriteError> {
     files::writable(path)
 }
 
@@ -87,7 +87,7 @@ pub fn say(text: std::fmt::Arguments) {
 
 /// Prints the summary, writes the report files, and returns the exit code (2 when a file
 /// cannot be written).
-pub fn finish(report: &Report, paths: &OutputPaths) -> i32 {
+pub(crate) fn finish(report: &Report, paths: &OutputPaths) -> i32 {
     let summary = terminal::summary(report, &terminal::full_text(paths));
     if report.setup_error.is_some() && report.results.is_empty() {
         // A run that could not start: its one line goes with the setup error, on stderr.

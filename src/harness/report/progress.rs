@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Progress printed to standard output.
-pub struct Terminal {
+pub(crate) struct Terminal {
     tty: bool,
     total: AtomicUsize,
     done: AtomicUsize,
@@ -18,7 +18,7 @@ pub struct Terminal {
 
 impl Terminal {
     /// `note` says where a cut message is whole ([`terminal::full_text`]).
-    pub fn new(note: String) -> Self {
+    pub(crate) fn new(note: String) -> Self {
         let tty = std::io::stdout().is_terminal();
         Self { tty, total: AtomicUsize::new(0), done: AtomicUsize::new(0), lines: terminal::Lines::stdout(note) }
     }

@@ -20,7 +20,7 @@ const MAX_LINES: usize = 8;
 /// (the URL to fix, what did arrive), which ends most messages.
 const REASON_LINES: usize = 3;
 /// Where the whole text of a cut message is: the report file written, or how to get one.
-pub fn full_text(paths: &OutputPaths) -> String {
+pub(crate) fn full_text(paths: &OutputPaths) -> String {
     let written = [&paths.report_json, &paths.report_md, &paths.junit].into_iter().flatten().next();
     match written {
         Some(file) => format!("(full text in {})", visible(&file.display().to_string())),
@@ -73,7 +73,7 @@ impl Paint {
 
 /// `text` wrapped to `width` columns (words longer than a line are split), at most `max` lines;
 /// a longer text ends with "… " and `note` (where the full text is, [`full_text`]).
-pub fn wrap(text: &str, width: usize, max: usize, note: &str) -> Vec<String> {
+pub(crate) fn wrap(text: &str, width: usize, max: usize, note: &str) -> Vec<String> {
     let mut lines = Vec::new();
     for paragraph in text.lines() {
         let mut line = String::new();
@@ -114,7 +114,7 @@ pub fn wrap(text: &str, width: usize, max: usize, note: &str) -> Vec<String> {
 /// The first line of `text` in at most `max` characters, then `note` when anything was left
 /// out. What is cut is what matters least: ids first (`txn_…`), then words from the middle,
 /// so that the finding's verb and object, at the end of a message, stay.
-pub fn one_line(text: &str, max: usize, note: &str) -> String {
+pub(crate) fn one_line(text: &str, max: usize, note: &str) -> String {
     let first = text.lines().next().unwrap_or_default();
     let more = text.lines().nth(1).is_some();
     if first.chars().count() <= max && !more {
@@ -224,7 +224,7 @@ impl Lines {
 
 /// `PASS  create.status-created  §2.1 must  3ms`, and below a failure its message (wrapped,
 /// or "same as CASE" when an earlier case had it) and its reproduction.
-pub fn case_line(result: &CaseResult, mark: &str, paint: Paint, same_as: Option<&str>, note: &str) -> String {
+pub(crate) fn case_line(result: &CaseResult, mark: &str, paint: Paint, same_as: Option<&str>, note: &str) -> String {
     let case = result.case;
     let mut line = format!(
         "{} {:<36} {:<5} {:<10} {:>6}ms",
@@ -251,7 +251,7 @@ pub fn case_line(result: &CaseResult, mark: &str, paint: Paint, same_as: Option<
     line
 }
 
-pub fn header(target: &str, seed: Option<u64>, cases: usize) -> String {
+pub(crate) fn header(target: &str, seed: Option<u64>, cases: usize) -> String {
     let target = visible(target);
     match seed {
         Some(seed) => format!("bankconf: {} against {target} (seed {seed})", count(cases, "case", "cases")),
@@ -260,13 +260,13 @@ pub fn header(target: &str, seed: Option<u64>, cases: usize) -> String {
 }
 
 /// `[12/42] `: the progress prefix of a case line, used only when stdout is a terminal.
-pub fn progress(done: usize, total: usize) -> String {
+pub(crate) fn progress(done: usize, total: usize) -> String {
     let width = total.to_string().len();
     format!("[{done:>width$}/{total}] ")
 }
 
 /// The summary, coloured as stdout allows; `note` says where a cut text is whole ([`full_text`]).
-pub fn summary(report: &Report, note: &str) -> String {
+pub(crate) fn summary(report: &Report, note: &str) -> String {
     render_summary(report, Paint::stdout(), note)
 }
 

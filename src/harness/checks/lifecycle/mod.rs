@@ -194,7 +194,7 @@ async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
         async move { play(&ctx, &actions).await.map(|_| ()) }
     })
     .await;
-    let selection = ctx.config.selection();
+    let selection = &ctx.plan.selection;
     match found {
         Err(Stop::Fail(f)) => {
             let owner = f.owner().filter(|o| crate::harness::catalogue::find(o).is_some_and(|c| selection.matches(c)));

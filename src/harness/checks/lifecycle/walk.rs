@@ -260,7 +260,7 @@ impl Pending {
         let started = std::time::Instant::now();
         let what = format!("{} for {id}", expected.join(", "));
         let (_, deliveries) = receiver
-            .wait_until(&what, id, ctx.config.event_wait(), |ds| {
+            .wait_until(&what, id, ctx.plan.event_wait(), |ds| {
                 missing(ds).is_none() && chain::ends(ds).is_ok_and(|ends| state.is_none_or(|s| ends.contains(&s)))
             })
             .await;
@@ -334,7 +334,7 @@ async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result
     let mut deliveries = receiver.for_connection(id);
     if !agrees(&deliveries) {
         let what = format!("an event of {id} that explains {} ({})", exchange.request, exchange.status);
-        deliveries = receiver.wait_until(&what, id, ctx.config.event_wait(), agrees).await.1;
+        deliveries = receiver.wait_until(&what, id, ctx.plan.event_wait(), agrees).await.1;
     }
     if !agrees(&deliveries) {
         let state = chain::resolve(&deliveries)

@@ -149,7 +149,7 @@ async fn neighbours(ctx: &RunContext) -> Result<(), Stop> {
     }
     let what = format!("{} for {a} and {} for {b}", spec::TRANSACTION_DELETED, spec::ACCOUNTS_UPDATED);
     receiver
-        .wait_until(&what, &id, ctx.config.event_wait(), |ds| {
+        .wait_until(&what, &id, ctx.plan.event_wait(), |ds| {
             steps.iter().all(|(_, account, _, kind)| {
                 let names = |d: &delivery::Delivery| d.data_str("accountId") == Some(account.as_str());
                 delivery::step_event(ds, &known, kind, names).is_some_and(names)
