@@ -31,7 +31,7 @@ LAYERS = [
                               "harness::driver", "harness::session", "harness::steps", "harness::preflight"]),
     ("fixtures", ["harness::tour", "harness::fixtures", "harness::property", "harness::recording"]),
     ("checks", ["harness::checks"]),
-    ("runner", ["harness::runner", "harness::causes"]),
+    ("runner", ["harness::runner", "harness::causes", "harness::reproduce"]),
     ("reports", ["harness::report"]),
     ("front doors", ["harness::command", "harness::check_events"]),
     ("top", ["harness", "selftest", "openapi", "conformance", ""]),

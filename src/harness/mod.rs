@@ -78,6 +78,7 @@ mod receiver;
 mod recording;
 pub(crate) mod redact;
 pub(crate) mod report;
+mod reproduce;
 pub(crate) mod runner;
 mod sanitize;
 mod session;
