@@ -28,7 +28,7 @@ LAYERS = [
     # The run's flags hold the driver a library user gives: beside the driver.
     ("access to the target", ["harness::config", "harness::answers", "harness::files", "harness::throttle", "harness::transport", "harness::reads", "harness::http", "harness::har", "harness::browser", "harness::orphans",
                               "harness::pagination", "harness::patience", "harness::receiver",
-                              "harness::driver", "harness::session", "harness::steps", "harness::preflight"]),
+                              "harness::driver", "harness::session", "harness::steps", "harness::preflight", "harness::plan", "harness::rerun"]),
     ("fixtures", ["harness::tour", "harness::fixtures", "harness::property", "harness::recording"]),
     ("checks", ["harness::checks"]),
     ("runner", ["harness::runner", "harness::causes", "harness::reproduce"]),

@@ -23,8 +23,9 @@
 
 use crate::harness::browser;
 use crate::harness::catalogue::Level;
-use crate::harness::config::{DriverImpl, RunConfig};
+use crate::harness::config::RunConfig;
 use crate::harness::driver::Driver;
+use crate::harness::driver::DriverImpl;
 use crate::harness::report::{self, Report};
 use crate::harness::runner;
 use std::path::PathBuf;

@@ -102,13 +102,13 @@ pub mod internal {
     /// The flags of `bankconf run` and `bankconf serve`.
     pub mod config {
         pub use crate::harness::config::{
-            forget_empty_env, parse_mutant, parse_variant, DriverImpl, OutputPaths, SandboxConditions,
+            forget_empty_env, parse_mutant, parse_variant, OutputPaths, SandboxConditions,
         };
         pub use crate::harness::errors::UnknownName;
     }
     /// The driver over HTTP.
     pub mod driver {
-        pub use crate::harness::driver::{DriveError, HttpDriver};
+        pub use crate::harness::driver::{DriveError, DriverImpl, HttpDriver};
     }
     /// The `--expect` file.
     pub mod expect {

@@ -1,27 +1,19 @@
 //! Configuration of a conformance run: the flags of `bankconf run`, each also read from a
-//! `BANKCONF_*` environment variable (which is how `cargo test --test conformance` is configured).
+//! `BANKCONF_*` environment variable (which is how `cargo test --test conformance` is configured),
+//! checked once into a [`RunPlan`] ([`RunConfig::validate`]); written back as a command line in
+//! `rerun.rs`.
 
 use super::catalogue::{Level, Selection};
-use super::driver::Driver;
+use super::driver::DriverImpl;
 use super::embedded::{Conditions, Mutant, Variant};
 use super::errors::{SetupError, UnknownName};
 use super::outcome::Gate;
+use super::plan::{DriverPlan, RunPlan, Target, Waits};
 use super::redact::Redactor;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
-
-/// A driver given in code: shared by the clones of a configuration, shown as `<driver>`.
-#[derive(Clone)]
-pub struct DriverImpl(pub Arc<dyn Driver>);
-
-impl std::fmt::Debug for DriverImpl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("<driver>")
-    }
-}
 
 /// Every setting of a conformance run: the flags of `bankconf run` (each field's doc is its
 /// `--help`). [`Conformance`](crate::Conformance) builds one, and
@@ -339,70 +331,6 @@ impl RunConfig {
         Selection { ids: self.ids.clone(), sections: self.sections.clone(), levels: self.levels.clone() }
     }
 
-    /// The target settings a rerun command repeats, secrets as `$BANKCONF_*` variables; empty
-    /// for the embedded sandbox (but for its mutant or variant).
-    pub(crate) fn rerun_settings(&self) -> String {
-        use crate::harness::sanitize::shell_word;
-        let mut words = Vec::new();
-        if let Some(url) = &self.base_url {
-            words.push(format!("--base-url {}", shell_word(url)));
-            words.push("--api-key \"$BANKCONF_API_KEY\"".to_string());
-        }
-        if self.second_api_key.is_some() {
-            words.push("--second-api-key \"$BANKCONF_SECOND_API_KEY\"".to_string());
-        }
-        let plain = [
-            ("--service", &self.service),
-            ("--driver", &self.driver),
-            ("--driver-url", &self.driver_url),
-            ("--connection-id", &self.connection_id),
-            ("--webhook-public-url", &self.webhook_public_url),
-        ];
-        for (flag, value) in plain {
-            if let Some(v) = value {
-                words.push(format!("{flag} {}", shell_word(v)));
-            }
-        }
-        if let Some(m) = self.sandbox_mutant {
-            words.push(format!("--sandbox-mutant {m}"));
-        }
-        if let Some(v) = self.sandbox_variant {
-            words.push(format!("--sandbox-variant {v}"));
-        }
-        words.extend(super::transport::rerun_words(&self.headers, self.ca_cert.as_ref(), self.insecure));
-        words.extend(self.sandbox_conditions.flags());
-        if self.rate_limit > 0.0 {
-            words.push(format!("--rate-limit {}", self.rate_limit));
-        }
-        // What else changes a case's inputs or its chances: the same values, when not defaults.
-        let defaults = Self::embedded();
-        if self.webhook_listen != defaults.webhook_listen {
-            words.push(format!("--webhook-listen {}", self.webhook_listen));
-        }
-        if let Some(browser) = &self.browser {
-            words.push(format!("--browser {}", shell_word(&browser.display().to_string())));
-        }
-        if self.skip_browser {
-            words.push("--skip-browser".to_string());
-        }
-        if self.gate != defaults.gate {
-            let gate: Vec<&str> = self.gate.iter().map(|l| l.as_str()).collect();
-            words.push(format!("--gate {}", gate.join(",")));
-        }
-        let numbers = [
-            ("--cases", f64::from(self.cases), f64::from(defaults.cases)),
-            ("--event-timeout", self.event_timeout, defaults.event_timeout),
-            ("--request-timeout", self.request_timeout, defaults.request_timeout),
-            ("--driver-timeout", self.driver_timeout, defaults.driver_timeout),
-        ];
-        for (flag, value, default) in numbers {
-            if value != default {
-                words.push(format!("{flag} {value}"));
-            }
-        }
-        words.join(" ")
-    }
-
     /// The gate the flags give: also what a run that never started reports.
     pub(crate) fn gate(&self) -> Gate {
         Gate(self.gate.clone())
@@ -411,105 +339,6 @@ impl RunConfig {
     /// How long the whole run may take (`--deadline`); `None`: no deadline (0, or not a number).
     fn deadline(&self) -> Option<Duration> {
         (self.deadline.is_finite() && self.deadline > 0.0).then(|| Duration::from_secs_f64(self.deadline.min(1e7)))
-    }
-}
-
-/// The target a plan judges: the embedded sandbox (with the conditions and the mutant or variant
-/// the hidden flags give), or a server at a base URL whose key [`RunConfig::validate`] saw.
-#[derive(Clone, Debug)]
-pub(crate) enum Target {
-    Embedded { mutant: Option<Mutant>, variant: Option<Variant>, conditions: Conditions },
-    Remote { base_url: String, api_key: String, second_api_key: Option<String> },
-}
-
-/// What moves the target's connections, the one the flags give (at most one, by validation);
-/// `NoneGiven`: none given, which is the embedded sandbox's own control for it, or no driver at
-/// all for a target.
-#[derive(Clone, Debug)]
-pub(crate) enum DriverPlan {
-    Given(DriverImpl),
-    Url(String),
-    Command(String),
-    NoneGiven,
-}
-
-impl DriverPlan {
-    /// The preflight's hint when registering the receiver failed.
-    pub(crate) fn register_hint(&self) -> &'static str {
-        match self {
-            Self::Given(_) => "the driver given in code",
-            Self::Url(_) => "is --driver-url right, and its server up?",
-            Self::Command(_) => "is --driver right, and executable?",
-            // Without a driver for a target, nothing registers, so nothing fails.
-            Self::NoneGiven => "the embedded sandbox's driver",
-        }
-    }
-}
-
-/// The patience settings, each kept within sane bounds (0.05 s to one hour).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Waits {
-    /// `--event-timeout`: the shortest wait for an event a case expects.
-    pub event: Duration,
-    /// `--request-timeout`: one HTTP request.
-    pub request: Duration,
-    /// `--driver-timeout`: one driver call.
-    pub driver: Duration,
-}
-
-/// A run, checked once ([`RunConfig::validate`]) and built from the flags: what the session, the
-/// fixtures, the checks and the runner read. Nothing past validation sees the clap struct.
-#[derive(Clone)]
-pub(crate) struct RunPlan {
-    pub target: Target,
-    pub driver: DriverPlan,
-    /// Whose failures decide the exit code.
-    pub gate: Gate,
-    /// The cases to run.
-    pub selection: Selection,
-    /// How long the whole run may take; `None`: no deadline.
-    pub deadline: Option<Duration>,
-    pub waits: Waits,
-    /// Generated inputs per property (`--cases`).
-    pub cases: u32,
-    /// `--seed`; `None`: the default seed (`session::default_seed`).
-    pub seed: Option<u64>,
-    pub service: Option<String>,
-    /// An already CONNECTED connection (`--connection-id`).
-    pub connection_id: Option<String>,
-    /// `--browser`, and `--skip-browser`.
-    pub browser: Option<PathBuf>,
-    pub skip_browser: bool,
-    pub browser_pool: super::browser::BrowserPool,
-    pub webhook_listen: SocketAddr,
-    pub webhook_public_url: Option<String>,
-    /// Where the HAR goes, if asked.
-    pub har: Option<PathBuf>,
-    /// The expectations file (read by the runner before the session starts).
-    pub expect: Option<PathBuf>,
-    /// `--header` lines (checked), `--ca-cert`, `--insecure`.
-    pub headers: Vec<String>,
-    pub ca_cert: Option<PathBuf>,
-    pub insecure: bool,
-    pub rate_limit: f64,
-    pub concurrency: usize,
-    /// The settings a rerun command repeats ([`RunConfig::rerun_settings`]).
-    pub rerun: String,
-    /// The secrets the flags give ([`RunConfig::secrets`]).
-    pub secrets: Redactor,
-    /// A note on keys too short to hide everywhere ([`RunConfig::short_keys_note`]).
-    pub short_keys: Option<String>,
-}
-
-impl RunPlan {
-    /// The shortest wait for an event a case expects (`--event-timeout`).
-    pub(crate) fn event_wait(&self) -> Duration {
-        self.waits.event
-    }
-
-    /// Whether the target is the embedded sandbox.
-    pub(crate) fn embedded(&self) -> bool {
-        matches!(self.target, Target::Embedded { .. })
     }
 }
 
@@ -632,32 +461,6 @@ impl SandboxConditions {
             trickle_transactions: self.sandbox_trickle_transactions,
             idle_close_ms: self.sandbox_idle_close_ms,
         }
-    }
-
-    /// The flags that set them, for rerun commands.
-    fn flags(&self) -> Vec<String> {
-        let switches = [
-            ("--sandbox-connection-close", self.sandbox_connection_close),
-            ("--sandbox-delivery-unreachable", self.sandbox_delivery_unreachable),
-            ("--sandbox-stall-transactions", self.sandbox_stall_transactions),
-            ("--sandbox-trickle-transactions", self.sandbox_trickle_transactions),
-        ];
-        [
-            ("--sandbox-latency-ms", self.sandbox_latency_ms),
-            ("--sandbox-delivery-delay-ms", self.sandbox_delivery_delay_ms),
-            ("--sandbox-delivery-serial-ms", self.sandbox_delivery_serial_ms),
-            ("--sandbox-rate-limit", u64::from(self.sandbox_rate_limit)),
-            ("--sandbox-backlog", u64::from(self.sandbox_backlog)),
-            ("--sandbox-delivery-copies", u64::from(self.sandbox_delivery_copies)),
-            ("--sandbox-delivery-copy-late-ms", self.sandbox_delivery_copy_late_ms),
-            ("--sandbox-delivery-shuffle-ms", self.sandbox_delivery_shuffle_ms),
-            ("--sandbox-idle-close-ms", self.sandbox_idle_close_ms),
-        ]
-        .into_iter()
-        .filter(|(_, v)| *v > 0)
-        .map(|(flag, v)| format!("{flag} {v}"))
-        .chain(switches.into_iter().filter(|(_, on)| *on).map(|(flag, _)| flag.to_string()))
-        .collect()
     }
 }
 

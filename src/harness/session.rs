@@ -5,7 +5,6 @@
 
 use super::browser::RunBrowser;
 use super::catalogue::{Case, Need};
-use super::config::{DriverPlan, RunPlan, Target};
 use super::driver::{
     CommandDriver, DriveArgs, DriveError, Driver, DriverAction, HttpDriver, Keys, SandboxDriver, NEEDS_DRIVER,
 };
@@ -14,6 +13,7 @@ use super::errors::{SetupError, WidgetNotServed};
 use super::har::Recorder;
 use super::http::Api;
 use super::outcome::{ErrorSource, Stop};
+use super::plan::{DriverPlan, RunPlan, Target};
 use super::receiver::Receiver;
 use super::redact::Redactor;
 use super::transport::Transport;

@@ -311,6 +311,16 @@ fn tail(said: &str) -> String {
     format!(": {}", redact::shorten_start(trimmed, MAX_SAID))
 }
 
+/// A driver given in code: shared by the clones of a configuration, shown as `<driver>`.
+#[derive(Clone)]
+pub struct DriverImpl(pub std::sync::Arc<dyn Driver>);
+
+impl std::fmt::Debug for DriverImpl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<driver>")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
