@@ -17,8 +17,9 @@ CARGO_TARGET_DIR="$scratch/target" cargo test --no-run --timings --offline --qui
 end=$(date +%s)
 echo "cold cargo test --no-run: $((end - start)) s (scratch: $scratch)"
 # The processor time of the build (user, then system), less sensitive to a busy machine than the
-# wall time: the second line of `times` is this script's children, the compilers.
-echo "processor time (user system): $(times | tail -n 1)"
+# wall time: the second line of `times` (run in this shell, not a pipe's) is the compilers'.
+echo "processor time (user system; this script's, then the build's):"
+times
 report=$(ls -t "$scratch"/target/cargo-timings/cargo-timing-2*.html | head -n 1)
 python3 - "$report" <<'PY'
 import json, re, sys

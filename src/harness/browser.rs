@@ -272,7 +272,7 @@ const ARGS: &[&str] = &[
     "--lang=en_US",
 ];
 
-/// Starts the browser (in a process group that [`orphans`] watches from its first moment) with
+/// Starts the browser (in a process group that `orphans` watches from its first moment) with
 /// its DevTools pipes on fds 3 and 4, and waits for its first answer. Its certificate errors
 /// are ignored when `ignore_certificates`.
 pub async fn launch(path: &Path, ignore_certificates: bool) -> Result<Session, BrowserLaunchError> {

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
-use tokio::sync::{mpsc, oneshot, Mutex};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 /// The longest message read: longer ones are skipped (the call they answer fails with
@@ -43,25 +43,30 @@ pub struct Event {
     pub params: Value,
 }
 
-/// A connection to one browser over its DevTools pipes. Cheap to clone; the reader ends when
-/// the browser closes its end, or when the last clone is dropped.
+/// A connection to one browser over its DevTools pipes. Cheap to clone; its reader ends when
+/// the browser closes its end, and both its tasks when the last clone is dropped.
 #[derive(Clone)]
 pub struct Cdp {
     inner: Arc<Inner>,
-    _reader: Arc<Reader>,
+    _tasks: Arc<Tasks>,
 }
 
-/// The task that reads the browser's messages, aborted with the last [`Cdp`].
-struct Reader(JoinHandle<()>);
+/// The tasks that write commands and read messages, aborted with the last [`Cdp`].
+struct Tasks([JoinHandle<()>; 2]);
 
-impl Drop for Reader {
+impl Drop for Tasks {
     fn drop(&mut self) {
-        self.0.abort();
+        self.0.iter().for_each(JoinHandle::abort);
     }
 }
 
+/// Commands the writer may hold unwritten.
+const MAX_QUEUED_COMMANDS: usize = 64;
+
 struct Inner {
-    writer: Mutex<pipe::Sender>,
+    /// To the writer task: whole messages, so that a call given up mid-way never leaves half
+    /// a command in the pipe.
+    writer: mpsc::Sender<Vec<u8>>,
     next_id: AtomicU64,
     /// The bound on each call's answer.
     timeout: Duration,
@@ -124,15 +129,11 @@ impl Cdp {
 
     /// [`Cdp::new`] reading messages of at most `limit` bytes.
     fn with_limit(to_browser: pipe::Sender, from_browser: pipe::Receiver, timeout: Duration, limit: usize) -> Self {
-        let inner = Arc::new(Inner {
-            writer: Mutex::new(to_browser),
-            next_id: AtomicU64::new(1),
-            timeout,
-            limit,
-            state: StdMutex::default(),
-        });
+        let (writer, commands) = mpsc::channel(MAX_QUEUED_COMMANDS);
+        let inner = Arc::new(Inner { writer, next_id: AtomicU64::new(1), timeout, limit, state: StdMutex::default() });
+        let writer = tokio::spawn(write(to_browser, commands));
         let reader = tokio::spawn(read(from_browser, inner.clone()));
-        Self { inner, _reader: Arc::new(Reader(reader)) }
+        Self { inner, _tasks: Arc::new(Tasks([writer, reader])) }
     }
 
     /// Calls `method` of the browser (or of the page whose session is `session`) and returns
@@ -174,10 +175,7 @@ impl Cdp {
         let mut bytes = message.to_string().into_bytes();
         bytes.push(0);
         let exchange = async {
-            {
-                let mut writer = self.inner.writer.lock().await;
-                writer.write_all(&bytes).await.map_err(|_| CdpError::Closed)?;
-            }
+            self.inner.writer.send(bytes).await.map_err(|_| CdpError::Closed)?;
             answered.await.map_err(|_| CdpError::Closed)?
         };
         tokio::time::timeout(timeout, exchange).await.map_err(|_| CdpError::Timeout { method, waited: timeout })?
@@ -221,6 +219,15 @@ fn string_at(value: &Value, key: &str, method: &'static str) -> Result<String, C
 /// At most [`MAX_TEXT`] characters of `text`.
 fn cut(text: &str) -> String {
     text.chars().take(MAX_TEXT).collect()
+}
+
+/// Writes each command whole, until the browser's pipe breaks (its calls then fail as closed).
+async fn write(mut to_browser: pipe::Sender, mut commands: mpsc::Receiver<Vec<u8>>) {
+    while let Some(command) = commands.recv().await {
+        if to_browser.write_all(&command).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Reads the browser's messages until its pipe ends, then fails what still waits.

@@ -279,7 +279,7 @@ pub enum BrowserLaunchError {
     DevToolsUnreachable { path: String, source: CdpError },
 }
 
-/// A DevTools call ([`super::cdp`]) that gave no usable answer: the browser's or the
+/// A DevTools call (`harness::cdp`) that gave no usable answer: the browser's or the
 /// machine's problem, never the target's. A method is the protocol's name for the call
 /// (`Runtime.evaluate`); texts from the browser are cut to a few hundred characters.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
