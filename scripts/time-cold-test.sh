@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Measures a cold `cargo test` build, as on a fresh clone: the committed tree (git archive HEAD)
 # is unpacked in a scratch folder and built with an empty target directory
-# (`cargo test --no-run --timings`); prints the wall time and the largest compile costs from
-# cargo's timing report (kept in the scratch folder). A cold build takes ten minutes or more on
-# two busy cores; the registry must be fetched already (`cargo fetch`), nothing is downloaded.
+# (`cargo test --no-run --timings`); prints the wall time, the processor time, and the largest
+# compile costs from cargo's timing report (kept in the scratch folder). A cold build takes five
+# minutes or more on two busy cores; the registry must be fetched already (`cargo fetch`),
+# nothing is downloaded.
 # Usage: scripts/time-cold-test.sh [SCRATCH_DIR] (default: a new temporary folder)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,10 @@ start=$(date +%s)
 CARGO_TARGET_DIR="$scratch/target" cargo test --no-run --timings --offline --quiet
 end=$(date +%s)
 echo "cold cargo test --no-run: $((end - start)) s (scratch: $scratch)"
+# The processor time of the build (user, then system), less sensitive to a busy machine than the
+# wall time: the second line of `times` (run in this shell, not a pipe's) is the compilers'.
+echo "processor time (user system; this script's, then the build's):"
+times
 report=$(ls -t "$scratch"/target/cargo-timings/cargo-timing-2*.html | head -n 1)
 python3 - "$report" <<'PY'
 import json, re, sys

@@ -106,64 +106,27 @@ const INSPECT_JS: &str = r##"(() => {
 /// Opens `page` in a headless Chromium; what [`INSPECT_JS`] found, and the errors the page
 /// raised (exceptions, console and log errors, a policy refusing something).
 async fn inspect(page: &std::path::Path) -> (Value, Vec<String>) {
-    use chromiumoxide::cdp::browser_protocol::log::{EnableParams, EventEntryAdded};
-    use chromiumoxide::cdp::js_protocol::runtime::{EventConsoleApiCalled, EventExceptionThrown};
-    use chromiumoxide::{Browser, BrowserConfig};
-    use futures::StreamExt;
-    use std::sync::{Arc, Mutex};
-    let path = bankconf::internal::browser::find(None).expect("a browser");
-    let config = BrowserConfig::builder()
-        .chrome_executable(path)
-        .no_sandbox()
-        .user_data_dir(temp_path("html-report-profile"))
-        .build()
-        .expect("a browser configuration");
-    let (mut browser, mut handler) = Browser::launch(config).await.expect("the browser starts");
-    let handling = tokio::spawn(async move { while handler.next().await.is_some() {} });
-    let tab = browser.new_page("about:blank").await.expect("a page");
-    tab.execute(EnableParams::default()).await.expect("the log");
-    let errors: Arc<Mutex<Vec<String>>> = Arc::default();
-    let mut exceptions = tab.event_listener::<EventExceptionThrown>().await.unwrap();
-    let mut console = tab.event_listener::<EventConsoleApiCalled>().await.unwrap();
-    let mut log = tab.event_listener::<EventEntryAdded>().await.unwrap();
-    let listening = [
-        tokio::spawn({
-            let errors = errors.clone();
-            async move {
-                while let Some(e) = exceptions.next().await {
-                    errors.lock().unwrap().push(format!("exception: {:?}", e.exception_details.text));
-                }
-            }
-        }),
-        tokio::spawn({
-            let errors = errors.clone();
-            async move {
-                while let Some(e) = console.next().await {
-                    errors.lock().unwrap().push(format!("console {:?}", e.r#type));
-                }
-            }
-        }),
-        tokio::spawn({
-            let errors = errors.clone();
-            async move {
-                while let Some(e) = log.next().await {
-                    errors
-                        .lock()
-                        .unwrap()
-                        .push(format!("log {:?} {:?}: {}", e.entry.source, e.entry.level, e.entry.text));
-                }
-            }
-        }),
-    ];
-    tab.goto(format!("file://{}", page.display())).await.expect("the report loads");
-    let found: Value = tab.evaluate(INSPECT_JS).await.expect("the page is read").into_value().expect("a value");
+    use bankconf::internal::browser;
+    let path = browser::find(None).expect("a browser");
+    let session = browser::launch(&path, false).await.expect("the browser starts");
+    let tab = session.page("about:blank").await.expect("a page");
+    let mut raised = tab.events(&["Runtime.exceptionThrown", "Runtime.consoleAPICalled", "Log.entryAdded"]);
+    tab.call("Log.enable", serde_json::json!({})).await.expect("the log");
+    tab.navigate(&format!("file://{}", page.display())).await.expect("the report loads");
+    let found: Value = tab.evaluate(INSPECT_JS).await.expect("the page is read");
     // Anything the page raised as it settled.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    listening.iter().for_each(|l| l.abort());
-    let _ = browser.close().await;
-    let _ = browser.wait().await;
-    handling.abort();
-    let errors = errors.lock().unwrap().clone();
+    let mut errors = Vec::new();
+    while let Ok(e) = raised.try_recv() {
+        let p = &e.params;
+        errors.push(match e.method.as_str() {
+            "Runtime.exceptionThrown" => format!("exception: {}", p["exceptionDetails"]["text"]),
+            "Runtime.consoleAPICalled" => format!("console {}", p["type"]),
+            _ => format!("log {} {}: {}", p["entry"]["source"], p["entry"]["level"], p["entry"]["text"]),
+        });
+    }
+    tab.close().await;
+    session.close().await;
     (found, errors)
 }
 

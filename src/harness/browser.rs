@@ -1,18 +1,14 @@
 //! A headless Chromium that runs the widget script (§1 step 2), driven over the DevTools
-//! protocol. The browser is found, never fetched; one process serves every run of this
-//! process that is alive at once (the self-test's runs share it), started on first use and
-//! killed when the last run lets go of it.
+//! protocol ([`cdp`], on the browser's `--remote-debugging-pipe`). The browser is found, never
+//! fetched; one process serves every run of this process that is alive at once (the
+//! self-test's runs share it), started on first use and killed when the last run lets go of it.
 
-use super::errors::BrowserLaunchError;
+use super::cdp::{self, Cdp};
+use super::errors::{BrowserLaunchError, CdpError};
 use super::orphans;
 use super::outcome::{ErrorSource, Stop};
-use chromiumoxide::cdp::browser_protocol::network::{
-    EventLoadingFinished, EventResponseReceived, GetResponseBodyParams, RequestId,
-};
-use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
-use chromiumoxide::handler::HandlerConfig;
-use chromiumoxide::Browser;
 use serde::Deserialize;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex as StdMutex, Weak};
 use std::time::Duration;
@@ -20,16 +16,17 @@ use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
 /// What to tell a user who has no browser.
-pub const INSTALL_HINT: &str = "no browser found: `apt-get install chromium-headless-shell` (Debian/Ubuntu; or \
+pub(crate) const INSTALL_HINT: &str = "no browser found: `apt-get install chromium-headless-shell` (Debian/Ubuntu; or \
      `chromium`), Chromium or Chrome on PATH elsewhere, or --browser PATH (--skip-browser leaves these cases out)";
 
 /// Why the browser cases are not judged when `--skip-browser` leaves them out.
-pub const SKIPPED: &str = "left out on purpose (--skip-browser): the widget cases that run the script in a browser";
+pub(crate) const SKIPPED: &str =
+    "left out on purpose (--skip-browser): the widget cases that run the script in a browser";
 
 /// Names looked up on PATH, in order.
 const NAMES: [&str; 3] = ["chromium", "chromium-headless-shell", "google-chrome"];
 
-/// At least 20 s: a cold Chromium on a loaded machine is slow to print its DevTools address.
+/// At least 20 s: a cold Chromium on a loaded machine is slow to answer its first call.
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Cap on one probe of the script (navigation, load, grace for the global, the call of `open`).
@@ -45,19 +42,12 @@ const MAX_RECEIVED_TOTAL: usize = 2 * 1024 * 1024;
 /// One running browser; dropping it kills the process and waits (briefly) for it to exit, so
 /// that its profile can then be removed (fields drop in order: the profile last).
 pub struct Session {
-    browser: Browser,
-    handler: JoinHandle<()>,
+    cdp: Cdp,
     process: Process,
     /// Started with `--ignore-certificate-errors` (`--ca-cert`, `--insecure`).
     ignores_certificates: bool,
     /// Held only to be removed once the browser is gone (declared last: dropped last).
     _profile: Profile,
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        self.handler.abort();
-    }
 }
 
 /// The browser process, leader of a process group of its own (its helpers): watched by
@@ -100,9 +90,9 @@ impl Drop for Process {
 
 impl Session {
     /// Closes the browser cleanly (its helper processes end with it), then lets it drop.
-    async fn close(mut self) {
+    pub async fn close(mut self) {
         let bound = Duration::from_secs(5);
-        if tokio::time::timeout(bound, self.browser.close()).await.is_ok() {
+        if self.cdp.call_within("Browser.close", Value::Object(Default::default()), None, bound).await.is_ok() {
             let _ = tokio::time::timeout(bound, self.process.child.wait()).await;
         }
     }
@@ -161,7 +151,7 @@ fn sweep(base: &Path) {
 /// pool of its own. Runs given one pool (the self-test's trials) share one browser process,
 /// alive while any of them holds it, so that a hundred runs start one Chromium.
 #[derive(Clone, Default)]
-pub struct BrowserPool(Arc<Pool>);
+pub(crate) struct BrowserPool(Arc<Pool>);
 
 #[derive(Default)]
 struct Pool {
@@ -195,7 +185,7 @@ impl BrowserPool {
 /// The browser of one run: found and started on first use (from its pool), let go of at the
 /// end of the run.
 #[derive(Default)]
-pub struct RunBrowser {
+pub(crate) struct RunBrowser {
     pool: BrowserPool,
     /// Chromium takes no CA file: `--ca-cert` and `--insecure` start it trusting any.
     ignore_certificates: bool,
@@ -204,13 +194,13 @@ pub struct RunBrowser {
 
 impl RunBrowser {
     /// The browser of a run whose configuration holds `pool`.
-    pub fn new(pool: BrowserPool) -> Self {
+    pub(crate) fn new(pool: BrowserPool) -> Self {
         Self { pool, ignore_certificates: false, session: Mutex::default() }
     }
 
     /// This browser, started with `--ignore-certificate-errors` when `ignore` (the run's
     /// `--ca-cert` or `--insecure`: Chromium has no flag for a CA file).
-    pub fn ignoring_certificate_errors(mut self, ignore: bool) -> Self {
+    pub(crate) fn ignoring_certificate_errors(mut self, ignore: bool) -> Self {
         self.ignore_certificates = ignore;
         self
     }
@@ -218,7 +208,7 @@ impl RunBrowser {
     /// The browser, starting it if needed; an error names why there is none (ignore the
     /// browser cases) or why it did not start (an error of the harness's setup, not the
     /// target's fault).
-    pub async fn get(&self, given: Option<&Path>) -> Result<Arc<Session>, Stop> {
+    pub(crate) async fn get(&self, given: Option<&Path>) -> Result<Arc<Session>, Stop> {
         let mut slot = self.session.lock().await;
         if slot.is_none() {
             *slot = Some(match find(given) {
@@ -232,7 +222,7 @@ impl RunBrowser {
     }
 
     /// Lets go of the browser; the last run to do so closes it and removes its profile.
-    pub async fn close(&self) {
+    pub(crate) async fn close(&self) {
         let Some(Ok(session)) = self.session.lock().await.take() else { return };
         if let Some(session) = Arc::into_inner(session) {
             session.close().await;
@@ -249,13 +239,13 @@ pub fn find(given: Option<&Path>) -> Option<PathBuf> {
     NAMES.iter().find_map(|name| std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file()))
 }
 
-/// What Chromium runs with (puppeteer's and chromiumoxide's defaults, headless): quiet,
-/// nothing in the background, and a DevTools port of its own choosing.
+/// What Chromium runs with (puppeteer's defaults, headless): quiet, nothing in the background,
+/// and DevTools on its fds 3 and 4 (no port).
 const ARGS: &[&str] = &[
     "--headless",
     "--hide-scrollbars",
     "--mute-audio",
-    "--remote-debugging-port=0",
+    "--remote-debugging-pipe",
     "--disable-extensions",
     "--disable-background-networking",
     "--disable-background-timer-throttling",
@@ -283,21 +273,23 @@ const ARGS: &[&str] = &[
     "--lang=en_US",
 ];
 
-/// Starts the browser (started here, not by chromiumoxide, so that it leads a process group
-/// that [`orphans`] watches from its first moment) and connects to its DevTools address.
-async fn launch(path: &Path, ignore_certificates: bool) -> Result<Session, BrowserLaunchError> {
-    use tokio::io::AsyncBufReadExt;
+/// Starts the browser (in a process group that `orphans` watches from its first moment) with
+/// its DevTools pipes on fds 3 and 4, and waits for its first answer. Its certificate errors
+/// are ignored when `ignore_certificates`.
+pub async fn launch(path: &Path, ignore_certificates: bool) -> Result<Session, BrowserLaunchError> {
     static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // Its own profile: the default one is locked by any other Chromium of this user.
     let profile = Profile::new(&std::env::temp_dir(), n);
+    let shown = || path.display().to_string();
+    let not_started = |source| BrowserLaunchError::NotStarted { path: shown(), source };
     let mut command = tokio::process::Command::new(path);
     command
         .args(ARGS)
         .arg(format!("--user-data-dir={}", profile.0.display()))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
+        .stderr(std::process::Stdio::null());
     if running_as_root() {
         // Chromium refuses to start as root with its sandbox on.
         command.args(["--no-sandbox", "--disable-setuid-sandbox"]);
@@ -306,38 +298,69 @@ async fn launch(path: &Path, ignore_certificates: bool) -> Result<Session, Brows
         command.arg("--ignore-certificate-errors");
     }
     command.arg("about:blank");
+    let pipes = Pipes::new().map_err(not_started)?;
+    pipes.give_to(&mut command);
     // Declared after the profile: dropped before it (a failed or cancelled launch included).
-    let shown = || path.display().to_string();
-    let mut process =
-        Process::spawn(&mut command).map_err(|source| BrowserLaunchError::NotStarted { path: shown(), source })?;
-    // `DevTools listening on ws://…/devtools/browser/…` on stderr; the rest is dropped.
-    let stderr = process.child.stderr.take().map(tokio::io::BufReader::new);
-    let address = async {
-        let mut lines = stderr?.lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some((_, ws)) = line.rsplit_once("listening on ") {
-                if ws.starts_with("ws") && ws.contains("devtools/browser") {
-                    return Some(ws.trim().to_string());
-                }
-            }
+    let process = Process::spawn(&mut command).map_err(not_started)?;
+    let cdp = pipes.connect(PROBE_TIMEOUT).map_err(not_started)?;
+    match cdp.call_within("Browser.getVersion", Value::Object(Default::default()), None, LAUNCH_TIMEOUT).await {
+        Ok(_) => {}
+        Err(CdpError::Closed) => return Err(BrowserLaunchError::ExitedEarly { path: shown() }),
+        Err(CdpError::Timeout { .. }) => {
+            return Err(BrowserLaunchError::NoDevToolsAnswer { path: shown(), waited: LAUNCH_TIMEOUT })
         }
-        None
-    };
-    let address = match tokio::time::timeout(LAUNCH_TIMEOUT, address).await {
-        Ok(Some(address)) => address,
-        Ok(None) => return Err(BrowserLaunchError::ExitedEarly { path: shown() }),
-        Err(_) => return Err(BrowserLaunchError::NoDevToolsAddress { path: shown(), waited: LAUNCH_TIMEOUT }),
-    };
-    let config = HandlerConfig { request_timeout: PROBE_TIMEOUT, ..HandlerConfig::default() };
-    let (browser, mut handler) = match Browser::connect_with_config(address, config).await {
-        Ok(connected) => connected,
         Err(source) => return Err(BrowserLaunchError::DevToolsUnreachable { path: shown(), source }),
-    };
-    let handler = tokio::spawn(async move {
-        use futures::StreamExt;
-        while handler.next().await.is_some() {}
-    });
-    Ok(Session { browser, handler, process, ignores_certificates: ignore_certificates, _profile: profile })
+    }
+    Ok(Session { cdp, process, ignores_certificates: ignore_certificates, _profile: profile })
+}
+
+/// The two pipes of `--remote-debugging-pipe`: the browser reads commands on its fd 3 and
+/// writes on its fd 4. Made close-on-exec, so that no other child inherits them.
+struct Pipes {
+    /// Ours: commands to the browser, answers and events from it.
+    to_browser: std::io::PipeWriter,
+    from_browser: std::io::PipeReader,
+    /// The browser's, dropped here once it has started.
+    its_commands: std::io::PipeReader,
+    its_answers: std::io::PipeWriter,
+}
+
+impl Pipes {
+    fn new() -> std::io::Result<Self> {
+        let (its_commands, to_browser) = std::io::pipe()?;
+        let (from_browser, its_answers) = std::io::pipe()?;
+        Ok(Self { to_browser, from_browser, its_commands, its_answers })
+    }
+
+    /// Has `command` put the browser's ends on fds 3 and 4 of its child.
+    fn give_to(&self, command: &mut tokio::process::Command) {
+        use std::os::fd::AsRawFd;
+        let (commands, answers) = (self.its_commands.as_raw_fd(), self.its_answers.as_raw_fd());
+        // SAFETY: runs in the child between fork and exec, and calls only fcntl and dup2
+        // (async-signal-safe) on descriptors the child inherited. Both are first copied above
+        // 10, so that placing one on 3 or 4 cannot close the other; the copies close at exec,
+        // and dup2 leaves 3 and 4 open across it.
+        unsafe {
+            command.pre_exec(move || {
+                let commands = libc::fcntl(commands, libc::F_DUPFD_CLOEXEC, 10);
+                let answers = libc::fcntl(answers, libc::F_DUPFD_CLOEXEC, 10);
+                if commands < 0 || answers < 0 || libc::dup2(commands, 3) < 0 || libc::dup2(answers, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// Our ends as a DevTools connection whose calls are bounded by `timeout`; the browser's
+    /// ends are closed here (the browser holds its own copies).
+    fn connect(self, timeout: Duration) -> std::io::Result<Cdp> {
+        let Self { to_browser, from_browser, its_commands, its_answers } = self;
+        drop((its_commands, its_answers));
+        let to_browser = tokio::net::unix::pipe::Sender::from_owned_fd(to_browser.into())?;
+        let from_browser = tokio::net::unix::pipe::Receiver::from_owned_fd(from_browser.into())?;
+        Ok(Cdp::new(to_browser, from_browser, timeout))
+    }
 }
 
 fn running_as_root() -> bool {
@@ -462,30 +485,32 @@ impl Session {
     }
 
     async fn probe_unbounded(&self, src: &str, credentials: Option<(&str, &str)>) -> Result<Probe, Stop> {
-        let browser_error = |e: chromiumoxide::error::CdpError| harness_error(format!("the browser: {e}"));
+        let browser_error = |e: CdpError| harness_error(format!("the browser: {e}"));
         // The script's own URL as the page: same origin, so error events carry their text.
-        let page = self.browser.new_page(src).await.map_err(browser_error)?;
-        let loads = Loads::watch(&page).await.map_err(browser_error)?;
+        let page = self.page(src).await.map_err(browser_error)?;
+        let loads = Loads::watch(&page);
         let (token, connection) = credentials.unzip();
         let args = serde_json::json!([src, token, connection]).to_string();
         let js = PROBE_JS
             .replace("__ARGS__", &args)
             .replace("__MAX_BYTES__", &MAX_RECEIVED_BYTES.to_string())
             .replace("__MAX__", &MAX_RECEIVED.to_string());
-        let params = EvaluateParams::builder()
-            .expression(js)
-            .await_promise(true)
-            .return_by_value(true)
-            .build()
-            .map_err(|e| harness_error(format!("the browser: {e}")))?;
-        let result = page.evaluate_expression(params).await;
+        let result = page.evaluate::<Probe>(&js).await;
         let responses = loads.bodies(&page, src).await;
-        let _ = page.close().await;
-        let value = result.map_err(browser_error)?;
-        let mut probe: Probe =
-            value.into_value().map_err(|e| harness_error(format!("the browser's probe answered oddly: {e}")))?;
+        page.close().await;
+        let mut probe = result.map_err(|e| match e {
+            CdpError::Odd { reason, .. } => harness_error(format!("the browser's probe answered oddly: {reason}")),
+            e => browser_error(e),
+        })?;
         probe.responses = responses;
         Ok(probe)
+    }
+
+    /// A new page of this browser, at `url` once loaded (an error page if it cannot be).
+    pub async fn page(&self, url: &str) -> Result<cdp::Page, CdpError> {
+        let page = self.cdp.open_page().await?;
+        page.navigate(url).await?;
+        Ok(page)
     }
 }
 
@@ -529,7 +554,7 @@ impl Session {
     /// `<script src>` (§1 item 2: the client's frontend loads the widget).
     pub async fn loads_elsewhere(&self, src: &str) -> Result<bool, Stop> {
         let run = async {
-            let browser_error = |e: chromiumoxide::error::CdpError| harness_error(format!("the browser: {e}"));
+            let browser_error = |e: CdpError| harness_error(format!("the browser: {e}"));
             let (home, server) =
                 serve_elsewhere().await.map_err(|e| harness_error(format!("a page of another origin: {e}")))?;
             // The page's server ends with this call, however it ends.
@@ -540,20 +565,14 @@ impl Session {
                 }
             }
             let _server = Ends(server);
-            let page = self.browser.new_page(home.as_str()).await.map_err(browser_error)?;
+            let page = self.page(&home).await.map_err(browser_error)?;
             let quoted = serde_json::Value::from(src).to_string();
-            let params = EvaluateParams::builder()
-                .expression(LOAD_JS.replace("__SRC__", &quoted))
-                .await_promise(true)
-                .return_by_value(true)
-                .build()
-                .map_err(|e| harness_error(format!("the browser: {e}")))?;
-            let result = page.evaluate_expression(params).await;
-            let _ = page.close().await;
-            result
-                .map_err(browser_error)?
-                .into_value::<bool>()
-                .map_err(|e| harness_error(format!("the browser's load answered oddly: {e}")))
+            let result = page.evaluate::<bool>(&LOAD_JS.replace("__SRC__", &quoted)).await;
+            page.close().await;
+            result.map_err(|e| match e {
+                CdpError::Odd { reason, .. } => harness_error(format!("the browser's load answered oddly: {reason}")),
+                e => browser_error(e),
+            })
         };
         tokio::time::timeout(PROBE_TIMEOUT, run).await.map_err(|_| {
             harness_error(format!(
@@ -566,49 +585,46 @@ impl Session {
 /// The responses a page loads, from the DevTools network events: which requests finished, and
 /// their URLs (bounded), collected aside while the probe runs.
 struct Loads {
-    seen: Arc<StdMutex<Vec<(RequestId, String)>>>,
-    finished: Arc<StdMutex<std::collections::HashSet<RequestId>>>,
-    tasks: [JoinHandle<()>; 2],
+    seen: Arc<StdMutex<Vec<(String, String)>>>,
+    finished: Arc<StdMutex<std::collections::HashSet<String>>>,
+    task: JoinHandle<()>,
 }
 
 impl Drop for Loads {
     fn drop(&mut self) {
-        self.tasks.iter().for_each(JoinHandle::abort);
+        self.task.abort();
     }
 }
 
 impl Loads {
-    async fn watch(page: &chromiumoxide::Page) -> Result<Self, chromiumoxide::error::CdpError> {
-        use futures::StreamExt;
-        let mut responses = page.event_listener::<EventResponseReceived>().await?;
-        let mut finished = page.event_listener::<EventLoadingFinished>().await?;
-        let seen: Arc<StdMutex<Vec<(RequestId, String)>>> = Arc::default();
-        let done: Arc<StdMutex<std::collections::HashSet<RequestId>>> = Arc::default();
+    fn watch(page: &cdp::Page) -> Self {
+        let mut events = page.events(&["Network.responseReceived", "Network.loadingFinished"]);
+        let seen: Arc<StdMutex<Vec<(String, String)>>> = Arc::default();
+        let done: Arc<StdMutex<std::collections::HashSet<String>>> = Arc::default();
         let (s, d) = (seen.clone(), done.clone());
-        let tasks = [
-            tokio::spawn(async move {
-                while let Some(event) = responses.next().await {
+        let task = tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                let Some(id) = event.params["requestId"].as_str() else { continue };
+                if event.method == "Network.responseReceived" {
+                    let Some(url) = event.params["response"]["url"].as_str() else { continue };
                     let mut seen = s.lock().unwrap_or_else(|e| e.into_inner());
                     if seen.len() < MAX_RECEIVED {
-                        seen.push((event.request_id.clone(), event.response.url.clone()));
+                        seen.push((id.to_string(), url.to_string()));
                     }
-                }
-            }),
-            tokio::spawn(async move {
-                while let Some(event) = finished.next().await {
+                } else {
                     let mut done = d.lock().unwrap_or_else(|e| e.into_inner());
                     if done.len() < 4 * MAX_RECEIVED {
-                        done.insert(event.request_id.clone());
+                        done.insert(id.to_string());
                     }
                 }
-            }),
-        ];
-        Ok(Self { seen, finished: done, tasks })
+            }
+        });
+        Self { seen, finished: done, task }
     }
 
     /// The text of each finished response but the script's own (`src`), within the bounds;
     /// a body the browser no longer has, or that is binary, is left out.
-    async fn bodies(self, page: &chromiumoxide::Page, src: &str) -> Vec<Received> {
+    async fn bodies(self, page: &cdp::Page, src: &str) -> Vec<Received> {
         let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let finished = self.finished.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut out = Vec::new();
@@ -617,19 +633,16 @@ impl Loads {
             if total >= MAX_RECEIVED_TOTAL || !url.starts_with("http") {
                 break;
             }
-            let asked = page.execute(GetResponseBodyParams::new(id));
-            let Ok(Ok(body)) = tokio::time::timeout(Duration::from_secs(2), asked).await else { continue };
-            if body.base64_encoded {
+            let asked = serde_json::json!({ "requestId": id });
+            let Ok(body) = page.call_within("Network.getResponseBody", asked, Duration::from_secs(2)).await else {
                 continue;
+            };
+            let (Some(text), Some(false)) = (body["body"].as_str(), body["base64Encoded"].as_bool()) else { continue };
+            let mut end = text.len().min(MAX_RECEIVED_BYTES);
+            while !text.is_char_boundary(end) {
+                end -= 1;
             }
-            let mut text = body.result.body.clone();
-            if text.len() > MAX_RECEIVED_BYTES {
-                let mut end = MAX_RECEIVED_BYTES;
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
-                text.truncate(end);
-            }
+            let text = text[..end].to_string();
             total += text.len();
             out.push(Received { what: format!("GET {url}"), text });
         }
@@ -674,6 +687,17 @@ mod tests {
         drop(profile);
         assert!(!dir.exists(), "{} is left", dir.display());
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_program_that_is_no_browser_fails_its_launch_at_once() {
+        let started = std::time::Instant::now();
+        // `true` ignores its arguments and exits: it never answers on the DevTools pipe.
+        let launched = launch(Path::new("true"), false).await;
+        assert!(matches!(launched, Err(BrowserLaunchError::ExitedEarly { .. })), "{:?}", launched.err());
+        assert!(started.elapsed() < LAUNCH_TIMEOUT / 2, "{:?}", started.elapsed());
+        let missing = launch(Path::new("/nonexistent/chromium"), false).await;
+        assert!(matches!(missing, Err(BrowserLaunchError::NotStarted { .. })), "{:?}", missing.err());
     }
 
     #[test]

@@ -265,15 +265,40 @@ pub(crate) enum ChainError {
 /// Why the headless browser of the widget cases did not start: the harness's setup, not the
 /// target's fault (the widget cases end in an error).
 #[derive(Debug, Error)]
-pub(crate) enum BrowserLaunchError {
+pub enum BrowserLaunchError {
     #[error("browser {path} did not start: {source}")]
     NotStarted { path: String, source: std::io::Error },
-    #[error("browser {path} exited before it listened for DevTools")]
+    /// It closed its DevTools pipe (exited, or is no browser that speaks DevTools on one).
+    #[error("browser {path} exited (or closed its DevTools pipe) before it answered over DevTools")]
     ExitedEarly { path: String },
-    #[error("browser {path} gave no DevTools address within {waited:?}")]
-    NoDevToolsAddress { path: String, waited: Duration },
+    #[error("browser {path} did not answer over its DevTools pipe within {waited:?}")]
+    NoDevToolsAnswer { path: String, waited: Duration },
     #[error("browser {path}: cannot connect to DevTools: {source}")]
-    DevToolsUnreachable { path: String, source: chromiumoxide::error::CdpError },
+    DevToolsUnreachable { path: String, source: CdpError },
+}
+
+/// A DevTools call (`harness::cdp`) that gave no usable answer: the browser's or the
+/// machine's problem, never the target's. A method is the protocol's name for the call
+/// (`Runtime.evaluate`); texts from the browser are cut to a few hundred characters.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum CdpError {
+    /// The browser closed its end of the pipe (it exited or was killed), or never opened it.
+    #[error("the browser closed its DevTools pipe")]
+    Closed,
+    #[error("{method}: no answer from the browser within {waited:?}")]
+    Timeout { method: &'static str, waited: Duration },
+    /// The browser answered the call with a protocol error.
+    #[error("{method}: the browser answered with an error: {message}")]
+    Refused { method: &'static str, message: String },
+    /// The answer was longer than the client reads (it was skipped, not kept).
+    #[error("{method}: the browser's answer is over {limit} bytes")]
+    TooLarge { method: &'static str, limit: usize },
+    /// The answer was not of the shape the protocol gives.
+    #[error("{method}: the browser's answer is not of the expected shape: {reason}")]
+    Odd { method: &'static str, reason: String },
+    /// The evaluated script threw (or its promise was rejected).
+    #[error("{method}: the page's script threw: {text}")]
+    Thrown { method: &'static str, text: String },
 }
 
 /// A capture that `bankconf check-events` cannot judge (exit 2).

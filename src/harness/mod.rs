@@ -21,7 +21,7 @@
 //!    [`files`] (report files written whole),
 //!    [`reads`] (typed pages, and the run's cache of them), [`http`] (paced by [`throttle`]; every exchange kept
 //!    in its answer log for the response checks, and recorded by [`har`]), [`browser`] (the
-//!    headless Chromium of the widget cases), [`orphans`] (what dies with the harness, even on
+//!    headless Chromium of the widget cases, driven by [`cdp`]), [`orphans`] (what dies with the harness, even on
 //!    SIGKILL), [`pagination`], [`receiver`] (waits bounded by
 //!    [`patience`]), [`transport`] (TLS and extra headers), [`driver`], [`session`] (setup, prerequisites, seeds), [`steps`] (API and
 //!    driver steps) and [`preflight`] (the setup checked before any case);
@@ -36,14 +36,12 @@
 //!    [`check_events`] (`bankconf check-events`, over a capture).
 
 mod answers;
-// `pub` for `pub(crate)` left as is while other branches change this module (the browser
-// module's rewrite, issue 42's waits); `cargo fix --lib` makes it `unreachable_pub`-clean after.
-#[allow(unreachable_pub)]
 pub(crate) mod browser;
 mod budget;
 pub(crate) mod cancel;
 pub(crate) mod catalogue;
 mod causes;
+pub(crate) mod cdp;
 mod chain;
 pub(crate) mod check_events;
 // `pub` for `pub(crate)` left as is while other branches change this module (the browser
