@@ -26,7 +26,7 @@ LAYERS = [
     ("pure rules", ["harness::delivery", "harness::chain", "harness::event_rules", "harness::graph",
                     "harness::expect", "harness::latency", "harness::trace", "harness::verdict"]),
     # The run's flags hold the driver a library user gives: beside the driver.
-    ("access to the target", ["harness::config", "harness::answers", "harness::files", "harness::throttle", "harness::transport", "harness::reads", "harness::http", "harness::har", "harness::browser", "harness::cdp", "harness::orphans",
+    ("access to the target", ["harness::config", "harness::answers", "harness::files", "harness::throttle", "harness::transport", "harness::reads", "harness::http", "harness::har", "harness::browser", "harness::probe", "harness::cdp", "harness::orphans",
                               "harness::pagination", "harness::patience", "harness::receiver",
                               "harness::driver", "harness::session", "harness::steps", "harness::preflight", "harness::plan", "harness::rerun"]),
     ("fixtures", ["harness::tour", "harness::fixtures", "harness::property", "harness::recording"]),

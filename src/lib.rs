@@ -64,9 +64,10 @@ pub(crate) use harness::checks::cases;
 pub mod internal {
     /// The headless browser of the widget cases.
     pub mod browser {
-        pub use crate::harness::browser::{find, launch, Call, Probe, Received, Session};
+        pub use crate::harness::browser::{find, launch, Session};
         pub use crate::harness::cdp::{Event, Page};
         pub use crate::harness::errors::{BrowserLaunchError, CdpError};
+        pub use crate::harness::probe::{Call, Probe, Received};
     }
     /// A run cut short.
     pub mod cancel {

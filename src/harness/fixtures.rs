@@ -4,12 +4,12 @@
 //! session's) plus these fixtures.
 
 use super::answers::Auth;
-use super::browser::Probe;
 use super::errors::SilentReceiver;
 use super::graph::TransitionGraph;
 use super::http::Api;
 use super::outcome::{Failure, Stop};
 use super::pagination::{self, Walk};
+use super::probe::Probe;
 use super::session::Session;
 use super::steps::Created;
 use super::tour::Tour;

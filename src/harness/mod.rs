@@ -70,6 +70,7 @@ mod pagination;
 mod patience;
 mod plan;
 mod preflight;
+pub(crate) mod probe;
 pub(crate) mod progress;
 mod property;
 mod reads;

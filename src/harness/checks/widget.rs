@@ -1,9 +1,10 @@
 //! §1 The widget script served at `/widget/<service>-connect.js`.
 
-use crate::harness::browser::{self, Probe};
+use crate::harness::browser;
 use crate::harness::fixtures::RunContext;
 use crate::harness::http::Exchange;
 use crate::harness::outcome::{ensure, Problems, Stop};
+use crate::harness::probe::Probe;
 use crate::harness::redact;
 use std::sync::Arc;
 
