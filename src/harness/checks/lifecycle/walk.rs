@@ -92,8 +92,7 @@ pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
 }
 
 /// A driven sequence, to judge once its events are in: no step waits for the webhooks of the
-/// one before (the spec puts no read between them, §6.3), unless a read needs them
-/// ([`Walk::checkpoint`]).
+/// one before (the spec puts no read between them, §6.3).
 pub struct Pending {
     id: String,
     trace: Trace,
@@ -225,22 +224,6 @@ impl Walk {
         Ok(transition)
     }
 
-    /// The reads a connection owes before it leaves its state, once the events so far are in
-    /// and announce that state (never on the driver's word alone): the accounts against it
-    /// (§3.2, §4.2), and the last data action's reaction (§6.3), which a state change would
-    /// make unreadable. The whole chain is still judged at the end ([`Pending::judge`]).
-    pub async fn checkpoint(&mut self, ctx: &Session) -> Result<(), Stop> {
-        let deliveries = self.pending.settle(ctx, Some(self.state)).await?;
-        let Pending { id, trace, reaction, .. } = &mut self.pending;
-        chain::resolve(&deliveries)
-            .map_err(|problem| trace.fail(owners::CHAIN, id, problem.to_string(), &deliveries))?;
-        accounts_follow_state(ctx, id, trace).await?;
-        if let Some(reaction) = reaction.take() {
-            judge_reaction(ctx, id, trace, reaction, &deliveries).await?;
-        }
-        Ok(())
-    }
-
     /// What was played, and the judgement to come.
     pub fn finish(self) -> (Played, Pending) {
         (self.played, self.pending)
@@ -248,20 +231,30 @@ impl Walk {
 }
 
 impl Pending {
-    /// Waits (bounded) until every expected event has arrived and the chain links up (and ends
-    /// in `state`, when given); fails if an expected event is missing. Returns the deliveries.
-    async fn settle(&self, ctx: &Session, state: Option<ConnectionState>) -> Result<Vec<Delivery>, Stop> {
-        let Pending { id, trace, expected, .. } = self;
+    /// Waits (bounded) until every expected event has arrived, the chain links up, and the
+    /// last data action's own event (naming what it was driven on) is in; fails if an expected
+    /// event is missing. Returns the deliveries. The reaction waits for its own event as the
+    /// tour's does: another event of the same type may come first (a sync of another account),
+    /// and which came first must not decide what is judged.
+    async fn settle(&self, ctx: &Session) -> Result<Vec<Delivery>, Stop> {
+        let Pending { id, trace, expected, reaction } = self;
         let receiver = ctx.receiver()?;
         // Events are a set: copies of one event count once (§6.3 leaves retries open).
         let missing = |ds: &[Delivery]| {
             expected.iter().copied().find(|t| !delivery::holds(ds, t, expected.iter().filter(|e| e == &t).count()))
         };
+        let own_event = |ds: &[Delivery]| {
+            reaction.as_ref().is_none_or(|(action, known, before)| {
+                let Some(before) = before else { return true };
+                let names = |d: &Delivery| before.named_by(*action, d);
+                delivery::step_event(ds, known, announcing_event(*action), names).is_some_and(names)
+            })
+        };
         let started = std::time::Instant::now();
         let what = format!("{} for {id}", expected.join(", "));
         let (_, deliveries) = receiver
             .wait_until(&what, id, ctx.config.event_wait(), |ds| {
-                missing(ds).is_none() && chain::ends(ds).is_ok_and(|ends| state.is_none_or(|s| ends.contains(&s)))
+                missing(ds).is_none() && chain::ends(ds).is_ok() && own_event(ds)
             })
             .await;
         if let Some(absent) = missing(&deliveries) {
@@ -280,7 +273,7 @@ impl Pending {
     /// accounts against the last announced state (§3.2, §4.2), and the last data action's
     /// reaction (§6.3).
     pub async fn judge(self, ctx: &Session) -> Result<(), Stop> {
-        let deliveries = self.settle(ctx, None).await?;
+        let deliveries = self.settle(ctx).await?;
         let Pending { id, trace, reaction, .. } = self;
         // Every delivery on its own: schema (which also asserts the prefixes of the ids it
         // names, §2) and envelope agreement (§6.2).

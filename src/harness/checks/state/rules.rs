@@ -127,6 +127,7 @@ pub(super) fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
             e.kind.starts_with("connection.")
                 && e.connection.as_deref() == Some(later.connection.as_str())
                 && model.may_follow(e, earlier.answer.sent_at)
+                && !model.old_news(e, &earlier.answer)
         });
         if reconnected {
             continue;
@@ -217,7 +218,7 @@ pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
             for (field, value) in fields.as_object().into_iter().flatten().filter(|(f, _)| *f != LAST_SYNCED_AT) {
                 if let Some((before, old)) = last.get(field) {
                     judged += 1;
-                    if !same(old, value) && !model.announced(&id, connection, before.sent_at) {
+                    if !same(old, value) && !model.announced(&id, connection, before) {
                         findings.push(finding(
                             format!(
                                 "{}: account {id} has {field} {value}, {} showed {old}, and no event of the account arrived in between",
@@ -242,7 +243,7 @@ pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
                 judged += 1;
                 if *old != *item
                     && before.answered_at <= page.answer.sent_at
-                    && !model.announced(&page.account, connection, before.sent_at)
+                    && !model.announced(&page.account, connection, before)
                 {
                     findings.push(finding(
                         format!(
@@ -269,7 +270,7 @@ pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
         let Some(earlier) = earlier else { continue };
         judged += 1;
         let connection = model.connection_of(view(&later.first.answer), account);
-        if model.announced(account, connection, earlier.first.answer.sent_at) {
+        if model.announced(account, connection, &earlier.first.answer) {
             continue;
         }
         if let Some(new) = later.ids.difference(&earlier.ids).next() {
