@@ -37,9 +37,9 @@ for m in $mutants; do printf '%s %s\n%s %s\n' "$m" "$SEED_A" "$m" "$SEED_B"; don
   xargs -P "$PARALLEL" -L 1 bash -c 'one "$0" "$1"'
 
 # A mutant that breaks so much shared state that which other cases fail depends on timing
-# (`Mutant::noisy` in src/sandbox/faults.rs): only its catching cases are reproducible, so both
-# files must name those, and nothing more is compared.
-NOISY="duplicate-connection-ids wrong-connection accounts-list-partial"  # as Mutant::noisy
+# (`Mutant::noisy` in src/sandbox/faults.rs, a `noisy:` line in `--list-mutants`): only its
+# catching cases are reproducible, so both files must name those, and nothing more is compared.
+NOISY=$("$BIN" serve --list-mutants | awk '/^[a-z]/ {m = $1} /^ +noisy:/ {print m}' | tr '\n' ' ')
 total=0
 differ=0
 for m in $mutants; do

@@ -124,8 +124,13 @@ fn main() -> ExitCode {
                         [] => String::new(),
                         cases => format!("{:<38} with the reads of: {}\n", "", cases.join(", ")),
                     };
+                    // Which other cases fail beside the catching ones depends on timing.
+                    let noisy = match m.noisy() {
+                        true => format!("{:<38} noisy: only the catching cases fail in every run\n", ""),
+                        false => String::new(),
+                    };
                     format!(
-                        "{:<32} {:<5} {}\n{:<38} caught by: {}\n{shown}",
+                        "{:<32} {:<5} {}\n{:<38} caught by: {}\n{shown}{noisy}",
                         m.name(),
                         m.section(),
                         m.description(),
