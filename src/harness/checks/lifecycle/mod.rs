@@ -52,9 +52,9 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
     {
         let mut atlas = lock(&atlas);
         atlas.graph.reached.push(ConnectionState::Created);
-        // Judged without a wait here: a new connection's accounts by
-        // `accounts.refused-before-connected`, a connected one's by every read of the shared
-        // connection. Each wait before leaving a state adds up along a connection.
+        // Judged elsewhere: a new connection's accounts by `accounts.refused-before-connected`,
+        // a connected one's by every read of the shared connection. A connection stops at the
+        // first state it reaches whose accounts are not judged yet (`Atlas::plan`): not these.
         atlas.judged.extend([ConnectionState::Created, ConnectionState::Connected]);
     }
     let (wake, mut woken) = tokio::sync::mpsc::unbounded_channel();
