@@ -485,6 +485,28 @@ mod tests {
     }
 
     #[test]
+    fn a_late_connection_connected_excuses_no_drop_after_a_served_list() {
+        let mut log = Log::new();
+        let list = |ids: &[&str]| json!(ids.iter().map(|id| json!({"id": id})).collect::<Vec<_>>());
+        log.read("v1/connections/conn_1/accounts", &[], list(&["acc_1", "acc_2"]));
+        log.read("v1/connections/conn_1/accounts", &[], list(&["acc_1"]));
+        let connection = |id: &str, kind: &str, previous: Value, at: &str| {
+            let data = json!({"connectionId": "conn_1", "previousStatus": previous, "occurredAt": at});
+            json!({"id": id, "type": kind, "data": data})
+        };
+        let created = connection("evt_1", "connection.created", Value::Null, "2026-01-01T00:00:00.000Z");
+        let connected = connection("evt_2", "connection.connected", json!("created"), "2026-01-01T00:00:00.001Z");
+        // The connecting arrived after the first list, which shows it done: old news, no excuse.
+        assert_eq!(nothing_vanishes(&log.model(&[(0, created.clone()), (5, connected)])).1.len(), 1);
+        // A disconnection and a new connection between the lists may relink: excused.
+        let disconnected = connection("evt_3", "connection.disconnected", json!("connected"), "2026-01-01T00:00:01Z");
+        let again = connection("evt_4", "connection.connected", json!("disconnected"), "2026-01-01T00:00:02Z");
+        let first = connection("evt_2", "connection.connected", json!("created"), "2026-01-01T00:00:00.001Z");
+        let events = [(0, created), (1, first), (5, disconnected), (6, again)];
+        assert!(nothing_vanishes(&log.model(&events)).1.is_empty());
+    }
+
+    #[test]
     fn a_deleted_transaction_listed_after_its_event_fails_unless_a_later_sync_came() {
         let mut log = Log::new();
         log.page("acc_1", json!([txn("txn_1", 1.0)]));
