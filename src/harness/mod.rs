@@ -44,9 +44,6 @@ mod causes;
 pub(crate) mod cdp;
 mod chain;
 pub(crate) mod check_events;
-// `pub` for `pub(crate)` left as is while other branches change this module (the browser
-// module's rewrite, issue 42's waits); `cargo fix --lib` makes it `unreachable_pub`-clean after.
-#[allow(unreachable_pub)]
 pub(crate) mod checks;
 pub(crate) mod clauses;
 pub(crate) mod command;
@@ -85,9 +82,6 @@ mod sanitize;
 mod session;
 mod steps;
 mod throttle;
-// `pub` for `pub(crate)` left as is while other branches change this module (the browser
-// module's rewrite, issue 42's waits); `cargo fix --lib` makes it `unreachable_pub`-clean after.
-#[allow(unreachable_pub)]
 mod tour;
 pub(crate) mod trace;
 mod transport;

@@ -44,6 +44,9 @@ struct Store {
     refused: std::sync::atomic::AtomicUsize,
     /// The deliveries a case answers only once it has read ([`Receiver::hold`]).
     holds: Mutex<Vec<HoldSpec>>,
+    /// How many deliveries name each connection: a wait looks at its connection's deliveries
+    /// again only when this count moved, not on every arrival of the run.
+    counts: Mutex<std::collections::HashMap<String, u64>>,
 }
 
 /// Longest a held delivery waits for its answer: below the usual delivery timeouts (the
@@ -128,6 +131,7 @@ impl Receiver {
             bytes: Default::default(),
             refused: Default::default(),
             holds: Mutex::default(),
+            counts: Mutex::default(),
         });
         let (tx, arrivals) = watch::channel(0u64);
         let app = Router::new()
@@ -214,6 +218,11 @@ impl Receiver {
         arrivals.iter().copied().zip(all.iter().cloned()).collect()
     }
 
+    /// How many deliveries so far name `connection_id`.
+    fn count_for(&self, connection_id: &str) -> u64 {
+        self.store.counts.lock().unwrap_or_else(|e| e.into_inner()).get(connection_id).copied().unwrap_or(0)
+    }
+
     pub(crate) fn for_connection(&self, connection_id: &str) -> Vec<Delivery> {
         let all = self.store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
         all.iter().filter(|d| d.connection_id() == Some(connection_id)).cloned().collect()
@@ -253,12 +262,20 @@ impl Receiver {
         self.waits.lock().unwrap_or_else(|e| e.into_inner()).push(Wait { what, started, bound });
         let _waiting = Waiting { waits: self.waits.clone(), started };
         let mut arrivals = self.arrivals.clone();
+        // Every wait wakes on every arrival: its connection's deliveries are copied and judged
+        // again only when some named that connection (with dozens of waits at once and a burst
+        // of late deliveries, doing it on each arrival kept the CPU busy for seconds).
+        let (mut seen, mut looked) = (Vec::new(), None);
         loop {
             arrivals.mark_unchanged();
-            let seen = self.for_connection(connection_id);
-            if done(&seen) {
-                self.patience.succeeded(started.elapsed());
-                return (true, seen);
+            let count = self.count_for(connection_id);
+            if looked != Some(count) {
+                looked = Some(count);
+                seen = self.for_connection(connection_id);
+                if done(&seen) {
+                    self.patience.succeeded(started.elapsed());
+                    return (true, seen);
+                }
             }
             let quiet = self.arrived_so_far() + self.refused() == 0;
             let left = self.patience.deadline(started, timeout, quiet).saturating_duration_since(Instant::now());
@@ -377,6 +394,9 @@ async fn receive(
         store.recorder.delivery(&url, &body, StatusCode::NO_CONTENT.as_u16(), delivery.connection_id(), Some(seq));
         store.arrivals.lock().unwrap_or_else(|e| e.into_inner()).push(std::time::Instant::now());
         held = held_by(&store, &delivery);
+        if let Some(connection) = delivery.connection_id() {
+            *store.counts.lock().unwrap_or_else(|e| e.into_inner()).entry(connection.to_string()).or_default() += 1;
+        }
         all.push(delivery);
     }
     tx.send_modify(|n| *n += 1);

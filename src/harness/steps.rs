@@ -86,14 +86,45 @@ impl Session {
     }
 
     /// [`Session::connect_new`] for the client whose key is `auth`; returns its accounts too.
+    /// Accounts served say CONNECTED (§4.2), so a late `connection.connected` is not awaited
+    /// (each such wait would add one lateness to the flow after it); only while they are
+    /// refused is the event awaited, then the accounts read again.
     pub(crate) async fn connect_new_as(&self, auth: Auth) -> Result<(Created, Vec<Value>), Stop> {
         let created = self.create_connection_as(auth.clone()).await?;
         self.drive(Action::Connect, &created, None, None).await?;
-        if let Ok(receiver) = self.receiver() {
-            receiver.wait_for_type(&created.connection_id, "connection.connected", self.plan.event_wait()).await;
+        let api = self.api.reading_as(auth);
+        let id = &created.connection_id;
+        let deadline = Instant::now() + self.plan.event_wait();
+        if let Some(accounts) = self.accounts_served(&api, id, deadline).await? {
+            return Ok((created, accounts));
         }
-        let accounts = self.accounts_ready_with(&self.api.reading_as(auth), &created.connection_id).await?;
+        if let Ok(receiver) = self.receiver() {
+            receiver.wait_for_type(id, "connection.connected", self.plan.event_wait()).await;
+        }
+        let accounts = self.accounts_ready_with(&api, id).await?;
         Ok((created, accounts))
+    }
+
+    /// The accounts of a connection once they are served, read until `deadline`; `None` when
+    /// they were still refused then.
+    async fn accounts_served(
+        &self,
+        api: &super::http::Api,
+        connection_id: &str,
+        deadline: Instant,
+    ) -> Result<Option<Vec<Value>>, Stop> {
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let exchange = api.get(&["v1", "connections", connection_id, "accounts"], &[]).await?;
+            if exchange.is_success() {
+                return accounts_of(&exchange).map(Some);
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(250));
+        }
     }
 
     /// Reads the accounts of a connection, retrying (bounded) while they are refused: a
@@ -113,19 +144,19 @@ impl Session {
         loop {
             let exchange = api.get(&["v1", "connections", connection_id, "accounts"], &[]).await?;
             if exchange.is_success() || Instant::now() >= deadline {
-                let body = exchange.success_json()?;
-                return match body {
-                    Value::Array(items) => Ok(items),
-                    _ => Err(exchange.fail(format!(
-                        "{}: expected a JSON array, got {}",
-                        exchange.request,
-                        exchange.snippet()
-                    ))),
-                };
+                return accounts_of(&exchange);
             }
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(250));
         }
+    }
+}
+
+/// The accounts an answer of §4.2 lists: a 2xx JSON array.
+fn accounts_of(exchange: &super::http::Exchange) -> Result<Vec<Value>, Stop> {
+    match exchange.success_json()? {
+        Value::Array(items) => Ok(items),
+        _ => Err(exchange.fail(format!("{}: expected a JSON array, got {}", exchange.request, exchange.snippet()))),
     }
 }
 

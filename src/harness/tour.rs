@@ -14,8 +14,9 @@ use reqwest::Method;
 use serde_json::Value;
 
 /// The paths driven for the client under test, each on a fresh connection. The data actions
-/// and the disconnection go on two connections, so that no path waits for more than two
-/// announcements in a row (a read follows `connection.connected` and the data events, §6.3).
+/// and the disconnection go on two connections, so that the connect of the first stays
+/// connected for its reaction read (a read follows `connection.connected` and the data
+/// events, §6.3); each path's events are awaited together ([`run_leg`]).
 const PATHS: [&[Action]; 5] = [
     &[Action::Connect, Action::UpdateAccounts, Action::DeleteTransaction],
     &[Action::Connect, Action::Disconnect],
@@ -30,7 +31,7 @@ const SECOND_CLIENT_PATH: &[Action] = &[Action::Connect];
 
 /// What one driven step showed.
 #[derive(Debug)]
-pub struct Step {
+pub(crate) struct Step {
     pub action: Action,
     /// The announcing event arrived and the reaction check after it held; or why not.
     pub verdict: Result<(), Stop>,
@@ -38,7 +39,7 @@ pub struct Step {
 
 /// One connection of the tour.
 #[derive(Debug)]
-pub struct Leg {
+pub(crate) struct Leg {
     /// The client whose key created the connection: `Primary` or `Second`.
     pub client: Auth,
     pub path: &'static [Action],
@@ -50,12 +51,12 @@ pub struct Leg {
 }
 
 #[derive(Debug)]
-pub struct Tour {
+pub(crate) struct Tour {
     pub legs: Vec<Leg>,
 }
 
 impl Tour {
-    pub async fn run(ctx: &Session) -> Tour {
+    pub(crate) async fn run(ctx: &Session) -> Tour {
         let mut plan: Vec<(Auth, &'static [Action])> = PATHS.iter().map(|p| (Auth::Primary, *p)).collect();
         if ctx.api.has_second_key() {
             plan.push((Auth::Second, SECOND_CLIENT_PATH));
@@ -67,7 +68,7 @@ impl Tour {
 
     /// The verdict of the steps that drove `action`: the first failure among them, else the
     /// first verdict.
-    pub fn step(&self, action: Action) -> Result<(), Stop> {
+    pub(crate) fn step(&self, action: Action) -> Result<(), Stop> {
         let mut verdicts = Vec::new();
         for leg in self.legs.iter().filter(|leg| leg.path.contains(&action)) {
             leg.created.as_ref().map_err(Clone::clone)?;
@@ -81,7 +82,7 @@ impl Tour {
 
     /// Every delivery of the tour, by client: the client under test's connections, then the
     /// second client's (when its key is given).
-    pub fn by_client(&self) -> Result<Vec<(String, Vec<Delivery>)>, Stop> {
+    pub(crate) fn by_client(&self) -> Result<Vec<(String, Vec<Delivery>)>, Stop> {
         let mut groups = Vec::new();
         for (client, name) in [(Auth::Primary, "the client under test"), (Auth::Second, "the second client")] {
             let mut deliveries = Vec::new();
@@ -97,7 +98,7 @@ impl Tour {
     }
 
     /// Every connection the tour created, with its deliveries.
-    pub fn connections(&self) -> Result<Vec<(&str, &[Delivery])>, Stop> {
+    pub(crate) fn connections(&self) -> Result<Vec<(&str, &[Delivery])>, Stop> {
         self.legs
             .iter()
             .map(|leg| match &leg.created {
@@ -113,58 +114,61 @@ async fn run_leg(ctx: &Session, client: Auth, path: &'static [Action]) -> Leg {
     let Ok(connection) = &created else {
         return Leg { client, path, created, steps: Vec::new(), deliveries: Vec::new() };
     };
-    // A step waits for its event only where the spec puts a read after it (§6.3): after
-    // connect, before the next step; a run of data actions is driven first and its events
-    // awaited together; a step followed by no read is awaited with the chain, at the end.
+    // Every step is driven first, in the path's order, and their events are awaited together:
+    // one lateness per leg, however many steps (issue 42). The next step never waits for an
+    // event: a step that needs the connection CONNECTED (a data action, §4.2; a disconnection
+    // after connect) starts once the API serves its accounts, which says so whatever the
+    // lateness of `connection.connected`. The reads the spec puts after an event (§6.3) are
+    // each made once that event is in; a connect that a later state change leaves has none
+    // (the connection has left the state by then: the other legs' connect reads it).
     let mut verdicts: Vec<Option<Result<(), Stop>>> = path.iter().map(|_| None).collect();
     let who = &client;
-    let mut deferred = Vec::new();
+    let mut started = Vec::new();
     let mut blocked: Option<Stop> = None;
-    let mut i = 0;
-    while i < path.len() {
-        let data = |a: &Action| matches!(a, Action::UpdateAccounts | Action::DeleteTransaction);
-        let batch = if data(&path[i]) { path[i..].iter().take_while(|a| data(a)).count() } else { 1 };
-        let mut started = Vec::new();
-        for (at, &action) in path.iter().enumerate().skip(i).take(batch) {
-            match &blocked {
-                Some(why) => verdicts[at] = Some(Err(why.clone())),
-                None => match start_step(ctx, connection, action).await {
-                    Ok(step) if action == Action::Connect || data(&action) => started.push((at, step)),
-                    Ok(step) => deferred.push((at, step)),
-                    Err(e) => verdicts[at] = Some(Err(e)),
-                },
+    for (at, &action) in path.iter().enumerate() {
+        // A step that broke (its drive failed, or the driver did) leaves the connection in an
+        // unknown state: the later steps are not driven (within a run of data actions, each is).
+        if run_starts(path, at) {
+            blocked = blocked.or_else(|| (0..at).find_map(|b| blocking(path, b, verdicts[b].as_ref(), "not driven")));
+        }
+        if let Some(why) = &blocked {
+            verdicts[at] = Some(Err(why.clone()));
+            continue;
+        }
+        if at > 0 && path[at - 1] == Action::Connect && action.target_state().is_some() {
+            if let Err(e) = ctx.accounts_when_ready(&connection.connection_id).await {
+                let why = match e {
+                    e @ Stop::Fail(_) => {
+                        Stop::ignore(format!("not driven: the accounts were not served after connect ({e})"))
+                    }
+                    other => other,
+                };
+                verdicts[at] = Some(Err(why));
+                continue;
             }
         }
-        let finished = join_all(
-            started.into_iter().map(|(at, step)| async move { (at, finish_step(ctx, connection, step, who).await) }),
-        )
-        .await;
-        for (at, verdict) in finished {
-            verdicts[at] = Some(verdict);
+        match start_step(ctx, connection, action).await {
+            Ok(step) => started.push((at, step)),
+            Err(e) => verdicts[at] = Some(Err(e)),
         }
-        // A failed step leaves the connection in an unknown state; so does one whose driver
-        // broke, and the later steps are the driver's errors too, never the target's failures.
-        // A skipped or refused step (ignored) changes nothing: the later steps are driven.
-        for (at, verdict) in verdicts.iter().enumerate().skip(i).take(batch) {
-            match verdict {
-                Some(Err(e @ Stop::Fail(_))) if blocked.is_none() => {
-                    blocked = Some(Stop::ignore(format!("not driven: the earlier step {} failed ({e})", path[at])));
-                }
-                Some(Err(Stop::Error(source, m))) if blocked.is_none() => {
-                    let why = format!("not driven: the earlier step {} ended in an error ({m})", path[at]);
-                    blocked = Some(Stop::Error(*source, why));
-                }
-                _ => {}
-            }
-        }
-        i += batch;
     }
+    let left_after = |at: usize| started.iter().any(|(later, s)| *later > at && s.action.target_state().is_some());
+    let reads: Vec<bool> = started.iter().map(|(at, _): &(usize, Started)| !left_after(*at)).collect();
     let finished = join_all(
-        deferred.into_iter().map(|(at, step)| async move { (at, finish_step(ctx, connection, step, who).await) }),
+        started
+            .into_iter()
+            .zip(reads)
+            .map(|((at, step), reads)| async move { (at, finish_step(ctx, connection, step, who, reads).await) }),
     )
     .await;
     for (at, verdict) in finished {
         verdicts[at] = Some(verdict);
+    }
+    // Likewise, what the later steps showed after one failed is not judged.
+    let first = (0..path.len()).find_map(|at| Some((at, blocking(path, at, verdicts[at].as_ref(), "not judged")?)));
+    if let Some((at, why)) = first {
+        let next_run = (at + 1..path.len()).find(|l| run_starts(path, *l)).unwrap_or(path.len());
+        verdicts[next_run..].iter_mut().for_each(|v| *v = Some(Err(why.clone())));
     }
     let steps = path
         .iter()
@@ -184,6 +188,32 @@ async fn run_leg(ctx: &Session, client: Auth, path: &'static [Action]) -> Leg {
         Err(_) => Vec::new(),
     };
     Leg { client, path, created, steps, deliveries }
+}
+
+/// Whether `action` acts on data (an account or a transaction) rather than on the connection.
+fn data(action: Action) -> bool {
+    matches!(action, Action::UpdateAccounts | Action::DeleteTransaction)
+}
+
+/// Whether the step at `at` starts a run of `path`: a data action after a data action
+/// continues one (their events name what each was driven on, so one's failure says nothing of
+/// the other's).
+fn run_starts(path: &[Action], at: usize) -> bool {
+    at == 0 || !(data(path[at]) && data(path[at - 1]))
+}
+
+/// What the steps of the runs after step `at` end in, when its `verdict` broke the leg: a
+/// failure leaves the connection in an unknown state, and a broken driver (an error) is the
+/// later steps' error too, never the target's failure. A skipped or refused step (ignored)
+/// changes nothing. `what`: `not driven`, or `not judged`.
+fn blocking(path: &[Action], at: usize, verdict: Option<&Result<(), Stop>>, what: &str) -> Option<Stop> {
+    match verdict? {
+        Err(e @ Stop::Fail(_)) => Some(Stop::ignore(format!("{what}: the earlier step {} failed ({e})", path[at]))),
+        Err(Stop::Error(source, m)) => {
+            Some(Stop::Error(*source, format!("{what}: the earlier step {} ended in an error ({m})", path[at])))
+        }
+        _ => None,
+    }
 }
 
 /// A step driven, its event not yet awaited.
@@ -221,8 +251,15 @@ async fn start_step(ctx: &Session, connection: &Created, action: Action) -> Resu
     Ok(Started { action, before, known, at, hold })
 }
 
-/// Waits for the event that announces a driven step, and checks the reaction (§6.3).
-async fn finish_step(ctx: &Session, connection: &Created, step: Started, client: &Auth) -> Result<(), Stop> {
+/// Waits for the event that announces a driven step, and checks the reaction (§6.3) where
+/// `reads`: a connect that a later state change left has no reaction to read.
+async fn finish_step(
+    ctx: &Session,
+    connection: &Created,
+    step: Started,
+    client: &Auth,
+    reads: bool,
+) -> Result<(), Stop> {
     let receiver = ctx.receiver()?;
     let id = &connection.connection_id;
     let Started { action, before, known, at, hold } = step;
@@ -247,6 +284,9 @@ async fn finish_step(ctx: &Session, connection: &Created, step: Started, client:
         );
         // An absence: its evidence is what did arrive for the connection.
         return Err(Stop::Fail(super::event_rules::on(&seen, message)));
+    }
+    if !reads && action == Action::Connect {
+        return Ok(());
     }
     react(ctx, id, action, event.as_ref(), before.as_ref(), client, hold).await
 }
@@ -394,7 +434,7 @@ impl Before {
 }
 
 /// The event type that announces a driven action (§3.1, §6).
-pub fn announcing_event(action: Action) -> &'static str {
+pub(super) fn announcing_event(action: Action) -> &'static str {
     match action.target_state() {
         Some(state) => state.event_type(),
         None if action == Action::UpdateAccounts => ACCOUNTS_UPDATED,

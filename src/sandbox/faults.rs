@@ -60,7 +60,9 @@ macro_rules! departures {
 
             /// `#[noisy]`: it breaks so much shared state that which *other* cases fail depends on
             /// timing: only [`Self::caught_by`] is then reproducible (`scripts/same-failures.sh`
-            /// compares only those).
+            /// compares only those). `duplicate-connection-ids`: a new connection replaces
+            /// whichever older one shares its id, and which one that is depends on the order in
+            /// which concurrent flows create theirs.
             pub fn noisy(self) -> bool {
                 self.flags().contains(&"noisy")
             }
@@ -255,7 +257,6 @@ departures! {
             "connections of any client but the first are never announced by `connection.created`";
         TwoClientIds = "two-client-ids", "§6.2", ["events.single-client-id"],
             "account and transaction events carry another clientId than connection events";
-        #[noisy]
         WrongConnection = "wrong-connection", "§6.2", ["events.created-announced", "events.previous-status-chain"],
             "every event names, as `connectionId`, its client's first connection instead of the one concerned";
         // §6.3 reactions
@@ -341,7 +342,7 @@ departures! {
         #[seed]
         DeletedNamesOtherAccount = "deleted-names-other-account", "§6.2", ["state.deleted-owner"],
             "transaction.deleted names another account of the connection as accountId (the transaction is removed from its own)";
-        #[seed] #[noisy]
+        #[seed]
         AccountsListPartial = "accounts-list-partial", "§4.2", ["state.list-complete"],
             "the accounts list leaves out the connection's last account, which GET /v1/accounts/{id} serves and every update_accounts updates too (announced by accounts.updated)";
         #[seed]

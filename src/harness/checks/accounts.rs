@@ -102,7 +102,7 @@ fn id_prefix(reply: &Reply) -> Vec<String> {
 /// Which account types may carry a conditional field (§2.2). A key with `null` counts as
 /// absent, and so does an empty array: "only for" read as "has entries only for" is defensible
 /// (schemas/README.md, variant `empty-arrays-elsewhere`).
-pub const ALLOWED_ON: [(&str, &[&str]); 3] = [
+pub(super) const ALLOWED_ON: [(&str, &[&str]); 3] = [
     ("creditLimit", &["credit_card"]),
     ("currencyBalances", &["credit_card"]),
     ("positions", &["brokerage", "pension"]),
@@ -132,7 +132,7 @@ const MASKS: &[char] = &['*', '•', '●', 'x', 'X', '#', '…', '·'];
 
 /// §2.2: "masked, only the last digits visible". Our reading: no digit shows except one final
 /// group of at most 6 (`****1234`, `XXXX-XXXX-1234`, `…1234`, `1234`, or none at all).
-pub fn is_masked(number: &str) -> bool {
+pub(super) fn is_masked(number: &str) -> bool {
     let head = number.trim_end_matches(|c: char| c.is_ascii_digit());
     let visible = number.len() - head.len();
     visible <= 6 && !head.chars().any(|c| c.is_ascii_digit())

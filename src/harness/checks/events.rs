@@ -48,7 +48,7 @@ pub(crate) const DELIVERY_RULES: [(&str, DeliveryRule); 3] = [
 /// does not judge: the delivery rules over every delivery, the chain over the connections whose
 /// capture holds their `connection.created`. The one judge of both `check-events` and the
 /// runner, which prints a replay as a reproduction only when it fails here too.
-pub fn offline(case: &str, deliveries: &[Delivery]) -> Option<Result<(), Stop>> {
+pub(crate) fn offline(case: &str, deliveries: &[Delivery]) -> Option<Result<(), Stop>> {
     if let Some((_, rule)) = DELIVERY_RULES.iter().find(|(id, _)| *id == case) {
         return Some(rule(deliveries));
     }

@@ -32,7 +32,7 @@ use super::answers::Answer;
 use super::errors::DeliveriesUnproven;
 use super::fixtures::{CheckFn, RunContext};
 use super::outcome::Failure;
-pub use read::{reads_of, Endpoint};
+pub(crate) use read::{reads_of, Endpoint};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -69,7 +69,7 @@ macro_rules! cases {
 pub(crate) use cases;
 
 /// One case's code.
-pub struct Registration {
+pub(crate) struct Registration {
     pub id: &'static str,
     pub flow: CheckFn,
     pub responses: &'static [ResponseCheck],
@@ -78,17 +78,17 @@ pub struct Registration {
 
 impl Registration {
     /// Whether the case is judged after every flow, over the run's answers.
-    pub fn judges_answers(&self) -> bool {
+    pub(crate) fn judges_answers(&self) -> bool {
         !self.responses.is_empty() || !self.models.is_empty()
     }
 }
 
 /// A rule over the model of the run's reads and deliveries (`checks::state`): how many reads or
 /// pairs of reads it judged, and what it found.
-pub type ModelRule = fn(&state::Model) -> (usize, Vec<Finding>);
+pub(crate) type ModelRule = fn(&state::Model) -> (usize, Vec<Finding>);
 
 /// A problem a model rule found, with the answer that shows it.
-pub struct Finding {
+pub(crate) struct Finding {
     pub problem: String,
     pub answer: Arc<Answer>,
     /// Whether a delivery that has not arrived yet could explain it (a late event, §6.3).
@@ -96,13 +96,13 @@ pub struct Finding {
 }
 
 /// A rule over every 2xx answer of `endpoint`: the problems it finds in one answer.
-pub struct ResponseCheck {
+pub(crate) struct ResponseCheck {
     pub endpoint: Endpoint,
     pub rule: fn(&Reply) -> Vec<String>,
 }
 
 /// One 2xx answer, as a response check sees it.
-pub struct Reply<'a> {
+pub(crate) struct Reply<'a> {
     /// `GET /v1/accounts/acc_1/transactions?limit=3`: every problem names it.
     pub request: &'a str,
     /// The id in the path: the connection (§4.2) or account (§4.3, §4.4) asked for.
@@ -113,7 +113,7 @@ pub struct Reply<'a> {
 }
 
 /// Every checks file, named by its area (the catalogue file `cases/<area>.toml`).
-pub const AREAS: [(&str, &[Registration]); 10] = [
+pub(crate) const AREAS: [(&str, &[Registration]); 10] = [
     ("connections", connections::CASES),
     ("accounts", accounts::CASES),
     ("transactions", transactions::CASES),
@@ -128,12 +128,12 @@ pub const AREAS: [(&str, &[Registration]); 10] = [
 
 /// Whether `case` may receive a finding another case's exploration made about its rule
 /// (`RunContext::report_to`): the runner concludes it once every flow ended.
-pub fn receives_findings(case: &str) -> bool {
+pub(crate) fn receives_findings(case: &str) -> bool {
     lifecycle::receives_findings(case)
 }
 
 /// The code of the case `id`.
-pub fn code_of(id: &str) -> Option<&'static Registration> {
+pub(crate) fn code_of(id: &str) -> Option<&'static Registration> {
     AREAS.iter().flat_map(|(_, cases)| cases.iter()).find(|r| r.id == id)
 }
 
@@ -150,7 +150,7 @@ pub fn judge_one(id: &str, method: &str, segments: &[String], limit: Option<u64>
 
 /// What the response checks of one case found over the run's answers.
 #[derive(Default)]
-pub struct Judged {
+pub(crate) struct Judged {
     /// How many answers its rules judged.
     pub answers: usize,
     /// Each problem, resting on the answer that showed it.
@@ -165,7 +165,7 @@ const MAX_PROBLEMS: usize = 20;
 /// Reads the run's `answers` once ([`reads_of`]): the response checks of `cases` judge each
 /// read as it is taken, and the state model keeps what its rules compare (for
 /// [`judge_models`]); no more than one body is held parsed at a time.
-pub fn judge_responses(
+pub(crate) fn judge_responses(
     cases: &[&str],
     answers: &[Arc<Answer>],
 ) -> (BTreeMap<&'static str, Judged>, Arc<state::Observed>) {
@@ -199,7 +199,7 @@ pub fn judge_responses(
 /// passed since the read that shows it: only an event that never comes fails. And only with
 /// evidence that deliveries still came through after that read (`delivery_evidence`): an
 /// absence proves nothing on a receiver that hears nothing.
-pub async fn judge_models(
+pub(crate) async fn judge_models(
     ctx: &RunContext,
     cases: &[&str],
     reads: &Arc<state::Observed>,

@@ -37,9 +37,11 @@ async fn account_balance(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.drive(Action::UpdateAccounts, &created, Some(&account), None).await?;
     let names = |d: &Delivery| d.body.pointer("/data/accountId").and_then(Value::as_str) == Some(account.as_str());
     let what = format!("{} for {id}", spec::ACCOUNTS_UPDATED);
+    // Its own event, naming the account driven: another account's update may come first (a
+    // sync of several), and which came first must not decide which account is judged.
     let (_, seen) = receiver
         .wait_until(&what, &id, ctx.plan.event_wait(), |ds| {
-            delivery::step_event(ds, &known, spec::ACCOUNTS_UPDATED, names).is_some()
+            delivery::step_event(ds, &known, spec::ACCOUNTS_UPDATED, names).is_some_and(names)
         })
         .await;
     let Some(event) = delivery::step_event(&seen, &known, spec::ACCOUNTS_UPDATED, names) else {

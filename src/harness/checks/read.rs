@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// The endpoints of §4 whose answers have rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     /// `POST /v1/connections` (§4.1).
     CreateConnection,
     /// `GET /v1/connections/{connectionId}/accounts` (§4.2).
@@ -23,7 +23,7 @@ pub enum Endpoint {
 
 impl Endpoint {
     /// The endpoint `method` and `segments` address, and the id in its path ("" for none).
-    pub fn of<'a>(method: &str, segments: &'a [String]) -> Option<(Self, &'a str)> {
+    pub(crate) fn of<'a>(method: &str, segments: &'a [String]) -> Option<(Self, &'a str)> {
         let path: Vec<&str> = segments.iter().map(String::as_str).collect();
         match (method, path.as_slice()) {
             ("POST", ["v1", "connections"]) => Some((Self::CreateConnection, "")),
@@ -36,7 +36,7 @@ impl Endpoint {
 }
 
 /// One 2xx answer of an [`Endpoint`], its body parsed.
-pub struct Read {
+pub(crate) struct Read {
     pub answer: Arc<Answer>,
     pub endpoint: Endpoint,
     /// The id in the path: the connection (§4.2) or account (§4.3, §4.4) asked for; "" for §4.1.
@@ -48,7 +48,7 @@ pub struct Read {
 /// held whole (a hostile target's pages may be large), and each consumer keeps what it needs.
 /// A body that is not JSON fails the flow that read it (`Exchange::success_json`); one too dense
 /// to parse within the memory budget is not read.
-pub fn reads_of(answers: &[Arc<Answer>]) -> impl Iterator<Item = Read> + '_ {
+pub(crate) fn reads_of(answers: &[Arc<Answer>]) -> impl Iterator<Item = Read> + '_ {
     answers.iter().filter_map(|answer| {
         let text = answer.body.as_deref()?;
         let (endpoint, id) = Endpoint::of(&answer.sent.method, &answer.segments)?;

@@ -91,7 +91,7 @@ fn status_posted(reply: &Reply) -> Vec<String> {
 
 /// One generated input: which account, which page size, which starting point.
 #[derive(Clone, Debug)]
-pub struct Input {
+pub(crate) struct Input {
     account: usize,
     limit: u64,
     /// Index of the item to start after, modulo the account's length.

@@ -41,19 +41,20 @@ const MOST_CONNECTIONS: usize = ConnectionState::ALL.len() * Action::ALL.len();
 /// that has one, else it stops ([`Atlas::plan`]). Connections explore concurrently, claiming
 /// the pairs they try; a fresh one starts when the created state is left with pairs untried
 /// (connections start there), or when all stopped and pairs remain. The graph follows the
-/// driver's answers, so a step waits for a webhook only where a read needs it: the accounts of
-/// a state are judged once, when it is first left ([`Walk::checkpoint`]) or when a connection
-/// ends in it (§3.2, §4.2); those of the created and connected states by other cases. Every connection is judged as in [`play`] once its events are in,
-/// all those waits at the same time. The graph goes into the reports.
+/// driver's answers, and no step waits for a webhook: the accounts of a state are judged once,
+/// by the first connection to reach it, which stops there and is judged at the end (§3.2,
+/// §4.2); those of the created and connected states by other cases. Every connection is judged
+/// as in [`play`] once its events are in, all those waits at the same time: one lateness for
+/// the whole exploration. The graph goes into the reports.
 async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.receiver()?;
     let atlas = Arc::new(Mutex::new(Atlas::default()));
     {
         let mut atlas = lock(&atlas);
         atlas.graph.reached.push(ConnectionState::Created);
-        // Judged without a wait here: a new connection's accounts by
-        // `accounts.refused-before-connected`, a connected one's by every read of the shared
-        // connection. Each wait before leaving a state adds up along a connection.
+        // Judged elsewhere: a new connection's accounts by `accounts.refused-before-connected`,
+        // a connected one's by every read of the shared connection. A connection stops at the
+        // first state it reaches whose accounts are not judged yet (`Atlas::plan`): not these.
         atlas.judged.extend([ConnectionState::Created, ConnectionState::Connected]);
     }
     let (wake, mut woken) = tokio::sync::mpsc::unbounded_channel();
@@ -149,15 +150,9 @@ async fn explore_with(
 ) -> Result<(), Stop> {
     loop {
         let from = walk.state();
-        let Some(Plan { action, explore, judge_here }) = lock(atlas).plan(me, from) else { return Ok(()) };
+        let Some(Plan { action, explore }) = lock(atlas).plan(me, from) else { return Ok(()) };
         // It may have left the created state: time for a fresh connection, perhaps.
         let _ = wake.send(());
-        let leaves = action.target_state().is_some_and(|to| to != from);
-        // Only to judge a state's accounts: a data action's reaction left behind is the tour's
-        // and the random sequences' to judge (a wait here would add up along the connection).
-        if leaves && judge_here {
-            walk.checkpoint(ctx).await?;
-        }
         let transition = walk.step(ctx, action).await?;
         let mut atlas = lock(atlas);
         if explore {

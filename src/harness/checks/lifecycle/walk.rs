@@ -33,20 +33,20 @@ impl Trace {
 
 /// The cases that own the rules a walk judges: a finding of the random sequences is reported
 /// under its rule's owner, which judges that rule in every run (one judge per rule).
-pub mod owners {
-    pub const SCHEMA: &str = "events.schema";
-    pub const ENVELOPE: &str = "events.envelope-agrees";
-    pub const CHAIN: &str = "events.previous-status-chain";
+pub(super) mod owners {
+    pub(crate) const SCHEMA: &str = "events.schema";
+    pub(crate) const ENVELOPE: &str = "events.envelope-agrees";
+    pub(crate) const CHAIN: &str = "events.previous-status-chain";
     /// Accounts served exactly in the announced CONNECTED state, in every state reached.
-    pub const ACCOUNTS_FOLLOW_STATE: &str = "lifecycle.transition-graph";
-    pub const ACCOUNT_PREFIX: &str = "accounts.id-prefix";
-    pub const ACCOUNTS_UPDATED: &str = "reactions.accounts-updated";
-    pub const TRANSACTION_DELETED: &str = "reactions.transaction-deleted";
+    pub(crate) const ACCOUNTS_FOLLOW_STATE: &str = "lifecycle.transition-graph";
+    pub(crate) const ACCOUNT_PREFIX: &str = "accounts.id-prefix";
+    pub(crate) const ACCOUNTS_UPDATED: &str = "reactions.accounts-updated";
+    pub(crate) const TRANSACTION_DELETED: &str = "reactions.transaction-deleted";
     /// The walks of an account's transactions that a data action is driven on (§4.3).
-    pub const TRANSACTIONS_WALK: &str = "transactions.walk-exactly-once";
+    pub(crate) const TRANSACTIONS_WALK: &str = "transactions.walk-exactly-once";
 
     /// The case that owns "a step's announcing event arrives" for `event_type` (§3.1, §6).
-    pub fn announced(event_type: &str) -> &'static str {
+    pub(crate) fn announced(event_type: &str) -> &'static str {
         match event_type {
             "connection.created" => "events.created-announced",
             "connection.connected" => "events.connected-announced",
@@ -62,7 +62,7 @@ pub mod owners {
     }
 
     /// Every owner, for the runner to hold their results until the exploration ended.
-    pub const ALL: [&str; 14] = [
+    pub(crate) const ALL: [&str; 14] = [
         SCHEMA,
         TRANSACTIONS_WALK,
         "events.disconnected-announced",
@@ -82,19 +82,18 @@ pub mod owners {
 
 /// The steps of a played sequence: each action with the state it was tried from and what the
 /// target did.
-pub type Played = Vec<(ConnectionState, Action, Transition)>;
+pub(super) type Played = Vec<(ConnectionState, Action, Transition)>;
 
 /// Plays `actions` on a fresh connection, then judges what the events and the API tell.
-pub async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
+pub(super) async fn play(ctx: &Session, actions: &[Action]) -> Result<Played, Stop> {
     let (played, pending) = drive(ctx, actions).await?;
     pending.judge(ctx).await?;
     Ok(played)
 }
 
 /// A driven sequence, to judge once its events are in: no step waits for the webhooks of the
-/// one before (the spec puts no read between them, §6.3), unless a read needs them
-/// ([`Walk::checkpoint`]).
-pub struct Pending {
+/// one before (the spec puts no read between them, §6.3).
+pub(super) struct Pending {
     id: String,
     trace: Trace,
     /// The events the accepted steps announce, one per state change (§3.1, §6), in order.
@@ -105,7 +104,7 @@ pub struct Pending {
 }
 
 /// Drives `actions` on a fresh connection (see [`Walk`]).
-pub async fn drive(ctx: &Session, actions: &[Action]) -> Result<(Played, Pending), Stop> {
+pub(super) async fn drive(ctx: &Session, actions: &[Action]) -> Result<(Played, Pending), Stop> {
     let mut walk = Walk::start(ctx).await?;
     for &action in actions {
         walk.step(ctx, action).await?;
@@ -115,7 +114,7 @@ pub async fn drive(ctx: &Session, actions: &[Action]) -> Result<(Played, Pending
 
 /// A fresh connection driven one step at a time, following the driver's answers: an accepted
 /// action moves it to the state the action targets (a data action keeps the state).
-pub struct Walk {
+pub(super) struct Walk {
     created: Created,
     state: ConnectionState,
     /// Every action driven, the one under way included (for messages).
@@ -126,7 +125,7 @@ pub struct Walk {
 
 impl Walk {
     /// Creates the connection: CREATED, announced by connection.created (§3.2).
-    pub async fn start(ctx: &Session) -> Result<Walk, Stop> {
+    pub(super) async fn start(ctx: &Session) -> Result<Walk, Stop> {
         ctx.receiver()?;
         ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
         let created = ctx.create_connection().await?;
@@ -140,12 +139,12 @@ impl Walk {
     }
 
     /// The state the driver's answers so far put the connection in.
-    pub fn state(&self) -> ConnectionState {
+    pub(super) fn state(&self) -> ConnectionState {
         self.state
     }
 
     /// Drives `action`; a refused or unsupported one changes nothing (not a failure).
-    pub async fn step(&mut self, ctx: &Session, action: Action) -> Result<Transition, Stop> {
+    pub(super) async fn step(&mut self, ctx: &Session, action: Action) -> Result<Transition, Stop> {
         let receiver = ctx.receiver()?;
         let driver = ctx.driver.as_ref().ok_or_else(|| Stop::ignore("needs a driver"))?;
         self.actions.push(action);
@@ -225,43 +224,37 @@ impl Walk {
         Ok(transition)
     }
 
-    /// The reads a connection owes before it leaves its state, once the events so far are in
-    /// and announce that state (never on the driver's word alone): the accounts against it
-    /// (§3.2, §4.2), and the last data action's reaction (§6.3), which a state change would
-    /// make unreadable. The whole chain is still judged at the end ([`Pending::judge`]).
-    pub async fn checkpoint(&mut self, ctx: &Session) -> Result<(), Stop> {
-        let deliveries = self.pending.settle(ctx, Some(self.state)).await?;
-        let Pending { id, trace, reaction, .. } = &mut self.pending;
-        chain::resolve(&deliveries)
-            .map_err(|problem| trace.fail(owners::CHAIN, id, problem.to_string(), &deliveries))?;
-        accounts_follow_state(ctx, id, trace).await?;
-        if let Some(reaction) = reaction.take() {
-            judge_reaction(ctx, id, trace, reaction, &deliveries).await?;
-        }
-        Ok(())
-    }
-
     /// What was played, and the judgement to come.
-    pub fn finish(self) -> (Played, Pending) {
+    pub(super) fn finish(self) -> (Played, Pending) {
         (self.played, self.pending)
     }
 }
 
 impl Pending {
-    /// Waits (bounded) until every expected event has arrived and the chain links up (and ends
-    /// in `state`, when given); fails if an expected event is missing. Returns the deliveries.
-    async fn settle(&self, ctx: &Session, state: Option<ConnectionState>) -> Result<Vec<Delivery>, Stop> {
-        let Pending { id, trace, expected, .. } = self;
+    /// Waits (bounded) until every expected event has arrived, the chain links up, and the
+    /// last data action's own event (naming what it was driven on) is in; fails if an expected
+    /// event is missing. Returns the deliveries. The reaction waits for its own event as the
+    /// tour's does: another event of the same type may come first (a sync of another account),
+    /// and which came first must not decide what is judged.
+    async fn settle(&self, ctx: &Session) -> Result<Vec<Delivery>, Stop> {
+        let Pending { id, trace, expected, reaction } = self;
         let receiver = ctx.receiver()?;
         // Events are a set: copies of one event count once (§6.3 leaves retries open).
         let missing = |ds: &[Delivery]| {
             expected.iter().copied().find(|t| !delivery::holds(ds, t, expected.iter().filter(|e| e == &t).count()))
         };
+        let own_event = |ds: &[Delivery]| {
+            reaction.as_ref().is_none_or(|(action, known, before)| {
+                let Some(before) = before else { return true };
+                let names = |d: &Delivery| before.named_by(*action, d);
+                delivery::step_event(ds, known, announcing_event(*action), names).is_some_and(names)
+            })
+        };
         let started = std::time::Instant::now();
         let what = format!("{} for {id}", expected.join(", "));
         let (_, deliveries) = receiver
             .wait_until(&what, id, ctx.plan.event_wait(), |ds| {
-                missing(ds).is_none() && chain::ends(ds).is_ok_and(|ends| state.is_none_or(|s| ends.contains(&s)))
+                missing(ds).is_none() && chain::ends(ds).is_ok() && own_event(ds)
             })
             .await;
         if let Some(absent) = missing(&deliveries) {
@@ -279,8 +272,8 @@ impl Pending {
     /// judges: each delivery's schema and envelope (§6.1, §6.2), the chain (§3, §6.2), the
     /// accounts against the last announced state (§3.2, §4.2), and the last data action's
     /// reaction (§6.3).
-    pub async fn judge(self, ctx: &Session) -> Result<(), Stop> {
-        let deliveries = self.settle(ctx, None).await?;
+    pub(super) async fn judge(self, ctx: &Session) -> Result<(), Stop> {
+        let deliveries = self.settle(ctx).await?;
         let Pending { id, trace, reaction, .. } = self;
         // Every delivery on its own: schema (which also asserts the prefixes of the ids it
         // names, §2) and envelope agreement (§6.2).

@@ -25,7 +25,7 @@ use crate::harness::outcome::Stop;
 use crate::harness::pagination;
 use crate::spec::{self, Action};
 pub(crate) use model::Posted;
-pub use model::{Model, Observed};
+pub(super) use model::{Model, Observed};
 use serde_json::Value;
 use std::sync::Arc;
 

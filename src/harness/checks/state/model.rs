@@ -28,7 +28,7 @@ pub(super) const LAST_SYNCED_AT: &str = "lastSyncedAt";
 /// What the model keeps of the run's reads: the few fields its rules compare, taken from each
 /// read once (`Observed::add`), so that the bodies need not be held.
 #[derive(Default)]
-pub struct Observed {
+pub(crate) struct Observed {
     pub(super) lists: Vec<ListRead>,
     pub(super) pages: Vec<PageRead>,
     /// `GET /v1/accounts/{id}` answers with a numeric `balance` (§4.4; its shape is not shown).
@@ -43,11 +43,15 @@ pub struct Observed {
 
 /// The reads the model judges, with the deliveries of the run (read again as more arrive; the
 /// reads are shared, not taken again).
-pub struct Model {
+pub(crate) struct Model {
     reads: Arc<Observed>,
     pub(super) events: Vec<Event>,
     /// Every event at each address it was posted to (the same event at two addresses is two).
     posted: Vec<Posted>,
+    /// The connections whose connection events do not link into one chain from
+    /// `connection.created` (§3.1, §6.2; `events.previous-status-chain`'s finding): when they
+    /// changed state cannot be told from them.
+    unlinked: std::collections::HashSet<String>,
 }
 
 impl std::ops::Deref for Model {
@@ -151,7 +155,7 @@ fn timestamp(v: &Value, key: &str) -> Option<String> {
 impl Observed {
     /// Keeps what the rules compare of `read` (reads with a client's own key and plain input
     /// only).
-    pub fn add(&mut self, read: &Read) {
+    pub(crate) fn add(&mut self, read: &Read) {
         let (answer, body) = (&read.answer, &read.body);
         if view(answer).is_none() {
             return;
@@ -210,8 +214,20 @@ impl Observed {
 impl Model {
     /// The model of the run's reads (`Observed`) and `deliveries` (each with its arrival, in
     /// arrival order).
-    pub fn of(reads: &Arc<Observed>, deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
-        let mut model = Model { reads: reads.clone(), events: Vec::new(), posted: Vec::new() };
+    pub(crate) fn of(reads: &Arc<Observed>, deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
+        let mut model =
+            Model { reads: reads.clone(), events: Vec::new(), posted: Vec::new(), unlinked: Default::default() };
+        let mut by_connection: HashMap<&str, Vec<crate::harness::delivery::Delivery>> = HashMap::new();
+        for (_, d) in deliveries {
+            if let Some(connection) = d.connection_id() {
+                by_connection.entry(connection).or_default().push(d.clone());
+            }
+        }
+        model.unlinked = by_connection
+            .into_iter()
+            .filter(|(_, ds)| crate::harness::chain::ends(ds).is_err())
+            .map(|(connection, _)| connection.to_string())
+            .collect();
         // Events are a set: each one counts from its first arrival, so a late copy of an earlier
         // event never stands in for an announcement that did not come.
         let mut seen = std::collections::HashSet::new();
@@ -245,6 +261,12 @@ impl Model {
         model
     }
 
+    /// Whether the connection events of `connection` do not link into one chain (see
+    /// [`Model::unlinked`]).
+    pub(super) fn unlinked(&self, connection: &str) -> bool {
+        self.unlinked.contains(connection)
+    }
+
     /// Every event at each address it was posted to, once per address.
     pub(crate) fn posted(&self) -> &[Posted] {
         &self.posted
@@ -259,16 +281,44 @@ impl Model {
     }
 
     /// Whether an event that announces a change of `account` (of `connection`) arrived after
-    /// `since`: its `accounts.updated`, or any event of its connection (a new connection or
-    /// reconnection brings fresh data).
-    pub(super) fn announced(&self, account: &str, connection: Option<&str>, since: Instant) -> bool {
+    /// the read `since` was sent: its `accounts.updated`, or any event of its connection (a new
+    /// connection or reconnection brings fresh data) that is not [`Model::old_news`] to it.
+    pub(super) fn announced(&self, account: &str, connection: Option<&str>, since: &Answer) -> bool {
         self.events.iter().any(|e| {
-            e.arrived >= since
+            e.arrived >= since.sent_at
                 && ((e.kind == spec::ACCOUNTS_UPDATED && e.account.as_deref() == Some(account))
                     || (e.kind.starts_with("connection.")
                         && connection.is_some()
-                        && e.connection.as_deref() == connection))
+                        && e.connection.as_deref() == connection
+                        && !self.old_news(e, since)))
         })
+    }
+
+    /// Whether connection event `e` happened before what `read` shows, however late it
+    /// arrived: its connection's list was served (2xx, which only a CONNECTED connection's is,
+    /// §3.2, §4.2) by `read` itself or before `read` was sent, and the chain puts `e` no later
+    /// than the connection's first `connection.connected` (by `occurredAt`, ties by the
+    /// chain). The connecting of a connection is then no reason for a change after the read:
+    /// a verdict that rested on whether `connection.connected` arrived before a read would
+    /// depend on its lateness (a run no longer waits for it before reading).
+    pub(super) fn old_news(&self, e: &Event, read: &Answer) -> bool {
+        let Some(connection) = e.connection.as_deref() else { return false };
+        let connected = spec::ConnectionState::Connected.event_type();
+        let first = self
+            .events
+            .iter()
+            .filter(|f| f.kind == connected && f.connection.as_deref() == Some(connection) && f.occurred.is_some())
+            .min_by_key(|f| f.occurred);
+        let Some(first) = first else { return false };
+        let up_to_first = std::ptr::eq(e, first)
+            || e.occurred_before(first)
+            || (e.occurred.is_some() && e.occurred == first.occurred && self.leads_to(e, first));
+        let served = self.lists.iter().any(|l| {
+            l.connection == connection
+                && view(&l.answer) == view(read)
+                && (l.answer.seq == read.seq || l.answer.answered_at <= read.sent_at)
+        });
+        e.kind.starts_with("connection.") && up_to_first && served
     }
 
     /// The connection a view's reads list `account` under, if any.

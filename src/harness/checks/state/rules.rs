@@ -127,6 +127,7 @@ pub(super) fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
             e.kind.starts_with("connection.")
                 && e.connection.as_deref() == Some(later.connection.as_str())
                 && model.may_follow(e, earlier.answer.sent_at)
+                && !model.old_news(e, &earlier.answer)
         });
         if reconnected {
             continue;
@@ -217,7 +218,7 @@ pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
             for (field, value) in fields.as_object().into_iter().flatten().filter(|(f, _)| *f != LAST_SYNCED_AT) {
                 if let Some((before, old)) = last.get(field) {
                     judged += 1;
-                    if !same(old, value) && !model.announced(&id, connection, before.sent_at) {
+                    if !same(old, value) && !model.announced(&id, connection, before) {
                         findings.push(finding(
                             format!(
                                 "{}: account {id} has {field} {value}, {} showed {old}, and no event of the account arrived in between",
@@ -242,7 +243,7 @@ pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
                 judged += 1;
                 if *old != *item
                     && before.answered_at <= page.answer.sent_at
-                    && !model.announced(&page.account, connection, before.sent_at)
+                    && !model.announced(&page.account, connection, before)
                 {
                     findings.push(finding(
                         format!(
@@ -269,7 +270,7 @@ pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
         let Some(earlier) = earlier else { continue };
         judged += 1;
         let connection = model.connection_of(view(&later.first.answer), account);
-        if model.announced(account, connection, earlier.first.answer.sent_at) {
+        if model.announced(account, connection, &earlier.first.answer) {
             continue;
         }
         if let Some(new) = later.ids.difference(&earlier.ids).next() {
@@ -481,6 +482,28 @@ mod tests {
         // The deletion may arrive after the read (late deliveries).
         let deleted = event("transaction.deleted", json!({"accountId": "acc_1", "transactionId": "txn_2"}));
         assert!(nothing_vanishes(&log.model(&[(500, deleted)])).1.is_empty());
+    }
+
+    #[test]
+    fn a_late_connection_connected_excuses_no_drop_after_a_served_list() {
+        let mut log = Log::new();
+        let list = |ids: &[&str]| json!(ids.iter().map(|id| json!({"id": id})).collect::<Vec<_>>());
+        log.read("v1/connections/conn_1/accounts", &[], list(&["acc_1", "acc_2"]));
+        log.read("v1/connections/conn_1/accounts", &[], list(&["acc_1"]));
+        let connection = |id: &str, kind: &str, previous: Value, at: &str| {
+            let data = json!({"connectionId": "conn_1", "previousStatus": previous, "occurredAt": at});
+            json!({"id": id, "type": kind, "data": data})
+        };
+        let created = connection("evt_1", "connection.created", Value::Null, "2026-01-01T00:00:00.000Z");
+        let connected = connection("evt_2", "connection.connected", json!("created"), "2026-01-01T00:00:00.001Z");
+        // The connecting arrived after the first list, which shows it done: old news, no excuse.
+        assert_eq!(nothing_vanishes(&log.model(&[(0, created.clone()), (5, connected)])).1.len(), 1);
+        // A disconnection and a new connection between the lists may relink: excused.
+        let disconnected = connection("evt_3", "connection.disconnected", json!("connected"), "2026-01-01T00:00:01Z");
+        let again = connection("evt_4", "connection.connected", json!("disconnected"), "2026-01-01T00:00:02Z");
+        let first = connection("evt_2", "connection.connected", json!("created"), "2026-01-01T00:00:00.001Z");
+        let events = [(0, created), (1, first), (5, disconnected), (6, again)];
+        assert!(nothing_vanishes(&log.model(&events)).1.is_empty());
     }
 
     #[test]

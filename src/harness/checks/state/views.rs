@@ -50,14 +50,17 @@ pub(super) fn deleted_owner(model: &Model) -> (usize, Vec<Finding>) {
 
 /// Whether a connection event of `connection` that the server may date after `e` arrived
 /// before `before`: a reconnection may link other accounts, so a list read after it is not held
-/// against `e`.
+/// against `e`. So may any of a connection whose connection events do not link into one chain
+/// (`events.previous-status-chain` fails it): where its reconnections fall cannot be told, and
+/// a verdict that rested on which of its events arrived before a read would depend on timing.
 fn relinked(model: &Model, e: &Event, connection: &str, before: Instant) -> bool {
-    model.events.iter().any(|f| {
-        f.kind.starts_with("connection.")
-            && f.connection.as_deref() == Some(connection)
-            && f.arrived < before
-            && !f.occurred_before(e)
-    })
+    model.unlinked(connection)
+        || model.events.iter().any(|f| {
+            f.kind.starts_with("connection.")
+                && f.connection.as_deref() == Some(connection)
+                && f.arrived < before
+                && !f.occurred_before(e)
+        })
 }
 
 /// §4.2: the accounts list holds all accounts linked to the connection. An account that an
