@@ -154,15 +154,11 @@ async fn run_leg(ctx: &Session, client: Auth, path: &'static [Action]) -> Leg {
     }
     let left_after = |at: usize| started.iter().any(|(later, s)| *later > at && s.action.target_state().is_some());
     let reads: Vec<bool> = started.iter().map(|(at, _): &(usize, Started)| !left_after(*at)).collect();
-    let finished = join_all(
-        started
-            .into_iter()
-            .zip(reads)
-            .map(|((at, step), reads)| async move { (at, finish_step(ctx, connection, step, who, reads).await) }),
-    )
-    .await;
-    for (at, verdict) in finished {
-        verdicts[at] = Some(verdict);
+    // Finished in the path's order: every event has been in flight since its drive, so the
+    // waits still overlap (one lateness in all), and the reaction reads come in one order in
+    // every run (a target whose reads depend on when a delivery was answered sees the same).
+    for ((at, step), reads) in started.into_iter().zip(reads) {
+        verdicts[at] = Some(finish_step(ctx, connection, step, who, reads).await);
     }
     // Likewise, what the later steps showed after one failed is not judged.
     let first = (0..path.len()).find_map(|at| Some((at, blocking(path, at, verdicts[at].as_ref(), "not judged")?)));
