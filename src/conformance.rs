@@ -21,13 +21,13 @@
 //! # }
 //! ```
 
-use crate::harness::browser;
-use crate::harness::catalogue::Level;
-use crate::harness::config::RunConfig;
-use crate::harness::driver::Driver;
-use crate::harness::driver::DriverImpl;
 use crate::harness::report::{self, Report};
 use crate::harness::runner;
+use crate::harness::setup::config::RunConfig;
+use crate::harness::transport::browser;
+use crate::harness::transport::driver::Driver;
+use crate::harness::transport::driver::DriverImpl;
+use crate::harness::vocab::catalogue::Level;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -208,7 +208,7 @@ impl Conformance {
             self.progress.then(|| {
                 std::sync::Arc::new(crate::harness::report::progress::Terminal::new(
                     crate::harness::report::terminal::full_text(&outputs),
-                )) as std::sync::Arc<dyn crate::harness::progress::Progress>
+                )) as std::sync::Arc<dyn crate::harness::vocab::progress::Progress>
             }),
         )
         .await;
@@ -232,7 +232,7 @@ impl Conformance {
     /// }
     /// ```
     pub fn tests(self) -> std::process::ExitCode {
-        crate::harness::command::test_main(self.config, libtest_mimic::Arguments::from_args())
+        crate::harness::front::command::test_main(self.config, libtest_mimic::Arguments::from_args())
     }
 }
 

@@ -44,18 +44,15 @@ mod selftest;
 mod spec;
 
 pub use conformance::{passed_or_no_browser, summary, Conformance};
-pub use harness::catalogue::{Case, Level, Need};
-pub use harness::config::RunConfig;
-pub use harness::driver::{Answer, DriveArgs, DriveFuture, Driver, DriverAction};
-pub use harness::errors::{ExpectError, ReportWriteError, SelectionError, SetupError, UrlProblem};
-pub use harness::outcome::{
+pub use harness::rules::verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
+pub use harness::setup::config::RunConfig;
+pub use harness::transport::driver::{Answer, DriveArgs, DriveFuture, Driver, DriverAction};
+pub use harness::vocab::catalogue::{Case, Level, Need};
+pub use harness::vocab::errors::{ExpectError, ReportWriteError, SelectionError, SetupError, UrlProblem};
+pub use harness::vocab::outcome::{
     CaseResult, Contrast, Counts, ErrorSource, Evidence, Failure, Gate, IgnoreCause, Outcome, Problem,
 };
-pub use harness::verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
 pub use spec::{Action, ConnectionState};
-
-/// `cases!`, the table of a checks file, at the path the checks files name it by.
-pub(crate) use harness::checks::cases;
 
 /// What bankconf's own binary (`src/main.rs`) and its tests (`tests/*.rs`) need beyond the
 /// library surface, item by item, under the names of the modules that define them. No part of
@@ -64,18 +61,18 @@ pub(crate) use harness::checks::cases;
 pub mod internal {
     /// The headless browser of the widget cases.
     pub mod browser {
-        pub use crate::harness::browser::{find, launch, Session};
-        pub use crate::harness::cdp::{Event, Page};
-        pub use crate::harness::errors::{BrowserLaunchError, CdpError};
-        pub use crate::harness::probe::{Call, Probe, Received};
+        pub use crate::harness::transport::browser::{find, launch, Session};
+        pub use crate::harness::transport::cdp::{Event, Page};
+        pub use crate::harness::transport::probe::{Call, Probe, Received};
+        pub use crate::harness::vocab::errors::{BrowserLaunchError, CdpError};
     }
     /// A run cut short.
     pub mod cancel {
-        pub use crate::harness::cancel::{Cause, Signal};
+        pub use crate::harness::vocab::cancel::{Cause, Signal};
     }
     /// The cases of `cases/*.toml`.
     pub mod catalogue {
-        pub use crate::harness::catalogue::{all, check_selection, find, Selection};
+        pub use crate::harness::vocab::catalogue::{all, check_selection, find, Selection};
     }
     /// The code of the cases.
     pub mod checks {
@@ -83,39 +80,41 @@ pub mod internal {
     }
     /// What a check concludes, and why it stops.
     pub mod outcome {
-        pub use crate::harness::outcome::Stop;
+        pub use crate::harness::vocab::outcome::Stop;
     }
     /// The clause matrix of `cases/clauses.toml`.
     pub mod clauses {
-        pub use crate::harness::clauses::{markdown, matrix, problems, Cell, Clause, Matrix};
+        pub use crate::harness::vocab::clauses::{markdown, matrix, problems, Cell, Clause, Matrix};
     }
     /// `bankconf check-events`.
     pub mod check_events {
-        pub use crate::harness::check_events::{check_events, judge_capture, parse, CheckEventsConfig, CASE_IDS};
-        pub use crate::harness::errors::CaptureError;
+        pub use crate::harness::front::check_events::{
+            check_events, judge_capture, parse, CheckEventsConfig, CASE_IDS,
+        };
+        pub use crate::harness::vocab::errors::CaptureError;
     }
     /// Webhook deliveries as received.
     pub mod delivery {
-        pub use crate::harness::delivery::{Delivery, Recipient};
+        pub use crate::harness::rules::delivery::{Delivery, Recipient};
     }
     /// `bankconf run` and `cargo test --test conformance`.
     pub mod command {
-        pub use crate::harness::command::{conformance_test, name_this_binary, run};
+        pub use crate::harness::front::command::{conformance_test, name_this_binary, run};
     }
     /// The flags of `bankconf run` and `bankconf serve`.
     pub mod config {
-        pub use crate::harness::config::{
+        pub use crate::harness::setup::config::{
             forget_empty_env, parse_mutant, parse_variant, OutputPaths, SandboxConditions,
         };
-        pub use crate::harness::errors::UnknownName;
+        pub use crate::harness::vocab::errors::UnknownName;
     }
     /// The driver over HTTP.
     pub mod driver {
-        pub use crate::harness::driver::{DriveError, DriverImpl, HttpDriver};
+        pub use crate::harness::transport::driver::{DriveError, DriverImpl, HttpDriver};
     }
     /// The `--expect` file.
     pub mod expect {
-        pub use crate::harness::expect::{Expectation, Expectations, Expected, Standing};
+        pub use crate::harness::rules::expect::{Expectation, Expectations, Expected, Standing};
     }
     /// `bankconf openapi`.
     pub mod openapi {
@@ -147,23 +146,23 @@ pub mod internal {
     }
     /// What a run did, in time (the HTML report's timelines and evidence).
     pub mod trace {
-        pub use crate::harness::trace::{Client, Connection, Exchange, Item, Kind, Posted, Trace};
+        pub use crate::harness::rules::trace::{Client, Connection, Exchange, Item, Kind, Posted, Trace};
     }
     /// What a report holds besides the library's surface.
     pub mod verdict {
-        pub use crate::harness::verdict::{Cited, Link, RootCause};
+        pub use crate::harness::rules::verdict::{Cited, Link, RootCause};
     }
     /// The latency a run observed (not judged).
     pub mod latency {
-        pub use crate::harness::latency::{Stats, Summary};
+        pub use crate::harness::rules::latency::{Stats, Summary};
     }
     /// The secrets a report hides.
     pub mod redact {
-        pub use crate::harness::redact::Redactor;
+        pub use crate::harness::vocab::redact::Redactor;
     }
     /// The transition graph a target reveals.
     pub mod graph {
-        pub use crate::harness::graph::{Transition, TransitionGraph};
+        pub use crate::harness::rules::graph::{Transition, TransitionGraph};
     }
     /// A run, from its configuration to its report.
     pub mod runner {

@@ -3,12 +3,12 @@
 //! and every variant (each must pass) of the embedded sandbox ([`crate::sandbox::Mutant`], [`crate::sandbox::Variant`]).
 //! `cargo test --test mutants` runs the same function.
 
-use crate::harness::browser::{self, BrowserPool};
-use crate::harness::catalogue::{self, Level, Need};
-use crate::harness::config::RunConfig;
-use crate::harness::outcome::{Failure, Outcome};
 use crate::harness::report::{html, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_PASSED};
 use crate::harness::runner;
+use crate::harness::setup::config::RunConfig;
+use crate::harness::transport::browser::{self, BrowserPool};
+use crate::harness::vocab::catalogue::{self, Level, Need};
+use crate::harness::vocab::outcome::{Failure, Outcome};
 use crate::sandbox::{Mutant, Variant};
 use serde_json::{json, Value};
 use std::sync::Arc;

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The memory budget of a whole run, whatever the target sends: the peak resident size of the
-/// `bankconf` process (see src/harness/budget.rs for what holds target data, and its bounds).
+/// `bankconf` process (see src/harness/vocab/budget.rs for what holds target data, and its bounds).
 const MEMORY_BUDGET_MIB: u64 = 384;
 /// Longest a row's run may take before it counts as hung.
 const MAX_WALL: Duration = Duration::from_secs(240);

@@ -1,6 +1,6 @@
 //! `scripts/layers.py` holds the stated layers: the tree passes it, and an upward import (a
-//! module of the access layer importing the runner) or a second way into the sandbox makes it
-//! fail. Without python3 these are reported ignored, never ok.
+//! module of the access layer importing the runner, a macro named through the crate root), a
+//! module outside the layer folders or a second way into the sandbox makes it fail. Without python3 these are reported ignored, never ok.
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
@@ -11,10 +11,22 @@ fn main() -> ExitCode {
     let missing = Command::new("python3").arg("--version").output().is_err();
     let trials = [
         ("the_tree_keeps_its_layers", None),
-        ("an_upward_import_fails", Some(("harness/http.rs", "use crate::harness::runner;\n", "upward import"))),
+        (
+            "an_upward_import_fails",
+            Some(("harness/transport/http.rs", "use crate::harness::runner;\n", "upward import")),
+        ),
         (
             "a_second_way_into_the_sandbox_fails",
-            Some(("harness/tour.rs", "use crate::sandbox::Mutant;\n", "only through")),
+            Some(("harness/fixtures/tour.rs", "use crate::sandbox::Mutant;\n", "only through")),
+        ),
+        // A macro named through the crate root is an import of the root (the top layer).
+        (
+            "a_macro_through_the_crate_root_fails",
+            Some(("harness/checks/widget.rs", "fn _f() { crate::cases! {} }\n", "upward import")),
+        ),
+        (
+            "a_module_outside_the_layer_folders_fails",
+            Some(("harness/loose.rs", "use crate::harness::vocab::outcome;\n", "no layer's folder")),
         ),
     ]
     .into_iter()
@@ -31,7 +43,8 @@ fn check(injected: Option<(&str, &str, &str)>) -> Result<(), Failed> {
     copy_dir(&root.join("src"), &copy).map_err(|e| format!("copying src: {e}"))?;
     if let Some((file, line, _)) = injected {
         let path = copy.join(file);
-        let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+        // A file that does not exist is made (a new module).
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
         std::fs::write(&path, format!("{line}{text}")).map_err(|e| e.to_string())?;
     }
     let out = Command::new("python3")

@@ -1,14 +1,14 @@
 //! §4.2 Get connection accounts, §2.2 the account fields, §4.4 Get one account.
 
 use super::Reply;
-use crate::harness::fixtures::RunContext;
-use crate::harness::outcome::{str_field, Problems, Stop};
+use crate::harness::fixtures::context::RunContext;
+use crate::harness::vocab::outcome::{str_field, Problems, Stop};
 use crate::schemas::{self, Schema};
 use crate::spec::prefix;
 use serde_json::Value;
 use std::sync::Arc;
 
-crate::cases! {
+super::cases! {
     REFUSED_BEFORE_CONNECTED = "accounts.refused-before-connected" => refused_before_connected;
     RESPONSE_SCHEMA = "accounts.response-schema" => reads_accounts, responds [ConnectionAccounts => schema];
     CONNECTION_ID = "accounts.connection-id" => reads_accounts, responds [ConnectionAccounts => connection_id];

@@ -1,15 +1,15 @@
 //! §4.1 Create a connection, §2.1 the connection it returns.
 
 use super::Reply;
-use crate::harness::fixtures::RunContext;
-use crate::harness::outcome::{str_field, Failure, Stop};
+use crate::harness::fixtures::context::RunContext;
+use crate::harness::vocab::outcome::{str_field, Failure, Stop};
 use crate::schemas::{self, Schema};
 use crate::spec::prefix;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-crate::cases! {
+super::cases! {
     RESPONSE_SCHEMA = "create.response-schema" => creates, responds [CreateConnection => schema];
     STATUS_CREATED = "create.status-created" => creates, responds [CreateConnection => status_created];
     ID_PREFIXES = "create.id-prefixes" => creates, responds [CreateConnection => id_prefixes];

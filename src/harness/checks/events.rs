@@ -1,17 +1,17 @@
 //! §3 States and §6 Events: what the webhook deliveries of the tour's connections say. Arrival
 //! order and duplicates are never held against a target.
 //!
-//! The rules over deliveries live in [`crate::harness::event_rules`], shared with `check-events`.
+//! The rules over deliveries live in [`crate::harness::rules::event_rules`], shared with `check-events`.
 
-use crate::harness::chain;
-use crate::harness::delivery::Delivery;
-use crate::harness::event_rules;
-use crate::harness::fixtures::RunContext;
-use crate::harness::outcome::{Problems, Stop};
+use crate::harness::fixtures::context::RunContext;
+use crate::harness::rules::chain;
+use crate::harness::rules::delivery::Delivery;
+use crate::harness::rules::event_rules;
+use crate::harness::vocab::outcome::{Problems, Stop};
 use crate::spec::Action;
 use std::sync::Arc;
 
-crate::cases! {
+super::cases! {
     SCHEMA = "events.schema" => schema;
     ENVELOPE_AGREES = "events.envelope-agrees" => envelope_agrees;
     UNIQUE_IDS = "events.unique-ids" => unique_ids;

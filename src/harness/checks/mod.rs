@@ -1,6 +1,6 @@
 //! The code of every case. Each `cases/<area>.toml` has exactly one module `checks::<area>`
 //! (`checks/<area>.rs`, or `checks/<area>/mod.rs` where its code is split along a seam), which
-//! declares its own table with [`cases!`](crate::cases); this module only assembles the tables
+//! declares its own table with [`cases!`](cases); this module only assembles the tables
 //! and judges the run's answers with their response checks.
 //!
 //! A case has up to two kinds of check, both registered next to it:
@@ -13,7 +13,7 @@
 //!
 //! Both those and the state model's rules read the run's answers as [`Read`](read::Read)s, parsed once
 //! ([`reads_of`], one at a time); every finding carries the answers and deliveries it rests on
-//! ([`Failure::evidence`](super::outcome::Failure)), from which the reports make the curl, the
+//! ([`Failure::evidence`](super::vocab::outcome::Failure)), from which the reports make the curl, the
 //! offline replay and the HAR link.
 
 mod accounts;
@@ -28,10 +28,10 @@ mod state;
 pub(crate) mod transactions;
 mod widget;
 
-use super::answers::Answer;
-use super::errors::DeliveriesUnproven;
-use super::fixtures::{CheckFn, RunContext};
-use super::outcome::Failure;
+use super::fixtures::context::{CheckFn, RunContext};
+use super::transport::answers::Answer;
+use super::vocab::errors::DeliveriesUnproven;
+use super::vocab::outcome::Failure;
 pub(crate) use read::{reads_of, Endpoint};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -282,7 +282,7 @@ async fn delivery_evidence(ctx: &RunContext, read: std::time::Instant) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::catalogue;
+    use crate::harness::vocab::catalogue;
 
     /// A case is one place: its entry in `cases/<area>.toml` and its code in `checks/<area>.rs`.
     #[test]

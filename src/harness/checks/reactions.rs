@@ -1,14 +1,14 @@
 //! §6.3 Expected client reactions: after `accounts.updated` and `transaction.deleted`, what the
 //! client re-reads shows what the event announced.
 
-use crate::harness::delivery::{self, Delivery};
-use crate::harness::fixtures::RunContext;
-use crate::harness::outcome::Stop;
+use crate::harness::fixtures::context::RunContext;
+use crate::harness::rules::delivery::{self, Delivery};
+use crate::harness::vocab::outcome::Stop;
 use crate::spec::{self, Action};
 use serde_json::Value;
 use std::sync::Arc;
 
-crate::cases! {
+super::cases! {
     ACCOUNTS_UPDATED = "reactions.accounts-updated" => accounts_updated;
     TRANSACTION_DELETED = "reactions.transaction-deleted" => transaction_deleted;
     ACCOUNT_BALANCE = "reactions.account-balance" => account_balance;

@@ -3,8 +3,8 @@
 //! and the state model (`state::Model`), so that the two can never disagree on what an answer
 //! said or which endpoint it came from.
 
-use crate::harness::answers::Answer;
-use crate::harness::budget;
+use crate::harness::transport::answers::Answer;
+use crate::harness::vocab::budget;
 use serde_json::Value;
 use std::sync::Arc;
 

@@ -1,12 +1,12 @@
 //! Bad input must not break the target: no 5xx. Which 4xx it answers is its own choice (§7).
 
-use crate::harness::fixtures::RunContext;
-use crate::harness::http::Exchange;
-use crate::harness::outcome::{Problems, Stop};
+use crate::harness::fixtures::context::RunContext;
+use crate::harness::transport::http::Exchange;
+use crate::harness::vocab::outcome::{Problems, Stop};
 use crate::spec::prefix;
 use std::sync::Arc;
 
-crate::cases! {
+super::cases! {
     BAD_LIMIT = "robustness.bad-limit" => bad_limit;
     UNKNOWN_CURSOR = "robustness.unknown-cursor" => unknown_cursor;
     UNKNOWN_IDS = "robustness.unknown-ids" => unknown_ids;

@@ -1,20 +1,20 @@
 //! §5 Authentication, and isolation between clients. The spec fixes no error status (§7), so
 //! "refused" means any non-2xx answer; a 2xx answer is a failure only when it could serve data.
 
-use crate::harness::answers::Auth;
-use crate::harness::fixtures::{Connected, RunContext};
-use crate::harness::http::Exchange;
-use crate::harness::key_variant::KeyEdit;
-use crate::harness::outcome::{Problems, Stop};
+use crate::harness::fixtures::context::{Connected, RunContext};
+use crate::harness::transport::answers::Auth;
+use crate::harness::transport::http::Exchange;
+use crate::harness::vocab::key_variant::KeyEdit;
+use crate::harness::vocab::outcome::{Problems, Stop};
 
 use super::{state, Finding};
-use crate::harness::answers::Answer;
-use crate::harness::delivery::{Delivery, Recipient};
+use crate::harness::rules::delivery::{Delivery, Recipient};
+use crate::harness::transport::answers::Answer;
 use reqwest::Method;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-crate::cases! {
+super::cases! {
     MISSING_KEY = "auth.missing-key" => missing_key;
     MALFORMED_KEY = "auth.malformed-key" => malformed_key;
     UNKNOWN_KEY = "auth.unknown-key" => unknown_key;
@@ -323,7 +323,9 @@ fn objects_read_by(ctx: &RunContext, owner: &Auth, ids: &HashSet<&str>) -> HashM
     for answer in owners {
         // Each body parsed on its own and dropped (a hostile target's fat pages: never two).
         let Some(text) = answer.body.as_deref() else { continue };
-        if !ids.iter().any(|id| text.contains(id)) || crate::harness::budget::too_dense(text.as_bytes()).is_some() {
+        if !ids.iter().any(|id| text.contains(id))
+            || crate::harness::vocab::budget::too_dense(text.as_bytes()).is_some()
+        {
             continue;
         }
         let Ok(body) = serde_json::from_str::<serde_json::Value>(text) else { continue };
@@ -441,7 +443,7 @@ async fn isolation_transactions(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 /// The reference walks that went through: a walk that failed is its own cases' failure, and
 /// the probes take their ids from the others.
-fn judged_walks(fixture: &Connected) -> Vec<(&str, &crate::harness::pagination::Walk)> {
+fn judged_walks(fixture: &Connected) -> Vec<(&str, &crate::harness::transport::pagination::Walk)> {
     fixture.walks.iter().filter_map(|(id, walk)| Some((id.as_str(), walk.as_ref().ok()?))).collect()
 }
 
@@ -465,7 +467,7 @@ async fn probe_cursor(
     whose: &str,
     problems: &mut Problems,
 ) -> Result<(), Stop> {
-    let query = crate::harness::pagination::query(limit, Some(cursor));
+    let query = crate::harness::transport::pagination::query(limit, Some(cursor));
     let exchange = ctx.api.get(&["v1", "accounts", asked, "transactions"], &query).await?;
     let named = foreign.iter().find(|id| exchange.is_success() && exchange.body.contains(id.as_str()));
     if let Some(id) = named {
@@ -484,7 +486,7 @@ type Lender = (String, Vec<String>);
 /// connected), with the ids of their first page.
 async fn other_connection_lenders(ctx: &RunContext) -> Result<Vec<Lender>, Stop> {
     let Ok(tour) = ctx.tour().await else { return Ok(Vec::new()) };
-    let stays_connected = |l: &&crate::harness::tour::Leg| {
+    let stays_connected = |l: &&crate::harness::fixtures::tour::Leg| {
         l.client == Auth::Primary
             && l.path.first() == Some(&crate::spec::Action::Connect)
             && !l.path.contains(&crate::spec::Action::Disconnect)
@@ -585,7 +587,7 @@ async fn request_shapes(ctx: Arc<RunContext>) -> Result<(), Stop> {
         let secret = [ids.clone(), vec![account.to_string()]].concat();
         for (limit, after) in [(Some(1), None), (None, Some(cursor.as_str())), (Some(2), Some(cursor.as_str()))] {
             probed = true;
-            let query = crate::harness::pagination::query(limit, after);
+            let query = crate::harness::transport::pagination::query(limit, after);
             let exchange =
                 ctx.api.send(Method::GET, &["v1", "accounts", account, "transactions"], &query, Auth::Second).await?;
             if let Some(m) = leaks(&ctx, &exchange, &secret) {
@@ -603,7 +605,7 @@ async fn request_shapes(ctx: Arc<RunContext>) -> Result<(), Stop> {
 /// each client; the receiver has an address per client. The rule is judged over every delivery
 /// of the run ([`deliveries_isolated`]) once the separation is evidenced: some of the second
 /// client's events reached its own address. When none did, what the driver said it registered
-/// decides ([`Driver::per_client_addresses`](crate::harness::driver::Driver)): an address per
+/// decides ([`Driver::per_client_addresses`](crate::harness::transport::driver::Driver)): an address per
 /// client makes it a leak (failed); one address for all clients is the target's set-up (passed,
 /// with a note saying what that leaves unjudged); nothing said leaves both causes open
 /// (ignored, naming both).

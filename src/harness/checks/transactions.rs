@@ -3,11 +3,11 @@
 //! (§4.3 rule 3), so the properties compare walks with each other, never with a sort order.
 
 use super::Reply;
-use crate::harness::fixtures::{Connected, RunContext};
-use crate::harness::har;
-use crate::harness::outcome::{str_field, ErrorSource, Failure, Problems, Stop};
-use crate::harness::pagination::{self, fetch_page, Window};
-use crate::harness::property;
+use crate::harness::fixtures::context::{Connected, RunContext};
+use crate::harness::fixtures::property;
+use crate::harness::transport::har;
+use crate::harness::transport::pagination::{self, fetch_page, Window};
+use crate::harness::vocab::outcome::{str_field, ErrorSource, Failure, Problems, Stop};
 use crate::schemas::{self, Schema};
 use crate::spec::prefix;
 use proptest::prelude::*;
@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
-crate::cases! {
+super::cases! {
     PAGE_SCHEMA = "transactions.page-schema" => reads_pages, responds [AccountTransactions => page_schema];
     ACCOUNT_ID = "transactions.account-id" => reads_pages, responds [AccountTransactions => account_id];
     ID_PREFIX = "transactions.id-prefix" => reads_pages, responds [AccountTransactions => id_prefix];

@@ -1,14 +1,14 @@
 //! §1 The widget script served at `/widget/<service>-connect.js`.
 
-use crate::harness::browser;
-use crate::harness::fixtures::RunContext;
-use crate::harness::http::Exchange;
-use crate::harness::outcome::{ensure, Problems, Stop};
-use crate::harness::probe::Probe;
-use crate::harness::redact;
+use crate::harness::fixtures::context::RunContext;
+use crate::harness::transport::browser;
+use crate::harness::transport::http::Exchange;
+use crate::harness::transport::probe::Probe;
+use crate::harness::vocab::outcome::{ensure, Problems, Stop};
+use crate::harness::vocab::redact;
 use std::sync::Arc;
 
-crate::cases! {
+super::cases! {
     SERVED = "widget.served" => served;
     DEFINES_OPEN = "widget.defines-open" => defines_open;
     NO_API_KEY = "widget.no-api-key" => no_api_key;

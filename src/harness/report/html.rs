@@ -10,10 +10,10 @@
 //! anchors are numbered (`#case-3`, `#conn-2`), never named after target text.
 
 use super::verdict::Report;
-use crate::harness::graph::{Transition, TransitionGraph};
-use crate::harness::outcome::{CaseResult, Outcome};
-use crate::harness::sanitize;
-use crate::harness::trace::{Client, Connection, Exchange, Item, Kind, Posted};
+use crate::harness::rules::graph::{Transition, TransitionGraph};
+use crate::harness::rules::trace::{Client, Connection, Exchange, Item, Kind, Posted};
+use crate::harness::vocab::outcome::{CaseResult, Outcome};
+use crate::harness::vocab::sanitize;
 use crate::spec::{Action, ConnectionState};
 use std::collections::HashMap;
 use std::fmt::Write;

@@ -2,11 +2,11 @@
 //! tests validate generated reports against it.
 
 use super::verdict::{Cited, Report};
-use crate::harness::expect::Standing;
-use crate::harness::graph::Transition;
-use crate::harness::latency::Stats;
-use crate::harness::outcome::{Counts, Outcome};
-use crate::harness::redact::Redactor;
+use crate::harness::rules::expect::Standing;
+use crate::harness::rules::graph::Transition;
+use crate::harness::rules::latency::Stats;
+use crate::harness::vocab::outcome::{Counts, Outcome};
+use crate::harness::vocab::redact::Redactor;
 use serde_json::{json, Map, Value};
 
 /// Version of the report's shape; bumped when `schemas/report.json` changes incompatibly.
@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 pub(crate) const FORMAT_VERSION: u32 = 3;
 
 /// The requests (`requests`) or the deliveries of a failure's evidence, as the files name them.
-fn cited(report: &Report, result: &crate::harness::outcome::CaseResult, requests: bool) -> Vec<Value> {
+fn cited(report: &Report, result: &crate::harness::vocab::outcome::CaseResult, requests: bool) -> Vec<Value> {
     let cited = report.cited.get(&result.case.id).map(Vec::as_slice).unwrap_or_default();
     cited
         .iter()

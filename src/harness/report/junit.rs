@@ -13,8 +13,8 @@
 //!   The failure count of the XML therefore agrees with the exit code.
 
 use super::verdict::Report;
-use crate::harness::outcome::{CaseResult, Outcome};
-use crate::harness::sanitize::xml;
+use crate::harness::vocab::outcome::{CaseResult, Outcome};
+use crate::harness::vocab::sanitize::xml;
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
 /// The details of a failure: message, reproduction, replay command.

@@ -3,8 +3,8 @@
 //! which says what would complete an INCOMPLETE run. Nothing here judges or re-derives.
 
 use super::verdict::{Reading, Report};
-use crate::harness::catalogue;
-use crate::harness::sanitize;
+use crate::harness::vocab::catalogue;
+use crate::harness::vocab::sanitize;
 use libtest_mimic::{Completion, Failed, Trial};
 
 /// The trial that fails when gating cases went unjudged (against the embedded sandbox, where

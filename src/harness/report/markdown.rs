@@ -4,11 +4,11 @@
 //! report that check it, and the sections no case checks).
 
 use super::verdict::Report;
-use crate::harness::catalogue;
-use crate::harness::expect::Standing;
-use crate::harness::graph::TransitionGraph;
-use crate::harness::outcome::{CaseResult, Failure, Outcome};
-use crate::harness::sanitize;
+use crate::harness::rules::expect::Standing;
+use crate::harness::rules::graph::TransitionGraph;
+use crate::harness::vocab::catalogue;
+use crate::harness::vocab::outcome::{CaseResult, Failure, Outcome};
+use crate::harness::vocab::sanitize;
 use crate::spec::{within, Action, REFERS_TO, SECTIONS, STATES_NOTHING};
 use std::fmt::Write;
 
@@ -29,7 +29,7 @@ const CODE_WIDTH: usize = 80;
 const LISTED_PROBLEMS: usize = 12;
 
 /// A failure's problems, each what is wrong first and then the request that shows it, from the
-/// typed [`Problem`](crate::harness::outcome::Problem)s (never by taking the message apart).
+/// typed [`Problem`](crate::harness::vocab::outcome::Problem)s (never by taking the message apart).
 fn problem(failure: &Failure) -> String {
     let mut out = String::new();
     match failure.problems.as_slice() {
@@ -372,7 +372,7 @@ fn coverage(report: &Report) -> String {
 /// (statement × view) its cases judged, and each statement a failed case judges, with the views
 /// that showed it.
 fn statements(report: &Report) -> String {
-    use crate::harness::clauses::{matrix, Cell};
+    use crate::harness::vocab::clauses::{matrix, Cell};
     let m = matrix();
     let (mut judged, mut cells, mut failing) = (0, 0, Vec::new());
     for clause in &m.clause {
@@ -443,11 +443,11 @@ mod tests {
         // Target text with `; ` stays one problem; three problems are three items.
         let md = problem(&Failure::from("body {\"a\": \"x; y\"}"));
         assert!(!md.contains("- "), "{md}");
-        let mut problems = crate::harness::outcome::Problems::default();
+        let mut problems = crate::harness::vocab::outcome::Problems::default();
         for p in ["a", "b; c", "d"] {
             problems.add(p);
         }
-        let Err(crate::harness::outcome::Stop::Fail(three)) = problems.finish() else { panic!() };
+        let Err(crate::harness::vocab::outcome::Stop::Fail(three)) = problems.finish() else { panic!() };
         assert!(problem(&three).contains("**Problems (3):**\n\n- a\n- b; c\n- d\n"), "{}", problem(&three));
     }
 }

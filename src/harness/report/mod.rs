@@ -1,6 +1,6 @@
 //! Reports of a run, side by side: the terminal lines and summary, the JSON report
 //! (`schemas/report.json`), JUnit XML, a Markdown summary and an HTML page, one module each.
-//! All of them read one [`Report`] ([`super::verdict`]), made by `bankconf run` or by
+//! All of them read one [`Report`] ([`super::rules::verdict`]), made by `bankconf run` or by
 //! `bankconf check-events`. Reports depend on outcomes, never on the runner.
 
 pub(crate) mod html;
@@ -11,14 +11,14 @@ pub(crate) mod markdown;
 pub(crate) mod progress;
 pub(crate) mod terminal;
 
-/// The run every format renders (its data sits below the runner, in [`super::verdict`]).
-use super::verdict;
+/// The run every format renders (its data sits below the runner, in [`super::rules::verdict`]).
+use super::rules::verdict;
 pub(crate) use verdict::{Origin, Report, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
 
-use super::config::OutputPaths;
-use super::errors::ReportWriteError;
-use super::files;
-use super::sanitize;
+use super::setup::config::OutputPaths;
+use super::transport::files;
+use super::vocab::errors::ReportWriteError;
+use super::vocab::sanitize;
 
 /// Writes every report asked for, each whole ([`files::write_atomically`]); an error names the
 /// file that could not be written.
@@ -48,9 +48,9 @@ fn expectations(report: &Report) -> String {
         "bankconf expectations, written from a run against {}.\n\
          Review each reason, add `expires = YYYY-MM-DD` where a fix is planned, and pass the file\n\
          with --expect: these outcomes then no longer decide the exit code; any other does.",
-        crate::harness::expect::stable(&sanitize::visible(&report.server)),
+        crate::harness::rules::expect::stable(&sanitize::visible(&report.server)),
     );
-    crate::harness::expect::write(&results, report.expectations.as_ref(), &header)
+    crate::harness::rules::expect::write(&results, report.expectations.as_ref(), &header)
 }
 
 /// Fails early, before anything runs, when a report file cannot be written.

@@ -2,9 +2,9 @@
 //! final, and at a TTY a counter and what a long wait waits for (never in CI logs).
 
 use super::terminal;
-use crate::harness::outcome::CaseResult;
-use crate::harness::progress::Progress;
-use crate::harness::sanitize;
+use crate::harness::vocab::outcome::CaseResult;
+use crate::harness::vocab::progress::Progress;
+use crate::harness::vocab::sanitize;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -3,10 +3,10 @@
 //! Colour only at a terminal, as `NO_COLOR`, `CLICOLOR` and `CLICOLOR_FORCE` say (`anstream`).
 
 use super::verdict::{Report, KNOWN};
-use crate::harness::config::OutputPaths;
-use crate::harness::graph::Transition;
-use crate::harness::outcome::{count, CaseResult, Outcome};
-use crate::harness::sanitize::visible;
+use crate::harness::rules::graph::Transition;
+use crate::harness::setup::config::OutputPaths;
+use crate::harness::vocab::outcome::{count, CaseResult, Outcome};
+use crate::harness::vocab::sanitize::visible;
 use anstyle::{AnsiColor, Style};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -462,13 +462,13 @@ mod tests {
         let answer = "expected a refusal (any non-2xx), got status 201: {\"id\":\"conn_1\",\"status\":\"PENDING\"}";
         let line = one_line(&format!("{} {answer}", "word ".repeat(30)), 110, note);
         assert!(line.contains("got status 201 ") && !line.contains("PENDING"), "{line}");
-        let mut problems = crate::harness::outcome::Problems::default();
+        let mut problems = crate::harness::vocab::outcome::Problems::default();
         for p in ["first; with a semicolon", "second", "third"] {
             problems.add(p);
         }
-        let Err(crate::harness::outcome::Stop::Fail(f)) = problems.finish() else { panic!("three problems") };
+        let Err(crate::harness::vocab::outcome::Stop::Fail(f)) = problems.finish() else { panic!("three problems") };
         let result = CaseResult {
-            case: &crate::harness::catalogue::all()[0],
+            case: &crate::harness::vocab::catalogue::all()[0],
             outcome: Outcome::Failed(f),
             duration: std::time::Duration::ZERO,
             reproduction: None,

@@ -11,18 +11,18 @@
 mod plan;
 mod walk;
 
-use crate::harness::fixtures::RunContext;
-use crate::harness::graph::TransitionGraph;
-use crate::harness::har;
-use crate::harness::outcome::{ErrorSource, Failure, Stop};
-use crate::harness::property;
-use crate::harness::session::Session;
+use crate::harness::fixtures::context::RunContext;
+use crate::harness::fixtures::property;
+use crate::harness::rules::graph::TransitionGraph;
+use crate::harness::setup::session::Session;
+use crate::harness::transport::har;
+use crate::harness::vocab::outcome::{ErrorSource, Failure, Stop};
 use crate::spec::{Action, ConnectionState};
 use plan::{sequences, Atlas, Plan};
 use std::sync::{Arc, Mutex};
 use walk::{play, Pending, Walk};
 
-crate::cases! {
+super::cases! {
     TRANSITION_GRAPH = "lifecycle.transition-graph" => transition_graph;
     RANDOM_SEQUENCES = "lifecycle.random-sequences" => random_sequences;
 }
@@ -192,7 +192,8 @@ async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let selection = &ctx.plan.selection;
     match found {
         Err(Stop::Fail(f)) => {
-            let owner = f.owner().filter(|o| crate::harness::catalogue::find(o).is_some_and(|c| selection.matches(c)));
+            let owner =
+                f.owner().filter(|o| crate::harness::vocab::catalogue::find(o).is_some_and(|c| selection.matches(c)));
             let Some(owner) = owner else { return Err(Stop::Fail(f)) };
             ctx.note(
                 "random sequences",
@@ -216,7 +217,7 @@ mod tests {
     #[test]
     fn every_owner_of_a_walk_finding_is_a_case() {
         for owner in super::walk::owners::ALL {
-            assert!(crate::harness::catalogue::find(owner).is_some(), "{owner} is no case");
+            assert!(crate::harness::vocab::catalogue::find(owner).is_some(), "{owner} is no case");
         }
         for event in crate::spec::ConnectionState::ALL.map(|s| s.event_type()) {
             assert!(super::walk::owners::ALL.contains(&super::walk::owners::announced(event)), "{event}");

@@ -3,7 +3,7 @@
 //! the random sequences, the strategy that generates them. No I/O: its test plays a target
 //! shaped like the sandbox without one.
 
-use crate::harness::graph::{Transition, TransitionGraph};
+use crate::harness::rules::graph::{Transition, TransitionGraph};
 use crate::spec::{Action, ConnectionState};
 use proptest::prelude::*;
 

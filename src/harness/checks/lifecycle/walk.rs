@@ -3,16 +3,16 @@
 //! ([`Pending`]). Which steps to take is the planner's ([`super::plan`]).
 
 use super::plan::is_data;
-use crate::harness::answers::Auth;
-use crate::harness::chain;
-use crate::harness::delivery::{self, labels, Delivery};
-use crate::harness::driver::{DriveArgs, DriveError, DriverAction};
-use crate::harness::event_rules;
-use crate::harness::graph::Transition;
-use crate::harness::outcome::Stop;
-use crate::harness::session::Session;
-use crate::harness::steps::Created;
-use crate::harness::tour::{announcing_event, react, Before};
+use crate::harness::fixtures::reaction::{announcing_event, react, Before};
+use crate::harness::rules::chain;
+use crate::harness::rules::delivery::{self, labels, Delivery};
+use crate::harness::rules::event_rules;
+use crate::harness::rules::graph::Transition;
+use crate::harness::setup::session::Session;
+use crate::harness::setup::steps::Created;
+use crate::harness::transport::answers::Auth;
+use crate::harness::transport::driver::{DriveArgs, DriveError, DriverAction};
+use crate::harness::vocab::outcome::Stop;
 use crate::spec::{prefix, Action, ConnectionState};
 use serde_json::Value;
 
@@ -27,7 +27,7 @@ impl Trace {
     fn fail(&self, owner: &'static str, connection: &str, problem: String, deliveries: &[Delivery]) -> Stop {
         let message =
             format!("after [{}] on {connection}: {problem}; events {}", self.steps.join(", "), labels(deliveries));
-        Stop::Fail(crate::harness::event_rules::on(deliveries, message).owned_by(owner))
+        Stop::Fail(crate::harness::rules::event_rules::on(deliveries, message).owned_by(owner))
     }
 }
 
@@ -177,7 +177,7 @@ impl Walk {
             second_webhook_url: None,
         };
         if let Some(account) = &args.account_id {
-            crate::harness::pagination::forget(&ctx.api, account);
+            crate::harness::transport::pagination::forget(&ctx.api, account);
         }
         // Two steps within one millisecond could announce events of equal content and
         // `occurredAt`, which read as one re-stamped retry (`delivery::unique`): a step apart.
@@ -188,7 +188,7 @@ impl Walk {
         let call = driver.run(DriverAction::Act(action), &args);
         let driven = ctx.api.recorder().driven(DriverAction::Act(action), &args, call).await;
         if let Some(account) = &args.account_id {
-            crate::harness::pagination::forget(&ctx.api, account);
+            crate::harness::transport::pagination::forget(&ctx.api, account);
         }
         let transition = match driven {
             Ok(()) => {

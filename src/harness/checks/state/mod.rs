@@ -18,18 +18,18 @@ mod model;
 mod rules;
 mod views;
 
-use crate::harness::answers::Auth;
-use crate::harness::delivery;
-use crate::harness::fixtures::RunContext;
-use crate::harness::outcome::Stop;
-use crate::harness::pagination;
+use crate::harness::fixtures::context::RunContext;
+use crate::harness::rules::delivery;
+use crate::harness::transport::answers::Auth;
+use crate::harness::transport::pagination;
+use crate::harness::vocab::outcome::Stop;
 use crate::spec::{self, Action};
 pub(crate) use model::Posted;
 pub(super) use model::{Model, Observed};
 use serde_json::Value;
 use std::sync::Arc;
 
-crate::cases! {
+super::cases! {
     ONE_OWNER = "state.one-owner" => reread, models [rules::one_owner];
     FIXED_FIELDS = "state.fixed-fields" => reread, models [rules::fixed_fields];
     SYNC_MOVES_FORWARD = "state.sync-moves-forward" => reread, models [rules::sync_moves_forward];

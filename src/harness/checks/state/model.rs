@@ -3,9 +3,9 @@
 //! each read in its client's view and each event once, from its first arrival. It judges
 //! nothing; the rules that read it are [`super::rules`].
 
-use crate::harness::answers::{Answer, Auth};
 use crate::harness::checks::read::{Endpoint, Read};
-use crate::harness::delivery;
+use crate::harness::rules::delivery;
+use crate::harness::transport::answers::{Answer, Auth};
 use crate::spec;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -214,10 +214,13 @@ impl Observed {
 impl Model {
     /// The model of the run's reads (`Observed`) and `deliveries` (each with its arrival, in
     /// arrival order).
-    pub(crate) fn of(reads: &Arc<Observed>, deliveries: &[(Instant, crate::harness::delivery::Delivery)]) -> Self {
+    pub(crate) fn of(
+        reads: &Arc<Observed>,
+        deliveries: &[(Instant, crate::harness::rules::delivery::Delivery)],
+    ) -> Self {
         let mut model =
             Model { reads: reads.clone(), events: Vec::new(), posted: Vec::new(), unlinked: Default::default() };
-        let mut by_connection: HashMap<&str, Vec<crate::harness::delivery::Delivery>> = HashMap::new();
+        let mut by_connection: HashMap<&str, Vec<crate::harness::rules::delivery::Delivery>> = HashMap::new();
         for (_, d) in deliveries {
             if let Some(connection) = d.connection_id() {
                 by_connection.entry(connection).or_default().push(d.clone());
@@ -225,7 +228,7 @@ impl Model {
         }
         model.unlinked = by_connection
             .into_iter()
-            .filter(|(_, ds)| crate::harness::chain::ends(ds).is_err())
+            .filter(|(_, ds)| crate::harness::rules::chain::ends(ds).is_err())
             .map(|(connection, _)| connection.to_string())
             .collect();
         // Events are a set: each one counts from its first arrival, so a late copy of an earlier

@@ -3,8 +3,8 @@
 //! said before, or what its events announced.
 
 use super::model::{same, view, Event, InView, Model, CREATED_AT, LAST_SYNCED_AT};
-use crate::harness::answers::Answer;
 use crate::harness::checks::Finding;
+use crate::harness::transport::answers::Answer;
 use crate::spec;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -401,8 +401,8 @@ pub(super) fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::answers::{Auth, Sent};
-    use crate::harness::delivery::Delivery;
+    use crate::harness::rules::delivery::Delivery;
+    use crate::harness::transport::answers::{Auth, Sent};
     use serde_json::json;
     use std::time::Duration;
 

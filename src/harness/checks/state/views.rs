@@ -4,8 +4,8 @@
 //! reads the [`Model`] and fails the reads that contradict another view.
 
 use super::model::{same, view, Event, ListRead, Model};
-use crate::harness::answers::Answer;
 use crate::harness::checks::Finding;
+use crate::harness::transport::answers::Answer;
 use crate::spec;
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;

@@ -1,0 +1,352 @@
+//! Reconstructs a connection's state chain from its connection events without trusting
+//! arrival order (§3.1, §6.2): each event announces a state and names the one before it
+//! (`previousStatus`), so the events must admit an order that links them all, starting at
+//! `connection.created`.
+
+use crate::harness::rules::delivery::{unique, Delivery};
+use crate::harness::vocab::errors::ChainError;
+use crate::spec::ConnectionState;
+use serde_json::Value;
+
+/// Checks that the connection events among `deliveries` form one chain from
+/// `connection.created`. Returns the state the chain ends in: the first of [`ends`].
+pub(crate) fn resolve(deliveries: &[Delivery]) -> Result<ConnectionState, ChainError> {
+    ends(deliveries).map(|ends| ends[0])
+}
+
+/// Every state the chain of the connection events among `deliveries` can end in (never empty),
+/// or why no order links them from `connection.created`. Arrival order plays no part: one end
+/// is forced by the events alone, except where short forms (which may be taken again) leave a
+/// choice; a read is then judged against any of them.
+///
+/// The question is order-free, so it is one of degrees: each event is an edge (previousStatus →
+/// announced state) of a multigraph on the eight states, and an order links them all exactly
+/// when the graph has an Eulerian trail from `created` (the first `connection.created` starts
+/// it; its own previousStatus is not judged). A short-form `connection.connected` has no
+/// previousStatus and no id, so its deliveries cannot be told from retries: they make one edge
+/// into its state that may be taken any number of times (at least once), from any other state.
+/// Linear in the events, so it decides for any flood.
+pub(crate) fn ends(deliveries: &[Delivery]) -> Result<Vec<ConnectionState>, ChainError> {
+    let events = unique(deliveries);
+    let mut created = false;
+    let mut graph = Graph::default();
+    for d in &events {
+        let Some(state) = d.event_type().and_then(ConnectionState::from_event_type) else { continue };
+        if state == ConnectionState::Created && !created {
+            created = true;
+            continue;
+        }
+        if d.is_short_form() {
+            graph.short[index(state)] = true;
+            continue;
+        }
+        let previous = match d.body.pointer("/data/previousStatus") {
+            Some(Value::String(p)) => ConnectionState::from_lower(p)
+                .ok_or_else(|| ChainError::UnknownPreviousStatus { event: d.label(), value: p.clone() })?,
+            other => {
+                let got = other.map_or("nothing".to_string(), Value::to_string);
+                return Err(ChainError::BadPreviousStatus { event: d.label(), got });
+            }
+        };
+        graph.edge(index(previous), index(state));
+    }
+    if !created {
+        return Err(ChainError::NoStart);
+    }
+    let ends: Vec<ConnectionState> = ConnectionState::ALL.into_iter().filter(|end| graph.trail_ends_at(*end)).collect();
+    if ends.is_empty() {
+        return Err(ChainError::NoOrder { events: crate::harness::rules::delivery::labels(deliveries) });
+    }
+    Ok(ends)
+}
+
+/// §6.2 `occurredAt` says when an event occurred, and the chain orders the events (§3.1): an
+/// event that leaves a state cannot have occurred before the event that entered it. Judged only
+/// where every reading of the chain forces that order, without trusting arrival order: a state
+/// entered by exactly one event (and by no short form, which may be taken again). Equal times
+/// pass. Returns each contradiction, for messages.
+pub(crate) fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
+    let events = unique(deliveries);
+    let state_of = |d: &Delivery| d.event_type().and_then(ConnectionState::from_event_type);
+    let occurred = |d: &Delivery| {
+        let at = d.occurred_at()?;
+        Some((at, d.data_str("occurredAt").unwrap_or_default().to_string()))
+    };
+    let mut entering: [Vec<&Delivery>; STATES] = Default::default();
+    let mut short = [false; STATES];
+    for d in &events {
+        let Some(state) = state_of(d) else { continue };
+        if d.is_short_form() {
+            short[index(state)] = true;
+        } else {
+            entering[index(state)].push(d);
+        }
+    }
+    let mut out = Vec::new();
+    for d in events.iter().filter(|d| !d.is_short_form() && state_of(d).is_some()) {
+        let Some(left) = d.body.pointer("/data/previousStatus").and_then(Value::as_str) else { continue };
+        let Some(left) = ConnectionState::from_lower(left).map(index) else { continue };
+        let [entered] = entering[left].as_slice() else { continue };
+        if short[left] {
+            continue;
+        }
+        if let (Some((at, text)), Some((before, before_text))) = (occurred(d), occurred(entered)) {
+            if at < before {
+                out.push(format!(
+                    "{} occurred at {text}, before {} (at {before_text}) entered the state it leaves",
+                    d.label(),
+                    entered.label()
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn index(state: ConnectionState) -> usize {
+    ConnectionState::ALL.iter().position(|s| *s == state).unwrap_or(0)
+}
+
+const STATES: usize = ConnectionState::ALL.len();
+
+/// The events as a multigraph on the states: counted edges, and the states that short forms
+/// enter (edges usable any number of times, at least once, from any other state).
+#[derive(Default)]
+struct Graph {
+    /// Out-degree minus in-degree of each state, over counted edges.
+    balance: [i64; STATES],
+    /// States that some counted edge touches.
+    touched: [bool; STATES],
+    /// Pairs of states joined by a counted edge.
+    joined: Vec<(usize, usize)>,
+    short: [bool; STATES],
+}
+
+impl Graph {
+    fn edge(&mut self, from: usize, to: usize) {
+        self.balance[from] += 1;
+        self.balance[to] -= 1;
+        self.touched[from] = true;
+        self.touched[to] = true;
+        if !self.joined.contains(&(from, to)) {
+            self.joined.push((from, to));
+        }
+    }
+
+    /// Whether some use of the short-form edges gives a trail from `created` through every
+    /// edge that ends at `end`: degrees balance (Euler) and every edge is reachable.
+    fn trail_ends_at(&self, end: ConnectionState) -> bool {
+        let start = index(ConnectionState::Created);
+        // What each state must still send (> 0) or receive (< 0) over short-form edges.
+        let mut need = [0i64; STATES];
+        for (v, n) in need.iter_mut().enumerate() {
+            *n = i64::from(v == start) - i64::from(v == index(end)) - self.balance[v];
+        }
+        let shorts: Vec<usize> = (0..STATES).filter(|v| self.short[*v]).collect();
+        // Only a short-form state can receive over short-form edges.
+        if (0..STATES).any(|v| !self.short[v] && need[v] < 0) {
+            return false;
+        }
+        let mut groups = Groups::new();
+        let mut used = self.touched;
+        for (a, b) in &self.joined {
+            groups.join(*a, *b);
+        }
+        match shorts.as_slice() {
+            [] if need.iter().any(|n| *n != 0) => return false,
+            [] => {}
+            // One short-form state: it cannot send (never into itself), and must be entered.
+            [s] => {
+                if need[*s] >= 0 {
+                    return false;
+                }
+                for v in (0..STATES).filter(|v| need[*v] > 0) {
+                    groups.join(v, *s);
+                    used[v] = true;
+                }
+                used[*s] = true;
+            }
+            // Several: they enter each other as often as needed, and take what others send.
+            [first, rest @ ..] => {
+                for s in rest {
+                    groups.join(*first, *s);
+                }
+                for v in (0..STATES).filter(|v| need[*v] > 0 || self.short[*v]) {
+                    groups.join(v, *first);
+                    used[v] = true;
+                }
+            }
+        }
+        let any_edge = used.iter().any(|u| *u);
+        if !any_edge {
+            return end == ConnectionState::Created;
+        }
+        used[start] && (0..STATES).filter(|v| used[*v]).all(|v| groups.root(v) == groups.root(start))
+    }
+}
+
+/// Union-find over the states.
+struct Groups([usize; STATES]);
+
+impl Groups {
+    fn new() -> Self {
+        let mut parent = [0; STATES];
+        for (i, p) in parent.iter_mut().enumerate() {
+            *p = i;
+        }
+        Self(parent)
+    }
+
+    fn root(&self, mut v: usize) -> usize {
+        while self.0[v] != v {
+            v = self.0[v];
+        }
+        v
+    }
+
+    fn join(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.root(a), self.root(b));
+        self.0[ra] = rb;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(id: &str, ty: &str, prev: Value) -> Delivery {
+        Delivery::new(0, json!({"id": id, "type": ty, "data": {"previousStatus": prev, "connectionId": "conn_1"}}))
+    }
+
+    fn happy() -> Vec<Delivery> {
+        vec![
+            event("evt_1", "connection.created", Value::Null),
+            event("evt_2", "connection.credentials_submitted", json!("created")),
+            event("evt_3", "connection.verifying", json!("credentials_submitted")),
+            event("evt_4", "connection.connected", json!("verifying")),
+        ]
+    }
+
+    #[test]
+    fn any_arrival_order_and_duplicates_are_accepted() {
+        let mut events = happy();
+        events.reverse();
+        events.push(events[0].clone());
+        assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
+    }
+
+    #[test]
+    fn a_broken_link_is_reported() {
+        let mut events = happy();
+        events[3] = event("evt_4", "connection.connected", json!("created"));
+        assert!(resolve(&events).unwrap_err().to_string().contains("no order"));
+    }
+
+    #[test]
+    fn upper_case_previous_status_is_reported() {
+        let mut events = happy();
+        events[1] = event("evt_2", "connection.credentials_submitted", json!("CREATED"));
+        assert!(resolve(&events).unwrap_err().to_string().contains("lower-case"));
+    }
+
+    #[test]
+    fn missing_created_is_reported() {
+        assert!(resolve(&happy()[1..]).unwrap_err().to_string().contains("no connection.created"));
+    }
+
+    #[test]
+    fn the_short_connected_form_links_from_anywhere() {
+        let mut events = happy();
+        events[3] = Delivery::new(
+            events[3].seq,
+            json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
+        );
+        assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
+    }
+
+    #[test]
+    fn short_connected_forms_in_the_same_second_link_every_reconnect() {
+        let short = |seq| {
+            Delivery::new(
+                seq,
+                json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
+            )
+        };
+        let mut events = happy();
+        events[3] = short(3);
+        events.push(event("evt_5", "connection.error", json!("connected")));
+        events.push(event("evt_6", "connection.credentials_submitted", json!("error")));
+        events.push(event("evt_7", "connection.verifying", json!("credentials_submitted")));
+        events.push(short(7));
+        events.push(event("evt_8", "connection.disconnected", json!("connected")));
+        for (seq, d) in events.iter_mut().enumerate() {
+            d.seq = seq as u64;
+        }
+        assert!(ends(&events).unwrap().contains(&ConnectionState::Disconnected));
+        // Ending on the repeated short form: the chain may end connected, whatever arrived last.
+        events.pop();
+        assert!(ends(&events).unwrap().contains(&ConnectionState::Connected));
+        events.reverse();
+        assert!(ends(&events).unwrap().contains(&ConnectionState::Connected));
+    }
+
+    #[test]
+    fn the_end_follows_the_chain_not_the_last_arrival() {
+        let mut events = happy();
+        events.push(event("evt_5", "connection.disconnected", json!("connected")));
+        // A late copy of connection.connected arrives last.
+        events.push(events[3].clone());
+        for (seq, d) in events.iter_mut().enumerate() {
+            d.seq = seq as u64;
+        }
+        assert_eq!(ends(&events), Ok(vec![ConnectionState::Disconnected]));
+    }
+
+    #[test]
+    fn revisiting_states_is_fine() {
+        let mut events = happy();
+        events.push(event("evt_5", "connection.disconnected", json!("connected")));
+        events.push(event("evt_6", "connection.credentials_submitted", json!("disconnected")));
+        events.push(event("evt_7", "connection.verifying", json!("credentials_submitted")));
+        events.push(event("evt_8", "connection.connected", json!("verifying")));
+        assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
+    }
+
+    /// `n` rounds of disconnect and reconnect, each event with its own id.
+    fn flood(n: usize) -> Vec<Delivery> {
+        let mut events = happy();
+        let round = [
+            ("connection.disconnected", "connected"),
+            ("connection.credentials_submitted", "disconnected"),
+            ("connection.verifying", "credentials_submitted"),
+            ("connection.connected", "verifying"),
+        ];
+        for i in 0..n {
+            for (j, (ty, prev)) in round.iter().enumerate() {
+                events.push(event(&format!("evt_f{i}_{j}"), ty, json!(prev)));
+            }
+        }
+        for (seq, d) in events.iter_mut().enumerate() {
+            d.seq = seq as u64;
+        }
+        events
+    }
+
+    #[test]
+    fn a_flood_of_thousands_of_events_is_decided() {
+        let mut events = flood(2_500);
+        events.reverse();
+        assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
+    }
+
+    #[test]
+    fn a_contradictory_flood_fails() {
+        let mut events = flood(30);
+        // One reconnect too many from verifying: 60+ connection events that no order links.
+        for i in 0..40 {
+            events.push(event(&format!("evt_x{i}"), "connection.error", json!("verifying")));
+        }
+        assert!(resolve(&events).unwrap_err().to_string().contains("no order"));
+    }
+}

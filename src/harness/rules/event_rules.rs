@@ -1,0 +1,226 @@
+//! The event rules (§3, §6) as pure functions over recorded deliveries: one piece of code per
+//! rule, used alike by the event cases of `bankconf run` (over the tour's deliveries) and by
+//! `bankconf check-events` (over a capture file). Duplicates (the same event id twice) are
+//! counted once and arrival order is never trusted (§6.3).
+
+use crate::harness::rules::chain;
+use crate::harness::rules::delivery::{labels, unique, Delivery};
+use crate::harness::vocab::outcome::{validate, Problems};
+use crate::harness::vocab::outcome::{Failure, Stop};
+use crate::schemas::Schema;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The deliveries of one connection, named by its id.
+pub(crate) type Group<'a> = (&'a str, &'a [Delivery]);
+
+/// `delivery evt_… (connection.verifying)`, for messages.
+pub(crate) fn what(d: &Delivery) -> String {
+    match d.body.get("id").and_then(Value::as_str) {
+        Some(id) => format!("delivery {id} ({})", d.event_type().unwrap_or("no type")),
+        None => format!("delivery #{} ({})", d.seq + 1, d.event_type().unwrap_or("no type")),
+    }
+}
+
+/// A finding resting on `deliveries` (by their `seq`): what the reports link and replay.
+pub(crate) fn on<'a>(deliveries: impl IntoIterator<Item = &'a Delivery>, message: String) -> Failure {
+    deliveries.into_iter().fold(Failure::from(message), |f, d| f.on_delivery(d.seq))
+}
+
+fn show(v: Option<&Value>) -> String {
+    v.map_or("absent".to_string(), ToString::to_string)
+}
+
+/// §6.1, §6.2: every delivery is JSON and validates against `webhook-event.json`.
+pub(crate) fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
+    let mut problems = Problems::default();
+    for d in unique(deliveries) {
+        if d.body.is_null() {
+            problems.add(on([&d], format!("{}: body is not JSON", what(&d))));
+        } else if let Some(batch) = d.body.as_array() {
+            let message = format!(
+                "{}: body is a JSON array of {} (a batch); §6.1 shows one event object per delivery",
+                what(&d),
+                batch.len()
+            );
+            problems.add(on([&d], message));
+        } else if let Err(e) = validate(Schema::WebhookEvent, &d.body, &what(&d)) {
+            // The delivery is the evidence: its body, cut, in the message (which the run redacts).
+            let body = crate::harness::vocab::redact::shorten(&d.body.to_string(), 240);
+            problems.add(on([&d], format!("{e}; the delivery's body: {body}")));
+        }
+    }
+    problems.finish()
+}
+
+/// §6.1: an event id identifies one event: deliveries that share an id carry the same content
+/// (a retry); the same id on different content is two events under one id. Both are shown.
+pub(crate) fn ids_identify_events(deliveries: &[Delivery]) -> Result<(), Stop> {
+    let mut first: BTreeMap<&str, &Delivery> = BTreeMap::new();
+    let mut problems = Problems::default();
+    for d in deliveries {
+        let Some(id) = d.body.get("id").and_then(Value::as_str) else { continue };
+        match first.get(id) {
+            None => {
+                first.insert(id, d);
+            }
+            Some(earlier) if earlier.body != d.body => problems.add(on(
+                &[(*earlier).clone(), d.clone()],
+                format!("event id {id} names two different events: {} and {}", earlier.label(), d.label()),
+            )),
+            Some(_) => {}
+        }
+    }
+    problems.finish()
+}
+
+/// §6.2: the envelope and its data agree (`type` = `data.type`, `id` = `data.eventId`). The
+/// short form has no envelope and is not judged here.
+pub(crate) fn envelope_agrees(deliveries: &[Delivery]) -> Result<(), Stop> {
+    let mut problems = Problems::default();
+    for d in unique(deliveries).iter().filter(|d| !d.is_short_form() && !d.body.is_null()) {
+        for (outer, inner) in [("type", "type"), ("id", "eventId")] {
+            let (a, b) = (d.body.get(outer), d.body.pointer(&format!("/data/{inner}")));
+            if a != b {
+                problems.add(on([d], format!("{}: {outer} is {} but data.{inner} is {}", what(d), show(a), show(b))));
+            }
+        }
+    }
+    problems.finish()
+}
+
+/// Whether a connection's deliveries include its `connection.created`.
+pub(crate) fn has_created(deliveries: &[Delivery]) -> bool {
+    deliveries.iter().any(|d| d.event_type() == Some("connection.created"))
+}
+
+/// §3.2: the connections among `groups` with no `connection.created`, each with what did arrive.
+pub(crate) fn missing_created(groups: &[Group<'_>]) -> Vec<Failure> {
+    groups
+        .iter()
+        .filter(|(_, ds)| !has_created(ds))
+        .map(|(id, ds)| on(ds.iter(), format!("connection {id}: no connection.created among {}", labels(ds))))
+        .collect()
+}
+
+/// §3.1, §6.2: each connection's events link into one chain from `connection.created`
+/// (see [`chain::resolve`]).
+pub(crate) fn chains(groups: &[Group<'_>]) -> Result<(), Stop> {
+    let mut problems = Problems::default();
+    for (id, deliveries) in groups {
+        if let Err(e) = chain::resolve(deliveries) {
+            problems.add(on(deliveries.iter(), format!("connection {id}: {e}")));
+        }
+    }
+    problems.finish()
+}
+
+/// §6.2: within each group, every envelope carries the same `data.clientId`. `bankconf run`
+/// passes one group (all of one client's connections); a capture, which may hold several
+/// clients, passes one group per connection (a connection belongs to one client).
+pub(crate) fn one_client_id(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
+    let mut problems = Problems::default();
+    for (name, deliveries) in groups {
+        let ids: BTreeSet<String> = deliveries
+            .iter()
+            .filter(|d| !d.is_short_form() && !d.body.is_null())
+            .map(|d| show(d.body.pointer("/data/clientId")))
+            .collect();
+        if ids.len() > 1 {
+            let message = format!(
+                "{name}: events carry {} different data.clientId values: {}",
+                ids.len(),
+                ids.into_iter().collect::<Vec<_>>().join(", ")
+            );
+            problems.add(on(deliveries, message));
+        }
+    }
+    problems.finish()
+}
+
+/// §6.2: two clients never share a `clientId`: the `clientId`s of each group (a client's
+/// deliveries) are disjoint from every other group's.
+pub(crate) fn distinct_client_ids(groups: &[(String, Vec<Delivery>)]) -> Result<(), Stop> {
+    let sets: Vec<(&str, &[Delivery], BTreeSet<String>)> = groups
+        .iter()
+        .map(|(name, ds)| {
+            let ids = ds.iter().filter_map(|d| d.body.pointer("/data/clientId")).map(|v| show(Some(v))).collect();
+            (name.as_str(), ds.as_slice(), ids)
+        })
+        .collect();
+    let mut problems = Problems::default();
+    for (i, (a, ds_a, ids_a)) in sets.iter().enumerate() {
+        for (b, ds_b, ids_b) in &sets[i + 1..] {
+            if let Some(shared) = ids_a.intersection(ids_b).next() {
+                // The first delivery of each that carries the shared id.
+                let carrying = |ds: &[Delivery]| {
+                    ds.iter()
+                        .find(|d| d.body.pointer("/data/clientId").is_some_and(|v| show(Some(v)) == *shared))
+                        .cloned()
+                };
+                let shown: Vec<Delivery> = [carrying(ds_a), carrying(ds_b)].into_iter().flatten().collect();
+                problems.add(on(&shown, format!("{a} and {b} are both announced with data.clientId {shared}")));
+            }
+        }
+    }
+    problems.finish()
+}
+
+/// Groups deliveries by the connection they concern, in order of first appearance. Deliveries
+/// that name no connection are returned apart.
+pub(crate) fn by_connection(deliveries: &[Delivery]) -> (Vec<(String, Vec<Delivery>)>, Vec<Delivery>) {
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: BTreeMap<String, Vec<Delivery>> = BTreeMap::new();
+    let mut orphans = Vec::new();
+    for d in deliveries {
+        match d.connection_id() {
+            Some(id) => {
+                if !groups.contains_key(id) {
+                    order.push(id.to_string());
+                }
+                groups.entry(id.to_string()).or_default().push(d.clone());
+            }
+            None => orphans.push(d.clone()),
+        }
+    }
+    let grouped = order.into_iter().map(|id| (id.clone(), groups.remove(&id).unwrap_or_default())).collect();
+    (grouped, orphans)
+}
+
+/// The distinct `data.clientId` values of the deliveries.
+pub(crate) fn client_ids(deliveries: &[Delivery]) -> BTreeSet<String> {
+    deliveries
+        .iter()
+        .filter_map(|d| d.body.pointer("/data/clientId").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn d(body: Value) -> Delivery {
+        Delivery::new(0, body)
+    }
+
+    #[test]
+    fn envelope_disagreement_is_named() {
+        let bad = d(
+            json!({"id": "evt_1", "type": "connection.created", "data": {"eventId": "evt_2", "type": "connection.created"}}),
+        );
+        let e = envelope_agrees(&[bad]).unwrap_err().to_string();
+        assert!(e.contains("data.eventId is \"evt_2\""), "{e}");
+    }
+
+    #[test]
+    fn client_ids_are_judged_per_group() {
+        let a = d(json!({"id": "evt_1", "data": {"clientId": "cli_A", "connectionId": "conn_1"}}));
+        let b = d(json!({"id": "evt_2", "data": {"clientId": "cli_B", "connectionId": "conn_2"}}));
+        let (groups, orphans) = by_connection(&[a.clone(), b.clone()]);
+        assert!(orphans.is_empty());
+        assert!(one_client_id(&groups).is_ok());
+        assert!(one_client_id(&[("one client".to_string(), vec![a, b])]).is_err());
+    }
+}

@@ -1,0 +1,10 @@
+//! Pure rules over recorded data: events, chains, the transition graph, gates, verdicts; no I/O.
+
+pub(crate) mod chain;
+pub(crate) mod delivery;
+pub(crate) mod event_rules;
+pub(crate) mod expect;
+pub(crate) mod graph;
+pub(crate) mod latency;
+pub(crate) mod trace;
+pub(crate) mod verdict;

@@ -1,0 +1,130 @@
+//! Root causes: one fact of the whole run that explains many failures at once, said once and
+//! first (the closing block, the Markdown and JSON reports), with the cases it may explain.
+//! Each is observed, never guessed: it counts the answers or deliveries that show it, and the
+//! cases it names are those whose evidence holds one of them.
+
+use crate::harness::rules::delivery::{unique, Delivery};
+use crate::harness::rules::verdict::RootCause;
+use crate::harness::transport::answers::{Answer, Auth};
+use crate::harness::vocab::outcome::{CaseResult, Outcome};
+use crate::spec::ConnectionState;
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+/// Fewest failed cases a cause must explain to be said apart from them.
+const MIN_EXPLAINED: usize = 2;
+
+/// The root causes of the run's failures, from its answers and deliveries.
+pub(crate) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[CaseResult]) -> Vec<RootCause> {
+    let failed: Vec<&CaseResult> = results.iter().filter(|r| r.outcome.is_failed()).collect();
+    let on_answers = |shown: &HashSet<u64>| -> Vec<String> {
+        failed
+            .iter()
+            .filter(|r| match &r.outcome {
+                Outcome::Failed(f) => f.evidence.answers.iter().any(|seq| shown.contains(seq)),
+                _ => false,
+            })
+            .map(|r| r.case.id.clone())
+            .collect()
+    };
+    let mut causes = Vec::new();
+    let bodies: Vec<(u64, &str)> = answers
+        .iter()
+        .filter(|a| (200..300).contains(&a.status))
+        .filter_map(|a| Some((a.seq, a.body.as_deref()?)))
+        .collect();
+    let bom: HashSet<u64> = bodies.iter().filter(|(_, b)| b.starts_with('\u{feff}')).map(|(seq, _)| *seq).collect();
+    let not_json: HashSet<u64> = bodies
+        .iter()
+        .filter(|(_, b)| !b.starts_with('\u{feff}') && serde_json::from_str::<serde::de::IgnoredAny>(b).is_err())
+        .map(|(seq, _)| *seq)
+        .collect();
+    if !bom.is_empty() {
+        causes.push(RootCause {
+            cause: format!(
+                "{} of {} 2xx answers begin with a byte-order mark (U+FEFF) before their JSON: a JSON text sent \
+                 over a network carries none (RFC 8259 §8.1), so no JSON parser reads these bodies (§4: bodies are \
+                 JSON)",
+                bom.len(),
+                bodies.len()
+            ),
+            cases: on_answers(&bom),
+        });
+    }
+    if !not_json.is_empty() {
+        causes.push(RootCause {
+            cause: format!("{} of {} 2xx answers have a body that is not JSON (§4)", not_json.len(), bodies.len()),
+            cases: on_answers(&not_json),
+        });
+    }
+    if let Some(cause) = creations_named_alike(answers, deliveries, &failed) {
+        causes.push(cause);
+    }
+    causes.retain(|c| c.cases.len() >= MIN_EXPLAINED);
+    causes
+}
+
+/// Several `connection.created` events (distinct ids) naming one connection: each connection is
+/// created once (§3.2), so the events name another connection than the one that changed
+/// (§6.2 `connectionId`).
+fn creations_named_alike(
+    answers: &[Arc<Answer>],
+    deliveries: &[Delivery],
+    failed: &[&CaseResult],
+) -> Option<RootCause> {
+    // Each connection the run created, with the key that created it.
+    let made: Vec<(String, &Auth)> = answers
+        .iter()
+        .filter(|a| a.sent.method == "POST" && (200..300).contains(&a.status))
+        .filter_map(|a| {
+            let body: serde_json::Value = serde_json::from_str(a.body.as_deref()?).ok()?;
+            Some((body.get("connectionId")?.as_str()?.to_string(), &a.sent.auth))
+        })
+        .collect();
+    let made_alike = |connection: &str| {
+        let auth = made.iter().find(|(id, _)| id == connection).map(|(_, auth)| *auth);
+        made.iter().filter(|(_, a)| Some(*a) == auth).count()
+    };
+    let created: Vec<Delivery> = unique(deliveries)
+        .into_iter()
+        .filter(|d| d.event_type() == Some(ConnectionState::Created.event_type()))
+        .collect();
+    // Per client (each has connections of its own): its clientId, else the address it reached.
+    let client = |d: &Delivery| {
+        d.body.pointer("/data/clientId").and_then(|v| v.as_str()).map_or_else(|| format!("{:?}", d.to), str::to_string)
+    };
+    let clients: BTreeSet<String> = created.iter().map(client).collect();
+    let (one, count) = clients.iter().find_map(|c| {
+        let own: Vec<&Delivery> = created.iter().filter(|d| client(d) == *c).collect();
+        let named: BTreeSet<&str> = own.iter().filter_map(|d| d.connection_id()).collect();
+        match named.into_iter().collect::<Vec<_>>()[..] {
+            // Not one connection announced again under new ids: its key created others too.
+            [one] if own.len() >= 3 && made_alike(one) >= 3 => Some((one.to_string(), own.len())),
+            _ => None,
+        }
+    })?;
+    let one = one.as_str();
+    let on_events: HashSet<u64> = deliveries.iter().filter(|d| d.connection_id() == Some(one)).map(|d| d.seq).collect();
+    // An event awaited for another connection never comes: its absence rests on no delivery,
+    // so the cases of the event flows are named too (as what it may explain).
+    let cases = failed
+        .iter()
+        .filter(|r| match &r.outcome {
+            Outcome::Failed(f) => {
+                f.evidence.deliveries.iter().any(|seq| on_events.contains(seq))
+                    || matches!(r.case.area, "events" | "lifecycle")
+            }
+            _ => false,
+        })
+        .map(|r| r.case.id.clone())
+        .collect();
+    Some(RootCause {
+        cause: format!(
+            "{} connection.created events, each with its own id, all name the connection {one}: a connection is \
+             created once (§3.2), so the events name another connection than the one that changed (§6.2 \
+             connectionId: the connection concerned)",
+            count
+        ),
+        cases,
+    })
+}

@@ -1,0 +1,562 @@
+//! Runs cases: the one place that turns a catalogue entry into an outcome, used alike by
+//! `bankconf run` and by `cargo test --test conformance`; and the whole run, from the session's
+//! setup to the report.
+
+pub(crate) mod causes;
+pub(crate) mod reproduce;
+
+use crate::harness::checks;
+use crate::harness::checks::Judged;
+use crate::harness::fixtures::context::RunContext;
+use crate::harness::rules::expect::{Expectations, Standing};
+use crate::harness::rules::verdict::{Origin, Report};
+use crate::harness::runner::reproduce::{cite, reproduction, write_har};
+use crate::harness::setup::config::RunConfig;
+use crate::harness::setup::plan::RunPlan;
+use crate::harness::setup::preflight;
+use crate::harness::setup::session::Session;
+use crate::harness::transport::har;
+use crate::harness::vocab::cancel::{Cancel, Cause};
+use crate::harness::vocab::catalogue::Selection;
+use crate::harness::vocab::catalogue::{self, Case, Need};
+use crate::harness::vocab::errors::SetupError;
+use crate::harness::vocab::outcome::{CaseResult, ErrorSource, Gate, IgnoreCause, Outcome, Problems};
+pub use crate::harness::vocab::progress::Progress;
+use crate::harness::vocab::redact::Redactor;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Sets up a session from its checked plan and runs the preflight; `Err` says why the run must
+/// not start.
+pub(crate) async fn start(plan: RunPlan) -> Result<Arc<RunContext>, SetupError> {
+    let mut session = Session::setup(plan).await?;
+    match preflight::check(&mut session).await {
+        Ok(()) => Ok(RunContext::new(session)),
+        Err(e) => {
+            // The session's redactor knows the sandbox's keys and every token made so far.
+            let e = e.redacted(&session.redactor);
+            session.shutdown().await;
+            Err(e)
+        }
+    }
+}
+
+/// Runs the selected cases and returns the report, telling `progress` as it goes. A run that
+/// cannot start is a report with its `setup_error` (exit 2). Its only cancellation is its
+/// deadline (`--deadline`); see `run_report_until`.
+pub async fn run_report(config: RunConfig, progress: Option<Arc<dyn Progress>>) -> Report {
+    run_report_until(config, progress, Cancel::default()).await
+}
+
+/// How long the cleanup of a run cut short may take (unregistering the webhook, closing the
+/// browser): an interrupted run must end within seconds, whatever the driver does.
+const CLEANUP: Duration = Duration::from_secs(5);
+
+/// A task aborted when its handle is dropped: what a run spawned ends with it, even when the
+/// run's own future is dropped (a library caller's cancellation).
+struct Aborting<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for Aborting<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// What every report of a run says, whatever became of it: taken from the plan before the
+/// session owns it (or, for flags that do not validate, from the flags as given).
+struct Frame {
+    started: Instant,
+    settings: String,
+    gate: Gate,
+    secrets: Redactor,
+}
+
+impl Frame {
+    /// A report with no result: the run never got to its cases.
+    fn empty(&self, setup_error: Option<SetupError>) -> Report {
+        Report {
+            origin: Origin::Run { seed: 0, settings: self.settings.clone() },
+            server: String::new(),
+            gate: self.gate.clone(),
+            results: Vec::new(),
+            duration: self.started.elapsed(),
+            notes: Vec::new(),
+            setup_error,
+            transition_graph: None,
+            expectations: None,
+            latency: Default::default(),
+            har: None,
+            stopped: None,
+            redactor: self.secrets.clone(),
+            trace: Default::default(),
+            cited: BTreeMap::new(),
+            root_causes: Vec::new(),
+        }
+    }
+
+    /// The report of a run that must not start (exit 2); the error redacted with the flags'
+    /// secrets (a setup error may quote a driver or a target that echoed a key).
+    fn not_run(&self, setup_error: SetupError) -> Report {
+        self.empty(Some(setup_error.redacted(&self.secrets)))
+    }
+
+    /// The report of a run cut short during its setup: every selected case is unfinished.
+    fn cut(&self, cause: Cause, selection: &Selection) -> Report {
+        let unfinished = catalogue::all().iter().filter(|c| selection.matches(c)).map(|case| CaseResult {
+            case,
+            outcome: Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() },
+            duration: Duration::ZERO,
+            reproduction: None,
+        });
+        Report {
+            results: unfinished.collect(),
+            notes: vec![format!("the run was cut short before its cases started: {}", cause.describe())],
+            stopped: Some(cause),
+            ..self.empty(None)
+        }
+    }
+}
+
+/// [`run_report`], cut short when `cancel` fires (a signal) or the deadline passes: no new work
+/// starts, the running cases end ignored with the cause, the cleanup runs (bounded by
+/// 5 s), and the report holds what was judged, with the cause in `stopped`. The flags are
+/// checked first, once ([`RunConfig::validate`]); the rest of the run reads the plan.
+pub(crate) async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn Progress>>, cancel: Cancel) -> Report {
+    let started = Instant::now();
+    let plan = match config.validate() {
+        Ok(plan) => plan,
+        Err(e) => {
+            let frame =
+                Frame { started, settings: config.rerun_settings(), gate: config.gate(), secrets: config.secrets() };
+            return frame.not_run(e);
+        }
+    };
+    drop(config); // From here on, the plan alone.
+    let _deadline = plan.deadline.map(|after| Aborting(cancel.deadline(after)));
+    let frame = Frame { started, settings: plan.rerun.clone(), gate: plan.gate.clone(), secrets: plan.secrets.clone() };
+    let short_keys = plan.short_keys.clone();
+    // A broken expectations file is found before anything runs.
+    let expectations = match plan.expect.as_deref().map(Expectations::load).transpose() {
+        Ok(e) => e,
+        Err(e) => return frame.not_run(e.into()),
+    };
+    let ctx = match set_up(plan, &cancel).await {
+        Ok(ctx) => ctx,
+        Err(Unstarted::Refused(e)) => return frame.not_run(e),
+        Err(Unstarted::Cut(cause, selection)) => return Report { expectations, ..frame.cut(cause, &selection) },
+    };
+    let results = run_cases(&ctx, progress, &cancel, &frame.gate, expectations.as_ref()).await;
+    // Cut short: some case was left unfinished (a cause that came after the last case is none).
+    let stopped = cancel.cause().filter(|cause| results.iter().any(|r| ignored_by(r, *cause)));
+    let notes = end_notes(&ctx, &results, stopped, &cancel, started, short_keys).await;
+    let report = Report { expectations, stopped, ..report_of(&ctx, frame, results, notes) };
+    match cancel.cause() {
+        None => ctx.shutdown().await,
+        // What the bound cuts off ends as it drops (the browser and driver processes are killed).
+        Some(_) => drop(tokio::time::timeout(CLEANUP, ctx.shutdown()).await),
+    }
+    report
+}
+
+/// Why a run got no session: the setup or preflight refused it (exit 2), or it was cut short
+/// meanwhile (with the selection whose cases it leaves unfinished).
+enum Unstarted {
+    Refused(SetupError),
+    Cut(Cause, Selection),
+}
+
+/// The setup and preflight, raced against `cancel`.
+async fn set_up(plan: RunPlan, cancel: &Cancel) -> Result<Arc<RunContext>, Unstarted> {
+    let selection = plan.selection.clone();
+    tokio::select! {
+        biased;
+        ctx = start(plan) => ctx.map_err(Unstarted::Refused),
+        cause = cancel.fired() => Err(Unstarted::Cut(cause, selection)),
+    }
+}
+
+/// The selected cases, run with their heartbeats: the first deliveries awaited beside them (a
+/// silent receiver said the moment it is known), and, with `progress`, the header, a line per
+/// case and a waiting line each second.
+async fn run_cases(
+    ctx: &Arc<RunContext>,
+    progress: Option<Arc<dyn Progress>>,
+    cancel: &Cancel,
+    gate: &Gate,
+    expectations: Option<&Expectations>,
+) -> Vec<CaseResult> {
+    let cases = selected(ctx);
+    let _heard = Aborting(tokio::spawn({
+        let (ctx, progress) = (ctx.clone(), progress.clone());
+        async move {
+            if let (Err(diagnosis), Some(p)) = (ctx.heard().await, progress) {
+                p.diagnosis(&ctx.redactor.redact(&diagnosis.to_string()));
+            }
+        }
+    }));
+    if let Some(p) = &progress {
+        p.started(&ctx.server, ctx.seed, cases.len());
+        if let Some(diagnosis) = &ctx.widget_missing {
+            p.diagnosis(&diagnosis.to_string());
+        }
+    }
+    let ticker = progress.clone().map(|p| {
+        let ctx = ctx.clone();
+        Aborting(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if let Some(status) = ctx.receiver().ok().and_then(|r| r.waiting(Duration::from_secs(2))) {
+                    p.waiting(&status);
+                }
+            }
+        }))
+    });
+    let results = run_all(ctx.clone(), cases, cancel, |r: &CaseResult| {
+        if let Some(p) = &progress {
+            let expected = expectations.is_some_and(|e| e.standing(r) == Some(Standing::Held));
+            p.finished(r, gate.gates(r.case.level), expected);
+        }
+    })
+    .await;
+    drop(ticker);
+    if let Some(p) = &progress {
+        p.done();
+    }
+    results
+}
+
+/// Notes only the end of the run can give: a run cut short, the first deliveries, late ones,
+/// copies, 429s, the harness's own bounds; and the receiver unregistered (bounded when the run
+/// was cut short), with what the driver said of it.
+async fn end_notes(
+    ctx: &RunContext,
+    results: &[CaseResult],
+    stopped: Option<Cause>,
+    cancel: &Cancel,
+    started: Instant,
+    short_keys: Option<String>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(cause) = stopped {
+        let unfinished = results.iter().filter(|r| ignored_by(r, cause)).count();
+        notes.push(format!(
+            "the run was cut short after {:.1} s ({}): {unfinished} unfinished cases are ignored; the reports hold what was judged",
+            started.elapsed().as_secs_f64(),
+            cause.describe()
+        ));
+    }
+    // A run cut short does not wait for its first deliveries.
+    let heard = tokio::select! {
+        biased;
+        _ = cancel.fired() => ctx.heard_now(),
+        heard = ctx.heard() => Some(heard),
+    };
+    match heard {
+        Some(Ok(heard)) => notes.extend(heard.iter().cloned()),
+        Some(Err(diagnosis)) => notes.insert(0, diagnosis.to_string()),
+        None => {}
+    }
+    if let Ok(r) = ctx.receiver() {
+        notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
+        notes.extend(copies_note(&r.timeline().into_iter().map(|(_, d)| d).collect::<Vec<_>>()));
+    }
+    notes.extend(short_keys);
+    notes.extend(ctx.api.throttle().note());
+    notes.extend(ctx.notes());
+    let unkept = ctx.api.answers().unkept();
+    if unkept > 0 {
+        notes.push(format!(
+            "{unkept} answers were too large to keep within the memory budget: their response rules went unjudged"
+        ));
+    }
+    let unregistered = match cancel.cause() {
+        None => ctx.unregister_webhook().await,
+        Some(_) => tokio::time::timeout(CLEANUP, ctx.unregister_webhook()).await.unwrap_or_else(|_| {
+            Some(format!("the driver did not unregister the webhook receiver within {CLEANUP:?} of the run's end"))
+        }),
+    };
+    notes.extend(unregistered);
+    notes
+}
+
+/// The report of a run that judged its cases: the HAR written (a failure to write it is a
+/// note), then what the reports cite from it, the trace and the root causes.
+fn report_of(ctx: &RunContext, frame: Frame, results: Vec<CaseResult>, mut notes: Vec<String>) -> Report {
+    let har = write_har(ctx, &results, &mut notes);
+    let trace = crate::harness::fixtures::recording::trace(ctx, frame.started, &results);
+    let cited = cite(ctx, &results);
+    let deliveries: Vec<_> =
+        ctx.receiver().map(|r| r.timeline().into_iter().map(|(_, d)| d).collect()).unwrap_or_default();
+    let root_causes = crate::harness::runner::causes::find(&ctx.api.answers().all(), &deliveries, &results);
+    Report {
+        origin: Origin::Run { seed: ctx.seed, settings: frame.settings },
+        server: ctx.server.clone(),
+        gate: frame.gate,
+        results,
+        duration: frame.started.elapsed(),
+        notes,
+        setup_error: None,
+        transition_graph: ctx.graph().cloned(),
+        expectations: None,
+        latency: ctx.api.recorder().latency.summary(),
+        har,
+        stopped: None,
+        redactor: ctx.redactor.clone(),
+        trace,
+        cited,
+        root_causes,
+    }
+}
+/// Whether `result` is a case the cut-short run left unfinished.
+fn ignored_by(result: &CaseResult, cause: Cause) -> bool {
+    matches!(&result.outcome, Outcome::Ignored { cause: c, .. } if *c == cause.ignore_cause())
+}
+
+/// `webhook deliveries: 12 received, 6 events …` when some deliveries were copies of an event
+/// already received: each event was judged once (§6.3 leaves retries open).
+fn copies_note(deliveries: &[crate::harness::rules::delivery::Delivery]) -> Option<String> {
+    let events = crate::harness::rules::delivery::unique(deliveries).len();
+    let copies = deliveries.len() - events;
+    (copies > 0).then(|| {
+        let were = if copies == 1 { "was a copy" } else { "were copies" };
+        format!(
+            "webhook deliveries: {} received, {events} events; {copies} {were} of an event already received (a \
+             retry or a duplicate, which §6.3 leaves open), each event judged once",
+            deliveries.len()
+        )
+    })
+}
+
+/// Runs one case's flow check: checks prerequisites and bounds it in time. The outcome is the
+/// flow's alone; [`conclude`] adds what the response checks found.
+async fn run_flow(ctx: Arc<RunContext>, case: &'static Case) -> Outcome {
+    if let Some(reason) = ctx.missing(case) {
+        return Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason };
+    }
+    if let (true, Some(diagnosis)) = (case.needs.contains(&Need::Service), &ctx.widget_missing) {
+        return Outcome::Error { source: ErrorSource::Service, message: diagnosis.to_string() };
+    }
+    let Some(code) = checks::code_of(&case.id) else {
+        return Outcome::Error { source: ErrorSource::Harness, message: format!("no code for case {}", case.id) };
+    };
+    // Generous: a case waits for events several times (each wait at most
+    // `patience::MAX_WAIT`), and walks many pages.
+    let waits = crate::harness::transport::patience::MAX_WAIT.max(ctx.plan.waits.event);
+    let limit = Duration::from_secs(60) + waits * 6 + ctx.plan.waits.request * 2;
+    // Aborted if this case is (the run cut short), so that its flow stops too.
+    let mut task = Aborting(tokio::spawn(har::in_case(Some(case.id.as_str()), (code.flow)(ctx.clone()))));
+    let outcome = match tokio::time::timeout(limit, &mut task.0).await {
+        Ok(Ok(result)) => Outcome::from(result),
+        Ok(Err(join)) => {
+            Outcome::Error { source: ErrorSource::Harness, message: format!("the check stopped unexpectedly: {join}") }
+        }
+        // Slowness is not a violation the spec states (§8 fixes no time): not judged.
+        Err(_) => {
+            task.0.abort();
+            Outcome::Ignored {
+                cause: IgnoreCause::TimedOut,
+                reason: format!(
+                    "not judged: the case did not finish within {limit:?} (a slow target; see --event-timeout and --cases)"
+                ),
+            }
+        }
+    };
+    // Silent webhooks are the setup's problem: an event case's outcome is this diagnosis.
+    if case.needs.contains(&Need::Webhooks) {
+        if let Err(diagnosis) = ctx.heard().await {
+            return Outcome::Error { source: ErrorSource::Receiver, message: diagnosis.to_string() };
+        }
+    }
+    outcome
+}
+
+/// A case's result: its flow's outcome and what its response checks found over the run's
+/// answers (`None`: it has none). A violation an answer shows fails the case whatever its flow
+/// concluded; a response-checked case whose rules judged no answer is not judged.
+fn conclude(
+    ctx: &RunContext,
+    case: &'static Case,
+    flow: Outcome,
+    judged: Option<Judged>,
+    duration: Duration,
+) -> CaseResult {
+    let outcome = match (flow, judged) {
+        (flow, Some(judged)) if !judged.problems.is_empty() => {
+            // The flow's failure first: its evidence leads.
+            let mut problems = Problems::default();
+            if let Outcome::Failed(f) = flow {
+                problems.add(f);
+            }
+            for problem in judged.problems {
+                problems.add(problem);
+            }
+            Outcome::from(problems.finish())
+        }
+        // Nothing failed, but a rule lacked its evidence (no delivery after the read it rests on).
+        (Outcome::Passed, Some(Judged { unjudged: Some(reason), .. })) => {
+            Outcome::Ignored { cause: IgnoreCause::NoDeliveries, reason }
+        }
+        (Outcome::Passed, Some(judged)) if judged.answers == 0 => {
+            let reason = "no 2xx answer (or delivery) that its rules judge came in, so they went unjudged".to_string();
+            Outcome::Ignored { cause: IgnoreCause::Unsupported, reason }
+        }
+        (flow, _) => flow,
+    };
+    let reproduction = match &outcome {
+        Outcome::Failed(f) => reproduction(ctx, case, f).map(|r| ctx.redactor.redact(&r)),
+        _ => None,
+    };
+    let outcome = outcome.map_text(|m| ctx.redactor.redact(m));
+    CaseResult { case, outcome, duration, reproduction }
+}
+
+/// The cases the configuration selects, in catalogue order.
+pub(crate) fn selected(ctx: &RunContext) -> Vec<&'static Case> {
+    let selection = &ctx.plan.selection;
+    catalogue::all().iter().filter(|c| selection.matches(c)).collect()
+}
+
+/// Runs the flows of `cases` concurrently (they share only read-only fixtures), then the
+/// response checks once over every answer the run read; results in catalogue order.
+/// `on_result` sees each result when it is final: a case without response checks as its flow
+/// ends, the others after the last flow. When `cancel` fires, the flows still running are
+/// aborted and their cases ignored with its cause; the answers read so far are still judged,
+/// and a violation they show still fails its case (a pass over part of the run is not one).
+pub(crate) async fn run_all(
+    ctx: Arc<RunContext>,
+    cases: Vec<&'static Case>,
+    cancel: &Cancel,
+    on_result: impl Fn(&CaseResult),
+) -> Vec<CaseResult> {
+    let began = Instant::now();
+    let responds = |case: &Case| checks::code_of(&case.id).is_some_and(checks::Registration::judges_answers);
+    // Concluded once every flow ended: the response checks judge every answer of the run, and
+    // another case's exploration may report a finding under it.
+    let deferred = |case: &Case| responds(case) || checks::receives_findings(&case.id);
+    let mut set = tokio::task::JoinSet::new();
+    for (i, case) in cases.iter().copied().enumerate() {
+        let ctx = ctx.clone();
+        set.spawn(async move {
+            let started = Instant::now();
+            (i, run_flow(ctx, case).await, started.elapsed())
+        });
+    }
+    let mut results: Vec<Option<CaseResult>> = vec![None; cases.len()];
+    let mut flows: Vec<Option<(Outcome, Duration)>> = vec![None; cases.len()];
+    let mut aborted = false;
+    // Whether the preflight's first deliveries are still awaited; once it proves that none
+    // reaches the receiver (`deaf`), the run stops: the event cases cannot be judged, and the
+    // setup is what to fix (exit 2), not a target to wait for.
+    let mut listening = true;
+    let mut deaf = None;
+    loop {
+        let joined = tokio::select! {
+            biased;
+            joined = set.join_next() => match joined {
+                Some(joined) => joined,
+                None => break,
+            },
+            // No new work: the running flows stop; those that finished meanwhile still count.
+            _ = cancel.fired(), if !aborted => {
+                set.abort_all();
+                aborted = true;
+                continue;
+            }
+            heard = ctx.heard(), if listening && !aborted => {
+                listening = false;
+                if let Err(diagnosis) = heard {
+                    set.abort_all();
+                    aborted = true;
+                    deaf = Some(diagnosis.to_string());
+                }
+                continue;
+            }
+        };
+        let Ok((i, outcome, took)) = joined else { continue };
+        if deferred(cases[i]) {
+            flows[i] = Some((outcome, took));
+        } else {
+            let result = conclude(&ctx, cases[i], outcome, None, took);
+            on_result(&result);
+            results[i] = Some(result);
+        }
+    }
+    let stopped = if aborted && deaf.is_none() { cancel.cause() } else { None };
+    let unfinished = |cause: Cause| Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() };
+    if let Some(diagnosis) = &deaf {
+        for (i, case) in cases.iter().enumerate() {
+            if results[i].is_none() && flows[i].is_none() {
+                // One message for all, as the event cases that ended on it have: one diagnosis.
+                let outcome = Outcome::Error { source: ErrorSource::Receiver, message: diagnosis.clone() };
+                if deferred(case) {
+                    flows[i] = Some((outcome, began.elapsed()));
+                } else {
+                    let result = conclude(&ctx, case, outcome, None, began.elapsed());
+                    on_result(&result);
+                    results[i] = Some(result);
+                }
+            }
+        }
+    }
+    if let Some(cause) = stopped {
+        for (i, case) in cases.iter().enumerate() {
+            if results[i].is_none() && flows[i].is_none() {
+                if deferred(case) {
+                    flows[i] = Some((unfinished(cause), began.elapsed()));
+                } else {
+                    let result = conclude(&ctx, case, unfinished(cause), None, began.elapsed());
+                    on_result(&result);
+                    results[i] = Some(result);
+                }
+            }
+        }
+    }
+    let answered: Vec<&str> = cases.iter().filter(|c| responds(c)).map(|c| c.id.as_str()).collect();
+    // Each answer read once, for both kinds of rule.
+    let (mut judged, reads) = checks::judge_responses(&answered, &ctx.api.answers().all());
+    // A run cut short does not wait for the deliveries a model's findings await: those
+    // findings go unjudged.
+    let models = tokio::select! {
+        biased;
+        () = async {}, if deaf.is_some() => Default::default(),
+        models = checks::judge_models(&ctx, &answered, &reads) => models,
+        _ = cancel.fired() => Default::default(),
+    };
+    for (id, found) in models {
+        let all = judged.entry(id).or_default();
+        all.answers += found.answers;
+        all.problems.extend(found.problems);
+        all.unjudged = all.unjudged.take().or(found.unjudged);
+    }
+    for (i, flow) in flows.into_iter().enumerate() {
+        let Some((outcome, took)) = flow else { continue };
+        let mut found =
+            if responds(cases[i]) { Some(judged.remove(cases[i].id.as_str()).unwrap_or_default()) } else { None };
+        let reported = ctx.found_for(&cases[i].id);
+        if !reported.is_empty() {
+            found.get_or_insert_with(Default::default).problems.extend(reported);
+        }
+        let mut result = conclude(&ctx, cases[i], outcome, found, took);
+        if let (Some(cause), Outcome::Passed, true) = (stopped, &result.outcome, responds(cases[i])) {
+            result.outcome = Outcome::Ignored {
+                cause: cause.ignore_cause(),
+                reason: format!("{}: its response rules judged only the answers read before", cause.unfinished()),
+            };
+        }
+        on_result(&result);
+        results[i] = Some(result);
+    }
+    results
+        .into_iter()
+        .zip(cases)
+        .map(|(r, case)| {
+            r.unwrap_or(CaseResult {
+                case,
+                outcome: Outcome::Error { source: ErrorSource::Harness, message: "the case did not report".into() },
+                duration: Duration::ZERO,
+                reproduction: None,
+            })
+        })
+        .collect()
+}

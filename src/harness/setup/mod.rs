@@ -1,0 +1,8 @@
+//! A run's flags, its session (setup, prerequisites, seeds), its steps and its preflight.
+
+pub(crate) mod config;
+pub(crate) mod plan;
+pub(crate) mod preflight;
+pub(crate) mod rerun;
+pub(crate) mod session;
+pub(crate) mod steps;

@@ -1,0 +1,175 @@
+//! The steps cases and fixtures take with a [`Session`]: create a connection (§4.1), have the
+//! driver act on it, connect it, read its accounts once they are served (§4.2).
+
+use crate::harness::setup::session::Session;
+use crate::harness::transport::answers::Auth;
+use crate::harness::transport::driver::{DriveArgs, DriveError, DriverAction};
+use crate::harness::vocab::outcome::{ErrorSource, IgnoreCause, Stop};
+use crate::spec::Action;
+use reqwest::Method;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// A connection this run created (§4.1).
+#[derive(Clone, Debug)]
+pub(crate) struct Created {
+    pub connection_id: String,
+    pub widget_token: Option<String>,
+    pub body: Value,
+    /// The creation's place in the run's answer log: what a finding about it rests on.
+    pub answer: Option<u64>,
+}
+
+impl Session {
+    /// `POST /v1/connections` with the primary key (§4.1); the widget token is redacted from
+    /// then on.
+    pub(crate) async fn create_connection(&self) -> Result<Created, Stop> {
+        self.create_connection_as(Auth::Primary).await
+    }
+
+    /// `POST /v1/connections` with `auth` (the preflight creates one with each key).
+    pub(crate) async fn create_connection_as(&self, auth: Auth) -> Result<Created, Stop> {
+        let sent_at = Instant::now();
+        let exchange = self.api.send(Method::POST, &["v1", "connections"], &[], auth).await?;
+        let body = exchange.success_json()?;
+        let widget_token = body.get("widgetToken").and_then(Value::as_str).map(str::to_string);
+        match body.get("widgetToken") {
+            Some(Value::String(t)) => self.redactor.add_token(t),
+            // Not a string, but still a secret wherever it is quoted.
+            Some(other) if !other.is_null() => self.redactor.add(&other.to_string()),
+            _ => {}
+        }
+        let connection_id = body
+            .get("connectionId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                exchange.fail(format!("{}: no connectionId string in {}", exchange.request, exchange.snippet()))
+            })?
+            .to_string();
+        // Its `connection.created` is late by the time from here (§6.2; reported, not judged).
+        self.api.recorder().latency.triggered(&connection_id, sent_at);
+        Ok(Created { connection_id, widget_token, body, answer: exchange.seq })
+    }
+
+    /// Asks the driver for `action` on `created`. A target that cannot (not supported) or will
+    /// not (refused) do it makes the case ignored; a broken driver ends it in an error (source:
+    /// driver), never in a failure of the target.
+    pub(crate) async fn drive(
+        &self,
+        action: Action,
+        created: &Created,
+        account_id: Option<&str>,
+        transaction_id: Option<&str>,
+    ) -> Result<(), Stop> {
+        let driver =
+            self.driver.as_ref().ok_or_else(|| Stop::ignore(crate::harness::transport::driver::NEEDS_DRIVER))?;
+        let args = DriveArgs {
+            connection_id: Some(created.connection_id.clone()),
+            widget_token: created.widget_token.clone(),
+            account_id: account_id.map(str::to_string),
+            transaction_id: transaction_id.map(str::to_string),
+            webhook_url: self.receiver.as_ref().map(|r| r.url().to_string()),
+            second_webhook_url: None,
+        };
+        // The account's walks are read again after a data action (before: none starts stale).
+        let forget =
+            || account_id.into_iter().for_each(|a| crate::harness::transport::pagination::forget(&self.api, a));
+        forget();
+        let action = DriverAction::Act(action);
+        let driven = self.api.recorder().driven(action, &args, driver.run(action, &args)).await;
+        forget();
+        driven.map_err(Stop::from)
+    }
+
+    /// Creates a connection and drives it to CONNECTED; returns once its accounts are readable.
+    pub(crate) async fn connect_new(&self) -> Result<Created, Stop> {
+        self.connect_new_as(Auth::Primary).await.map(|(created, _)| created)
+    }
+
+    /// [`Session::connect_new`] for the client whose key is `auth`; returns its accounts too.
+    /// Accounts served say CONNECTED (§4.2), so a late `connection.connected` is not awaited
+    /// (each such wait would add one lateness to the flow after it); only while they are
+    /// refused is the event awaited, then the accounts read again.
+    pub(crate) async fn connect_new_as(&self, auth: Auth) -> Result<(Created, Vec<Value>), Stop> {
+        let created = self.create_connection_as(auth.clone()).await?;
+        self.drive(Action::Connect, &created, None, None).await?;
+        let api = self.api.reading_as(auth);
+        let id = &created.connection_id;
+        let deadline = Instant::now() + self.plan.event_wait();
+        if let Some(accounts) = self.accounts_served(&api, id, deadline).await? {
+            return Ok((created, accounts));
+        }
+        if let Ok(receiver) = self.receiver() {
+            receiver.wait_for_type(id, "connection.connected", self.plan.event_wait()).await;
+        }
+        let accounts = self.accounts_ready_with(&api, id).await?;
+        Ok((created, accounts))
+    }
+
+    /// The accounts of a connection once they are served, read until `deadline`; `None` when
+    /// they were still refused then.
+    async fn accounts_served(
+        &self,
+        api: &crate::harness::transport::http::Api,
+        connection_id: &str,
+        deadline: Instant,
+    ) -> Result<Option<Vec<Value>>, Stop> {
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let exchange = api.get(&["v1", "connections", connection_id, "accounts"], &[]).await?;
+            if exchange.is_success() {
+                return accounts_of(&exchange).map(Some);
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(250));
+        }
+    }
+
+    /// Reads the accounts of a connection, retrying (bounded) while they are refused: a
+    /// target may finish connecting after the driver returns.
+    pub(crate) async fn accounts_when_ready(&self, connection_id: &str) -> Result<Vec<Value>, Stop> {
+        self.accounts_ready_with(&self.api, connection_id).await
+    }
+
+    /// [`Session::accounts_when_ready`], read with `api`'s key.
+    pub(crate) async fn accounts_ready_with(
+        &self,
+        api: &crate::harness::transport::http::Api,
+        connection_id: &str,
+    ) -> Result<Vec<Value>, Stop> {
+        let deadline = Instant::now() + self.plan.event_wait();
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let exchange = api.get(&["v1", "connections", connection_id, "accounts"], &[]).await?;
+            if exchange.is_success() || Instant::now() >= deadline {
+                return accounts_of(&exchange);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(250));
+        }
+    }
+}
+
+/// The accounts an answer of §4.2 lists: a 2xx JSON array.
+fn accounts_of(exchange: &crate::harness::transport::http::Exchange) -> Result<Vec<Value>, Stop> {
+    match exchange.success_json()? {
+        Value::Array(items) => Ok(items),
+        _ => Err(exchange.fail(format!("{}: expected a JSON array, got {}", exchange.request, exchange.snippet()))),
+    }
+}
+
+impl From<DriveError> for Stop {
+    /// A target that cannot (exit 3) or will not (exit 4) do an action leaves the case not
+    /// judged; a failing driver is the setup's problem, never the target's.
+    fn from(e: DriveError) -> Self {
+        match e {
+            DriveError::Unsupported(m) => Stop::Ignore(IgnoreCause::Unsupported, m),
+            DriveError::Refused(m) => Stop::Ignore(IgnoreCause::RefusedByTarget, m),
+            DriveError::Failed(m) => Stop::Error(ErrorSource::Driver, m),
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! The run's answer log: every exchange with the target's API as sent and answered, kept
+//! (within a budget) as the evidence the response checks judge and the reports cite. The client
+//! that fills it is [`crate::harness::transport::http`].
+
+use crate::harness::vocab::key_variant::KeyEdit;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Which credentials a request carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Auth {
+    /// `Bearer <key of the client under test>`.
+    Primary,
+    /// `Bearer <key of the second client>`.
+    Second,
+    /// No `Authorization` header.
+    Missing,
+    /// This exact header value.
+    Header(String),
+    /// `Bearer <the primary key, edited>`: a key the service never issued, as secret as the key
+    /// (its reproduction is a shell expression over `$BANKCONF_API_KEY`, never the key).
+    NearKey(KeyEdit),
+}
+
+/// A request as sent, without its secrets: enough to replay it with `curl`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Sent {
+    pub method: String,
+    pub url: String,
+    pub auth: Auth,
+    /// `GET /v1/accounts/acc_1/transactions?limit=3`, as failure messages name it.
+    pub request: String,
+}
+
+impl Sent {
+    /// A `curl` command that replays the request, keys written as environment variables.
+    pub(crate) fn curl(&self) -> String {
+        let auth = match &self.auth {
+            Auth::Primary => " -H \"Authorization: Bearer $BANKCONF_API_KEY\"".to_string(),
+            Auth::Second => " -H \"Authorization: Bearer $BANKCONF_SECOND_API_KEY\"".to_string(),
+            Auth::Missing => String::new(),
+            Auth::Header(h) => format!(" -H {}", shlex::try_quote(&format!("Authorization: {h}")).unwrap_or_default()),
+            // The near miss made again from the key's variable: pasted, it sends what was sent.
+            Auth::NearKey(edit) => format!(" -H \"Authorization: Bearer {}\"", edit.shell()),
+        };
+        let body = if self.method == "POST" { " -H 'Content-Type: application/json'" } else { "" };
+        format!("curl -sS -i -X {}{auth}{body} '{}'", self.method, self.url.replace('\'', "%27"))
+    }
+}
+
+/// One exchange with the target's API, as the client recorded it: what the response checks
+/// judge after the run's flows (`checks`), and where a failure finds its evidence.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    /// Order of recording, run-wide.
+    pub seq: u64,
+    pub sent: Sent,
+    /// The path below the base URL, segment by segment (`["v1", "accounts", "acc_1"]`).
+    pub segments: Vec<String>,
+    pub query: Vec<(String, String)>,
+    /// 0 when no answer came (transport trouble).
+    pub status: u16,
+    /// The body of a 2xx answer, kept within the log's budget; `None` otherwise.
+    pub body: Option<String>,
+    /// The answer's `Content-Type`, and the start of any other answer's body ([`EXCERPT`]
+    /// characters): what the HTML report shows of a failure's evidence.
+    pub content_type: Option<String>,
+    pub excerpt: Option<String>,
+    /// When it was sent, and when its answer came (or the tries ended): reads are ordered
+    /// against each other and against the deliveries by these (`checks::state`).
+    pub sent_at: Instant,
+    pub answered_at: Instant,
+    /// The id of its entry in the HAR (`_id`), when one is recorded.
+    pub har: Option<u64>,
+}
+
+impl Answer {
+    /// The `limit` asked for, when it is a positive page size (other values are bad input).
+    pub(crate) fn limit(&self) -> Option<u64> {
+        self.query.iter().find(|(k, _)| k == "limit").and_then(|(_, v)| v.parse::<u64>().ok()).filter(|l| *l > 0)
+    }
+
+    /// Whose key it carried, for messages: empty for the client under test.
+    pub(crate) fn whose(&self) -> &'static str {
+        match self.sent.auth {
+            Auth::Primary => "",
+            Auth::Second => " (read with the second client's key)",
+            Auth::Missing => " (sent without a key)",
+            Auth::Header(_) => " (sent with a malformed or unknown key)",
+            Auth::NearKey(_) => " (sent with a near miss of the API key)",
+        }
+    }
+}
+
+/// Every exchange of the run, in order (bounded: bodies are kept up to `MAX_KEPT` bytes, and
+/// what is not kept is counted, so that the report can say what went unjudged).
+#[derive(Default)]
+pub(crate) struct AnswerLog {
+    inner: Mutex<LogInner>,
+}
+
+#[derive(Default)]
+struct LogInner {
+    answers: Vec<Arc<Answer>>,
+    bytes: usize,
+    unkept: usize,
+}
+
+/// Most bytes of bodies and URLs the answer log keeps (a full sandbox run keeps about 3 MB).
+const MAX_KEPT: usize = 48 * 1024 * 1024;
+
+/// Most characters of a non-2xx answer's body kept ([`Answer::excerpt`]).
+pub(crate) const EXCERPT: usize = 2048;
+
+impl AnswerLog {
+    /// Keeps `answer`; its `seq`, unless the budget is spent (the client, [`crate::harness::transport::http`], is
+    /// the one writer).
+    pub(crate) fn push(&self, mut answer: Answer) -> Option<u64> {
+        let mut log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let weight = answer.sent.url.len()
+            + answer.sent.request.len()
+            + answer.excerpt.as_ref().map_or(0, String::len)
+            + answer.content_type.as_ref().map_or(0, String::len);
+        let body = answer.body.as_ref().map_or(0, String::len);
+        if log.bytes + weight > MAX_KEPT {
+            log.unkept += 1;
+            return None;
+        }
+        if log.bytes + weight + body > MAX_KEPT {
+            answer.body = None;
+            log.unkept += 1;
+        }
+        log.bytes += weight + answer.body.as_ref().map_or(0, String::len);
+        let seq = log.answers.len() as u64;
+        answer.seq = seq;
+        log.answers.push(Arc::new(answer));
+        Some(seq)
+    }
+
+    /// The latest answer to a request of the path `segments` (any method, query or key): the
+    /// evidence of a finding about a read made through a helper that keeps only its data.
+    pub(crate) fn latest(&self, segments: &[&str]) -> Option<u64> {
+        let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        log.answers
+            .iter()
+            .rev()
+            .find(|a| a.segments.iter().map(String::as_str).eq(segments.iter().copied()))
+            .map(|a| a.seq)
+    }
+
+    /// The answer `seq` (a failure's evidence).
+    pub(crate) fn get(&self, seq: u64) -> Option<Arc<Answer>> {
+        let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        usize::try_from(seq).ok().and_then(|i| log.answers.get(i)).cloned()
+    }
+
+    /// Every exchange recorded so far, in order.
+    pub(crate) fn all(&self) -> Vec<Arc<Answer>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).answers.clone()
+    }
+
+    /// How many answers were not kept whole (the log's budget): their rules went unjudged.
+    pub(crate) fn unkept(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).unkept
+    }
+}

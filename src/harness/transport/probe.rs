@@ -1,0 +1,301 @@
+//! The widget script run in the browser of [`crate::harness::transport::browser`]: what the page saw when it loaded
+//! the script and called `open` ([`Probe`]), from the script's own origin and from another
+//! that holds no key, and everything it received, within bounds.
+
+use crate::harness::transport::browser::{harness_error, Session, PROBE_TIMEOUT};
+use crate::harness::transport::cdp::{self};
+use crate::harness::vocab::errors::CdpError;
+use crate::harness::vocab::outcome::Stop;
+use serde::Deserialize;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+
+/// Bounds on what the probe keeps of everything the page receives: responses (frames, fetch,
+/// XHR, any load), `postMessage` payloads and `onSuccess` arguments, each cut to
+/// [`MAX_RECEIVED_BYTES`], at most [`MAX_RECEIVED_TOTAL`] in all.
+const MAX_RECEIVED: usize = 32;
+const MAX_RECEIVED_BYTES: usize = 256 * 1024;
+const MAX_RECEIVED_TOTAL: usize = 2 * 1024 * 1024;
+
+/// What the page saw when it ran the widget script.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Probe {
+    /// The script element's `error` event fired (it could not be fetched).
+    pub load_failed: bool,
+    /// Uncaught errors while the script ran, as their text.
+    pub errors: Vec<String>,
+    /// Globals the script added.
+    pub added: Vec<String>,
+    /// The first added global whose `open` is a function.
+    pub global: Option<String>,
+    /// `typeof open` for each added global, as `name: type`.
+    pub open_types: Vec<String>,
+    /// The outcome of calling `open`: `None` if not called; `Some(Ok(form))` the form that
+    /// did not throw; `Some(Err(text))` what both forms threw.
+    pub call: Option<Call>,
+    /// `postMessage` payloads the page got, as text (JSON for objects).
+    pub messages: Vec<String>,
+    /// The arguments `onSuccess` was called with, as JSON, when the widget called it.
+    pub successes: Vec<String>,
+    /// Every response the page loaded after the script was added (frames, `fetch`, XHR, any
+    /// other load), bounded; the script's own URL left out (the script cases judge it).
+    #[serde(skip)]
+    pub responses: Vec<Received>,
+}
+
+/// One thing the page received: where it came from, and its text (kept in the harness only
+/// to be searched, never printed).
+#[derive(Clone, Debug, Default)]
+pub struct Received {
+    /// `GET <url>` for a response, `postMessage`, or `onSuccess`.
+    pub what: String,
+    pub text: String,
+}
+
+impl Probe {
+    /// Everything the page received that the probe kept: responses, messages, `onSuccess`.
+    pub fn received(&self) -> Vec<Received> {
+        let mut all = self.responses.clone();
+        all.extend(self.messages.iter().map(|m| Received { what: "a postMessage payload".into(), text: m.clone() }));
+        all.extend(self.successes.iter().map(|s| Received { what: "the onSuccess metadata".into(), text: s.clone() }));
+        all
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Call {
+    pub accepted: Option<String>,
+    pub thrown: Vec<String>,
+}
+
+/// The probe, run in a page of the script's own origin (so that errors carry their text)
+/// with `__ARGS__` replaced by `[src, token, connectionId]`. The API key never reaches it.
+const PROBE_JS: &str = r#"(async () => {
+  const [src, token, connectionId] = __ARGS__;
+  const text = (e) => { try { return String(e && e.message !== undefined ? e.message : e).slice(0, 300); } catch (_) { return "unprintable"; } };
+  const before = new Set(Object.getOwnPropertyNames(window));
+  const errors = [];
+  const cut = (s) => String(s).slice(0, __MAX_BYTES__);
+  const asText = (v) => { try { return typeof v === "string" ? v : JSON.stringify(v); } catch (_) { return text(v); } };
+  const messages = [];
+  window.addEventListener("message", (e) => { if (messages.length < __MAX__) messages.push(cut(asText(e.data))); });
+  const successes = [];
+  window.addEventListener("error", (e) => errors.push(text(e.error !== undefined && e.error !== null ? e.error : e.message)));
+  window.addEventListener("unhandledrejection", (e) => e.preventDefault());
+  const loadFailed = await new Promise((done) => {
+    const s = document.createElement("script");
+    s.src = src;
+    s.onload = () => done(false);
+    s.onerror = () => done(true);
+    (document.head || document.documentElement).appendChild(s);
+  });
+  const added = () => Object.getOwnPropertyNames(window).filter((n) => !before.has(n));
+  const openOf = (n) => { try { const v = window[n]; return v !== null && (typeof v === "object" || typeof v === "function") ? v.open : undefined; } catch (_) { return undefined; } };
+  let global = null;
+  for (let i = 0; i < 20 && !loadFailed && errors.length === 0; i++) {
+    global = added().find((n) => typeof openOf(n) === "function") || null;
+    if (global) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  let call = null;
+  if (global && token !== null) {
+    const api = window[global];
+    const onSuccess = (...args) => { if (successes.length < __MAX__) successes.push(cut(asText(args))); };
+    const thrown = [];
+    let accepted = null;
+    const attempt = (form, args) => {
+      try { const r = api.open.apply(api, args); if (r && typeof r.then === "function") r.then(null, () => {}); accepted = form; }
+      catch (e) { thrown.push(form + ": " + text(e)); }
+    };
+    attempt("object", [{ token, connectionId, onSuccess }]);
+    if (accepted === null) attempt("positional", [token, connectionId, onSuccess]);
+    call = { accepted, thrown };
+    // What the widget loads and sends after `open` (frames, a session, onSuccess where it
+    // calls it without a user): up to 1.5 s, less once onSuccess came.
+    for (let i = 0; i < 15 && accepted !== null && successes.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    if (accepted !== null) await new Promise((r) => setTimeout(r, 200));
+  }
+  const names = added();
+  return { loadFailed, errors: errors.slice(0, 5), added: names.slice(0, 20), global,
+    openTypes: names.slice(0, 20).map((n) => n + ": " + typeof openOf(n)), call, messages, successes };
+})()"#;
+
+impl Session {
+    /// Loads `src` in a fresh page and, if a global with `open` appears and `credentials`
+    /// (widget token, connection id) are given, calls `open` with them.
+    pub async fn probe(&self, src: &str, credentials: Option<(&str, &str)>) -> Result<Probe, Stop> {
+        tokio::time::timeout(PROBE_TIMEOUT, self.probe_unbounded(src, credentials)).await.map_err(|_| {
+            // A script that never returns control, or a machine too loaded: not provably
+            // the target's fault, so an error rather than a failure.
+            harness_error(format!("the browser did not finish running {src} within {PROBE_TIMEOUT:?}"))
+        })?
+    }
+
+    async fn probe_unbounded(&self, src: &str, credentials: Option<(&str, &str)>) -> Result<Probe, Stop> {
+        let browser_error = |e: CdpError| harness_error(format!("the browser: {e}"));
+        // The script's own URL as the page: same origin, so error events carry their text.
+        let page = self.page(src).await.map_err(browser_error)?;
+        let loads = Loads::watch(&page);
+        let (token, connection) = credentials.unzip();
+        let args = serde_json::json!([src, token, connection]).to_string();
+        let js = PROBE_JS
+            .replace("__ARGS__", &args)
+            .replace("__MAX_BYTES__", &MAX_RECEIVED_BYTES.to_string())
+            .replace("__MAX__", &MAX_RECEIVED.to_string());
+        let result = page.evaluate::<Probe>(&js).await;
+        let responses = loads.bodies(&page, src).await;
+        page.close().await;
+        let mut probe = result.map_err(|e| match e {
+            CdpError::Odd { reason, .. } => harness_error(format!("the browser's probe answered oddly: {reason}")),
+            e => browser_error(e),
+        })?;
+        probe.responses = responses;
+        Ok(probe)
+    }
+
+    /// A new page of this browser, at `url` once loaded (an error page if it cannot be).
+    pub async fn page(&self, url: &str) -> Result<cdp::Page, CdpError> {
+        let page = self.cdp.open_page().await?;
+        page.navigate(url).await?;
+        Ok(page)
+    }
+}
+
+/// A client's frontend, as the browser sees one: a page with no credentials, served from a
+/// loopback port of its own (another origin than the service's; a `data:` page would be a
+/// public context, which the browser keeps from loading a loopback target's script).
+const ELSEWHERE_PAGE: &str = "<!doctype html><title>a client's frontend</title>";
+
+/// Serves [`ELSEWHERE_PAGE`] on 127.0.0.1, port 0, to every request, until aborted.
+async fn serve_elsewhere() -> std::io::Result<(String, JoinHandle<()>)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    let task = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = [0u8; 4096];
+                let _ = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut head)).await;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{ELSEWHERE_PAGE}",
+                    ELSEWHERE_PAGE.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    Ok((url, task))
+}
+
+/// Adds `<script src>` to the page and answers whether it loaded (`__SRC__` replaced).
+const LOAD_JS: &str = r#"new Promise((done) => {
+  const s = document.createElement("script");
+  s.src = __SRC__;
+  s.onload = () => done(true);
+  s.onerror = () => done(false);
+  (document.head || document.documentElement).appendChild(s);
+})"#;
+
+impl Session {
+    /// Whether a page of another origin, holding no key, loads `src` with a plain
+    /// `<script src>` (§1 item 2: the client's frontend loads the widget).
+    pub async fn loads_elsewhere(&self, src: &str) -> Result<bool, Stop> {
+        let run = async {
+            let browser_error = |e: CdpError| harness_error(format!("the browser: {e}"));
+            let (home, server) =
+                serve_elsewhere().await.map_err(|e| harness_error(format!("a page of another origin: {e}")))?;
+            // The page's server ends with this call, however it ends.
+            struct Ends(JoinHandle<()>);
+            impl Drop for Ends {
+                fn drop(&mut self) {
+                    self.0.abort();
+                }
+            }
+            let _server = Ends(server);
+            let page = self.page(&home).await.map_err(browser_error)?;
+            let quoted = serde_json::Value::from(src).to_string();
+            let result = page.evaluate::<bool>(&LOAD_JS.replace("__SRC__", &quoted)).await;
+            page.close().await;
+            result.map_err(|e| match e {
+                CdpError::Odd { reason, .. } => harness_error(format!("the browser's load answered oddly: {reason}")),
+                e => browser_error(e),
+            })
+        };
+        tokio::time::timeout(PROBE_TIMEOUT, run).await.map_err(|_| {
+            harness_error(format!(
+                "the browser did not finish loading {src} from another origin within {PROBE_TIMEOUT:?}"
+            ))
+        })?
+    }
+}
+
+/// The responses a page loads, from the DevTools network events: which requests finished, and
+/// their URLs (bounded), collected aside while the probe runs.
+struct Loads {
+    seen: Arc<StdMutex<Vec<(String, String)>>>,
+    finished: Arc<StdMutex<std::collections::HashSet<String>>>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Loads {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Loads {
+    fn watch(page: &cdp::Page) -> Self {
+        let mut events = page.events(&["Network.responseReceived", "Network.loadingFinished"]);
+        let seen: Arc<StdMutex<Vec<(String, String)>>> = Arc::default();
+        let done: Arc<StdMutex<std::collections::HashSet<String>>> = Arc::default();
+        let (s, d) = (seen.clone(), done.clone());
+        let task = tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                let Some(id) = event.params["requestId"].as_str() else { continue };
+                if event.method == "Network.responseReceived" {
+                    let Some(url) = event.params["response"]["url"].as_str() else { continue };
+                    let mut seen = s.lock().unwrap_or_else(|e| e.into_inner());
+                    if seen.len() < MAX_RECEIVED {
+                        seen.push((id.to_string(), url.to_string()));
+                    }
+                } else {
+                    let mut done = d.lock().unwrap_or_else(|e| e.into_inner());
+                    if done.len() < 4 * MAX_RECEIVED {
+                        done.insert(id.to_string());
+                    }
+                }
+            }
+        });
+        Self { seen, finished: done, task }
+    }
+
+    /// The text of each finished response but the script's own (`src`), within the bounds;
+    /// a body the browser no longer has, or that is binary, is left out.
+    async fn bodies(self, page: &cdp::Page, src: &str) -> Vec<Received> {
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let finished = self.finished.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut out = Vec::new();
+        let mut total = 0;
+        for (id, url) in seen.into_iter().filter(|(id, url)| finished.contains(id) && url != src) {
+            if total >= MAX_RECEIVED_TOTAL || !url.starts_with("http") {
+                break;
+            }
+            let asked = serde_json::json!({ "requestId": id });
+            let Ok(body) = page.call_within("Network.getResponseBody", asked, Duration::from_secs(2)).await else {
+                continue;
+            };
+            let (Some(text), Some(false)) = (body["body"].as_str(), body["base64Encoded"].as_bool()) else { continue };
+            let mut end = text.len().min(MAX_RECEIVED_BYTES);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let text = text[..end].to_string();
+            total += text.len();
+            out.push(Received { what: format!("GET {url}"), text });
+        }
+        out
+    }
+}

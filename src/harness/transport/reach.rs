@@ -1,0 +1,184 @@
+//! How the harness reaches a target behind TLS or a gateway: `--ca-cert` (a private CA added to
+//! the trusted roots), `--insecure` (no verification) and `--header` (sent on every request to
+//! the target's API). Every client that reaches the target (the API's, the widget assets',
+//! the driver-over-HTTP's) is built through [`Transport::apply`], so that they agree; the
+//! standard `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` variables are read by those clients
+//! (reqwest's default: no client here calls `.no_proxy()`). [`network_error`] says what went
+//! wrong reaching a server, for the setup messages of every client.
+
+use crate::harness::vocab::errors::SetupError;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use std::path::{Path, PathBuf};
+
+/// The TLS settings and extra headers of a run, checked and loaded.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Transport {
+    /// The `--ca-cert` roots, added to the built-in ones.
+    roots: Vec<reqwest::Certificate>,
+    /// `--insecure`: certificates are not verified at all.
+    pub insecure: bool,
+    /// The `--header` pairs, sent on every API request.
+    headers: HeaderMap,
+}
+
+/// Longest `--ca-cert` file read: a bundle of a few hundred certificates, not a disk image.
+const MAX_CA_FILE: u64 = 4 << 20;
+
+impl Transport {
+    /// The transport of `--ca-cert`, `--insecure` and `--header`: the CA file read and parsed,
+    /// each header checked. Errors name the flag and what is wrong, never a header's value.
+    pub(crate) fn load(ca_cert: Option<&Path>, insecure: bool, headers: &[String]) -> Result<Self, SetupError> {
+        let roots = match ca_cert {
+            None => Vec::new(),
+            Some(file) => read_roots(file)?,
+        };
+        Ok(Self { roots, insecure, headers: parse_headers(headers)? })
+    }
+
+    /// `builder` with this transport's roots, verification and (when `with_headers`) headers.
+    pub(crate) fn apply(&self, builder: reqwest::ClientBuilder, with_headers: bool) -> reqwest::ClientBuilder {
+        let mut builder = builder.tls_danger_accept_invalid_certs(self.insecure);
+        if !self.roots.is_empty() {
+            builder = builder.tls_certs_merge(self.roots.iter().cloned());
+        }
+        if with_headers && !self.headers.is_empty() {
+            builder = builder.default_headers(self.headers.clone());
+        }
+        builder
+    }
+}
+
+fn read_roots(file: &Path) -> Result<Vec<reqwest::Certificate>, SetupError> {
+    use std::io::Read;
+    let bad = |problem: String| SetupError::CaCert { file: file.to_path_buf(), problem };
+    let mut pem = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_CA_FILE + 1).read_to_end(&mut pem))
+        .map_err(|e| bad(format!("cannot read it: {e}")))?;
+    if pem.len() as u64 > MAX_CA_FILE {
+        return Err(bad(format!("larger than {} MiB: not a PEM bundle", MAX_CA_FILE >> 20)));
+    }
+    let roots = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(format!("not PEM certificates: {e}")))?;
+    if roots.is_empty() {
+        return Err(bad("holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into()));
+    }
+    Ok(roots)
+}
+
+/// `--header 'Name: value'`, each checked: a name HTTP allows, a value without line breaks.
+/// A header the harness sets itself (`Authorization`, `Accept`, `Content-Type`) is refused:
+/// the cases depend on those.
+pub(crate) fn parse_headers(headers: &[String]) -> Result<HeaderMap, SetupError> {
+    let mut map = HeaderMap::new();
+    for (n, header) in headers.iter().enumerate() {
+        let bad = |problem: &'static str| SetupError::BadHeader { position: n + 1, problem };
+        let (name, value) = header.split_once(':').ok_or(bad("no ':' between the name and the value"))?;
+        let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad("not a valid header name"))?;
+        if [reqwest::header::AUTHORIZATION, reqwest::header::ACCEPT, reqwest::header::CONTENT_TYPE].contains(&name) {
+            return Err(bad("Authorization, Accept and Content-Type are the harness's own (the cases set them)"));
+        }
+        let mut value = HeaderValue::from_str(value.trim()).map_err(|_| bad("not a valid header value"))?;
+        value.set_sensitive(true);
+        map.append(name, value);
+    }
+    Ok(map)
+}
+
+/// The value of each `--header 'Name: value'`: secrets, like keys.
+pub(crate) fn header_values(headers: &[String]) -> impl Iterator<Item = &str> {
+    headers.iter().filter_map(|h| h.split_once(':')).map(|(_, v)| v.trim())
+}
+
+/// The rerun's words for `--header`: each name with its value redacted, pasteable once the
+/// value is put back (`--header 'X-Tenant: [redacted]'`).
+pub(crate) fn rerun_words(headers: &[String], ca_cert: Option<&PathBuf>, insecure: bool) -> Vec<String> {
+    use crate::harness::vocab::sanitize::shell_word;
+    let mut words: Vec<String> = headers
+        .iter()
+        .map(|h| {
+            let name = h.split_once(':').map_or(h.as_str(), |(name, _)| name).trim();
+            format!("--header {}", shell_word(&format!("{name}: [redacted]")))
+        })
+        .collect();
+    if let Some(file) = ca_cert {
+        words.push(format!("--ca-cert {}", shell_word(&file.display().to_string())));
+    }
+    if insecure {
+        words.push("--insecure".to_string());
+    }
+    words
+}
+
+/// What went wrong reaching a server, and its likely cause, for a setup message: the innermost
+/// cause says what happened ("Connection refused"; the outer ones repeat the URL), and the
+/// words a newcomer needs are added to it ("nothing listens on that port").
+pub(crate) fn network_error(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        return "timed out (the server is slow or the address drops packets)".to_string();
+    }
+    let mut cause: &dyn std::error::Error = e;
+    let mut chain = e.to_string();
+    while let Some(inner) = cause.source() {
+        cause = inner;
+        chain.push_str(&format!(": {inner}"));
+    }
+    let said = cause.to_string();
+    let lower = chain.to_lowercase();
+    let likely = if lower.contains("connection refused") {
+        "nothing listens on that port: is the server up, and the port right?"
+    } else if lower.contains("dns") || lower.contains("lookup address") || lower.contains("name or service") {
+        "the host name does not resolve"
+    } else if ["certificate", "tls", "handshake", "corrupt message"].iter().any(|w| lower.contains(w)) {
+        "TLS failed: https:// to a plain-HTTP port, or a certificate this machine does not trust (--ca-cert FILE \
+         trusts a private CA; --insecure skips verification)"
+    } else if lower.contains("invalid http")
+        || lower.contains("unexpected message")
+        || lower.contains("invalid status")
+        || lower.contains("parse")
+    {
+        "the port answers, but not in HTTP: is it the right port, or does it want https://?"
+    } else if lower.contains("closed") || lower.contains("reset") || lower.contains("incomplete") {
+        "the server closed the connection before answering"
+    } else {
+        return said;
+    };
+    format!("{said} ({likely})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_are_checked_and_their_values_never_named() {
+        let map = parse_headers(&["X-Tenant: acme-7".into(), "X-Gateway-Token:  s3cr3t-value ".into()]).unwrap();
+        assert_eq!(map["x-tenant"], "acme-7");
+        assert_eq!(map["x-gateway-token"], "s3cr3t-value");
+        assert!(map["x-gateway-token"].is_sensitive());
+        for (bad, problem) in [
+            ("X-Tenant acme", "no ':'"),
+            ("X Tenant: acme", "not a valid header name"),
+            ("Authorization: Bearer other", "the harness's own"),
+        ] {
+            let e = parse_headers(&["X-Ok: 1".into(), bad.into()]).unwrap_err().to_string();
+            assert!(e.contains("--header #2") && e.contains(problem), "{e}");
+            assert!(!e.contains("acme") && !e.contains("Bearer other"), "a value named: {e}");
+        }
+        let words = rerun_words(&["X-Gateway-Token: s3cr3t-value".into()], None, true);
+        assert_eq!(words, ["--header 'X-Gateway-Token: [redacted]'", "--insecure"]);
+        assert_eq!(header_values(&["X-A: one".into(), "X-B:two".into()]).collect::<Vec<_>>(), ["one", "two"]);
+    }
+
+    #[test]
+    fn a_ca_file_must_hold_certificates() {
+        let dir = std::env::temp_dir().join(format!("bankconf-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "no certificate here\n").unwrap();
+        let e = Transport::load(Some(&empty), false, &[]).unwrap_err().to_string();
+        assert!(e.starts_with("--ca-cert") && e.contains("no PEM certificate"), "{e}");
+        let e = Transport::load(Some(&dir.join("missing.pem")), false, &[]).unwrap_err().to_string();
+        assert!(e.contains("cannot read it"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

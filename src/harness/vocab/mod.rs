@@ -1,0 +1,12 @@
+//! The run's vocabulary: cases, outcomes, errors, secrets; no I/O.
+
+pub(crate) mod budget;
+pub(crate) mod cancel;
+pub(crate) mod catalogue;
+pub(crate) mod clauses;
+pub(crate) mod errors;
+pub(crate) mod key_variant;
+pub(crate) mod outcome;
+pub(crate) mod progress;
+pub(crate) mod redact;
+pub(crate) mod sanitize;

@@ -1,0 +1,567 @@
+//! What a case concludes, and the small vocabulary every layer above shares: the typed
+//! [`Outcome`] of a case, the [`Stop`] a check returns with `?`, [`Problems`] to collect several
+//! violations, schema validation, and [`CaseResult`]. It depends on nothing that does I/O, so
+//! the pure rules, the runner and the reports can all use it.
+
+use crate::harness::vocab::catalogue::{Case, Level};
+use crate::schemas::{self, Schema};
+use serde_json::Value;
+use std::fmt;
+use std::time::Duration;
+
+/// Who could not judge a case (an error is never the target's fault).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorSource {
+    /// The driver command failed (exit code other than 0, 3 or 4, or it could not start).
+    Driver,
+    /// The webhook receiver could not be set up or registered.
+    Receiver,
+    /// The harness itself: a check stopped unexpectedly.
+    Harness,
+    /// The widget script is not served where `--service` says (§1): a wrong `--service`, or a
+    /// target that serves no widget; from outside the two look alike.
+    Service,
+}
+
+impl ErrorSource {
+    /// Its name in the reports (`driver`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Driver => "driver",
+            Self::Receiver => "receiver",
+            Self::Harness => "harness",
+            Self::Service => "service",
+        }
+    }
+}
+
+/// Why a case was not judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IgnoreCause {
+    /// The configuration lacks what the case needs (driver, second key, service name…), or an
+    /// earlier step it builds on did not happen.
+    MissingPrerequisite,
+    /// The target refused a transition from the connection's state (driver exit 4).
+    RefusedByTarget,
+    /// The target cannot do the action (driver exit 3), or the data has nothing to judge.
+    Unsupported,
+    /// The case did not finish within its time limit (slowness is not a violation).
+    TimedOut,
+    /// A request went unanswered: timeouts, refused or reset connections, or 429/503 past
+    /// their budget (transport trouble is not evidence, §8).
+    Transport,
+    /// A rule rests on an event's absence, but no delivery reached the receiver after the read
+    /// it concerns: deliveries stopped, so the absence is no evidence.
+    NoDeliveries,
+    /// The run was interrupted (SIGINT, SIGTERM) before the case finished.
+    Interrupted,
+    /// The run's deadline (`--deadline`) passed before the case finished.
+    Deadline,
+}
+
+impl IgnoreCause {
+    /// Its name in the reports (`missing-prerequisite`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MissingPrerequisite => "missing-prerequisite",
+            Self::RefusedByTarget => "refused-by-target",
+            Self::Unsupported => "unsupported",
+            Self::TimedOut => "timed-out",
+            Self::Transport => "transport",
+            Self::NoDeliveries => "no-deliveries",
+            Self::Interrupted => "interrupted",
+            Self::Deadline => "deadline",
+        }
+    }
+}
+
+/// What a failure rests on, by reference: the run's requests (`http::Answer::seq`, the
+/// answer log's order) and webhook deliveries (`delivery::Delivery::seq`, the receiver's),
+/// the one that shows it first. The reports render the curl, the offline replay and the HAR
+/// link from these, never from the message's words.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Evidence {
+    pub answers: Vec<u64>,
+    pub deliveries: Vec<u64>,
+}
+
+impl Evidence {
+    /// Whether it names nothing (a rule about an absence, or a flow that read nothing).
+    pub fn is_empty(&self) -> bool {
+        self.answers.is_empty() && self.deliveries.is_empty()
+    }
+
+    /// `other`'s references after this one's, each once.
+    fn extend(&mut self, other: &Evidence) {
+        for (mine, theirs) in [(&mut self.answers, &other.answers), (&mut self.deliveries, &other.deliveries)] {
+            for seq in theirs {
+                if !mine.contains(seq) {
+                    mine.push(*seq);
+                }
+            }
+        }
+    }
+}
+
+/// What a rule expected and what the target did instead.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Contrast {
+    /// `2xx`, `a refusal (any non-2xx)`.
+    pub expected: String,
+    /// `status 500: {…}`.
+    pub actual: String,
+}
+
+/// One violation a finding shows, as a value the reports render: the request whose answer shows
+/// it (when the finding names one), what is wrong, and what it rests on. A report never takes a
+/// message apart to find these: target text may hold any `; `, `|` or newline.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Problem {
+    /// `GET /v1/accounts/acc_1`, when one request's answer shows the problem.
+    pub request: Option<String>,
+    /// What is wrong, without the request.
+    pub detail: String,
+    /// The requests and deliveries it rests on.
+    pub evidence: Evidence,
+    /// Whether its one answer shows it by itself: the rule judged that answer alone, so
+    /// sending its request again reproduces it. Not a problem that compares reads, or a read
+    /// with an event or an absence.
+    pub alone: bool,
+    /// The case that owns the rule it breaks, when another case's random exploration found it
+    /// (`lifecycle.random-sequences`): it is reported there (one judge per rule).
+    pub owner: Option<&'static str>,
+}
+
+impl Problem {
+    /// `GET /v1/…: detail`, or the detail alone.
+    pub fn text(&self) -> String {
+        match &self.request {
+            Some(request) => format!("{request}: {}", self.detail),
+            None => self.detail.clone(),
+        }
+    }
+}
+
+/// How the target broke a case's rule (the section is the case's).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Failure {
+    /// The whole finding, for a person: the request, what was expected and what was received.
+    pub message: String,
+    /// Each violation it shows, in order (one for most findings).
+    pub problems: Vec<Problem>,
+    /// What the rule expected and what came instead, when the finding states them apart.
+    pub contrast: Option<Box<Contrast>>,
+    /// The requests and deliveries it rests on.
+    pub evidence: Evidence,
+    /// For a property: the smallest failing input it shrank to.
+    pub shrunk_input: Option<Box<String>>,
+}
+
+impl Failure {
+    /// The finding `message`, resting on the answer `seq` (none when the log did not keep it).
+    pub fn on_answer(mut self, seq: Option<u64>) -> Self {
+        let more = Evidence { answers: seq.into_iter().collect(), deliveries: Vec::new() };
+        self.evidence.extend(&more);
+        if let [one] = self.problems.as_mut_slice() {
+            one.evidence.extend(&more);
+        }
+        self
+    }
+
+    /// The finding, shown by the answer to `request` (`GET /v1/…`): its one problem names that
+    /// request apart from what is wrong (a message that starts with it is split there once,
+    /// here, where both are known).
+    pub fn requested(mut self, request: &str) -> Self {
+        if let [one] = self.problems.as_mut_slice() {
+            if let Some(detail) = one.detail.strip_prefix(request).and_then(|rest| rest.strip_prefix(": ")) {
+                one.detail = detail.to_string();
+            }
+            one.request = Some(request.to_string());
+        }
+        self
+    }
+
+    /// The finding `message`, shown by the answer `seq` by itself (see [`Problem::alone`]).
+    pub fn shown_by(mut self, seq: Option<u64>) -> Self {
+        self = self.on_answer(seq);
+        if let ([one], Some(_)) = (self.problems.as_mut_slice(), seq) {
+            one.alone = one.evidence.answers.len() == 1 && one.evidence.deliveries.is_empty();
+        }
+        self
+    }
+
+    /// The answer that shows its first problem by itself, if one does ([`Problem::alone`]).
+    pub fn alone(&self) -> Option<u64> {
+        let first = self.problems.first().filter(|p| p.alone && p.evidence.deliveries.is_empty())?;
+        match first.evidence.answers.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        }
+    }
+
+    /// The finding, resting on the delivery `seq` too.
+    pub fn on_delivery(mut self, seq: u64) -> Self {
+        let more = Evidence { answers: Vec::new(), deliveries: vec![seq] };
+        self.evidence.extend(&more);
+        if let [one] = self.problems.as_mut_slice() {
+            one.evidence.extend(&more);
+        }
+        self
+    }
+
+    /// The finding with what was expected and what came instead, apart from its message.
+    pub fn expected(mut self, expected: impl Into<String>, actual: impl Into<String>) -> Self {
+        self.contrast = Some(Box::new(Contrast { expected: expected.into(), actual: actual.into() }));
+        self
+    }
+
+    /// The finding, naming the case that owns the rule it breaks (see [`Problem::owner`]).
+    pub fn owned_by(mut self, case: &'static str) -> Self {
+        self.problems.iter_mut().for_each(|p| p.owner = Some(case));
+        self
+    }
+
+    /// The case that owns the rule its first problem breaks, when another case found it.
+    pub fn owner(&self) -> Option<&'static str> {
+        self.problems.first().and_then(|p| p.owner)
+    }
+
+    /// The same finding in other words (`after connection.connected: …`), its evidence kept;
+    /// a finding of one problem says it in the same words.
+    pub fn reworded(mut self, f: impl FnOnce(&str) -> String) -> Self {
+        let message = f(&self.message);
+        if let [one] = self.problems.as_mut_slice() {
+            match message.strip_prefix(self.message.as_str()) {
+                // Words added after it (`[explored sequence: …]`): the request stays apart.
+                Some(added) => one.detail.push_str(added),
+                None => (one.request, one.detail) = (None, message.clone()),
+            }
+        }
+        Self { message, ..self }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        let problems = vec![Problem { detail: message.clone(), ..Problem::default() }];
+        Self { message, problems, ..Self::default() }
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(message: &str) -> Self {
+        message.to_string().into()
+    }
+}
+
+/// The outcome of one case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The target kept the case's rule.
+    Passed,
+    /// The target broke the case's rule.
+    Failed(Failure),
+    /// The harness could not judge.
+    Error {
+        /// What broke.
+        source: ErrorSource,
+        /// How.
+        message: String,
+    },
+    /// Not judged, with the cause.
+    Ignored {
+        /// Why, in a word.
+        cause: IgnoreCause,
+        /// Why, for a person (what would let the case run).
+        reason: String,
+    },
+}
+
+impl Outcome {
+    /// `passed`, `failed`, `error` or `ignored`, as the JSON report names it.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed(_) => "failed",
+            Self::Error { .. } => "error",
+            Self::Ignored { .. } => "ignored",
+        }
+    }
+
+    /// The failure's evidence, the error's message or the reason it was ignored.
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            Self::Passed => None,
+            Self::Failed(Failure { message: m, .. })
+            | Self::Error { message: m, .. }
+            | Self::Ignored { reason: m, .. } => Some(m),
+        }
+    }
+
+    /// Whether the target broke the rule.
+    pub fn is_failed(&self) -> bool {
+        matches!(self, Self::Failed(_))
+    }
+
+    /// The same outcome with its text passed through `f` (redaction).
+    pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+        match self {
+            Self::Passed => Self::Passed,
+            Self::Failed(Failure { message, problems, contrast, evidence, shrunk_input }) => Self::Failed(Failure {
+                message: f(&message),
+                problems: problems
+                    .into_iter()
+                    .map(|p| Problem { request: p.request.map(|r| f(&r)), detail: f(&p.detail), ..p })
+                    .collect(),
+                contrast: contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
+                evidence,
+                shrunk_input: shrunk_input.map(|s| Box::new(f(&s))),
+            }),
+            Self::Error { source, message } => Self::Error { source, message: f(&message) },
+            Self::Ignored { cause, reason } => Self::Ignored { cause, reason: f(&reason) },
+        }
+    }
+
+    /// The one-word mark of the terminal: `PASS`, `FAIL` (gating), `NOTE` (a failure at a
+    /// level that does not gate), `ERROR`, `SKIP`.
+    pub fn mark(&self, gating: bool) -> &'static str {
+        match (self, gating) {
+            (Self::Passed, _) => "PASS",
+            (Self::Failed(_), true) => "FAIL",
+            (Self::Failed(_), false) => "NOTE",
+            (Self::Error { .. }, _) => "ERROR",
+            (Self::Ignored { .. }, _) => "SKIP",
+        }
+    }
+}
+
+/// Why a check stopped before passing; checks return `Result<(), Stop>` and use `?`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    Fail(Failure),
+    Error(ErrorSource, String),
+    Ignore(IgnoreCause, String),
+}
+
+impl Stop {
+    pub fn fail(message: impl Into<String>) -> Self {
+        Self::Fail(Failure::from(message.into()))
+    }
+
+    /// Not judged: something the case builds on is missing.
+    pub fn ignore(reason: impl Into<String>) -> Self {
+        Self::Ignore(IgnoreCause::MissingPrerequisite, reason.into())
+    }
+
+    /// Not judged: the data or the target offers nothing to judge.
+    pub fn unsupported(reason: impl Into<String>) -> Self {
+        Self::Ignore(IgnoreCause::Unsupported, reason.into())
+    }
+
+    pub fn is_fail(&self) -> bool {
+        matches!(self, Self::Fail(_))
+    }
+
+    /// Not judged: the target did not answer a request (see [`IgnoreCause::Transport`]).
+    pub fn transport(reason: impl Into<String>) -> Self {
+        Self::Ignore(IgnoreCause::Transport, reason.into())
+    }
+
+    pub fn is_transport(&self) -> bool {
+        matches!(self, Self::Ignore(IgnoreCause::Transport, _))
+    }
+}
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Fail(Failure { message: m, .. }) | Self::Error(_, m) | Self::Ignore(_, m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<Result<(), Stop>> for Outcome {
+    fn from(result: Result<(), Stop>) -> Self {
+        match result {
+            Ok(()) => Self::Passed,
+            Err(Stop::Fail(m)) => Self::Failed(m),
+            Err(Stop::Error(source, message)) => Self::Error { source, message },
+            Err(Stop::Ignore(cause, reason)) => Self::Ignored { cause, reason },
+        }
+    }
+}
+
+/// Fails with `message` unless `condition` holds.
+pub(crate) fn ensure(condition: bool, message: impl FnOnce() -> String) -> Result<(), Stop> {
+    if condition {
+        Ok(())
+    } else {
+        Err(Stop::fail(message()))
+    }
+}
+
+/// Fails unless `instance` validates against `schema`; `what` names where it came from.
+pub(crate) fn validate(schema: Schema, instance: &Value, what: &str) -> Result<(), Stop> {
+    schemas::check(schema, instance, what).map_err(Stop::fail)
+}
+
+/// Collects every problem instead of stopping at the first, then fails with them all (their
+/// evidence together, the first problem's first).
+#[derive(Default)]
+pub(crate) struct Problems(Vec<Failure>);
+
+impl Problems {
+    pub(crate) fn add(&mut self, problem: impl Into<Failure>) {
+        self.0.push(problem.into());
+    }
+
+    /// A problem that the answer `seq` shows (`http::Exchange::seq`).
+    pub(crate) fn add_at(&mut self, seq: Option<u64>, problem: impl Into<String>) {
+        self.0.push(Failure::from(problem.into()).shown_by(seq));
+    }
+
+    /// Keeps a failure as a problem; an ignore or error still stops.
+    pub(crate) fn keep(&mut self, result: Result<(), Stop>) -> Result<(), Stop> {
+        match result {
+            Err(Stop::Fail(f)) => {
+                self.0.push(f);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    pub(crate) fn finish(self) -> Result<(), Stop> {
+        let n = self.0.len();
+        let mut all = self.0.into_iter();
+        let Some(mut first) = all.next() else { return Ok(()) };
+        if n == 1 {
+            return Err(Stop::Fail(first));
+        }
+        // Every one: the reports carry the whole message, only the terminal shortens it.
+        let mut messages = vec![std::mem::take(&mut first.message)];
+        for other in all {
+            first.evidence.extend(&other.evidence);
+            messages.push(other.message);
+            first.problems.extend(other.problems);
+        }
+        let message = format!("{n} problems: {}", messages.join("; "));
+        Err(Stop::Fail(Failure { message, contrast: None, ..first }))
+    }
+}
+
+/// `1 case`, `2 cases`: a count with its noun in the right number, for every message.
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A string field of a JSON object, if it is one.
+pub(crate) fn str_field<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
+    value.get(field).and_then(Value::as_str)
+}
+
+/// The outcome of one case, with how long it took.
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    /// The case, from the catalogue.
+    pub case: &'static Case,
+    /// What it concluded.
+    pub outcome: Outcome,
+    /// How long it ran.
+    pub duration: Duration,
+    /// For a failure: a `curl` command replaying the last request the case sent (keys as
+    /// `$BANKCONF_API_KEY`), and for property cases the seed in the message.
+    pub reproduction: Option<String>,
+}
+
+/// The levels whose failures decide the exit code: the one place that answers "does it gate?".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gate(pub Vec<Level>);
+
+impl Gate {
+    /// Whether a failure at `level` decides the exit code.
+    pub fn gates(&self, level: Level) -> bool {
+        self.0.contains(&level)
+    }
+
+    /// `must, security`, or `none`.
+    pub fn names(&self) -> String {
+        let names: Vec<&str> = self.0.iter().map(|l| l.as_str()).collect();
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    }
+}
+
+/// Counts of outcomes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// [`Outcome::Passed`].
+    pub passed: usize,
+    /// [`Outcome::Failed`].
+    pub failed: usize,
+    /// [`Outcome::Error`].
+    pub errors: usize,
+    /// [`Outcome::Ignored`].
+    pub ignored: usize,
+}
+
+impl Counts {
+    /// Counts `results` at `level` (all levels with `None`).
+    pub fn of<'a>(results: impl IntoIterator<Item = &'a CaseResult>, level: Option<Level>) -> Self {
+        let mut counts = Self::default();
+        for r in results.into_iter().filter(|r| level.is_none_or(|l| r.case.level == l)) {
+            match r.outcome {
+                Outcome::Passed => counts.passed += 1,
+                Outcome::Failed(_) => counts.failed += 1,
+                Outcome::Error { .. } => counts.errors += 1,
+                Outcome::Ignored { .. } => counts.ignored += 1,
+            }
+        }
+        counts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nothing said is lost: the message names every problem (only the terminal shortens it).
+    #[test]
+    fn problems_are_all_kept() {
+        let mut problems = Problems::default();
+        for n in 1..=5 {
+            problems.add(format!("problem {n}"));
+        }
+        let Err(Stop::Fail(f)) = problems.finish() else { panic!("a failure") };
+        assert_eq!(f.message, "5 problems: problem 1; problem 2; problem 3; problem 4; problem 5");
+    }
+
+    /// Several problems fail once, with every problem's evidence, the first problem's first:
+    /// the reports link and replay what the first finding rests on.
+    #[test]
+    fn problems_keep_the_evidence_of_each_the_first_leading() {
+        let mut problems = Problems::default();
+        problems.add_at(Some(7), "GET /v1/accounts/acc_1: expected 2xx, got status 500");
+        problems.add(Failure::from("delivery evt_1: body is not JSON").on_delivery(3));
+        problems.add_at(Some(2), "GET /v1/accounts/acc_2: expected 2xx, got status 500");
+        problems.add_at(Some(7), "the same answer again");
+        let Err(Stop::Fail(failure)) = problems.finish() else { panic!("a failure") };
+        assert_eq!(failure.evidence, Evidence { answers: vec![7, 2], deliveries: vec![3] });
+        assert!(failure.message.starts_with("4 problems: GET /v1/accounts/acc_1"), "{}", failure.message);
+    }
+
+    /// Rewording keeps the evidence; redaction reaches what was expected and what came.
+    #[test]
+    fn a_reworded_or_redacted_failure_keeps_its_evidence() {
+        let failure = Failure::from("x").on_answer(Some(1)).expected("2xx", "status 500: sk_live_secret");
+        let failure = failure.reworded(|m| format!("after accounts.updated: {m}"));
+        assert_eq!(failure.evidence.answers, [1]);
+        let redacted = Outcome::Failed(failure).map_text(|t| t.replace("sk_live_secret", "[redacted]"));
+        let Outcome::Failed(redacted) = redacted else { panic!("still a failure") };
+        assert_eq!(redacted.contrast.map(|c| c.actual).as_deref(), Some("status 500: [redacted]"));
+        assert_eq!(redacted.evidence.answers, [1]);
+    }
+}
