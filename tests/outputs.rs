@@ -886,4 +886,9 @@ fn target_text_never_splits_a_problem() {
     assert!(!terminal.contains("problems, the first"), "{terminal}");
     let junit = junit::render(&report);
     assert_eq!(junit.matches("<failure").count(), 1, "{junit}");
+    // The HTML page shows the finding whole, in one block.
+    let page = bankconf::internal::report::html::render(&report);
+    assert_eq!(bankconf::internal::report::html::well_formed(&page), Ok(()), "{page}");
+    let block = page.split("<pre class=\"message\">").nth(1).and_then(|rest| rest.split("</pre>").next());
+    assert!(block.is_some_and(|b| b.contains("a; b | c") && b.contains("``` e")), "{page}");
 }
