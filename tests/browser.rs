@@ -41,12 +41,43 @@ fn main() -> ExitCode {
             Ok(())
         })
         .with_ignored_flag(no_browser),
+        Trial::test("a_key_the_page_received_is_cited_by_where_it_came_from", || {
+            a_key_the_page_received_is_cited_by_where_it_came_from();
+            Ok(())
+        })
+        .with_ignored_flag(no_browser),
         Trial::test("without_a_browser_the_browser_cases_are_ignored_naming_the_package", || {
             without_a_browser_the_browser_cases_are_ignored_naming_the_package();
             Ok(())
         }),
     ];
     libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// What the widget's page received is evidence like an answer or a delivery: a key in the
+/// `onSuccess` metadata is cited by where it came from, in every report, and never shown.
+fn a_key_the_page_received_is_cited_by_where_it_came_from() {
+    let report = temp_path("received.json");
+    let md = temp_path("received.md");
+    let output = bankconf(&[
+        "run",
+        "widget.frontend-no-key",
+        "--sandbox-mutant",
+        "key-in-success-metadata",
+        "--report-json",
+        report.to_str().unwrap(),
+        "--report-md",
+        md.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let case = json["cases"].as_array().unwrap().iter().find(|c| c["id"] == "widget.frontend-no-key").unwrap();
+    assert_eq!(case["outcome"], "failed", "{case:#}");
+    assert_eq!(case["evidence"]["received"], serde_json::json!([{"what": "the onSuccess metadata"}]), "{case:#}");
+    assert!(case["reproduction"].is_null(), "{case:#}");
+    let context = "evidence (context, not a reproduction): the widget's page received the onSuccess metadata";
+    assert!(text(&output).contains(context), "{}", text(&output));
+    assert!(std::fs::read_to_string(&md).unwrap().contains(context));
 }
 
 fn the_sandbox_widget_passes_the_browser_cases() {

@@ -437,7 +437,7 @@ fn junit_fails_only_gating_cases_and_carries_the_reproduction() {
 fn with_trace() -> Report {
     use bankconf::internal::graph::{Transition, TransitionGraph};
     use bankconf::internal::trace::{Client, Connection, Exchange, Item, Kind, Posted, Trace};
-    use bankconf::{Action, ConnectionState, Evidence, Failure};
+    use bankconf::{Action, ConnectionState, Failure};
     let hostile = "<script>alert(1)</script></textarea><img src=x onerror=alert(2)> javascript:alert(3) \u{202e}gnp.exe\u{0}\u{1b}[2J";
     let mut report = with_failures();
     let mut failure = Failure::from(format!(
@@ -447,7 +447,8 @@ fn with_trace() -> Report {
         expected: "the accounts of a CONNECTED connection".into(),
         actual: format!("status 500: {hostile}"),
     }));
-    failure.evidence = Evidence { answers: vec![3], deliveries: vec![7] };
+    failure.evidence.answers = vec![3];
+    failure.evidence.deliveries = vec![7];
     report.results[2].outcome = Outcome::Failed(failure);
     let ms = Duration::from_millis;
     let item = |kind, client, at: u64, until: u64, label: &str, answer, delivery| Item {

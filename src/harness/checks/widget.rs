@@ -4,7 +4,7 @@ use crate::harness::fixtures::context::RunContext;
 use crate::harness::transport::browser;
 use crate::harness::transport::http::Exchange;
 use crate::harness::transport::probe::Probe;
-use crate::harness::vocab::outcome::{ensure, Problems, Stop};
+use crate::harness::vocab::outcome::{ensure, Failure, Problems, Stop};
 use crate::harness::vocab::redact;
 use std::sync::Arc;
 
@@ -256,13 +256,16 @@ async fn frontend_no_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
         ));
     }
     let mut problems = Problems::default();
-    for received in probe.received() {
+    for (seq, received) in (0u64..).zip(probe.received()) {
         if let Some(key) = revealed_key(&ctx, &received.text) {
-            problems.add(format!(
-                "{}: the widget's page received {key} or a piece of it (plain or encoded) (§5.2: keys never reach a \
-                 frontend)",
-                printable(&received.what)
-            ));
+            problems.add(
+                Failure::from(format!(
+                    "{}: the widget's page received {key} or a piece of it (plain or encoded) (§5.2: keys never reach \
+                     a frontend)",
+                    printable(&received.what)
+                ))
+                .on_received(seq),
+            );
         }
     }
     problems.finish()

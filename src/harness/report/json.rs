@@ -16,18 +16,28 @@ use serde_json::{json, Map, Value};
 /// `_id`), no longer by places in a log the user never sees.
 pub(crate) const FORMAT_VERSION: u32 = 3;
 
-/// The requests (`requests`) or the deliveries of a failure's evidence, as the files name them.
-fn cited(report: &Report, result: &crate::harness::vocab::outcome::CaseResult, requests: bool) -> Vec<Value> {
+/// Which part of a failure's evidence [`cited`] lists.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Requests,
+    Deliveries,
+    Received,
+}
+
+/// The requests, the deliveries or the received items of a failure's evidence, as the files
+/// (or, for what the widget's page received, its origin) name them.
+fn cited(report: &Report, result: &crate::harness::vocab::outcome::CaseResult, part: Part) -> Vec<Value> {
     let cited = report.cited.get(&result.case.id).map(Vec::as_slice).unwrap_or_default();
     cited
         .iter()
         .filter_map(|c| match c {
-            Cited::Request { request, status, har } if requests => {
+            Cited::Request { request, status, har } if part == Part::Requests => {
                 Some(json!({"request": request, "status": status, "har_id": har}))
             }
-            Cited::Delivery { event, kind, har } if !requests => {
+            Cited::Delivery { event, kind, har } if part == Part::Deliveries => {
                 Some(json!({"event_id": event, "type": kind, "har_id": har}))
             }
+            Cited::Received { what } if part == Part::Received => Some(json!({"what": what})),
             _ => None,
         })
         .collect()
@@ -103,8 +113,9 @@ fn render_raw(report: &Report) -> Value {
                 "duration_ms": millis(r.duration),
                 "evidence": match &r.outcome {
                     Outcome::Failed(f) => json!({
-                        "requests": cited(report, r, true),
-                        "deliveries": cited(report, r, false),
+                        "requests": cited(report, r, Part::Requests),
+                        "deliveries": cited(report, r, Part::Deliveries),
+                        "received": cited(report, r, Part::Received),
                         "expected": f.contrast.as_ref().map(|c| &c.expected),
                         "actual": f.contrast.as_ref().map(|c| &c.actual),
                     }),

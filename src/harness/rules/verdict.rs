@@ -83,6 +83,9 @@ pub enum Cited {
     Request { request: String, status: u16, har: Option<u64> },
     /// A webhook delivery: its event's `id` and `type` as sent (absent from a malformed body).
     Delivery { event: Option<String>, kind: Option<String>, har: Option<u64> },
+    /// An item the widget's page received, by where it came from (`GET <url>`, `a postMessage
+    /// payload`, `the onSuccess metadata`): its text is never shown.
+    Received { what: String },
 }
 
 impl Cited {
@@ -98,6 +101,7 @@ impl Cited {
                 kind.as_deref().unwrap_or("(no type)"),
                 har(id)
             ),
+            Self::Received { what } => format!("the widget's page received {what}"),
         }
     }
 }

@@ -34,7 +34,13 @@ pub(crate) fn cite(ctx: &RunContext, results: &[CaseResult]) -> BTreeMap<String,
                 let event = d.body.get("id").and_then(|v| v.as_str()).map(|s| ctx.redactor.cut(s, 80));
                 Some(Cited::Delivery { event, kind: text(&d.body, "type"), har: recorder.delivery_entry(*seq) })
             });
-            Some((r.case.id.clone(), requests.chain(deliveries).take(MAX_CITED).collect()))
+            // The probe's items, in the order its references count them (`Probe::received`).
+            let probed = ctx.widget_probe.get().and_then(|p| p.as_ref().ok()).map(|p| p.received()).unwrap_or_default();
+            let received = f.evidence.received.iter().filter_map(|seq| {
+                let item = probed.get(usize::try_from(*seq).ok()?)?;
+                Some(Cited::Received { what: ctx.redactor.cut(&item.what, 200) })
+            });
+            Some((r.case.id.clone(), requests.chain(deliveries).chain(received).take(MAX_CITED).collect()))
         })
         .collect()
 }

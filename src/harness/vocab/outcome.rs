@@ -76,24 +76,33 @@ impl IgnoreCause {
 }
 
 /// What a failure rests on, by reference: the run's requests (`http::Answer::seq`, the
-/// answer log's order) and webhook deliveries (`delivery::Delivery::seq`, the receiver's),
-/// the one that shows it first. The reports render the curl, the offline replay and the HAR
+/// answer log's order), webhook deliveries (`delivery::Delivery::seq`, the receiver's) and what
+/// the widget's page received (`probe::Probe::received`'s order), the one that shows it first. The reports render the curl, the offline replay and the HAR
 /// link from these, never from the message's words.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub struct Evidence {
     pub answers: Vec<u64>,
     pub deliveries: Vec<u64>,
+    /// Items the widget's page received (their text is only ever searched, never shown: the
+    /// reports name where each came from).
+    pub received: Vec<u64>,
 }
 
 impl Evidence {
     /// Whether it names nothing (a rule about an absence, or a flow that read nothing).
     pub fn is_empty(&self) -> bool {
-        self.answers.is_empty() && self.deliveries.is_empty()
+        self.answers.is_empty() && self.deliveries.is_empty() && self.received.is_empty()
     }
 
     /// `other`'s references after this one's, each once.
     fn extend(&mut self, other: &Evidence) {
-        for (mine, theirs) in [(&mut self.answers, &other.answers), (&mut self.deliveries, &other.deliveries)] {
+        let pairs = [
+            (&mut self.answers, &other.answers),
+            (&mut self.deliveries, &other.deliveries),
+            (&mut self.received, &other.received),
+        ];
+        for (mine, theirs) in pairs {
             for seq in theirs {
                 if !mine.contains(seq) {
                     mine.push(*seq);
@@ -151,8 +160,9 @@ pub struct Failure {
     pub problems: Vec<Problem>,
     /// What the rule expected and what came instead, when the finding states them apart.
     pub contrast: Option<Box<Contrast>>,
-    /// The requests and deliveries it rests on.
-    pub evidence: Evidence,
+    /// The requests, deliveries and received items it rests on (boxed: a `Result`'s error
+    /// stays small).
+    pub evidence: Box<Evidence>,
     /// For a property: the smallest failing input it shrank to.
     pub shrunk_input: Option<Box<String>>,
 }
@@ -160,7 +170,7 @@ pub struct Failure {
 impl Failure {
     /// The finding `message`, resting on the answer `seq` (none when the log did not keep it).
     pub fn on_answer(mut self, seq: Option<u64>) -> Self {
-        let more = Evidence { answers: seq.into_iter().collect(), deliveries: Vec::new() };
+        let more = Evidence { answers: seq.into_iter().collect(), ..Evidence::default() };
         self.evidence.extend(&more);
         if let [one] = self.problems.as_mut_slice() {
             one.evidence.extend(&more);
@@ -201,7 +211,17 @@ impl Failure {
 
     /// The finding, resting on the delivery `seq` too.
     pub fn on_delivery(mut self, seq: u64) -> Self {
-        let more = Evidence { answers: Vec::new(), deliveries: vec![seq] };
+        let more = Evidence { deliveries: vec![seq], ..Evidence::default() };
+        self.evidence.extend(&more);
+        if let [one] = self.problems.as_mut_slice() {
+            one.evidence.extend(&more);
+        }
+        self
+    }
+
+    /// The finding, resting on the item `seq` the widget's page received.
+    pub fn on_received(mut self, seq: u64) -> Self {
+        let more = Evidence { received: vec![seq], ..Evidence::default() };
         self.evidence.extend(&more);
         if let [one] = self.problems.as_mut_slice() {
             one.evidence.extend(&more);
@@ -549,7 +569,7 @@ mod tests {
         problems.add_at(Some(2), "GET /v1/accounts/acc_2: expected 2xx, got status 500");
         problems.add_at(Some(7), "the same answer again");
         let Err(Stop::Fail(failure)) = problems.finish() else { panic!("a failure") };
-        assert_eq!(failure.evidence, Evidence { answers: vec![7, 2], deliveries: vec![3] });
+        assert_eq!(*failure.evidence, Evidence { answers: vec![7, 2], deliveries: vec![3], ..Evidence::default() });
         assert!(failure.message.starts_with("4 problems: GET /v1/accounts/acc_1"), "{}", failure.message);
     }
 
