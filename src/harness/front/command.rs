@@ -64,30 +64,40 @@ fn invoked_as() -> String {
 }
 
 /// Cancels the run on the first SIGINT or SIGTERM; on a second, kills what the run started and
-/// exits at once. Once installed, the handler stays for the life of the process.
+/// exits at once. Once installed, the handler stays for the life of the process. It waits on a
+/// thread and runtime of its own, so that a second signal ends the process at once even while
+/// every worker of the run's runtime is busy (a browser being waited for as it is killed).
 fn on_signals(cancel: Cancel) {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
-    else {
-        return;
+    let (ready, installed) = std::sync::mpsc::channel();
+    let watcher = move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+        runtime.block_on(async move {
+            let signals = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()));
+            let _ = ready.send(());
+            let (Ok(mut interrupt), Ok(mut terminate)) = signals else { return };
+            let mut next = async || {
+                tokio::select! {
+                    _ = interrupt.recv() => Signal::Interrupt,
+                    _ = terminate.recv() => Signal::Terminate,
+                }
+            };
+            let first = next().await;
+            eprintln!(
+                "bankconf: {}: stopping the cases and writing the reports (a second signal ends at once)",
+                first.name()
+            );
+            cancel.fire(Cause::Interrupted(first));
+            let second = next().await;
+            orphans::kill_now();
+            std::process::exit(second.exit_code());
+        });
     };
-    tokio::spawn(async move {
-        let mut next = async || {
-            tokio::select! {
-                _ = interrupt.recv() => Signal::Interrupt,
-                _ = terminate.recv() => Signal::Terminate,
-            }
-        };
-        let first = next().await;
-        eprintln!(
-            "bankconf: {}: stopping the cases and writing the reports (a second signal ends at once)",
-            first.name()
-        );
-        cancel.fire(Cause::Interrupted(first));
-        let second = next().await;
-        orphans::kill_now();
-        std::process::exit(second.exit_code());
-    });
+    // Returns once the handlers are installed (or could not be), so that no signal that comes
+    // after it meets the default action.
+    if std::thread::Builder::new().name("bankconf-signals".into()).spawn(watcher).is_ok() {
+        let _ = installed.recv();
+    }
 }
 
 /// `cargo test --test conformance`: the run configured by the `BANKCONF_*` variables (the

@@ -18,7 +18,10 @@ use std::sync::Mutex;
 
 /// The supervisor: `k ID` watches a kill(2) target (a negative ID is a process group), `u ID`
 /// stops watching it, `r PATH` is removed at the end. It ignores the signals a terminal or a
-/// CI runner sends the harness: it must outlive it, and it ends by itself at end-of-file.
+/// CI runner sends the harness: it must outlive it, and it ends by itself at end-of-file. Then
+/// it kills what is still watched, waits (up to 2 s) until that has ended, so that no dying
+/// browser writes into its profile while it goes, and removes the folders, trying again (up to
+/// 2 s) while one is still there.
 const SCRIPT: &str = r#"trap '' INT TERM HUP QUIT PIPE
 ids=' '
 set --
@@ -32,9 +35,18 @@ while IFS= read -r line; do
 done
 if [ "$ids" != ' ' ]; then
   for id in $ids; do kill -9 $id 2>/dev/null; done
-  sleep 1
+  n=0
+  while [ $n -lt 20 ]; do
+    alive=
+    for id in $ids; do kill -0 $id 2>/dev/null && alive=1; done
+    [ -z "$alive" ] && break
+    sleep 0.1; n=$((n + 1))
+  done
 fi
-for path in "$@"; do rm -rf "$path"; done
+for path in "$@"; do
+  n=0
+  while [ -e "$path" ] && [ $n -lt 20 ]; do rm -rf "$path" 2>/dev/null || sleep 0.1; n=$((n + 1)); done
+done
 "#;
 
 /// What this process watches, and its end of the supervisor's socket.
@@ -127,7 +139,7 @@ mod tests {
     fn the_script_forgets_what_it_is_told_to() {
         // The supervisor's bookkeeping alone, fed a script and ended at end-of-file: it kills
         // only what is still watched (here: echo instead of kill).
-        let script = SCRIPT.replace("kill -9 $id 2>/dev/null", "echo $id").replace("sleep 1", ":");
+        let script = SCRIPT.replace("kill -9 $id 2>/dev/null", "echo $id").replace("kill -0 $id", "false");
         let mut child =
             Command::new("sh").arg("-c").arg(script).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
         child.stdin.take().unwrap().write_all(b"k -12\nk 13\nk -14\nu 13\nu -12\nk 15\n").unwrap();
