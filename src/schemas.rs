@@ -7,7 +7,7 @@
 use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
 use std::fmt;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 /// One schema per payload the spec shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -114,8 +114,15 @@ static DOCUMENTS: LazyLock<Vec<Value>> = LazyLock::new(|| {
         .collect()
 });
 
-static VALIDATORS: LazyLock<Vec<jsonschema::Validator>> =
-    LazyLock::new(|| Schema::ALL.iter().map(|s| compile(*s).unwrap_or_else(|e| panic!("{e}"))).collect());
+/// Each compiled on its first use: a run never validates a report, so it never pays for
+/// compiling `report.json` (compiling is most of a short run's start in a debug build).
+static VALIDATORS: [OnceLock<jsonschema::Validator>; Schema::ALL.len()] =
+    [const { OnceLock::new() }; Schema::ALL.len()];
+
+/// The compiled validator of `schema`.
+fn validator(schema: Schema) -> &'static jsonschema::Validator {
+    VALIDATORS[schema.index()].get_or_init(|| compile(schema).unwrap_or_else(|e| panic!("{e}")))
+}
 
 /// Compiles one schema with draft 2020-12, format assertion on, and every other embedded
 /// schema registered under its `$id` (so `$ref` never leaves the process).
@@ -163,7 +170,7 @@ pub(crate) fn check(schema: Schema, instance: &Value, what: &str) -> Result<(), 
 /// Each violation's message is at most [`MAX_MESSAGE_CHARS`] characters and ends with the
 /// spec section(s) the broken constraint cites (from the schema's `$comment`), e.g. `[§2.2]`.
 pub fn validate(schema: Schema, instance: &Value) -> Result<(), Vec<Violation>> {
-    let validator = &VALIDATORS[schema.index()];
+    let validator = validator(schema);
     let violations: Vec<Violation> = validator
         .iter_errors(instance)
         .map(|error| {

@@ -2,7 +2,8 @@
 //! in every form a target may echo them (JSON-escaped, percent-encoded), and every piece of them
 //! (a partial echo, or what a cut leaves: text is redacted before and after it is cut, [`Redactor::cut`]).
 
-use std::sync::{Arc, RwLock};
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// Shortest piece of a secret that is redacted on its own.
 const MIN_FRAGMENT: usize = 8;
@@ -12,7 +13,15 @@ const MIN_FRAGMENT: usize = 8;
 /// recorder hold one each); two runs in one process never see each other's.
 #[derive(Clone, Default)]
 pub struct Redactor {
-    secrets: Arc<RwLock<Vec<String>>>,
+    secrets: Arc<RwLock<Known>>,
+}
+
+/// The forms of every secret, longest first, and the automaton that finds their pieces (built
+/// on the first redaction after a secret is added).
+#[derive(Default)]
+struct Known {
+    forms: Vec<String>,
+    pieces: OnceLock<Pieces>,
 }
 
 impl std::fmt::Debug for Redactor {
@@ -48,18 +57,21 @@ impl Redactor {
         if secret.is_empty() {
             return;
         }
-        let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
+        let mut known = self.secrets.write().unwrap_or_else(|e| e.into_inner());
         for form in forms(secret) {
-            if !secrets.contains(&form) {
-                secrets.push(form);
+            if !known.forms.contains(&form) {
+                known.forms.push(form);
             }
         }
         // Longest first, so that a secret containing another is replaced whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        known.forms.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        known.pieces = OnceLock::new();
     }
 
     pub fn redact(&self, text: &str) -> String {
-        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        let known = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        let secrets = &known.forms;
+        let pieces = known.pieces.get_or_init(|| Pieces::of(secrets.iter().map(|s| (s.as_str(), public_part(s)))));
         let mut out = text.to_string();
         for secret in secrets.iter() {
             if !out.contains(secret.as_str()) {
@@ -73,7 +85,7 @@ impl Redactor {
                 out.replace(secret.as_str(), "[redacted]")
             };
         }
-        redact_widget_tokens(&redact_cut_edges(&redact_fragments(&out, &secrets), &secrets))
+        redact_widget_tokens(&redact_cut_edges(&redact_fragments(&out, pieces), secrets))
     }
 
     /// `text` redacted, then cut to its first `max` characters (`…` marks a cut), then redacted
@@ -96,8 +108,8 @@ impl Redactor {
 
     /// Characters of the longest known secret.
     fn longest(&self) -> usize {
-        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
-        secrets.iter().map(|s| s.chars().count()).max().unwrap_or(0)
+        let known = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        known.forms.iter().map(|s| s.chars().count()).max().unwrap_or(0)
     }
 }
 
@@ -235,8 +247,8 @@ fn lower_hex(percent: &str) -> String {
 /// Replaces every piece of a secret of [`MIN_FRAGMENT`] characters or more (a target may echo
 /// part of a key, or a cut may leave part of one). A piece made only of the key's public
 /// prefix (up to its last `_`, §5.2) is left: the harness itself forges keys with it.
-fn redact_fragments(text: &str, secrets: &[String]) -> String {
-    let mut hidden = fragments(text, secrets.iter().map(|s| (s.as_str(), public_part(s))));
+fn redact_fragments(text: &str, pieces: &Pieces) -> String {
+    let mut hidden = pieces.hidden(text);
     if !hidden.contains(&true) {
         return text.to_string();
     }
@@ -280,26 +292,38 @@ fn public_part(form: &str) -> usize {
     form.rfind('_').map_or(0, |at| at + 1)
 }
 
-/// Which bytes of `text` belong to a piece of [`MIN_FRAGMENT`] characters or more of one of
-/// `forms`, each given with the length of its public prefix (pieces only of that are left).
-fn fragments<'a>(text: &str, forms: impl IntoIterator<Item = (&'a str, usize)>) -> Vec<bool> {
-    let mut hidden = vec![false; text.len()];
-    for (form, public) in forms {
-        let bytes = form.as_bytes();
-        if bytes.len() < MIN_FRAGMENT {
-            continue;
-        }
-        for start in 0..=bytes.len() - MIN_FRAGMENT {
-            let Some(window) = form.get(start..start + MIN_FRAGMENT) else { continue };
-            if start + MIN_FRAGMENT <= public {
-                continue;
-            }
-            for (at, _) in text.match_indices(window) {
-                hidden[at..at + MIN_FRAGMENT].iter_mut().for_each(|h| *h = true);
+/// Every piece of [`MIN_FRAGMENT`] bytes of some forms, each form given with the length of its
+/// public prefix (pieces only of that are left), found in one pass over a text: a text is
+/// scanned once, not once per piece (a run redacts every request, answer and report).
+struct Pieces(Option<AhoCorasick>);
+
+impl Pieces {
+    fn of<'a>(forms: impl IntoIterator<Item = (&'a str, usize)>) -> Self {
+        let mut all = std::collections::BTreeSet::new();
+        for (form, public) in forms {
+            for start in (0..=form.len().saturating_sub(MIN_FRAGMENT)).filter(|s| s + MIN_FRAGMENT > public) {
+                if let Some(piece) = form.get(start..start + MIN_FRAGMENT) {
+                    all.insert(piece);
+                }
             }
         }
+        // Rebuilt whenever a secret is added (`security.near-miss-key` adds one per request it
+        // sends): a contiguous NFA builds far faster than a DFA and still scans in one pass.
+        let built = AhoCorasick::builder().kind(Some(AhoCorasickKind::ContiguousNFA)).build(all);
+        Self(built.ok())
     }
-    hidden
+
+    /// Which bytes of `text` belong to a piece (pieces may overlap). Should the automaton not
+    /// have been built (only past its size limits, far beyond a run's few keys), every byte is:
+    /// the redactor fails closed.
+    fn hidden(&self, text: &str) -> Vec<bool> {
+        let Some(automaton) = &self.0 else { return vec![true; text.len()] };
+        let mut hidden = vec![false; text.len()];
+        for found in automaton.find_overlapping_iter(text) {
+            hidden[found.range()].iter_mut().for_each(|h| *h = true);
+        }
+        hidden
+    }
 }
 
 /// Whether `text` carries `secret`, or a piece of it of `MIN_FRAGMENT` characters or more
@@ -333,7 +357,7 @@ pub(crate) fn reveals(text: &str, secret: &str) -> bool {
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     all.push((hex.to_ascii_uppercase(), 2 * public));
     all.push((hex, 2 * public));
-    fragments(text, all.iter().map(|(f, p)| (f.as_str(), *p))).contains(&true)
+    Pieces::of(all.iter().map(|(f, p)| (f.as_str(), *p))).hidden(text).contains(&true)
 }
 
 const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -373,6 +397,30 @@ fn redact_widget_tokens(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// One automaton finds exactly the bytes that a search for each piece on its own,
+        /// at every position, finds.
+        #[test]
+        fn pieces_are_found_as_a_search_for_each_would(
+            secret in "[a-z]{2,5}_[A-Za-z0-9%]{8,24}",
+            text in proptest::collection::vec((0usize..40, 0usize..12, "[ -~]{0,6}"), 0..8),
+        ) {
+            let text: String = text
+                .iter()
+                .map(|(start, len, filler)| format!("{}{filler}", secret.get(*start..(start + len).min(secret.len())).unwrap_or("")))
+                .collect();
+            let public = public_part(&secret);
+            let mut expected = vec![false; text.len()];
+            for start in (0..=secret.len() - MIN_FRAGMENT).filter(|s| s + MIN_FRAGMENT > public) {
+                let piece = &secret[start..start + MIN_FRAGMENT];
+                for at in (0..text.len()).filter(|at| text[*at..].starts_with(piece)) {
+                    expected[at..at + MIN_FRAGMENT].iter_mut().for_each(|h| *h = true);
+                }
+            }
+            proptest::prop_assert_eq!(Pieces::of([(secret.as_str(), public)]).hidden(&text), expected);
+        }
+    }
 
     #[test]
     fn a_piece_of_a_key_inside_a_word_is_that_word() {
