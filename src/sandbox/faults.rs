@@ -62,9 +62,10 @@ macro_rules! departures {
             /// timing: only [`Self::caught_by`] is then reproducible (`scripts/same-failures.sh`
             /// compares only those). `duplicate-connection-ids`: a new connection replaces
             /// whichever older one shares its id, and which one that is depends on the order in
-            /// which concurrent flows create theirs. `event-before-data`: its fault lasts 2.5 s
-            /// after each update; the catching case reads as its event arrives, and whether a
-            /// later read (`state.deletions-hold`'s) still lands in the window depends on the
+            /// which concurrent flows create theirs. `event-before-data` and `change-after-ack`:
+            /// the fault lasts a moment (2.5 s after each update; 0.5 s after its delivery is
+            /// acknowledged); the catching case reads as its event arrives, and whether a later
+            /// read (`state.deletions-hold`'s) still lands in the window depends on the
             /// machine's speed.
             pub fn noisy(self) -> bool {
                 self.flags().contains(&"noisy")
@@ -362,6 +363,7 @@ departures! {
         WidgetCorpSameOrigin = "widget-corp-same-origin", "§1", ["widget.loads-cross-origin"],
             "the widget script is served with Cross-Origin-Resource-Policy: same-origin, so no client's page can load it";
         #[seed]
+        #[noisy]
         ChangeAfterAck = "change-after-ack", "§6.3", ["reactions.accounts-updated"],
             "accounts.updated goes out at once, but the update becomes readable only 0.5 s after its delivery is acknowledged";
         #[seed]
