@@ -539,6 +539,32 @@ fn a_target_that_echoes_the_key() {
     row(&serve(app), 1, &["status 400"]).holds("a_target_that_echoes_the_key");
 }
 
+/// A target that echoes the key with its underscore escaped: `\u005f` (either case) inside JSON
+/// strings, `%5F` and `%5f` inside URLs, in the body and a header. An escape ends in a letter or
+/// digit that touches the secret: the echo must not pass for part of a longer word.
+#[test]
+fn a_target_that_echoes_the_key_escaped() {
+    let app = Router::new().fallback(any(|headers: HeaderMap| async move {
+        let auth = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let key = auth.trim_start_matches("Bearer ").to_string();
+        let esc = |with: &str| key.replace('_', with);
+        let body = format!(
+            "{{\"error\":\"bad key {}\",\"again\":\"{}\",\"see\":\"https://x.test/keys?k={}&v=1\",\"url\":\"/v1/k/{}\"}}",
+            esc("\\u005f"),
+            esc("\\u005F"),
+            esc("%5F"),
+            esc("%5f")
+        );
+        Response::builder()
+            .status(400)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("x-echo", format!("k={}", esc("%5F")))
+            .body(body)
+            .unwrap()
+    }));
+    row(&serve(app), 1, &["status 400"]).holds("a_target_that_echoes_the_key_escaped");
+}
+
 /// A driver that fails during the preflight and prints both keys on stderr, among terminal
 /// escapes and HTML: the setup error quotes it, and every report of the run that never started
 /// holds it (the JSON report's `setup_error` once held the key in plain text).

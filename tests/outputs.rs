@@ -893,3 +893,34 @@ fn target_text_never_splits_a_problem() {
     let block = page.split("<pre class=\"message\">").nth(1).and_then(|rest| rest.split("</pre>").next());
     assert!(block.is_some_and(|b| b.contains("a; b | c") && b.contains("``` e")), "{page}");
 }
+
+/// Every text of a Markdown report is escaped for Markdown, bankconf's own included (a
+/// statement quoting `Bearer <API_KEY>`, a title naming `/widget/<service>-connect.js`): with
+/// every case of the catalogue failed, no `<` stands outside code.
+#[test]
+fn markdown_of_a_failing_run_has_no_raw_angle_bracket_outside_code() {
+    let mut report = with_failures();
+    report.results = catalogue::all()
+        .iter()
+        .map(|case| CaseResult {
+            case,
+            outcome: Outcome::Failed("target said <b>no</b> <API_KEY>".into()),
+            duration: Duration::from_millis(1),
+            reproduction: Some("curl 'http://x/<y>'".into()),
+        })
+        .collect();
+    let md = markdown::render(&report);
+    let mut in_fence = false;
+    for line in md.lines() {
+        if line.starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        // Outside fences, drop inline code spans: what is left is rendered as Markdown.
+        let outside: String = line.split('`').step_by(2).collect();
+        assert!(!outside.contains('<'), "a raw `<` in the Markdown report: {line}");
+    }
+}

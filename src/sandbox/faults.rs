@@ -204,6 +204,9 @@ departures! {
         HasMoreWithoutCursor = "has-more-without-cursor", "§4.3", ["transactions.has-more-honest", "transactions.walk-exactly-once"],
             "has_more true comes without a next_cursor";
         // §6 events
+        #[seed]
+        NonEventDeliveries = "non-event-deliveries", "§6.1", ["events.deliveries-are-events"],
+            "before each event, the webhook address also gets a delivery that is no event (not JSON, an array, 64 nested objects, an array over 1 MiB)";
         EventPrefix = "event-prefix", "§6.1", ["events.schema"],
             "event ids start with `event_` instead of `evt_`";
         ClientPrefix = "client-prefix", "§6.2", ["events.schema"],

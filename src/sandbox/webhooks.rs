@@ -159,10 +159,18 @@ async fn worker(
     flavor: Flavor,
     conditions: Conditions,
 ) {
+    let mut junk = 0usize;
     while let Some(event) = rx.recv().await {
         if conditions.delivery_unreachable {
             // The address cannot be reached from here: nothing arrives.
             continue;
+        }
+        if flavor.is(Mutant::NonEventDeliveries) {
+            // Something that is no event goes out first, each kind in turn.
+            let body = non_event(junk);
+            junk += 1;
+            let post = client.http.post(&url).header("content-type", "application/json").body(body);
+            let _ = post.send().await;
         }
         // Copies (same id), a late copy, a shuffled order: every delivery on its own, held as
         // the conditions say.
@@ -222,6 +230,17 @@ async fn worker(
             tokio::spawn(async move { deliver(&client, &url, &event).await });
         }
         deliver(&client, &url, &event).await;
+    }
+}
+
+/// The `n`th delivery of the `non-event-deliveries` mutant: bodies that are no event (§6.1).
+fn non_event(n: usize) -> String {
+    match n % 4 {
+        0 => "{\"id\": \"evt_".to_string(),
+        1 => format!("[{}0]", "0,".repeat(999)),
+        2 => format!("{}{{}}{}", "{\"a\":".repeat(64), "}".repeat(64)),
+        // Over the receiver's 1 MiB: refused unread, and counted so.
+        _ => format!("[{}0]", "0,".repeat(1_000_000)),
     }
 }
 

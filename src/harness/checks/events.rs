@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 super::cases! {
     SCHEMA = "events.schema" => schema;
+    DELIVERIES_ARE_EVENTS = "events.deliveries-are-events" => deliveries_are_events;
     ENVELOPE_AGREES = "events.envelope-agrees" => envelope_agrees;
     UNIQUE_IDS = "events.unique-ids" => unique_ids;
     CREATED_ANNOUNCED = "events.created-announced" => created_announced;
@@ -79,6 +80,16 @@ async fn unique_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 async fn schema(ctx: Arc<RunContext>) -> Result<(), Stop> {
     over_tour(&ctx, SCHEMA).await
+}
+
+/// Every delivery the receiver took at either address by the end of the tour, whichever
+/// connection it names or none: the tour's own are judged by `events.schema`, the rest here.
+async fn deliveries_are_events(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let tour = ctx.tour().await?;
+    let ours: std::collections::HashSet<String> =
+        tour.connections()?.into_iter().map(|(id, _)| id.to_string()).collect();
+    let all: Vec<Delivery> = ctx.session.receiver()?.timeline().into_iter().map(|(_, d)| d).collect();
+    event_rules::deliveries_are_events(&all, &ours)
 }
 
 async fn envelope_agrees(ctx: Arc<RunContext>) -> Result<(), Stop> {

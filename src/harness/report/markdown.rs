@@ -391,8 +391,15 @@ fn statements(report: &Report) -> String {
             }
         }
         if !views.is_empty() {
-            let says = clause.says.replace('|', "\\|");
-            failing.push(format!("| {} | {} | {says} | {} |", clause.id, clause.section, views.join(", ")));
+            // bankconf's own words are escaped like a target's: `<API_KEY>` is no HTML tag.
+            let views: Vec<String> = views.iter().map(|v| cell(v)).collect();
+            failing.push(format!(
+                "| {} | {} | {} | {} |",
+                cell(&clause.id),
+                cell(&clause.section),
+                cell(&clause.says),
+                views.join(", ")
+            ));
         }
     }
     let mut out = format!(

@@ -116,6 +116,14 @@ impl Delivery {
         self.content_key().unwrap_or_else(|| format!("{}{}", self.dedup_key(), self.body))
     }
 
+    /// Whether the delivery is an event at all (§6.1): a JSON object that names its type, as
+    /// the envelope (`type`) or the short form (`event`) does. Anything else posted to a
+    /// client's address (not JSON, an array, an object of no event's shape) is no event, and
+    /// never a copy of one.
+    pub fn is_event(&self) -> bool {
+        self.body.is_object() && self.event_type().is_some()
+    }
+
     /// A string field of `data` (or of the short form's flat object).
     pub fn data_str(&self, field: &str) -> Option<&str> {
         self.body.get("data").unwrap_or(&self.body).get(field).and_then(Value::as_str)

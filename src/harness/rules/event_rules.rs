@@ -9,7 +9,7 @@ use crate::harness::vocab::outcome::{validate, Problems};
 use crate::harness::vocab::outcome::{Failure, Stop};
 use crate::schemas::Schema;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// The deliveries of one connection, named by its id.
 pub(crate) type Group<'a> = (&'a str, &'a [Delivery]);
@@ -50,6 +50,40 @@ pub(crate) fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
             problems.add(on([&d], format!("{e}; the delivery's body: {body}")));
         }
     }
+    problems.finish()
+}
+
+/// §6.1: whatever a target posts to a client's address is an event. Those that are no event at
+/// all (not JSON, an array, an object that names no type: [`Delivery::is_event`]) fail, one
+/// problem per kind with how many and the first few as evidence; an event about none of
+/// `judged` (the connections `events.schema` judges) is validated here. A copy counts once.
+pub(crate) fn deliveries_are_events(all: &[Delivery], judged: &HashSet<String>) -> Result<(), Stop> {
+    let mut kinds: BTreeMap<&str, Vec<&Delivery>> = BTreeMap::new();
+    for d in all.iter().filter(|d| !d.is_event()) {
+        let kind = match &d.body {
+            Value::Null => "its body is not JSON",
+            Value::Array(_) => "its body is a JSON array, not one event object",
+            Value::Object(_) => "its body is a JSON object that names no event type (no `type`, no `event`)",
+            _ => "its body is a JSON scalar, not an event object",
+        };
+        kinds.entry(kind).or_default().push(d);
+    }
+    let mut problems = Problems::default();
+    for (kind, ds) in &kinds {
+        let shown: Vec<String> = ds.iter().take(3).map(|d| what(d)).collect();
+        let message = format!(
+            "{} {} posted to a client's webhook address {} no event (§6.1): {kind}; {}{}",
+            ds.len(),
+            if ds.len() == 1 { "delivery" } else { "deliveries" },
+            if ds.len() == 1 { "is" } else { "are" },
+            shown.join(", "),
+            if ds.len() > 3 { ", …" } else { "" }
+        );
+        problems.add(on(ds.iter().take(3).copied(), message));
+    }
+    let others: Vec<Delivery> =
+        all.iter().filter(|d| d.is_event() && d.connection_id().is_none_or(|c| !judged.contains(c))).cloned().collect();
+    problems.keep(schema(&others))?;
     problems.finish()
 }
 

@@ -10,3 +10,4 @@ pub(crate) mod outcome;
 pub(crate) mod progress;
 pub(crate) mod redact;
 pub(crate) mod sanitize;
+pub(crate) mod unescape;

@@ -2,11 +2,14 @@
 //! in every form a target may echo them (JSON-escaped, percent-encoded), and every piece of them
 //! (a partial echo, or what a cut leaves: text is redacted before and after it is cut, [`Redactor::cut`]).
 
+use super::unescape::Decoded;
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use std::sync::{Arc, OnceLock, RwLock};
 
 /// Shortest piece of a secret that is redacted on its own.
 const MIN_FRAGMENT: usize = 8;
+/// Length of a run of a secret's characters that is never taken for part of an ordinary word.
+const NO_WORD: usize = 12;
 
 /// Replaces every secret of one run, and anything shaped like a widget token, with a
 /// placeholder. Clones share the run's secrets (the HTTP client, the receiver and the HAR
@@ -85,7 +88,7 @@ impl Redactor {
                 out.replace(secret.as_str(), "[redacted]")
             };
         }
-        redact_widget_tokens(&redact_cut_edges(&redact_fragments(&out, pieces), secrets))
+        redact_widget_tokens(&redact_cut_edges(&redact_fragments(&out, pieces, secrets), secrets))
     }
 
     /// `text` redacted, then cut to its first `max` characters (`…` marks a cut), then redacted
@@ -246,13 +249,26 @@ fn lower_hex(percent: &str) -> String {
 
 /// Replaces every piece of a secret of [`MIN_FRAGMENT`] characters or more (a target may echo
 /// part of a key, or a cut may leave part of one). A piece made only of the key's public
-/// prefix (up to its last `_`, §5.2) is left: the harness itself forges keys with it.
-fn redact_fragments(text: &str, pieces: &Pieces) -> String {
+/// prefix (up to its last `_`, §5.2) is left: the harness itself forges keys with it. A secret
+/// echoed with some characters escaped is found in the text decoded ([`Decoded`]), and its
+/// escapes are hidden with it.
+fn redact_fragments(text: &str, pieces: &Pieces, secrets: &[String]) -> String {
     let mut hidden = pieces.hidden(text);
+    keep_words(text, &mut hidden);
+    if let Some(decoded) = Decoded::of(text) {
+        let mut found = pieces.hidden(&decoded.text);
+        keep_words(&decoded.text, &mut found);
+        // A whole secret is hidden wherever it stands, whatever touches it.
+        for secret in secrets.iter().filter(|s| !is_short(s)) {
+            for (at, _) in decoded.text.match_indices(secret.as_str()) {
+                found[at..at + secret.len()].iter_mut().for_each(|h| *h = true);
+            }
+        }
+        decoded.map_back(&found, &mut hidden);
+    }
     if !hidden.contains(&true) {
         return text.to_string();
     }
-    keep_words(text, &mut hidden);
     let mut out = String::with_capacity(text.len());
     let mut in_secret = false;
     for (at, c) in text.char_indices() {
@@ -269,7 +285,9 @@ fn redact_fragments(text: &str, pieces: &Pieces) -> String {
 /// Unhides each run of `hidden` bytes that a letter or digit touches on either side: a piece of
 /// a key inside a longer word is that word ("interrupted" beside a key holding "interrupt…"),
 /// not an echo, which stands apart (quoted, after a space, beside a cut). A whole key is
-/// replaced wherever it stands ([`Redactor::redact`]).
+/// replaced wherever it stands ([`Redactor::redact`]), and so is a run of [`NO_WORD`] bytes or
+/// more: that many characters of a secret in a row are an echo whatever touches them (an escape
+/// this redactor does not decode may end in a letter).
 fn keep_words(text: &str, hidden: &mut [bool]) {
     let bytes = text.as_bytes();
     let word = |at: usize| bytes.get(at).is_some_and(|b| b.is_ascii_alphanumeric() || *b >= 0x80);
@@ -280,7 +298,7 @@ fn keep_words(text: &str, hidden: &mut [bool]) {
             continue;
         }
         let end = (start..hidden.len()).find(|&i| !hidden[i]).unwrap_or(hidden.len());
-        if (start > 0 && word(start - 1)) || word(end) {
+        if end - start < NO_WORD && ((start > 0 && word(start - 1)) || word(end)) {
             hidden[start..end].iter_mut().for_each(|h| *h = false);
         }
         start = end;
@@ -428,6 +446,40 @@ mod tests {
         assert_eq!(r.redact("the run was interrupted"), "the run was interrupted");
         assert_eq!(r.redact("part=\"interruptprim\" and (nterruptprimary0)"), "part=\"[redacted]\" and ([redacted])");
         assert_eq!(r.redact("Bearer bankconf_test_interruptprimary00001x"), "Bearer [redacted]x");
+    }
+
+    /// Every 8-character piece of `key`'s secret part (after its last `_`).
+    fn secret_pieces(key: &str) -> Vec<&str> {
+        let secret = &key[public_part(key)..];
+        (0..=secret.len() - MIN_FRAGMENT).map(|i| &secret[i..i + MIN_FRAGMENT]).collect()
+    }
+
+    #[test]
+    fn a_key_echoed_with_its_underscores_escaped_is_hidden() {
+        let key = "hob_live_Q7w8E9r0T1y2U3";
+        let r = Redactor::of([key]);
+        let escaped = |with: &str| key.replace('_', with);
+        for (how, echo) in [
+            ("json \\u005f", format!("{{\"error\":\"bad key {}\"}}", escaped("\\u005f"))),
+            ("json \\u005F", format!("{{\"k\":\"{}\"}}", escaped("\\u005F"))),
+            ("url %5F", format!("see https://x.test/keys?k={}&a=1", escaped("%5F"))),
+            ("url %5f", format!("GET /v1/x/{}/y", escaped("%5f"))),
+            ("html &#x5f", format!("<b>{}</b>", escaped("&#x5f"))),
+            ("html &#95;", format!("<b>{}</b>", escaped("&#95;"))),
+            ("mixed", format!("k={}", key.replacen('_', "%5F", 1))),
+            ("the secret part alone", format!("part:{}", &key[8..])),
+            ("all escaped", key.bytes().map(|b| format!("%{b:02X}")).collect()),
+        ] {
+            let out = r.redact(&echo);
+            for piece in secret_pieces(key) {
+                assert!(!out.contains(piece), "{how}: {piece:?} in {out:?}");
+            }
+            assert!(out.contains("[redacted]"), "{how}: {out}");
+        }
+        // Ordinary words beside a key stay whole, escaped neighbours or not.
+        let r = Redactor::of(["bankconf_test_interruptprimary00001"]);
+        assert_eq!(r.redact("was interrupted; 100%5F done"), "was interrupted; 100%5F done");
+        assert_eq!(r.redact("\\u005finterrupted"), "\\u005finterrupted");
     }
 
     #[test]
