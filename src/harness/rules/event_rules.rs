@@ -61,10 +61,10 @@ pub(crate) fn deliveries_are_events(all: &[Delivery], judged: &HashSet<String>) 
     let mut kinds: BTreeMap<&str, Vec<&Delivery>> = BTreeMap::new();
     for d in all.iter().filter(|d| !d.is_event()) {
         let kind = match &d.body {
-            Value::Null => "its body is not JSON",
-            Value::Array(_) => "its body is a JSON array, not one event object",
-            Value::Object(_) => "its body is a JSON object that names no event type (no `type`, no `event`)",
-            _ => "its body is a JSON scalar, not an event object",
+            Value::Null => "the body is not JSON",
+            Value::Array(_) => "the body is a JSON array, not one event object",
+            Value::Object(_) => "the body is a JSON object that names no event type (no `type`, no `event`)",
+            _ => "the body is a JSON scalar, not an event object",
         };
         kinds.entry(kind).or_default().push(d);
     }
@@ -72,7 +72,7 @@ pub(crate) fn deliveries_are_events(all: &[Delivery], judged: &HashSet<String>) 
     for (kind, ds) in &kinds {
         let shown: Vec<String> = ds.iter().take(3).map(|d| what(d)).collect();
         let message = format!(
-            "{} {} posted to a client's webhook address {} no event (§6.1): {kind}; {}{}",
+            "{} {} posted to a client's webhook address {} no event (§6.1): {kind} ({}{})",
             ds.len(),
             if ds.len() == 1 { "delivery" } else { "deliveries" },
             if ds.len() == 1 { "is" } else { "are" },
