@@ -7,6 +7,9 @@
 #     LICENSE-MIT LICENSE-APACHE README.md
 #   and its SHA-256 sum beside it (<archive>.sha256, `sha256sum -c` format).
 # The names are the ones Cargo.toml's [package.metadata.binstall] resolves to (tests/action.rs).
+# Reproducible: the same binary gives the same archive, byte for byte (tests/action.rs runs it
+# twice): the binary stripped, every entry dated SOURCE_DATE_EPOCH (default: the last commit's
+# time, else 0), names sorted, owner 0:0 numeric, fixed modes, gzip without name or time (-n).
 #
 # Usage: scripts/package.sh [--target TRIPLE] [--bin PATH] [--out DIR]
 #   --target  the target triple the archive is named after (default: the host's, from rustc)
@@ -45,6 +48,12 @@ dir="$stage/$name"
 mkdir -p "$dir/man" "$dir/completions"
 cp "$bin" "$dir/bankconf"
 chmod 755 "$dir/bankconf"
+# Stripped (a release build is already, Cargo.toml's profile): no symbol table, no debug info.
+# The host's strip may not know another architecture's binary; then it is left as built.
+strip=${STRIP:-strip}
+if command -v "$strip" >/dev/null 2>&1; then
+    "$strip" "$dir/bankconf" 2>/dev/null || echo "package.sh: $strip could not strip $bin (left as built)" >&2
+fi
 "$runs" man "$dir/man"
 "$runs" completions bash > "$dir/completions/bankconf.bash"
 "$runs" completions zsh > "$dir/completions/_bankconf"
@@ -54,11 +63,22 @@ chmod 755 "$dir/bankconf"
 cp "$root/LICENSE-MIT" "$root/LICENSE-APACHE" "$root/README.md" "$dir/"
 
 mkdir -p "$out"
-# Sorted entries, fixed owner and mode bits where GNU tar allows: the same inputs, the same archive.
-if tar --version 2>/dev/null | grep -q GNU; then
-    tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner -czf "$out/$name.tar.gz" "$name"
+# The same inputs, the same archive: fixed dates, modes, owners and order, gzip without a time.
+epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}
+find "$dir" -type d -exec chmod 755 {} +
+find "$dir" -type f ! -name bankconf -exec chmod 644 {} +
+gnu_tar=""
+for candidate in gtar tar; do
+    if "$candidate" --version 2>/dev/null | grep -q GNU; then gnu_tar=$candidate; break; fi
+done
+if [ -n "$gnu_tar" ]; then
+    "$gnu_tar" -C "$stage" --format=gnu --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner \
+        -cf - "$name" | gzip -n -9 > "$out/$name.tar.gz"
 else
-    tar -C "$stage" -czf "$out/$name.tar.gz" "$name"
+    # bsdtar (macOS without gtar): the names sorted by hand, the dates set on the files.
+    find "$dir" -exec touch -h -d "$(date -u -r "$epoch" +%Y-%m-%dT%H:%M:%S 2>/dev/null || date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%S)" {} +
+    (cd "$stage" && find "$name" | LC_ALL=C sort | tar -c -n --uid 0 --gid 0 --uname "" --gname "" -T - -f -) |
+        gzip -n -9 > "$out/$name.tar.gz"
 fi
 if command -v sha256sum >/dev/null 2>&1; then
     (cd "$out" && sha256sum "$name.tar.gz" > "$name.tar.gz.sha256")

@@ -61,7 +61,7 @@ pub use spec::{Action, ConnectionState};
 pub mod internal {
     /// The headless browser of the widget cases.
     pub mod browser {
-        pub use crate::harness::transport::browser::{find, launch, Session};
+        pub use crate::harness::transport::browser::{find, launch, PageHeaders, Session};
         pub use crate::harness::transport::cdp::{Event, Page};
         pub use crate::harness::transport::probe::{Call, Probe, Received};
         pub use crate::harness::vocab::errors::{BrowserLaunchError, CdpError};

@@ -407,6 +407,7 @@ fn the_release_workflow_and_the_dockerfile_parse() {
         steps.iter().filter_map(|s| s["run"].as_str()).collect::<Vec<_>>().join("\n")
     };
     assert!(runs("build").contains("scripts/package.sh"), "the archive is package.sh's");
+    the_release_publishes_all_or_nothing_on_current_runners(&workflow);
     assert!(runs("publish").contains("-sources.txt") && runs("publish").contains("prepare.sh"), "{}", runs("publish"));
     assert!(runs("publish").contains("SHA256SUMS"));
     for job in workflow["jobs"].as_object().unwrap().values() {
@@ -444,4 +445,133 @@ fn the_release_workflow_and_the_dockerfile_parse() {
     let browser = instructions.iter().find(|(i, r)| *i == "ENV" && r.starts_with("BANKCONF_BROWSER=")).unwrap().1;
     let wrapper = browser.trim_start_matches("BANKCONF_BROWSER=");
     assert!(docker.contains(&format!("> {wrapper}")), "the browser wrapper is written: {wrapper}");
+}
+
+/// GitHub's retired hosted images: a job on one never starts (macos-13 ended in December 2025).
+const RETIRED_RUNNERS: [&str; 9] = [
+    "macos-10.15",
+    "macos-11",
+    "macos-12",
+    "macos-13",
+    "ubuntu-16.04",
+    "ubuntu-18.04",
+    "ubuntu-20.04",
+    "windows-2016",
+    "windows-2019",
+];
+
+/// The images a release job may run on: current ones only.
+const CURRENT_RUNNERS: [&str; 8] = [
+    "ubuntu-latest",
+    "ubuntu-24.04",
+    "ubuntu-22.04",
+    "ubuntu-24.04-arm",
+    "macos-14",
+    "macos-15",
+    "macos-15-intel",
+    "macos-latest",
+];
+
+/// Every job runs on a current image, and the release is all or nothing: `publish` waits for
+/// every build leg (no leg may fail quietly), and the crate and the image only for `publish`.
+fn the_release_publishes_all_or_nothing_on_current_runners(workflow: &Value) {
+    let jobs = workflow["jobs"].as_object().unwrap();
+    let build = &jobs["build"];
+    let legs = build["strategy"]["matrix"]["include"].as_array().unwrap();
+    let mut runners: Vec<String> = legs.iter().map(|l| l["os"].as_str().unwrap().to_string()).collect();
+    assert_eq!(build["runs-on"], "${{ matrix.os }}");
+    for (name, job) in jobs {
+        if let Some(runner) = job["runs-on"].as_str().filter(|r| !r.contains("${{")) {
+            runners.push(runner.to_string());
+        }
+        assert!(job.get("continue-on-error").is_none(), "{name}: a leg that may fail publishes a partial release");
+    }
+    for runner in &runners {
+        assert!(!RETIRED_RUNNERS.contains(&runner.as_str()), "{runner}: a retired GitHub image");
+        assert!(CURRENT_RUNNERS.contains(&runner.as_str()), "{runner}: not a known current GitHub image");
+    }
+    let targets: Vec<&str> = legs.iter().map(|l| l["target"].as_str().unwrap()).collect();
+    assert!(targets.contains(&"x86_64-apple-darwin"), "the docs promise an Intel macOS archive: {targets:?}");
+    let needs = |job: &str| -> Vec<String> {
+        match &jobs[job]["needs"] {
+            Value::String(one) => vec![one.clone()],
+            Value::Array(all) => all.iter().filter_map(|n| n.as_str().map(str::to_string)).collect(),
+            _ => Vec::new(),
+        }
+    };
+    // A matrix job is needed as a whole: `publish` starts only when every leg succeeded.
+    assert_eq!(needs("publish"), ["build"]);
+    assert_eq!(build["strategy"]["fail-fast"], false, "every leg runs to its end, so a failure names its leg");
+    assert!(jobs["publish"].get("if").is_none(), "an `if` (always()) would publish without every leg");
+    for job in ["image", "crate"] {
+        assert_eq!(needs(job), ["publish"], "{job} comes after the release");
+        assert!(jobs[job].get("if").is_none(), "{job}");
+    }
+    // The crate, which `cargo binstall bankconf` looks up, is published with a token secret.
+    let steps = jobs["crate"]["steps"].as_array().unwrap();
+    let publish = steps.iter().find(|s| s["run"].as_str().is_some_and(|r| r.contains("cargo publish"))).unwrap();
+    assert_eq!(publish["env"]["CARGO_REGISTRY_TOKEN"], "${{ secrets.CARGO_REGISTRY_TOKEN }}");
+}
+
+/// Two runs of `scripts/package.sh` on the same binary give the same archive, byte for byte, at
+/// different times and from different umasks; the binary in it is stripped.
+#[test]
+fn the_release_archive_is_reproducible_and_stripped() {
+    let pack = |out: &str, umask: &str| {
+        let out = temp_path(out);
+        let _ = std::fs::remove_dir_all(&out);
+        let script =
+            format!("umask {umask} && bash scripts/package.sh --target {TARGET} --bin {BIN} --out {}", out.display());
+        let output = Command::new("sh").args(["-c", &script]).output().unwrap();
+        assert!(output.status.success(), "{}", text(&output));
+        std::fs::read(out.join(format!("{}.tar.gz", archive_name()))).unwrap()
+    };
+    let first = pack("dist-reproducible-1", "022");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let second = pack("dist-reproducible-2", "077");
+    assert!(first == second, "two runs on the same binary gave different archives");
+    // Stripped: no symbol table and no debug sections in the packed binary.
+    let unpacked = temp_path("unpacked-stripped");
+    let _ = std::fs::remove_dir_all(&unpacked);
+    std::fs::create_dir_all(&unpacked).unwrap();
+    let archive = temp_path("dist-reproducible-1").join(format!("{}.tar.gz", archive_name()));
+    assert!(Command::new("tar").arg("-xzf").arg(&archive).arg("-C").arg(&unpacked).status().unwrap().success());
+    let bin = unpacked.join(archive_name()).join("bankconf");
+    let Ok(sections) = Command::new("readelf").arg("-S").arg(&bin).output() else {
+        eprintln!("skipped the strip check: no readelf");
+        return;
+    };
+    let sections = String::from_utf8_lossy(&sections.stdout).to_string();
+    // (`.debug_gdb_scripts` is loaded with the program, not debug information: strip keeps it.)
+    let debug = [".symtab", ".debug_info", ".debug_line", ".debug_str"];
+    assert!(debug.iter().all(|s| !sections.contains(s)), "not stripped:\n{sections}");
+    assert!(std::fs::metadata(&bin).unwrap().len() < std::fs::metadata(BIN).unwrap().len());
+}
+
+/// Until a release exists (no version tag in this checkout), the README promises no install
+/// without Rust as if it were there: each such line says "from the first release on", and the
+/// command that works today (`cargo install --locked --git …`) is given.
+#[test]
+fn the_readme_offers_only_installs_that_exist() {
+    let tags = Command::new("git").args(["tag", "--list", "v[0-9]*"]).output().unwrap();
+    if !String::from_utf8_lossy(&tags.stdout).trim().is_empty() {
+        return;
+    }
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let install = readme.split("## Install").nth(1).unwrap().split("\n## ").next().unwrap();
+    let items: Vec<String> =
+        install.split("\n- ").skip(1).map(|i| i.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    for item in &items {
+        let promises = ["binstall", "release archive", "container image"].iter().any(|w| item.contains(w));
+        assert!(!promises || item.contains("from the first release on"), "an install that does not exist yet: {item}");
+    }
+    let repo = toml::from_str::<toml::Value>(&std::fs::read_to_string("Cargo.toml").unwrap()).unwrap()["package"]
+        ["repository"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(install.contains(&format!("cargo install --locked --git {repo} bankconf")), "{install}");
+    let ci = std::fs::read_to_string("docs/ci.md").unwrap();
+    let installing = ci.split("## Installing").nth(1).unwrap();
+    assert!(installing.contains("No release is published yet"), "docs/ci.md reads as if a release existed");
 }

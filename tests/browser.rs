@@ -9,6 +9,8 @@ use serde_json::Value;
 use std::process::{Command, ExitCode};
 
 mod common;
+#[path = "common/gateway.rs"]
+mod gateway;
 
 use common::{bankconf, temp_path, text, BIN};
 
@@ -43,6 +45,11 @@ fn main() -> ExitCode {
         .with_ignored_flag(no_browser),
         Trial::test("a_key_the_page_received_is_cited_by_where_it_came_from", || {
             a_key_the_page_received_is_cited_by_where_it_came_from();
+            Ok(())
+        })
+        .with_ignored_flag(no_browser),
+        Trial::test("behind_a_gateway_that_guards_the_widget_the_browser_sends_the_header", || {
+            behind_a_gateway_that_guards_the_widget_the_browser_sends_the_header();
             Ok(())
         })
         .with_ignored_flag(no_browser),
@@ -180,4 +187,33 @@ fn the_html_report_of_a_failing_run_opens_clean() {
     assert!(found["failure"].as_str().is_some_and(|h| h.contains(case)), "the failing case first: {found}");
     assert_eq!(found["shown"], true, "{found}");
     assert!(found["marked"].as_u64().is_some_and(|n| n > 0), "its steps marked on a timeline: {found}");
+}
+
+/// A gateway that guards `/widget/` as well as `/v1/` (403 without its header): the browser
+/// sends the `--header` values to the target's origin too, so the widget cases pass as
+/// bankconf's own fetch of the script does; none of the browser's requests is refused, the
+/// page of another origin that loads the script included.
+fn behind_a_gateway_that_guards_the_widget_the_browser_sends_the_header() {
+    const KEY: &str = "bankconf_test_browsergatewaykey01";
+    const SECOND_KEY: &str = "bankconf_test_browsergatewaykey02";
+    const SECRET: &str = "gw-browser-3b9f27d1";
+    let server = common::Server::start(&[KEY, SECOND_KEY], &[]);
+    let gate = gateway::gateway(&server.url, "x-gateway-token", SECRET);
+    let report = temp_path("gateway-widget.json");
+    let header = format!("X-Gateway-Token: {SECRET}");
+    let mut args = vec!["run"];
+    args.extend(common::external(&gate.url, KEY, SECOND_KEY));
+    args.extend(["--header", &header, "--report-json", report.to_str().unwrap(), "widget."]);
+    let output = bankconf(&args);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}");
+    assert!(!out.contains(SECRET), "{out}");
+    let outcomes = outcomes(&report);
+    for (id, outcome, message) in &outcomes {
+        assert!(outcome != "failed" && outcome != "error", "{id}: {outcome}: {message}\n{out}");
+    }
+    for id in BROWSER_CASES.iter().chain(&["widget.served", "widget.loads-cross-origin"]) {
+        assert!(outcomes.iter().any(|(i, o, _)| i == id && o == "passed"), "{id}: {outcomes:?}");
+    }
+    assert_eq!(gate.refused.load(std::sync::atomic::Ordering::Relaxed), 0, "the gateway refused a request:\n{out}");
 }

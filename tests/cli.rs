@@ -5,8 +5,11 @@ use serde_json::Value;
 use std::process::{Command, Output};
 
 mod common;
+#[path = "common/gateway.rs"]
+mod gateway;
 
 use common::{bankconf, external, temp_path, text, Server, BIN};
+use gateway::{private_ca, tls_front};
 const KEY: &str = "bankconf_test_clitestprimarykey0001";
 const SECOND_KEY: &str = "bankconf_test_clitestsecondkey0002";
 
@@ -606,17 +609,32 @@ fn reproductions_fail_when_pasted(mutant: &str, cases: &[String]) {
             let path = url.split("/v1/").nth(1).unwrap_or_default().split('?').next().unwrap();
             let segments: Vec<String> = ["v1"].into_iter().chain(path.split('/')).map(str::to_string).collect();
             let limit = url.split("limit=").nth(1).and_then(|l| l.split('&').next()?.parse().ok());
-            let Some((_, pasted_body)) = answer.split_once("\n\n") else { continue };
-            let Ok(body) = serde_json::from_str::<Value>(pasted_body) else { continue };
-            if let Some(problems) = bankconf::internal::checks::judge_one(id, method, &segments, limit, &body) {
+            let body = answer.split_once("\n\n").and_then(|(_, b)| serde_json::from_str::<Value>(b).ok());
+            let judged =
+                body.as_ref().and_then(|b| bankconf::internal::checks::judge_one(id, method, &segments, limit, b));
+            if let (Some(problems), Some(body)) = (&judged, &body) {
                 // Unless the data changed since the read (a later update): then the answer judged
                 // is the one the HAR holds, and it failed.
-                let moved_on = recorded(&cited["har_id"]).is_some_and(|then| then != body);
+                let moved_on = recorded(&cited["har_id"]).is_some_and(|then| then != *body);
                 assert!(
                     !problems.is_empty() || moved_on,
                     "{mutant}: {id}: the pasted curl's answer passes\n{reproduction}\n{answer}"
                 );
+                continue;
             }
+            // No response rule of the case judges that endpoint: the answer must show the
+            // finding by itself, by its status (which the finding names as what came) or by a
+            // secret it holds. A valid answer printed as a reproduction (a creation before
+            // events went astray, a last page after a has_more) is evidence, not this.
+            let message = case["message"].as_str().unwrap_or_default();
+            let named = [format!("got {status}"), format!("got status {status}"), format!("answered {status}")];
+            let by_status = named.iter().any(|w| message.contains(w.as_str()));
+            let by_secret = [KEY, SECOND_KEY].iter().any(|k| answer.contains(&k[k.len() - 8..]));
+            assert!(
+                by_status || by_secret,
+                "{mutant}: {id}: the pasted answer shows nothing by itself (evidence, not a reproduction)\n\
+                 {message}\n{reproduction}\n{answer}"
+            );
         } else {
             // Pasted as printed, in the same directory: it names the binary as it was run.
             assert!(reproduction.ends_with("bankconf check-events -"), "{mutant}: {id}: {reproduction}");
@@ -629,11 +647,22 @@ fn reproductions_fail_when_pasted(mutant: &str, cases: &[String]) {
     }
 }
 
-/// A few mutants in a plain `cargo test`: a response rule, a delivery rule, the state model.
+/// A few mutants in a plain `cargo test`, one per kind of finding: a response rule, a delivery
+/// rule, the state model, and the findings whose one request is evidence but shows nothing
+/// alone (a page after a `has_more`, a read against another after an event, a creation whose
+/// events went to the wrong address): those print no curl.
 #[test]
 fn printed_reproductions_fail_when_pasted() {
     let all = mutants_and_cases();
-    for name in ["transaction-prefix", "event-prefix", "account-drops-after-update"] {
+    let kinds = [
+        "transaction-prefix",
+        "event-prefix",
+        "account-drops-after-update",
+        "has-more-true-at-end",
+        "account-balance-stale",
+        "events-to-first-address",
+    ];
+    for name in kinds {
         let (mutant, cases) = all.iter().find(|(m, _)| m == name).unwrap_or_else(|| panic!("no mutant {name}"));
         reproductions_fail_when_pasted(mutant, cases);
     }
@@ -681,117 +710,10 @@ fn a_root_cause_comes_before_its_symptoms() {
     }
 }
 
-/// A private CA and a certificate for 127.0.0.1 signed by it, made with the `openssl` CLI in
-/// `dir`: `(ca.pem, server.pem, server.key)`; `None` without openssl.
-fn private_ca(dir: &std::path::Path) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
-    std::fs::create_dir_all(dir).unwrap();
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
-    let steps: [&[&str]; 3] = [
-        &[
-            &["req", "-x509"],
-            &ec[..],
-            &["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=bankconf test CA"],
-        ]
-        .concat(),
-        &[&["req"], &ec[..], &["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"]].concat(),
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "ext.cnf",
-        ],
-    ];
-    std::fs::write(
-        dir.join("ext.cnf"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-    )
-    .unwrap();
-    for args in steps {
-        let status = Command::new("openssl").args(args).current_dir(dir).stderr(std::process::Stdio::null()).status();
-        if !status.is_ok_and(|s| s.success()) {
-            eprintln!("skipped: the openssl CLI could not make a CA ({args:?})");
-            return None;
-        }
-    }
-    Some((dir.join("ca.pem"), dir.join("server.pem"), dir.join("server.key")))
-}
-
-/// A TLS front on 127.0.0.1 for a plain-HTTP server, as a staging server behind an internal CA
-/// is: it serves `cert` and keeps the bytes the harness sent (decrypted, at most 16 MiB).
-struct TlsFront {
-    url: String,
-    seen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
-    _runtime: tokio::runtime::Runtime,
-}
-
-fn tls_front(upstream: &str, cert: &std::path::Path, key: &std::path::Path) -> TlsFront {
-    use std::sync::{Arc, Mutex};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio_rustls::rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
-    use tokio_rustls::rustls::{self, crypto::aws_lc_rs};
-    let certs: Vec<CertificateDer> = CertificateDer::pem_file_iter(cert).unwrap().map(Result::unwrap).collect();
-    let key = PrivateKeyDer::from_pem_file(key).unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(aws_lc_rs::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
-    let url = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let (upstream, kept) = (upstream.trim_start_matches("http://").to_string(), seen.clone());
-    runtime.spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, upstream, kept) = (acceptor.clone(), upstream.clone(), kept.clone());
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else { return };
-                let Ok(back) = tokio::net::TcpStream::connect(&upstream).await else { return };
-                let (mut from_client, mut to_client) = tokio::io::split(tls);
-                let (mut from_server, mut to_server) = back.into_split();
-                let up = async {
-                    let mut buf = vec![0u8; 16 * 1024];
-                    while let Ok(n @ 1..) = from_client.read(&mut buf).await {
-                        {
-                            let mut kept = kept.lock().unwrap();
-                            if kept.len() < 16 << 20 {
-                                kept.extend_from_slice(&buf[..n]);
-                            }
-                        }
-                        if to_server.write_all(&buf[..n]).await.is_err() {
-                            break;
-                        }
-                    }
-                    let _ = to_server.shutdown().await;
-                };
-                let down = async {
-                    let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
-                    let _ = to_client.shutdown().await;
-                };
-                tokio::join!(up, down);
-            });
-        }
-    });
-    TlsFront { url, seen, _runtime: runtime }
-}
-
 /// A target behind a private CA: without `--ca-cert` the run stops at its preflight (exit 2)
 /// naming `--ca-cert`; with it the run passes, the browser loading the widget too. `--header`
 /// values reach the server on every request and appear in no output: terminal, reports, HAR,
-/// rerun lines (`--header 'Name: [redacted]'`). HTTPS_PROXY and NO_PROXY are honoured.
+/// rerun lines (`--header "Name: $BANKCONF_HEADER_1"`). HTTPS_PROXY and NO_PROXY are honoured.
 /// `--insecure` passes too, and says so.
 #[test]
 fn a_target_behind_a_private_ca_passes_with_ca_cert_and_headers_stay_secret() {
@@ -843,9 +765,25 @@ fn a_target_behind_a_private_ca_passes_with_ca_cert_and_headers_stay_secret() {
         everything += &text;
     }
     assert!(!everything.contains(SECRET) && !everything.contains(&SECRET[..9]), "a header value was shown:\n{out}");
+    // The HAR lists the gateway header each request carried, its value redacted.
+    let har: Value = serde_json::from_str(&std::fs::read_to_string(&files[3].1).unwrap()).unwrap();
+    let listed = har["log"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["request"]["url"].as_str().is_some_and(|u| u.starts_with(&front.url)))
+        .all(|e| {
+            e["request"]["headers"]
+                .as_array()
+                .is_some_and(|h| h.iter().any(|h| h["name"] == "X-Gateway-Token" && h["value"] == "[redacted]"))
+        });
+    assert!(listed, "the HAR omits the --header");
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&files[0].1).unwrap()).unwrap();
     let rerun = report["cases"][0]["rerun"].as_str().unwrap();
-    assert!(rerun.contains("--header 'X-Gateway-Token: [redacted]'") && rerun.contains("--ca-cert "), "{rerun}");
+    assert!(
+        rerun.contains("--header \"X-Gateway-Token: $BANKCONF_HEADER_1\"") && rerun.contains("--ca-cert "),
+        "{rerun}"
+    );
 
     // HTTPS_PROXY is honoured (a proxy where nothing listens: the target is unreachable), and
     // NO_PROXY too.

@@ -330,6 +330,7 @@ fn a_setup_error_has_no_table_and_is_not_repeated() {
             flag: "--api-key",
             request: "POST http://127.0.0.1:40001/v1/connections".into(),
             status: 401,
+            body: "{}".into(),
         }),
         expectations: None,
         ..with_failures()

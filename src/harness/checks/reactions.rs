@@ -69,7 +69,7 @@ async fn account_balance(ctx: Arc<RunContext>) -> Result<(), Stop> {
         return Err(Stop::ignore("no numeric balance in both GET /v1/accounts/{accountId} and the account list"));
     };
     if (got - want).abs() > 1e-9 {
-        return Err(one.fail(format!(
+        return Err(one.cites(format!(
             "after {} for {account}: {} shows balance {got}, GET /v1/connections/{id}/accounts shows {want}",
             spec::ACCOUNTS_UPDATED,
             one.request

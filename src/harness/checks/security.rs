@@ -631,7 +631,9 @@ async fn separate_addresses(ctx: Arc<RunContext>) -> Result<(), Stop> {
                 let count = kinds.len();
                 kinds.sort_unstable();
                 kinds.dedup();
-                problems.add_at(
+                // Evidence, not a reproduction: the creation answered as it should; the
+                // deliveries that followed went to the wrong address.
+                problems.add_citing(
                     created.answer,
                     format!(
                     "the client under test's webhook address got {count} event{} of the second client's connection {} \

@@ -341,10 +341,13 @@ async fn has_more_honest(ctx: Arc<RunContext>) -> Result<(), Stop> {
             // has_more true: another page exists, so the next page has items (§4.3 rule 2).
             for pair in walk.pages.windows(2) {
                 if pair[1].items.is_empty() {
-                    return Err(pair[1].fail(format!(
-                        "{}: has_more was true, but the next page ({}) was empty",
-                        pair[0].request, pair[1].request
-                    )));
+                    return Err(pair[1].fail(
+                        format!(
+                            "{}: has_more was true, but the next page ({}) was empty",
+                            pair[0].request, pair[1].request
+                        ),
+                        &[&pair[0]],
+                    ));
                 }
             }
             // has_more false: nothing remains after the last item.
@@ -352,20 +355,26 @@ async fn has_more_honest(ctx: Arc<RunContext>) -> Result<(), Stop> {
             if let Some(item) = last.items.last() {
                 let after = pagination::page(&ctx.api, account, Some(input.limit), Some(&item.id)).await?;
                 if !after.items.is_empty() {
-                    return Err(after.fail(format!(
-                        "{}: has_more was false, but {} still returned {} items",
-                        last.request,
-                        after.request,
-                        after.items.len()
-                    )));
+                    return Err(after.fail(
+                        format!(
+                            "{}: has_more was false, but {} still returned {} items",
+                            last.request,
+                            after.request,
+                            after.items.len()
+                        ),
+                        &[last],
+                    ));
                 }
             }
             let (seen, remaining) = (walk.ids().len(), window.expected(ids).len());
             if seen < remaining {
-                return Err(last.fail(format!(
-                    "{}: has_more was false after {seen} items, but at least {remaining} were to come",
-                    last.request
-                )));
+                return Err(last.fail(
+                    format!(
+                        "{}: has_more was false after {seen} items, but at least {remaining} were to come",
+                        last.request
+                    ),
+                    &[],
+                ));
             }
         }
         Ok(())

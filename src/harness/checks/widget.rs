@@ -93,7 +93,7 @@ async fn probe(ctx: &RunContext) -> Result<Probe, Stop> {
             let src = ctx.api.url(&["widget", &format!("{service}-connect.js")], &[]).to_string();
             let created = ctx.create_connection().await?;
             let credentials = created.widget_token.as_deref().map(|t| (t, created.connection_id.as_str()));
-            session.probe(&src, credentials).await
+            session.probe(&src, credentials, &ctx.browser.headers).await
         })
         .await
         .clone()
@@ -110,7 +110,7 @@ async fn loads_cross_origin(ctx: Arc<RunContext>) -> Result<(), Stop> {
     }
     let session = ctx.browser.get(ctx.plan.browser.as_deref()).await?;
     let url = script_url(&ctx);
-    let loaded = session.loads_elsewhere(&url).await?;
+    let loaded = session.loads_elsewhere(&url, &ctx.browser.headers).await?;
     ensure(loaded, || {
         format!(
             "{url}: a page of another origin (a client's frontend, holding no key) could not load the script, which \
@@ -128,10 +128,29 @@ fn script_url(ctx: &RunContext) -> String {
 async fn script_runs(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let probe = probe(&ctx).await?;
     let url = script_url(&ctx);
-    ensure(!probe.load_failed, || format!("{url}: the browser could not load the script"))?;
+    if probe.load_failed {
+        return Err(Stop::fail(format!(
+            "{url}: the browser could not load the script{}",
+            both_answers(&ctx, &probe).await
+        )));
+    }
     ensure(probe.errors.is_empty(), || {
         format!("{url}: running the script threw in the browser: {}", printable(&probe.errors.join(" | ")))
     })
+}
+
+/// What the browser's request for the script got, and what bankconf's own got (both send the
+/// `--header` values): where they differ, the difference is the browser's request (its
+/// `User-Agent`, `Sec-Fetch-*`, `Referer`), and both answers are named.
+async fn both_answers(ctx: &RunContext, probe: &Probe) -> String {
+    let browser = probe.script_status.map_or("no answer".to_string(), |s| format!("status {s}"));
+    let own =
+        match ctx.api.fetch_asset(&["widget", &format!("{}-connect.js", ctx.service.as_deref().unwrap_or(""))]).await {
+            Ok(exchange) => format!("status {}", exchange.status),
+            Err(_) => "no answer".to_string(),
+        };
+    let headers = if ctx.browser.headers.pairs.is_empty() { "" } else { ", both with the --header values" };
+    format!(" (the browser's request got {browser}; bankconf's own request got {own}{headers})")
 }
 
 /// §1 step 2: the script exposes a global object with an `open` function (any name).

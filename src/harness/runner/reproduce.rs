@@ -88,7 +88,10 @@ pub(crate) fn reproduction(ctx: &RunContext, case: &Case, failure: &Failure) -> 
         // A request whose credential is a secret the reports hide (a widget token sent as the
         // key) cannot be pasted: its evidence is named instead.
         Some(seq) if evidence.deliveries.is_empty() => {
-            ctx.api.answers().get(seq).map(|a| a.sent.curl()).filter(|curl| ctx.redactor.redact(curl) == *curl)
+            let plan = &ctx.plan;
+            let reach =
+                crate::harness::transport::reach::curl_words(&plan.headers, plan.ca_cert.as_deref(), plan.insecure);
+            ctx.api.answers().get(seq).map(|a| a.sent.curl(&reach)).filter(|curl| ctx.redactor.redact(curl) == *curl)
         }
         _ if evidence.answers.is_empty() => delivery_reproduction(ctx, &case.id, &evidence.deliveries),
         _ => None,

@@ -103,12 +103,26 @@ async fn probe_key(session: &Session, auth: Auth, flag: &'static str) -> Result<
         return Ok(None);
     };
     if matches!(exchange.status, 401 | 403) {
-        return Err(SetupError::KeyRefused { flag, request: exchange.request, status: exchange.status });
+        let body = refusal_body(session, &exchange.body);
+        return Err(SetupError::KeyRefused { flag, request: exchange.request, status: exchange.status, body });
     }
     if !exchange.is_success() {
         return Ok(None);
     }
     Ok(created(session, &exchange))
+}
+
+/// Characters of a refusal's body a setup message quotes.
+const REFUSAL_BODY: usize = 200;
+
+/// The start of a refusal's body, for the setup message: redacted before it is cut, hidden
+/// characters escaped, on one line; `empty body` when there is none.
+fn refusal_body(session: &Session, body: &str) -> String {
+    let one_line: String = body.trim().chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }).collect();
+    match one_line.is_empty() {
+        true => "empty body".to_string(),
+        false => crate::harness::vocab::sanitize::visible(&session.redactor.cut(&one_line, REFUSAL_BODY)),
+    }
 }
 
 /// A `--service` given for a target must name its widget script (§1): a widget path that

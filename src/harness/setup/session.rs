@@ -112,7 +112,10 @@ impl Session {
             .with_throttle(std::sync::Arc::new(
                 crate::harness::transport::throttle::Throttle::new(plan.rate_limit).with_ceiling(plan.concurrency),
             ))
-            .with_recorder(std::sync::Arc::new(Recorder::new(plan.har.is_some(), redactor.clone())));
+            .with_recorder(std::sync::Arc::new(
+                Recorder::new(plan.har.is_some(), redactor.clone())
+                    .sending(crate::harness::transport::reach::header_names(&plan.headers)),
+            ));
         if sandbox.is_none() {
             api.reachable().await?;
         }
@@ -160,8 +163,9 @@ impl Session {
         let browser_pool = plan.browser_pool.clone();
         // Chromium takes no CA file: with --ca-cert or --insecure it skips verification, the
         // target's certificate having been verified (or not, with --insecure) by the API client.
-        let browser =
-            RunBrowser::new(browser_pool).ignoring_certificate_errors(plan.insecure || plan.ca_cert.is_some());
+        let browser = RunBrowser::new(browser_pool)
+            .ignoring_certificate_errors(plan.insecure || plan.ca_cert.is_some())
+            .sending(crate::harness::transport::browser::PageHeaders::of(api.base_url(), &plan.headers));
         let session = Self {
             plan,
             server,
@@ -180,6 +184,9 @@ impl Session {
             first_deliveries: None,
             widget_missing: None,
         };
+        if let Some(note) = crate::harness::transport::reach::header_variables_note(&session.plan.headers) {
+            session.note("gateway", note);
+        }
         if session.plan.insecure {
             session.note(
                 "TLS",

@@ -33,8 +33,10 @@ pub(crate) struct Sent {
 }
 
 impl Sent {
-    /// A `curl` command that replays the request, keys written as environment variables.
-    pub(crate) fn curl(&self) -> String {
+    /// A `curl` command that replays the request, keys written as environment variables;
+    /// `reach` holds the options that reach the target as the run did (TLS, gateway headers:
+    /// [`crate::harness::transport::reach::curl_words`]), put before the URL.
+    pub(crate) fn curl(&self, reach: &str) -> String {
         let auth = match &self.auth {
             Auth::Primary => " -H \"Authorization: Bearer $BANKCONF_API_KEY\"".to_string(),
             Auth::Second => " -H \"Authorization: Bearer $BANKCONF_SECOND_API_KEY\"".to_string(),
@@ -44,7 +46,7 @@ impl Sent {
             Auth::NearKey(edit) => format!(" -H \"Authorization: Bearer {}\"", edit.shell()),
         };
         let body = if self.method == "POST" { " -H 'Content-Type: application/json'" } else { "" };
-        format!("curl -sS -i -X {}{auth}{body} '{}'", self.method, self.url.replace('\'', "%27"))
+        format!("curl -sS -i -X {}{auth}{body}{reach} '{}'", self.method, self.url.replace('\'', "%27"))
     }
 }
 

@@ -174,6 +174,29 @@ impl BrowserPool {
     }
 }
 
+/// The `--header` pairs a run's pages send to the target's origin, and only there (a gateway
+/// that guards the widget script wants them from the browser as from bankconf).
+#[derive(Clone, Default)]
+pub struct PageHeaders {
+    /// `http://host:port` of the target, as a browser writes it.
+    pub origin: String,
+    /// `(name, value)`; the values are secrets, never printed.
+    pub pairs: Vec<(String, String)>,
+}
+
+impl PageHeaders {
+    /// The checked `--header` lines of a run whose target is at `base_url`.
+    pub(crate) fn of(base_url: &str, headers: &[String]) -> Self {
+        let origin = reqwest::Url::parse(base_url).map(|u| u.origin().ascii_serialization()).unwrap_or_default();
+        let pairs = headers
+            .iter()
+            .filter_map(|h| h.split_once(':'))
+            .map(|(name, value)| (name.trim().to_string(), value.trim().to_string()))
+            .collect();
+        Self { origin, pairs }
+    }
+}
+
 /// The browser of one run: found and started on first use (from its pool), let go of at the
 /// end of the run.
 #[derive(Default)]
@@ -181,13 +204,21 @@ pub(crate) struct RunBrowser {
     pool: BrowserPool,
     /// Chromium takes no CA file: `--ca-cert` and `--insecure` start it trusting any.
     ignore_certificates: bool,
+    /// What its pages send to the target's origin besides their own headers.
+    pub(crate) headers: PageHeaders,
     session: Mutex<Option<Result<Arc<Session>, Stop>>>,
 }
 
 impl RunBrowser {
     /// The browser of a run whose configuration holds `pool`.
     pub(crate) fn new(pool: BrowserPool) -> Self {
-        Self { pool, ignore_certificates: false, session: Mutex::default() }
+        Self { pool, ignore_certificates: false, headers: PageHeaders::default(), session: Mutex::default() }
+    }
+
+    /// This browser, its pages sending `headers` to the target's origin.
+    pub(crate) fn sending(mut self, headers: PageHeaders) -> Self {
+        self.headers = headers;
+        self
     }
 
     /// This browser, started with `--ignore-certificate-errors` when `ignore` (the run's

@@ -13,6 +13,7 @@
 //! dropped (each listener's queue is bounded), and a browser that dies or talks nonsense ends
 //! the calls waiting on it with a [`CdpError`], never a hang or a panic.
 
+use crate::harness::transport::reach;
 use crate::harness::vocab::errors::CdpError;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -204,7 +205,7 @@ impl Cdp {
         let created = self.call("Target.createTarget", serde_json::json!({ "url": "about:blank" }), None).await?;
         let target = string_at(&created, "targetId", "Target.createTarget")?;
         // Closed again if anything below fails.
-        let mut page = Page { cdp: self.clone(), target, session: String::new() };
+        let mut page = Page { cdp: self.clone(), target, session: String::new(), helpers: Vec::new() };
         let attach = serde_json::json!({ "targetId": page.target, "flatten": true });
         let attached = self.call("Target.attachToTarget", attach, None).await?;
         page.session = string_at(&attached, "sessionId", "Target.attachToTarget")?;
@@ -318,11 +319,13 @@ fn dispatch(inner: &Inner, message: &[u8]) {
     }
 }
 
-/// One page (a target attached in a session of its own), closed when dropped.
+/// One page (a target attached in a session of its own), closed when dropped, and the tasks
+/// that serve it while it lives ([`Page::send_headers`]), aborted with it.
 pub struct Page {
     cdp: Cdp,
     target: String,
     session: String,
+    helpers: Vec<JoinHandle<()>>,
 }
 
 impl Page {
@@ -339,6 +342,33 @@ impl Page {
     /// This page's events named in `methods`, from now on ([`Cdp::events`]).
     pub fn events(&self, methods: &'static [&'static str]) -> mpsc::Receiver<Event> {
         self.cdp.events(Some(&self.session), methods)
+    }
+
+    /// From now on, every request of this page to `origin` (as a browser writes it), and only
+    /// there, carries `headers` too (the run's `--header`, which a gateway wants): paused there
+    /// (`Fetch.enable`), continued with them added; other origins are never paused. Call it
+    /// only with headers to send: it pauses every request to `origin`.
+    pub async fn send_headers(&mut self, origin: &str, headers: &[(String, String)]) -> Result<(), CdpError> {
+        let mut paused = self.events(&["Fetch.requestPaused"]);
+        self.call("Fetch.enable", serde_json::json!({ "patterns": [{ "urlPattern": format!("{origin}/*") }] })).await?;
+        let (cdp, session, origin, headers) =
+            (self.cdp.clone(), self.session.clone(), reach::origin_of(origin), headers.to_vec());
+        self.helpers.push(tokio::spawn(async move {
+            while let Some(event) = paused.recv().await {
+                let Some(id) = event.params["requestId"].as_str() else { continue };
+                let mut params = serde_json::json!({ "requestId": id });
+                if origin.is_some() && reach::origin_of(event.params["request"]["url"].as_str().unwrap_or("")) == origin
+                {
+                    params["headers"] =
+                        Value::Array(reach::with_headers(&event.params["request"]["headers"], &headers));
+                }
+                let (cdp, session) = (cdp.clone(), session.clone());
+                tokio::spawn(async move {
+                    let _ = cdp.call("Fetch.continueRequest", params, Some(&session)).await;
+                });
+            }
+        }));
+        Ok(())
     }
 
     /// Navigates to `url` and waits for that document's `load` (an error page's included: a
@@ -385,6 +415,7 @@ impl Page {
 impl Drop for Page {
     /// A page dropped unclosed (its caller timed out) is closed in the background.
     fn drop(&mut self) {
+        self.helpers.iter().for_each(JoinHandle::abort);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         if self.cdp.inner.state().closed || self.target.is_empty() {
             return;

@@ -83,6 +83,8 @@ pub(crate) struct Recorder {
     redactor: Redactor,
     /// The driver calls, for the HTML report's timeline (kept with or without a HAR).
     calls: Mutex<Vec<Called>>,
+    /// The names of the `--header`s every request carries: listed, their values redacted.
+    sent_headers: Vec<String>,
 }
 
 /// Most driver calls kept for the timeline.
@@ -103,6 +105,13 @@ impl Recorder {
     /// A recorder; with `har`, entries are kept for [`Recorder::write`].
     pub(crate) fn new(har: bool, redactor: Redactor) -> Self {
         Self { har: har.then(Mutex::default), redactor, ..Self::default() }
+    }
+
+    /// This recorder, listing `names` (the run's `--header`s) on every request it records,
+    /// each value `[redacted]`.
+    pub(crate) fn sending(mut self, names: Vec<String>) -> Self {
+        self.sent_headers = names;
+        self
     }
 
     /// The driver calls so far, in the order they ended.
@@ -147,6 +156,7 @@ impl Recorder {
         if x.method == "POST" {
             headers.push(json!({"name": "Content-Type", "value": "application/json"}));
         }
+        headers.extend(self.sent_headers.iter().map(|name| json!({"name": name, "value": "[redacted]"})));
         let mut request = json!({
             "method": x.method,
             "url": clean(x.url, MAX_BODY),

@@ -42,7 +42,9 @@ impl Exchange {
         self.status >= 500
     }
 
-    /// A finding this answer shows: `message` (which names the request), resting on it.
+    /// A finding this answer shows by itself: `message` (which names the request), resting on
+    /// it; pasting its request asks the same question again ([`Failure::shown_by`]). A finding
+    /// that needs more than this answer is [`Exchange::cites`].
     pub(crate) fn fail(&self, message: impl Into<String>) -> Stop {
         Stop::Fail(self.failure(message))
     }
@@ -54,6 +56,12 @@ impl Exchange {
         } else {
             Err(self.fail(message()))
         }
+    }
+
+    /// A finding this answer takes part in but does not show alone (compared with another read,
+    /// an event, the reference): resting on it, never reproduced by pasting its request.
+    pub(crate) fn cites(&self, message: impl Into<String>) -> Stop {
+        Stop::Fail(Failure::from(message.into()).on_answer(self.seq).requested(&self.request))
     }
 
     /// [`Exchange::fail`] as a [`Failure`], to collect among [`crate::harness::vocab::outcome::Problems`].

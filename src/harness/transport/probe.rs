@@ -2,7 +2,7 @@
 //! the script and called `open` ([`Probe`]), from the script's own origin and from another
 //! that holds no key, and everything it received, within bounds.
 
-use crate::harness::transport::browser::{harness_error, Session, PROBE_TIMEOUT};
+use crate::harness::transport::browser::{harness_error, PageHeaders, Session, PROBE_TIMEOUT};
 use crate::harness::transport::cdp::{self};
 use crate::harness::vocab::errors::CdpError;
 use crate::harness::vocab::outcome::Stop;
@@ -43,6 +43,9 @@ pub struct Probe {
     /// other load), bounded; the script's own URL left out (the script cases judge it).
     #[serde(skip)]
     pub responses: Vec<Received>,
+    /// The status the browser's request for the script got, when its answer came.
+    #[serde(skip)]
+    pub script_status: Option<u16>,
 }
 
 /// One thing the page received: where it came from, and its text (kept in the harness only
@@ -126,18 +129,29 @@ const PROBE_JS: &str = r#"(async () => {
 impl Session {
     /// Loads `src` in a fresh page and, if a global with `open` appears and `credentials`
     /// (widget token, connection id) are given, calls `open` with them.
-    pub async fn probe(&self, src: &str, credentials: Option<(&str, &str)>) -> Result<Probe, Stop> {
-        tokio::time::timeout(PROBE_TIMEOUT, self.probe_unbounded(src, credentials)).await.map_err(|_| {
+    /// Its requests to the target's origin carry `headers` (the run's `--header`).
+    pub async fn probe(
+        &self,
+        src: &str,
+        credentials: Option<(&str, &str)>,
+        headers: &PageHeaders,
+    ) -> Result<Probe, Stop> {
+        tokio::time::timeout(PROBE_TIMEOUT, self.probe_unbounded(src, credentials, headers)).await.map_err(|_| {
             // A script that never returns control, or a machine too loaded: not provably
             // the target's fault, so an error rather than a failure.
             harness_error(format!("the browser did not finish running {src} within {PROBE_TIMEOUT:?}"))
         })?
     }
 
-    async fn probe_unbounded(&self, src: &str, credentials: Option<(&str, &str)>) -> Result<Probe, Stop> {
+    async fn probe_unbounded(
+        &self,
+        src: &str,
+        credentials: Option<(&str, &str)>,
+        headers: &PageHeaders,
+    ) -> Result<Probe, Stop> {
         let browser_error = |e: CdpError| harness_error(format!("the browser: {e}"));
         // The script's own URL as the page: same origin, so error events carry their text.
-        let page = self.page(src).await.map_err(browser_error)?;
+        let page = self.page_sending(src, headers).await.map_err(browser_error)?;
         let loads = Loads::watch(&page);
         let (token, connection) = credentials.unzip();
         let args = serde_json::json!([src, token, connection]).to_string();
@@ -146,6 +160,7 @@ impl Session {
             .replace("__MAX_BYTES__", &MAX_RECEIVED_BYTES.to_string())
             .replace("__MAX__", &MAX_RECEIVED.to_string());
         let result = page.evaluate::<Probe>(&js).await;
+        let script_status = loads.status_of(src);
         let responses = loads.bodies(&page, src).await;
         page.close().await;
         let mut probe = result.map_err(|e| match e {
@@ -153,12 +168,22 @@ impl Session {
             e => browser_error(e),
         })?;
         probe.responses = responses;
+        probe.script_status = script_status;
         Ok(probe)
     }
 
     /// A new page of this browser, at `url` once loaded (an error page if it cannot be).
     pub async fn page(&self, url: &str) -> Result<cdp::Page, CdpError> {
-        let page = self.cdp.open_page().await?;
+        self.page_sending(url, &PageHeaders::default()).await
+    }
+
+    /// [`Session::page`], its requests to the target's origin carrying `headers` from the first
+    /// (the navigation to `url` included).
+    pub(crate) async fn page_sending(&self, url: &str, headers: &PageHeaders) -> Result<cdp::Page, CdpError> {
+        let mut page = self.cdp.open_page().await?;
+        if !headers.pairs.is_empty() {
+            page.send_headers(&headers.origin, &headers.pairs).await?;
+        }
         page.navigate(url).await?;
         Ok(page)
     }
@@ -202,7 +227,9 @@ const LOAD_JS: &str = r#"new Promise((done) => {
 impl Session {
     /// Whether a page of another origin, holding no key, loads `src` with a plain
     /// `<script src>` (§1 item 2: the client's frontend loads the widget).
-    pub async fn loads_elsewhere(&self, src: &str) -> Result<bool, Stop> {
+    /// Its requests to the target's origin carry `headers` (the run's `--header`); the page's
+    /// own origin never sees them.
+    pub async fn loads_elsewhere(&self, src: &str, headers: &PageHeaders) -> Result<bool, Stop> {
         let run = async {
             let browser_error = |e: CdpError| harness_error(format!("the browser: {e}"));
             let (home, server) =
@@ -215,7 +242,7 @@ impl Session {
                 }
             }
             let _server = Ends(server);
-            let page = self.page(&home).await.map_err(browser_error)?;
+            let page = self.page_sending(&home, headers).await.map_err(browser_error)?;
             let quoted = serde_json::Value::from(src).to_string();
             let result = page.evaluate::<bool>(&LOAD_JS.replace("__SRC__", &quoted)).await;
             page.close().await;
@@ -236,6 +263,8 @@ impl Session {
 /// their URLs (bounded), collected aside while the probe runs.
 struct Loads {
     seen: Arc<StdMutex<Vec<(String, String)>>>,
+    /// The status of each response seen, by URL (bounded as `seen`).
+    statuses: Arc<StdMutex<Vec<(String, u16)>>>,
     finished: Arc<StdMutex<std::collections::HashSet<String>>>,
     task: JoinHandle<()>,
 }
@@ -250,13 +279,20 @@ impl Loads {
     fn watch(page: &cdp::Page) -> Self {
         let mut events = page.events(&["Network.responseReceived", "Network.loadingFinished"]);
         let seen: Arc<StdMutex<Vec<(String, String)>>> = Arc::default();
+        let statuses: Arc<StdMutex<Vec<(String, u16)>>> = Arc::default();
         let done: Arc<StdMutex<std::collections::HashSet<String>>> = Arc::default();
-        let (s, d) = (seen.clone(), done.clone());
+        let (s, d, st) = (seen.clone(), done.clone(), statuses.clone());
         let task = tokio::spawn(async move {
             while let Some(event) = events.recv().await {
                 let Some(id) = event.params["requestId"].as_str() else { continue };
                 if event.method == "Network.responseReceived" {
                     let Some(url) = event.params["response"]["url"].as_str() else { continue };
+                    if let Some(status) = event.params["response"]["status"].as_u64() {
+                        let mut statuses = st.lock().unwrap_or_else(|e| e.into_inner());
+                        if statuses.len() < MAX_RECEIVED {
+                            statuses.push((url.to_string(), u16::try_from(status).unwrap_or(0)));
+                        }
+                    }
                     let mut seen = s.lock().unwrap_or_else(|e| e.into_inner());
                     if seen.len() < MAX_RECEIVED {
                         seen.push((id.to_string(), url.to_string()));
@@ -269,7 +305,13 @@ impl Loads {
                 }
             }
         });
-        Self { seen, finished: done, task }
+        Self { seen, statuses, finished: done, task }
+    }
+
+    /// The status of the first response from `url`, if one came.
+    fn status_of(&self, url: &str) -> Option<u16> {
+        let statuses = self.statuses.lock().unwrap_or_else(|e| e.into_inner());
+        statuses.iter().find(|(u, _)| u == url).map(|(_, status)| *status)
     }
 
     /// The text of each finished response but the script's own (`src`), within the bounds;

@@ -8,6 +8,7 @@
 
 use crate::harness::vocab::errors::SetupError;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The TLS settings and extra headers of a run, checked and loaded.
@@ -84,22 +85,42 @@ pub(crate) fn parse_headers(headers: &[String]) -> Result<HeaderMap, SetupError>
     Ok(map)
 }
 
+/// The name of each `--header 'Name: value'`, as given (what the HAR lists, value redacted).
+pub(crate) fn header_names(headers: &[String]) -> Vec<String> {
+    headers.iter().map(|h| h.split_once(':').map_or(h.as_str(), |(name, _)| name).trim().to_string()).collect()
+}
+
 /// The value of each `--header 'Name: value'`: secrets, like keys.
 pub(crate) fn header_values(headers: &[String]) -> impl Iterator<Item = &str> {
     headers.iter().filter_map(|h| h.split_once(':')).map(|(_, v)| v.trim())
 }
 
-/// The rerun's words for `--header`: each name with its value redacted, pasteable once the
-/// value is put back (`--header 'X-Tenant: [redacted]'`).
+/// The variable a printed command writes the value of the `n`th `--header` as (1-based):
+/// `BANKCONF_HEADER_1`. The user exports it, as they export the keys.
+pub(crate) fn header_variable(n: usize) -> String {
+    format!("BANKCONF_HEADER_{n}")
+}
+
+/// Each `--header` as `Name: $BANKCONF_HEADER_n`, one shell word: the name quoted, the value a
+/// variable the shell expands (`"X-Gateway-Token: $BANKCONF_HEADER_1"`). Never the value.
+fn header_words(headers: &[String]) -> impl Iterator<Item = String> + '_ {
+    use crate::harness::vocab::sanitize::shell_word;
+    headers.iter().enumerate().map(|(n, h)| {
+        let name = h.split_once(':').map_or(h.as_str(), |(name, _)| name).trim();
+        let variable = header_variable(n + 1);
+        if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.') {
+            format!("\"{name}: ${variable}\"")
+        } else {
+            format!("{}\"${variable}\"", shell_word(&format!("{name}: ")))
+        }
+    })
+}
+
+/// The rerun's words for `--header`, `--ca-cert` and `--insecure`: each header's value as its
+/// variable ([`header_variable`]), pasteable once it is exported.
 pub(crate) fn rerun_words(headers: &[String], ca_cert: Option<&PathBuf>, insecure: bool) -> Vec<String> {
     use crate::harness::vocab::sanitize::shell_word;
-    let mut words: Vec<String> = headers
-        .iter()
-        .map(|h| {
-            let name = h.split_once(':').map_or(h.as_str(), |(name, _)| name).trim();
-            format!("--header {}", shell_word(&format!("{name}: [redacted]")))
-        })
-        .collect();
+    let mut words: Vec<String> = header_words(headers).map(|w| format!("--header {w}")).collect();
     if let Some(file) = ca_cert {
         words.push(format!("--ca-cert {}", shell_word(&file.display().to_string())));
     }
@@ -107,6 +128,65 @@ pub(crate) fn rerun_words(headers: &[String], ca_cert: Option<&PathBuf>, insecur
         words.push("--insecure".to_string());
     }
     words
+}
+
+/// The `curl` options that reach the target as the run did: `--cacert FILE` for `--ca-cert`,
+/// `-k` for `--insecure`, and each `--header` as `-H "Name: $BANKCONF_HEADER_n"`; each word
+/// after a space.
+pub(crate) fn curl_words(headers: &[String], ca_cert: Option<&Path>, insecure: bool) -> String {
+    use crate::harness::vocab::sanitize::shell_word;
+    let mut words = String::new();
+    if let Some(file) = ca_cert {
+        words.push_str(&format!(" --cacert {}", shell_word(&file.display().to_string())));
+    }
+    if insecure {
+        words.push_str(" -k");
+    }
+    for header in header_words(headers) {
+        words.push_str(&format!(" -H {header}"));
+    }
+    words
+}
+
+/// What a user exports before pasting a printed command, when `--header` was given:
+/// `BANKCONF_HEADER_1 (X-Gateway-Token)`, for the run's notes.
+pub(crate) fn header_variables_note(headers: &[String]) -> Option<String> {
+    let named: Vec<String> = headers
+        .iter()
+        .enumerate()
+        .map(|(n, h)| {
+            let name = h.split_once(':').map_or(h.as_str(), |(name, _)| name).trim();
+            format!("{} ({name})", header_variable(n + 1))
+        })
+        .collect();
+    (!named.is_empty()).then(|| {
+        format!(
+            "the printed commands (rerun lines, curl reproductions) write each --header value as a variable: \
+             export {} with its value before pasting one",
+            named.join(", ")
+        )
+    })
+}
+
+/// The origin of `url` as `scheme://host:port` (the port always written), if it has one.
+pub(crate) fn origin_of(url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url).ok()?;
+    Some(format!("{}://{}:{}", url.scheme(), url.host_str()?, url.port_or_known_default()?))
+}
+
+/// A browser page's paused request's `headers` (an object, as DevTools gives them) with `extra`
+/// added, as the `[{name, value}]` list `Fetch.continueRequest` takes; a header of the same
+/// name is replaced.
+pub(crate) fn with_headers(sent: &Value, extra: &[(String, String)]) -> Vec<Value> {
+    let mut out: Vec<Value> = sent
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| !extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+        .filter_map(|(name, value)| Some(serde_json::json!({ "name": name, "value": value.as_str()? })))
+        .collect();
+    out.extend(extra.iter().map(|(name, value)| serde_json::json!({ "name": name, "value": value })));
+    out
 }
 
 /// What went wrong reaching a server, and its likely cause, for a setup message: the innermost
@@ -164,8 +244,19 @@ mod tests {
             assert!(e.contains("--header #2") && e.contains(problem), "{e}");
             assert!(!e.contains("acme") && !e.contains("Bearer other"), "a value named: {e}");
         }
-        let words = rerun_words(&["X-Gateway-Token: s3cr3t-value".into()], None, true);
-        assert_eq!(words, ["--header 'X-Gateway-Token: [redacted]'", "--insecure"]);
+        let words = rerun_words(&["X-Gateway-Token: s3cr3t-value".into(), "X$`: v".into()], None, true);
+        assert_eq!(
+            words,
+            [
+                "--header \"X-Gateway-Token: $BANKCONF_HEADER_1\"",
+                "--header 'X$`: '\"$BANKCONF_HEADER_2\"",
+                "--insecure"
+            ]
+        );
+        let ca = PathBuf::from("/tmp/my ca.pem");
+        let curl = curl_words(&["X-Gateway-Token: s3cr3t-value".into()], Some(&ca), false);
+        assert_eq!(curl, " --cacert '/tmp/my ca.pem' -H \"X-Gateway-Token: $BANKCONF_HEADER_1\"");
+        assert_eq!(curl_words(&[], None, true), " -k");
         assert_eq!(header_values(&["X-A: one".into(), "X-B:two".into()]).collect::<Vec<_>>(), ["one", "two"]);
     }
 

@@ -50,9 +50,14 @@ pub(crate) struct Page {
 }
 
 impl Page {
-    /// A finding this page shows, resting on its answer.
-    pub(crate) fn fail(&self, message: String) -> Stop {
-        Stop::Fail(Failure::from(message).shown_by(self.seq))
+    /// A finding this page takes part in, resting on its answer and on the answers of `others`
+    /// (the page before it, the page after). Never reproduced by pasting this page's request:
+    /// a page rule compares pages (`has_more` against the next page, a count against the
+    /// reference), and a page on its own is a valid page ([`Failure::shown_by`] is for a rule
+    /// that judges one answer alone).
+    pub(crate) fn fail(&self, message: String, others: &[&Page]) -> Stop {
+        let failure = Failure::from(message).on_answer(self.seq);
+        Stop::Fail(others.iter().fold(failure, |f, p| f.on_answer(p.seq)))
     }
 
     pub(crate) fn ids(&self) -> Vec<String> {

@@ -83,12 +83,13 @@ pub enum SetupError {
     /// cases); `hint` names the driver to look at.
     #[error("preflight: the driver failed on register_webhook ({hint}): {message}")]
     DriverRegisterFailed { hint: &'static str, message: String },
-    /// The target answered 401 or 403 to a key's `POST /v1/connections`.
+    /// The target answered 401 or 403 to a key's `POST /v1/connections`; `body` is the start of
+    /// its body (redacted, escaped), which often says which of the two it was.
     #[error(
-        "preflight: the target refuses {flag}: {request} answered {status}; check the key (and that it belongs to \
-         this target)"
+        "preflight: the target refuses {flag}: {request} answered {status} ({body}); check the key (and that it \
+         belongs to this target), or a gateway in front of the target wants a header (--header 'Name: value')"
     )]
-    KeyRefused { flag: &'static str, request: String, status: u16 },
+    KeyRefused { flag: &'static str, request: String, status: u16, body: String },
     /// `--connection-id`'s accounts could not be read at all (no answer, an unreadable one).
     #[error("preflight: {reason}")]
     ConnectionIdUnanswered { reason: String },
@@ -142,7 +143,9 @@ impl SetupError {
             Self::DriverClient(cause) => Self::DriverClient(r(cause)),
             Self::ReceiverStart(cause) => Self::ReceiverStart(r(cause)),
             Self::DriverRegisterFailed { hint, message } => Self::DriverRegisterFailed { hint, message: r(message) },
-            Self::KeyRefused { flag, request, status } => Self::KeyRefused { flag, request: r(request), status },
+            Self::KeyRefused { flag, request, status, body } => {
+                Self::KeyRefused { flag, request: r(request), status, body: r(body) }
+            }
             Self::ConnectionIdUnanswered { reason } => Self::ConnectionIdUnanswered { reason: r(reason) },
             Self::ConnectionIdRefused { id, request, status } => {
                 Self::ConnectionIdRefused { id: r(id), request: r(request), status }

@@ -440,6 +440,12 @@ impl Problems {
         self.0.push(Failure::from(problem.into()).shown_by(seq));
     }
 
+    /// A problem that rests on the answer `seq` without showing it alone (the events that
+    /// followed a creation, a read against another): evidence, never a reproduction.
+    pub(crate) fn add_citing(&mut self, seq: Option<u64>, problem: impl Into<String>) {
+        self.0.push(Failure::from(problem.into()).on_answer(seq));
+    }
+
     /// Keeps a failure as a problem; an ignore or error still stops.
     pub(crate) fn keep(&mut self, result: Result<(), Stop>) -> Result<(), Stop> {
         match result {
