@@ -236,6 +236,8 @@ departures! {
             "connection.error is never sent";
         NoDisconnectedEvent = "no-disconnected-event", "§3.1", ["events.disconnected-announced"],
             "connection.disconnected is never sent";
+        ConnectedReannounced = "connected-reannounced", "§6", ["events.previous-status-chain"],
+            "`update_accounts` also sends connection.connected with previousStatus `connected`: a status change that did not happen";
         NoAccountsUpdatedEvent = "no-accounts-updated-event", "§6", ["reactions.accounts-updated"],
             "accounts.updated is never sent";
         NoTransactionDeletedEvent = "no-transaction-deleted-event", "§6", ["reactions.transaction-deleted"],

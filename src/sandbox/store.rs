@@ -620,6 +620,19 @@ impl Store {
             }
             false => self.flavor.new_id(prefix::EVENT),
         };
+        if kind == ACCOUNTS_UPDATED && self.flavor.is(Mutant::ConnectedReannounced) {
+            // The mutant announces the connection's state again, though it did not change.
+            let again = EventDetail::Connection { previous: Some(ConnectionState::Connected), error: None };
+            let connected = Event {
+                id: self.flavor.new_id(prefix::EVENT),
+                kind: "connection.connected",
+                at: now,
+                client_id: client_id.clone(),
+                connection_id: conn_id.to_string(),
+                detail: again,
+            };
+            outcome.event_ids.push(self.emit(connected));
+        }
         outcome.event_ids.push(self.emit(Event {
             id,
             kind,

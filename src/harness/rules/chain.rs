@@ -48,6 +48,9 @@ pub(crate) fn ends(deliveries: &[Delivery]) -> Result<Vec<ConnectionState>, Chai
                 return Err(ChainError::BadPreviousStatus { event: d.label(), got });
             }
         };
+        if previous == state {
+            return Err(ChainError::NoChange { event: d.label() });
+        }
         graph.edge(index(previous), index(state));
     }
     if !created {
@@ -248,6 +251,14 @@ mod tests {
         let mut events = happy();
         events[1] = event("evt_2", "connection.credentials_submitted", json!("CREATED"));
         assert!(resolve(&events).unwrap_err().to_string().contains("lower-case"));
+    }
+
+    #[test]
+    fn an_event_that_changes_no_status_is_reported() {
+        let mut events = happy();
+        events.push(event("evt_9", "connection.connected", json!("connected")));
+        let err = resolve(&events).unwrap_err();
+        assert!(matches!(err, ChainError::NoChange { .. }), "{err}");
     }
 
     #[test]

@@ -257,6 +257,10 @@ pub(crate) enum ChainError {
     BadPreviousStatus { event: String, got: String },
     #[error("no connection.created event: the chain has no start")]
     NoStart,
+    /// An event whose `previousStatus` is the state it announces: no status changed (§6: a
+    /// connection event is emitted when the status changes; §3.1: it announces entering a state).
+    #[error("{event}: previousStatus is the state the event announces entering: the status did not change (§6, §3.1)")]
+    NoChange { event: String },
     /// The events admit no order that links them all.
     #[error(
         "no order of these events links each previousStatus to the state announced before it, from \
