@@ -7,7 +7,7 @@
 //!
 //! A refusal's window is its request's [sent, answered], widened by [`SLACK`]; an effect's time
 //! is its `occurredAt` in the harness's clock (the offset of [`super::clock::offsets`]: between
-//! its two bounds), or, without an offset, its arrival within [`LATE`] of the answer. An effect
+//! the tightest bounds the run's creations give), or, without an offset, its arrival within [`LATE`] of the answer. An effect
 //! whose time overlaps the [sent, answered] of one of the run's own creations is ambiguous (a
 //! server that makes a second connection along with each one asked for) and counts for neither
 //! side.
@@ -46,9 +46,15 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         return (0, Vec::new());
     }
     let ours: HashSet<&str> = record.creations().map(|(c, _)| c).collect();
-    let bounds = offsets(record).fold(None, |acc: Option<(Duration, Duration)>, (lo, hi)| {
+    // Each creation bounds the offset from both sides: the tightest bounds, when they agree (a
+    // consistent clock); else the widest (a server whose instances' clocks differ).
+    let tight = offsets(record).fold(None, |acc: Option<(Duration, Duration)>, (lo, hi)| {
+        Some(acc.map_or((lo, hi), |(l, h)| (l.max(lo), h.min(hi))))
+    });
+    let wide = offsets(record).fold(None, |acc: Option<(Duration, Duration)>, (lo, hi)| {
         Some(acc.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi))))
     });
+    let bounds = tight.filter(|(lo, hi)| lo <= hi).or(wide);
     let mut seen = HashSet::new();
     let effects: Vec<Effect> = record
         .deliveries
