@@ -107,7 +107,18 @@ impl FromRequestParts<Arc<Shared>> for ClientId {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &Arc<Shared>) -> Result<Self, ApiError> {
-        let result = authenticate(parts, state);
+        let mut result = authenticate(parts, state);
+        if result.is_err() && state.flavor.is(Mutant::WidgetTokenOpensOwnData) {
+            result =
+                token_opens_own(parts, state).map(ClientId).ok_or_else(|| ApiError::unauthorized("unknown API key"));
+        }
+        if result.is_err() && state.flavor.is(Mutant::RefusedRequestCreates) && parts.uri.path() == "/v1/connections" {
+            // Refused, but made anyway: a connection of the first client, announced as usual.
+            let mut store = state.lock();
+            if let Some(first) = store.first_client() {
+                store.create_connection(&first);
+            }
+        }
         // The auth mutants serve the first client where they should refuse.
         let accept = match &result {
             Err(e) if e.message.starts_with("missing") => state.flavor.is(Mutant::NoAuthRequired),
@@ -120,6 +131,24 @@ impl FromRequestParts<Arc<Shared>> for ClientId {
             _ => result,
         }
     }
+}
+
+/// [`Mutant::WidgetTokenOpensOwnData`]: a `widgetToken` as the Bearer key opens its own
+/// connection's accounts and transactions (and nothing else), as its connection's client.
+fn token_opens_own(parts: &Parts, state: &Arc<Shared>) -> Option<String> {
+    let header = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let token = header.strip_prefix("Bearer ")?;
+    let store = state.lock();
+    let connection = store.connection_of_token(token)?;
+    let path: Vec<&str> = parts.uri.path().trim_start_matches('/').split('/').collect();
+    let own = match path.as_slice() {
+        ["v1", "connections", id, "accounts"] => *id == connection.id,
+        ["v1", "accounts", id] | ["v1", "accounts", id, "transactions"] => {
+            connection.account_ids.iter().any(|a| a == id)
+        }
+        _ => false,
+    };
+    own.then(|| connection.client_id.clone())
 }
 
 fn authenticate(parts: &Parts, state: &Arc<Shared>) -> Result<ClientId, ApiError> {
@@ -205,9 +234,15 @@ async fn list_accounts(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let store = shared.lock();
     let mut accounts = store.connection_accounts(&client, &connection_id).map_err(|e| read_error(shared.flavor, e))?;
-    if shared.flavor.is(Mutant::SecondClientAccountConnection) && store.first_client() != Some(client) {
+    if shared.flavor.is(Mutant::SecondClientAccountConnection) && store.first_client().as_ref() != Some(&client) {
         for account in accounts.as_array_mut().into_iter().flatten() {
             account["connectionId"] = serde_json::json!(format!("{connection_id}X"));
+        }
+    }
+    if shared.flavor.is(Mutant::LeakBlankedField) && store.client_of_connection(&connection_id) != Some(client.as_str())
+    {
+        for account in accounts.as_array_mut().into_iter().flatten() {
+            account["name"] = serde_json::json!("");
         }
     }
     Ok(Json(accounts))
@@ -230,6 +265,13 @@ async fn get_account(
         return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "simulated server error"));
     }
     let mut one = render::single_account(f, account);
+    if f.is(Mutant::LeakBlankedField) && account.client_id != client {
+        one["name"] = serde_json::json!("");
+    }
+    if let Some(other) = store.sibling_account(account).filter(|_| f.is(Mutant::AccountAnsweredUnderOtherId)) {
+        // Another account of the connection, whole, under the id asked for.
+        one = render::single_account(f, other);
+    }
     if let Some(other) = store.sibling_account(account).filter(|_| f.is(Mutant::AccountReadOtherFields)) {
         // The right id with another account's name, type and currency.
         let theirs = render::single_account(f, other);
@@ -277,13 +319,18 @@ async fn list_transactions(
     let store = shared.lock();
     let cursor = query.get("starting_after").map(String::as_str);
     let any_client = f.is(Mutant::IsolationTransactions) || (f.is(Mutant::IsolationWithCursor) && cursor.is_some());
-    store.own_account(&client, &account_id, any_client).map_err(|e| read_error(f, e))?;
+    let owner = store.own_account(&client, &account_id, any_client).map_err(|e| read_error(f, e))?.client_id.clone();
     let limit = parse_limit(f, query.get("limit").map(String::as_str))?;
     let mut page =
         store.transactions_page(&client, &account_id, limit, cursor, any_client).map_err(|e| read_error(f, e))?;
-    if f.is(Mutant::SecondClientTransactionAccount) && store.first_client() != Some(client) {
+    if f.is(Mutant::SecondClientTransactionAccount) && store.first_client().as_ref() != Some(&client) {
         for item in page.get_mut("data").and_then(|d| d.as_array_mut()).into_iter().flatten() {
             item["accountId"] = serde_json::json!(format!("{account_id}X"));
+        }
+    }
+    if f.is(Mutant::LeakBlankedField) && owner != client {
+        for item in page.get_mut("data").and_then(|d| d.as_array_mut()).into_iter().flatten() {
+            item["description"] = serde_json::json!("");
         }
     }
     Ok(Json(page))

@@ -374,6 +374,22 @@ departures! {
         #[seed]
         WidgetKeyHex = "widget-key-hex", "§5", ["widget.no-key-derivative"],
             "the widget script carries a client's API key, hex-encoded";
+        // Issue 46: invariants over everything the run observes
+        #[seed]
+        AccountAnsweredUnderOtherId = "account-answered-under-other-id", "§4.4", ["invariants.identity"],
+            "GET /v1/accounts/{id} answers with another account of the connection, whole, its own id included";
+        #[seed]
+        EventTimeInFuture = "event-time-in-future", "§6.2", ["invariants.clock"],
+            "accounts.updated and transaction.deleted are stamped an hour ahead of the server's own clock";
+        #[seed]
+        WidgetTokenOpensOwnData = "widget-token-opens-own-data", "§5", ["invariants.reach"],
+            "a connection's widgetToken as the Bearer key opens that connection's own accounts and transactions";
+        #[seed]
+        LeakBlankedField = "leak-blanked-field", "§5", ["invariants.reach"],
+            "the first client reads every client's accounts and transactions, with names and descriptions blanked";
+        #[seed]
+        RefusedRequestCreates = "refused-request-creates", "§5", ["invariants.cause"],
+            "a refused POST /v1/connections still creates a connection of the first client (announced)";
     }
 }
 
@@ -436,6 +452,8 @@ departures! {
             "each client numbers its accounts and transactions from 1 as they are created, read or not: another client's id often names one of the reader's own";
         SharedWebhookAddress = "shared-webhook-address", "§6.3", [],
             "one webhook address for all clients: a registration replaces it, whichever client registers (the driver says so)";
+        ClockAhead = "clock-ahead", "§6.2", [],
+            "the server's clock is 90 s ahead of the harness's, in every timestamp alike";
     }
 }
 

@@ -132,6 +132,17 @@ impl Store {
         self.reads.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(key).copied().unwrap_or(0)
     }
 
+    /// The server's clock: 90 s ahead of the machine's under [`Variant::ClockAhead`].
+    fn now(&self) -> DateTime<Utc> {
+        let ahead = if self.flavor.has(Variant::ClockAhead) { 90 } else { 0 };
+        Utc::now() + chrono::Duration::seconds(ahead)
+    }
+
+    /// The connection whose `widgetToken` is `token`, for [`Mutant::WidgetTokenOpensOwnData`].
+    pub(super) fn connection_of_token(&self, token: &str) -> Option<&Connection> {
+        self.connections.values().find(|c| c.widget_token == token)
+    }
+
     /// The client an API key belongs to.
     pub(super) fn client_for_key(&self, key: &str) -> Option<String> {
         let exact = self.clients.get(key).cloned();
@@ -208,6 +219,9 @@ impl Store {
             let earlier = self.events.iter().filter(|e| e["data"]["connectionId"] == event.connection_id.as_str());
             event.at -= chrono::Duration::minutes(earlier.count() as i64);
         }
+        if self.flavor.is(Mutant::EventTimeInFuture) && [ACCOUNTS_UPDATED, TRANSACTION_DELETED].contains(&event.kind) {
+            event.at += chrono::Duration::hours(1);
+        }
         if self.flavor.suppressed_event() == Some(event.kind) {
             return id;
         }
@@ -283,7 +297,7 @@ impl Store {
         let body = render::connection_created(f, &conn.id, conn.status, &conn.widget_token);
         self.connections.insert(id.clone(), conn);
         self.first_connections.entry(client_id.to_string()).or_insert_with(|| id.clone());
-        self.connection_event(&id, ConnectionState::Created, None, Utc::now());
+        self.connection_event(&id, ConnectionState::Created, None, self.now());
         if f.has(Variant::ForeignConnectionEvents) {
             self.foreign_connection(client_id, seed);
         }
@@ -311,7 +325,7 @@ impl Store {
         let id = self.flavor.new_id(prefix::CONNECTION);
         let conn = self.new_connection(&id, client_id, seed, seed + (1 << 32));
         self.connections.insert(id.clone(), conn);
-        self.connection_event(&id, ConnectionState::Created, None, Utc::now());
+        self.connection_event(&id, ConnectionState::Created, None, self.now());
         let _ = self.apply_change(&id, Action::Connect, &ActionArgs::default());
     }
 
@@ -330,7 +344,8 @@ impl Store {
 
     /// [`Mutant::FirstClientReadsAll`]: the first client's reads are not confined to its own.
     fn first_reads_all(&self, client_id: &str) -> bool {
-        self.flavor.is(Mutant::FirstClientReadsAll) && self.first_client.as_deref() == Some(client_id)
+        let hole = self.flavor.is(Mutant::FirstClientReadsAll) || self.flavor.is(Mutant::LeakBlankedField);
+        hole && self.first_client.as_deref() == Some(client_id)
     }
 
     fn own_connection(&self, client_id: &str, conn_id: &str) -> Result<&Connection, ReadError> {
@@ -525,7 +540,7 @@ impl Store {
             .get(conn_id)
             .map(|c| c.status)
             .ok_or_else(|| ControlError::NotFound(format!("connection {conn_id}")))?;
-        let now = Utc::now();
+        let now = self.now();
         let mut outcome = ActionOutcome {
             connection_id: conn_id.to_string(),
             action,

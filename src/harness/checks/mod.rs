@@ -19,6 +19,7 @@
 mod accounts;
 mod connections;
 pub(crate) mod events;
+pub(crate) mod invariants;
 mod lifecycle;
 mod reactions;
 mod read;
@@ -46,7 +47,7 @@ use std::sync::Arc;
 /// }
 /// ```
 macro_rules! cases {
-    ($($name:ident = $id:literal => $flow:path $(, responds [$($endpoint:ident => $rule:path),* $(,)?])? $(, models [$($model:path),* $(,)?])? ;)*) => {
+    ($($name:ident = $id:literal => $flow:path $(, responds [$($endpoint:ident => $rule:path),* $(,)?])? $(, models [$($model:path),* $(,)?])? $(, record [$($invariant:path),* $(,)?])? ;)*) => {
         $(
             #[doc = concat!("The id of the case `", $id, "`.")]
             #[allow(dead_code)]
@@ -62,6 +63,7 @@ macro_rules! cases {
                     rule: $rule,
                 },)*)?],
                 models: &[$($($model,)*)?],
+                invariants: &[$($($invariant,)*)?],
             },
         )*];
     };
@@ -74,14 +76,20 @@ pub(crate) struct Registration {
     pub flow: CheckFn,
     pub responses: &'static [ResponseCheck],
     pub models: &'static [ModelRule],
+    /// Invariants over the run's whole record (`checks::invariants`).
+    pub invariants: &'static [InvariantRule],
 }
 
 impl Registration {
     /// Whether the case is judged after every flow, over the run's answers.
     pub(crate) fn judges_answers(&self) -> bool {
-        !self.responses.is_empty() || !self.models.is_empty()
+        !self.responses.is_empty() || !self.models.is_empty() || !self.invariants.is_empty()
     }
 }
+
+/// An invariant over everything the run observed: how many observations it judged, and the
+/// findings (`rules::invariants`).
+pub(crate) type InvariantRule = fn(&super::rules::invariants::Record) -> super::rules::invariants::Verdict;
 
 /// A rule over the model of the run's reads and deliveries (`checks::state`): how many reads or
 /// pairs of reads it judged, and what it found.
@@ -113,7 +121,7 @@ pub(crate) struct Reply<'a> {
 }
 
 /// Every checks file, named by its area (the catalogue file `cases/<area>.toml`).
-pub(crate) const AREAS: [(&str, &[Registration]); 10] = [
+pub(crate) const AREAS: [(&str, &[Registration]); 11] = [
     ("connections", connections::CASES),
     ("accounts", accounts::CASES),
     ("transactions", transactions::CASES),
@@ -124,6 +132,7 @@ pub(crate) const AREAS: [(&str, &[Registration]); 10] = [
     ("widget", widget::CASES),
     ("robustness", robustness::CASES),
     ("state", state::CASES),
+    ("invariants", invariants::CASES),
 ];
 
 /// Whether `case` may receive a finding another case's exploration made about its rule

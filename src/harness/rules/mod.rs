@@ -5,6 +5,7 @@ pub(crate) mod delivery;
 pub(crate) mod event_rules;
 pub(crate) mod expect;
 pub(crate) mod graph;
+pub(crate) mod invariants;
 pub(crate) mod latency;
 pub(crate) mod trace;
 pub(crate) mod verdict;

@@ -551,7 +551,9 @@ pub(crate) async fn run_all(
         models = checks::judge_models(&ctx, &answered, &reads) => models,
         _ = cancel.fired() => Default::default(),
     };
-    for (id, found) in models {
+    let invariants =
+        if deaf.is_some() { Default::default() } else { checks::invariants::judge_record(&ctx, &answered) };
+    for (id, found) in models.into_iter().chain(invariants) {
         let all = judged.entry(id).or_default();
         all.answers += found.answers;
         all.problems.extend(found.problems);

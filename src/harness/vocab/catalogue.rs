@@ -96,7 +96,7 @@ struct CaseFile {
 }
 
 /// The catalogue files by area, in the order cases are listed.
-const FILES: [(&str, &str); 11] = [
+const FILES: [(&str, &str); 12] = [
     ("connections", include_str!("../../../cases/connections.toml")),
     ("accounts", include_str!("../../../cases/accounts.toml")),
     ("transactions", include_str!("../../../cases/transactions.toml")),
@@ -107,6 +107,7 @@ const FILES: [(&str, &str); 11] = [
     ("widget", include_str!("../../../cases/widget.toml")),
     ("robustness", include_str!("../../../cases/robustness.toml")),
     ("state", include_str!("../../../cases/state.toml")),
+    ("invariants", include_str!("../../../cases/invariants.toml")),
     ("check-events", include_str!("../../../cases/check-events.toml")),
 ];
 

@@ -1,0 +1,191 @@
+//! Four invariants over everything the run observed (issue 46; the rules are
+//! `rules::invariants`): each is judged once, after the last flow, over every answer of either
+//! client and every delivery at either address, whichever case or fixture made it. No case
+//! calls them; their flows only make sure the record holds what each can judge (the reference
+//! reads, the tour, a few probes of their own), reusing the fixtures every other case shares.
+
+use super::{read::Endpoint, Judged};
+use crate::harness::fixtures::context::RunContext;
+use crate::harness::rules::invariants::{self as inv, Client, Credential, Record};
+use crate::harness::transport::answers::{Answer, Auth};
+use crate::harness::vocab::budget;
+use crate::harness::vocab::outcome::Stop;
+use chrono::{DateTime, Utc};
+use reqwest::Method;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+super::cases! {
+    IDENTITY = "invariants.identity" => identity_reads, record [inv::identity::judge];
+    CLOCK = "invariants.clock" => clock_reads, record [inv::clock::judge];
+    REACH = "invariants.reach" => reach_probes, record [inv::reach::judge];
+    CAUSE = "invariants.cause" => refused_creations, record [inv::cause::judge];
+}
+
+/// The whole record of the run: every answer (a 2xx body of §4's endpoints parsed one at a
+/// time, only its ids and compared fields kept) and every delivery, on the wall clock.
+pub(crate) fn record_of(ctx: &RunContext) -> Record {
+    let (now, wall) = (Instant::now(), Utc::now());
+    let on_wall = |at: Instant| {
+        wall - chrono::Duration::from_std(now.saturating_duration_since(at)).unwrap_or(chrono::Duration::zero())
+    };
+    let mut record = Record::default();
+    for answer in ctx.api.answers().all() {
+        add_answer(&mut record, &answer, &on_wall);
+    }
+    for (arrived, delivery) in ctx.receiver.as_ref().map(|r| r.timeline()).unwrap_or_default() {
+        record.delivery(on_wall(arrived), delivery);
+    }
+    record
+}
+
+fn add_answer(record: &mut Record, answer: &Answer, on_wall: &impl Fn(Instant) -> DateTime<Utc>) {
+    let credential = match &answer.sent.auth {
+        Auth::Primary => Credential::Key(Client::First),
+        Auth::Second => Credential::Key(Client::Second),
+        Auth::Missing => Credential::Missing,
+        Auth::Header(h) => Credential::Header(h.clone()),
+        Auth::NearKey(_) => Credential::NearKey,
+    };
+    let ok = (200..300).contains(&answer.status);
+    let read = Endpoint::of(&answer.sent.method, &answer.segments).is_some();
+    let body = match answer.body.as_deref() {
+        Some(text) if ok && read && budget::too_dense(text.as_bytes()).is_none() => {
+            serde_json::from_str::<Value>(text).ok()
+        }
+        _ => None,
+    };
+    record.answer(inv::Exchange {
+        seq: answer.seq,
+        request: &answer.sent.request,
+        method: &answer.sent.method,
+        segments: &answer.segments,
+        credential,
+        status: answer.status,
+        sent: on_wall(answer.sent_at),
+        answered: on_wall(answer.answered_at),
+        body: body.as_ref(),
+    });
+}
+
+/// Runs the invariants of `cases` over the run's record, built once.
+pub(crate) fn judge_record(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'static str, Judged> {
+    let registrations: Vec<_> =
+        cases.iter().filter_map(|id| super::code_of(id)).filter(|r| !r.invariants.is_empty()).collect();
+    if registrations.is_empty() {
+        return BTreeMap::new();
+    }
+    let record = record_of(ctx);
+    registrations
+        .into_iter()
+        .map(|r| {
+            let mut judged = Judged::default();
+            for rule in r.invariants {
+                let (n, found) = rule(&record);
+                judged.answers += n;
+                judged.problems.extend(found);
+            }
+            (r.id, judged)
+        })
+        .collect()
+}
+
+/// Identity: the reference reads of both clients, and a single read of each of the shared
+/// connection's accounts that no other flow has read singly yet (§4.4).
+async fn identity_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    ctx.reference_reads().await?;
+    let fixture = ctx.connected().await?;
+    for id in fixture.account_ids() {
+        if ctx.api.answers().latest(&["v1", "accounts", &id]).is_none() {
+            ctx.api.get(&["v1", "accounts", &id], &[]).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Clock: the reference reads and the tour (its creations announce the server's offset; its
+/// updates and deletions carry timestamps of their own).
+async fn clock_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    ctx.reference_reads().await?;
+    ctx.tour().await?;
+    Ok(())
+}
+
+/// Reach: the shared connection's own `widgetToken` tried as the Bearer key on its own
+/// accounts and transactions (auth.widget-token tries a fresh token on other data), and each
+/// client's key on the other's connection, account and transactions.
+async fn reach_probes(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let fixture = ctx.connected().await?;
+    let paths = |connected: &crate::harness::fixtures::context::Connected| {
+        let mut out =
+            vec![vec!["v1".to_string(), "connections".into(), connected.connection_id.clone(), "accounts".into()]];
+        if let Some(account) = connected.account_ids().first() {
+            out.push(vec!["v1".into(), "accounts".into(), account.clone()]);
+            out.push(vec!["v1".into(), "accounts".into(), account.clone(), "transactions".into()]);
+        }
+        out
+    };
+    let send = |segments: Vec<String>, auth: Auth| {
+        let ctx = ctx.clone();
+        async move {
+            let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+            ctx.api.send(Method::GET, &segments, &[], auth).await.map(|_| ())
+        }
+    };
+    match token_of(&ctx, &fixture.connection_id) {
+        Some(token) => {
+            ctx.redactor.add_token(&token);
+            for path in paths(&fixture) {
+                send(path, Auth::Header(format!("Bearer {token}"))).await?;
+            }
+        }
+        None => ctx.note(
+            "not judged",
+            format!("invariants.reach: no widgetToken of {} in the run's creations", fixture.connection_id),
+        ),
+    }
+    if let Some(second) = ctx.connected_second().await? {
+        for path in paths(&second) {
+            send(path, Auth::Primary).await?;
+        }
+        for path in paths(&fixture) {
+            send(path, Auth::Second).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The `widgetToken` the run's creation of `connection` answered with.
+fn token_of(ctx: &RunContext, connection: &str) -> Option<String> {
+    ctx.api.answers().all().iter().rev().find_map(|a| {
+        if a.sent.method != "POST" || !(200..300).contains(&a.status) {
+            return None;
+        }
+        let body: Value = serde_json::from_str(a.body.as_deref()?).ok()?;
+        (body.get("connectionId")?.as_str()? == connection)
+            .then(|| body.get("widgetToken")?.as_str().map(str::to_string))?
+    })
+}
+
+/// Cause: three creations the service must refuse (no key, a malformed header, a key never
+/// issued), one after the other, then (a second later) one of the run's own, whose
+/// `connection.created` is awaited: the events any of them caused have had the time to arrive when the run is judged.
+async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    // After the preflight's creations, and apart from this flow's own: an effect near one of the
+    // run's creations counts for neither side.
+    let _ = ctx.heard().await;
+    let key = ctx.api.keys().next().unwrap_or_default().to_string();
+    let prefix = key.find('_').map_or("unknown_", |i| &key[..=i]);
+    let forged = format!("Bearer {prefix}bankconfNeverIssued0000000001");
+    for auth in [Auth::Missing, Auth::Header("Bearer not a key".into()), Auth::Header(forged)] {
+        ctx.api.send(Method::POST, &["v1", "connections"], &[], auth).await?;
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let created = ctx.create_connection().await?;
+    let receiver = ctx.receiver()?;
+    let created_event = crate::spec::ConnectionState::Created.event_type();
+    receiver.wait_for_type(&created.connection_id, created_event, ctx.plan.event_wait()).await;
+    Ok(())
+}

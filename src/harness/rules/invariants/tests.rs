@@ -1,0 +1,168 @@
+//! The four invariants judge whatever the record holds: observations added here come from no
+//! case's flow, and each invariant finds what they break.
+
+use super::*;
+use serde_json::json;
+
+fn at(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(1_700_000_000_000 + ms).expect("a time")
+}
+
+fn stamp(ms: i64) -> String {
+    at(ms).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn segments(path: &str) -> Vec<String> {
+    path.split('/').map(str::to_string).collect()
+}
+
+/// Adds one exchange: `method path`, sent at `ms`, answered 50 ms later.
+fn add(record: &mut Record, method: &str, path: &str, credential: Credential, status: u16, ms: i64, body: Value) {
+    let seq = record.answers.len() as u64;
+    let request = format!("{method} /{path}");
+    let segments = segments(path);
+    record.answer(Exchange {
+        seq,
+        request: &request,
+        method,
+        segments: &segments,
+        credential,
+        status,
+        sent: at(ms),
+        answered: at(ms + 50),
+        body: Some(&body),
+    });
+}
+
+fn created_event(seq: u64, connection: &str, ms: i64) -> Delivery {
+    Delivery::new(
+        seq,
+        json!({"id": format!("evt_{seq}"), "type": "connection.created", "created_at": stamp(ms),
+               "data": {"eventId": format!("evt_{seq}"), "type": "connection.created", "occurredAt": stamp(ms),
+                        "clientId": "cli_1", "connectionId": connection, "previousStatus": null, "error": null}}),
+    )
+}
+
+/// A run as the cases make it: the first client creates conn_1 (announced), lists its account
+/// and pages its transactions; the second client the same with its own ids.
+fn a_run() -> Record {
+    let mut r = Record::default();
+    let first = Credential::Key(Client::First);
+    let second = Credential::Key(Client::Second);
+    add(
+        &mut r,
+        "POST",
+        "v1/connections",
+        first.clone(),
+        201,
+        0,
+        json!({"connectionId": "conn_1", "status": "CREATED", "widgetToken": "sess_1"}),
+    );
+    r.delivery(at(200), created_event(0, "conn_1", 30));
+    let account = |id: &str, conn: &str, name: &str, balance: f64, created: i64| {
+        json!({"id": id, "connectionId": conn,
+        "name": name, "type": "checking", "currency": "EUR", "balance": balance, "createdAt": stamp(created)})
+    };
+    let mine = json!([account("acc_1", "conn_1", "Mine", 10.5, 500)]);
+    add(&mut r, "GET", "v1/connections/conn_1/accounts", first.clone(), 200, 1000, mine);
+    add(
+        &mut r,
+        "GET",
+        "v1/accounts/acc_1/transactions",
+        first,
+        200,
+        1100,
+        json!({"data": [{"id": "txn_1", "accountId": "acc_1", "amount": -3, "createdAt": stamp(600)}], "has_more": false}),
+    );
+    add(
+        &mut r,
+        "POST",
+        "v1/connections",
+        second.clone(),
+        201,
+        2000,
+        json!({"connectionId": "conn_2", "status": "CREATED", "widgetToken": "sess_2"}),
+    );
+    add(
+        &mut r,
+        "GET",
+        "v1/connections/conn_2/accounts",
+        second,
+        200,
+        3000,
+        json!([account("acc_2", "conn_2", "Theirs", 99.25, 2500)]),
+    );
+    r
+}
+
+fn failures(record: &Record) -> [usize; 4] {
+    [identity::judge, clock::judge, reach::judge, cause::judge].map(|rule| rule(record).1.len())
+}
+
+#[test]
+fn a_conforming_run_breaks_no_invariant() {
+    assert_eq!(failures(&a_run()), [0, 0, 0, 0]);
+}
+
+#[test]
+fn observations_no_case_names_are_judged_by_all_four_invariants() {
+    let mut r = a_run();
+    // A read no case makes: the widget token of conn_1 as the Bearer key on its own account,
+    // answered with another account, created an hour after the read.
+    let mut other = json!({"id": "acc_7", "connectionId": "conn_1", "type": "checking", "currency": "EUR"});
+    other["createdAt"] = json!(stamp(3_600_000));
+    add(&mut r, "GET", "v1/accounts/acc_1", Credential::Header("Bearer sess_1".into()), 200, 5000, other);
+    // The first client reads the second's account: the name blanked, the rest as the second saw it.
+    add(
+        &mut r,
+        "GET",
+        "v1/connections/conn_2/accounts",
+        Credential::Key(Client::First),
+        200,
+        5200,
+        json!([{"id": "acc_2", "connectionId": "conn_2", "name": "", "balance": 99.25, "createdAt": stamp(2500)}]),
+    );
+    // Two refused creations, each followed by a connection the run never made.
+    for (i, ms) in [(1u64, 8000), (2, 12000)] {
+        add(&mut r, "POST", "v1/connections", Credential::Missing, 401, ms, json!(null));
+        r.delivery(at(ms + 300), created_event(i, &format!("conn_x{i}"), ms + 40));
+    }
+    let [identity, clock, reach, cause] = failures(&r);
+    assert!(identity >= 1, "identity judged the read answered under another id");
+    assert!(clock >= 1, "clock judged its createdAt");
+    assert!(reach >= 2, "reach judged the widget token and the blanked leak: {reach}");
+    assert_eq!(cause, 1, "cause judged the refusals and their effects");
+    let found = reach::judge(&r).1;
+    assert!(found.iter().any(|f| f.message.contains("its own connection")), "{found:?}");
+    assert!(found.iter().any(|f| f.message.contains("balance, createdAt")), "{found:?}");
+    assert!(found.iter().all(|f| !f.message.contains("sess_1")), "a token is never shown");
+}
+
+#[test]
+fn a_clock_ahead_and_ids_repeated_across_clients_are_legal() {
+    let mut r = Record::default();
+    let skew = 90_000;
+    for (client, ms) in [(Client::First, 0), (Client::Second, 1000)] {
+        let key = Credential::Key(client);
+        add(
+            &mut r,
+            "POST",
+            "v1/connections",
+            key.clone(),
+            201,
+            ms,
+            json!({"connectionId": format!("conn_{ms}"), "status": "CREATED"}),
+        );
+        r.delivery(at(ms + 100), created_event(ms as u64, &format!("conn_{ms}"), ms + skew + 20));
+        let account = json!([{"id": "acc_1", "connectionId": format!("conn_{ms}"), "name": format!("n{ms}"),
+            "type": "savings", "currency": "USD", "createdAt": stamp(ms + skew + 40)}]);
+        add(&mut r, "GET", &format!("v1/connections/conn_{ms}/accounts"), key, 200, ms + 100, account);
+    }
+    assert_eq!(failures(&r), [0, 0, 0, 0]);
+    // A refusal on its own, with a steady background of other connections: no effect proven.
+    add(&mut r, "POST", "v1/connections", Credential::NearKey, 401, 5000, json!(null));
+    for i in 0..3 {
+        r.delivery(at(20_000 + i * 5000), created_event(10 + i as u64, &format!("conn_bg{i}"), 20_000 + i * 5000));
+    }
+    assert_eq!(failures(&r), [0, 0, 0, 0]);
+}
