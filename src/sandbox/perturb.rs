@@ -230,9 +230,11 @@ pub(super) fn find(name: &str) -> Option<&'static Perturbation> {
     GENERATED.perturbations.iter().find(|p| p.name == name)
 }
 
-/// The clause an object's field belongs to.
-fn clause(site: Site, field: &str) -> String {
+/// The clause an object's field belongs to (for a renamed field, the clause of its presence).
+fn clause(site: Site, field: &str, family: Family) -> String {
     match (site, field) {
+        // A renamed field is absent: which transaction fields are required is not shown (§2.3).
+        (Site::Transaction, _) if family == Family::RenameField => "2.3.required-open".into(),
         (Site::Creation, "") => "4.1.create".into(),
         (Site::AccountsList, _) => "2.2.array".into(),
         (Site::SingleAccount, _) => "4.4.shape-open".into(),
@@ -350,7 +352,9 @@ fn not_applicable(
             Some("optional (§2.2, unmarked): renamed is absent plus an extra field, which the minimal-fields and extra-fields variants cover")
         }
         F::RenameField if site == S::Page && field == "next_cursor" => Some("optional (§4.3): absent is legal"),
-        F::RetypeField if sample.is_null() => Some("null in the model: the spec shows no other type (§6.2 error: any shape)"),
+        F::RetypeField | F::WrapField if sample.is_null() => {
+            Some("null in the model: its shape when set is not shown (§6.2 error), so any other is legal")
+        }
         _ => None,
     }
 }
@@ -453,7 +457,7 @@ fn build() -> Generated {
                 site,
                 field: field.clone(),
                 family,
-                clause: clause(site, &field),
+                clause: clause(site, &field, family),
                 view: family.view(site, role),
                 seeded: family.seeded(site),
                 role,
