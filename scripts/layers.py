@@ -31,7 +31,7 @@ LAYERS = [
     ("runner", ["harness::runner"]),
     ("reports", ["harness::report"]),
     ("front doors", ["harness::front"]),
-    ("top", ["harness", "selftest", "openapi", "conformance", ""]),
+    ("top", ["harness", "selftest", "generated", "openapi", "conformance", ""]),
 ]
 # The only harness module that may name the sandbox: the embedded target's seam.
 SEAM = ("harness", "embedded")

@@ -36,6 +36,7 @@
 #![warn(unreachable_pub, unnameable_types)]
 
 mod conformance;
+mod generated;
 mod harness;
 mod openapi;
 pub mod sandbox;
@@ -81,6 +82,12 @@ pub mod internal {
     /// What a check concludes, and why it stops.
     pub mod outcome {
         pub use crate::harness::vocab::outcome::Stop;
+    }
+    /// The generated perturbations judged by the clause matrix.
+    pub mod generated {
+        pub use crate::generated::{
+            items, legal_batches, legal_verdict, listing, mutant_verdict, run, Expect, Item, Run,
+        };
     }
     /// The clause matrix of `cases/clauses.toml`.
     pub mod clauses {

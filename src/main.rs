@@ -152,6 +152,7 @@ fn main() -> ExitCode {
                         m.caught_by().join(", ")
                     )
                 })
+                .chain([bankconf::internal::generated::listing()])
                 .collect::<String>(),
         ),
         Command::Serve { list_variants: true, .. } => emit(
@@ -161,7 +162,15 @@ fn main() -> ExitCode {
                 .collect::<String>(),
         ),
         Command::Serve { listen, api_keys, service, mutant, variant, conditions, .. } => {
-            runtime.block_on(serve(SandboxConfig { listen, api_keys, service, mutant, variant, conditions }))
+            runtime.block_on(serve(SandboxConfig {
+                listen,
+                api_keys,
+                service,
+                mutant,
+                variant,
+                perturbations: Vec::new(),
+                conditions,
+            }))
         }
         Command::Completions { shell } => {
             let mut script = Vec::new();

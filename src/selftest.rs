@@ -239,6 +239,25 @@ pub fn config_with_seed(subject: Subject, event_timeout: f64, seed: u64) -> RunC
     }
 }
 
+/// The configuration of a run against generated perturbations (`crate::generated`): `ids` of
+/// the catalogue (empty: all), the perturbations by name, as [`config_with_seed`] otherwise.
+pub(crate) fn perturbed_config(
+    ids: Vec<String>,
+    perturbations: Vec<String>,
+    event_timeout: f64,
+    seed: u64,
+) -> RunConfig {
+    RunConfig {
+        ids,
+        browser_pool: TRIALS_BROWSER.clone(),
+        gate: GATE.to_vec(),
+        seed: Some(seed),
+        event_timeout,
+        sandbox_perturb: perturbations,
+        ..RunConfig::embedded()
+    }
+}
+
 /// Runs the catalogue once against `subject`.
 pub async fn trial(subject: Subject, event_timeout: f64) -> Trial {
     trial_with(config(subject, event_timeout), subject).await

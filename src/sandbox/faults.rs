@@ -479,6 +479,39 @@ impl Mutant {
 pub(super) struct Flavor {
     pub mutant: Option<Mutant>,
     pub variant: Option<Variant>,
+    /// Generated perturbations (`super::perturb`), applied where the JSON leaves the sandbox.
+    pub perturb: Option<Perturbs>,
+}
+
+/// Generated perturbations as the hooks see them (`super::perturb_apply` implements it): the
+/// renderers name no module that generates, so no module imports in a circle.
+pub(super) trait Perturb: Send + Sync {
+    /// Edits an event as it is emitted; `false` drops it.
+    fn event(&self, body: &mut serde_json::Value, second: bool) -> bool;
+    /// Edits an API answer to `path` for `client` (`second`: not the first client).
+    fn answer(&self, path: &str, client: &str, second: bool, refused: bool, cursor: bool, body: &mut serde_json::Value);
+    /// Whether a refused creation is made anyway.
+    fn refused_creates(&self) -> bool;
+    /// The names of the active perturbations.
+    fn names(&self) -> Vec<&'static str>;
+}
+
+/// The active perturbations of one sandbox (leaked: a sandbox lives as long as its run).
+#[derive(Clone, Copy)]
+pub(super) struct Perturbs(pub(super) &'static dyn Perturb);
+
+impl PartialEq for Perturbs {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::addr_eq(self.0, other.0)
+    }
+}
+
+impl Eq for Perturbs {}
+
+impl std::fmt::Debug for Perturbs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.names()).finish()
+    }
 }
 
 impl Flavor {

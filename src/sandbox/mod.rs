@@ -23,6 +23,8 @@ mod conditions;
 mod control;
 mod faults;
 mod model;
+mod perturb;
+mod perturb_apply;
 mod render;
 mod seed;
 mod shared;
@@ -35,6 +37,7 @@ pub use conditions::Conditions;
 use faults::Flavor;
 pub use faults::{Mutant, Variant};
 pub use model::{DEFAULT_LIMIT, MAX_LIMIT};
+pub use perturb::{generated, Family, Generated, NotApplicable, Perturbation, Site};
 use shared::Shared;
 pub use store::ActionOutcome;
 pub use transitions::{ActionArgs, ControlError};
@@ -64,6 +67,8 @@ pub struct SandboxConfig {
     pub mutant: Option<Mutant>,
     /// A conforming reading of the spec's freedoms other than the sandbox's own.
     pub variant: Option<Variant>,
+    /// Generated perturbations by name (`bankconf serve --list-mutants` lists them).
+    pub perturbations: Vec<String>,
     /// Latency, late deliveries and a rate limit, as real deployments have them.
     pub conditions: Conditions,
 }
@@ -76,6 +81,7 @@ impl Default for SandboxConfig {
             service: "bankconf".to_string(),
             mutant: None,
             variant: None,
+            perturbations: Vec::new(),
             conditions: Conditions::default(),
         }
     }
@@ -197,7 +203,8 @@ impl Sandbox {
     /// # }
     /// ```
     pub async fn start(config: SandboxConfig) -> anyhow::Result<Sandbox> {
-        let flavor = Flavor { mutant: config.mutant, variant: config.variant };
+        let perturb = perturb_apply::activate(&config.perturbations)?;
+        let flavor = Flavor { mutant: config.mutant, variant: config.variant, perturb };
         let keys =
             if config.api_keys.is_empty() { vec![generate_key(), generate_key()] } else { config.api_keys.clone() };
         let mut clients: Vec<SandboxClient> = Vec::new();
@@ -233,7 +240,8 @@ impl Sandbox {
         // runs before the inner one routes.
         let app = Router::new()
             .fallback_service(router)
-            .layer(axum::middleware::from_fn_with_state(shared.clone(), api::translate_ids));
+            .layer(axum::middleware::from_fn_with_state(shared.clone(), api::translate_ids))
+            .layer(axum::middleware::from_fn_with_state(shared.clone(), perturb_apply::answers));
         let (shutdown, stop) = oneshot::channel::<()>();
         // A dropped `Sandbox` keeps serving (see the type's doc).
         let stopped = async move {

@@ -231,7 +231,14 @@ impl Store {
                 event.connection_id = first.clone();
             }
         }
-        let body = Arc::new(render::event(self.flavor, &event));
+        let mut body = render::event(self.flavor, &event);
+        if let Some(p) = self.flavor.perturb {
+            let second = self.first_client.as_deref() != Some(event.client_id.as_str());
+            if !p.0.event(&mut body, second) {
+                return id;
+            }
+        }
+        let body = Arc::new(body);
         self.events.push(body.clone());
         self.batch.push((body, event.client_id));
         id

@@ -113,6 +113,10 @@ pub struct RunConfig {
     /// Advanced: the embedded sandbox is this conforming variant (`bankconf serve --list-variants`).
     #[arg(long, hide = true, value_parser = parse_variant)]
     pub sandbox_variant: Option<Variant>,
+    /// Advanced: the embedded sandbox applies these generated perturbations (`bankconf serve
+    /// --list-mutants` lists them with their cell).
+    #[arg(long = "sandbox-perturb", hide = true)]
+    pub sandbox_perturb: Vec<String>,
     /// Advanced: the embedded sandbox's conditions (`bankconf serve --latency-ms` and so on).
     #[command(flatten)]
     #[doc(hidden)]
@@ -182,6 +186,7 @@ impl RunConfig {
             har: None,
             sandbox_mutant: None,
             sandbox_variant: None,
+            sandbox_perturb: Vec::new(),
             sandbox_conditions: SandboxConditions::default(),
             rate_limit: 0.0,
             concurrency: 8,
@@ -268,7 +273,10 @@ impl RunConfig {
             return Err(SetupError::SameKeyTwice);
         }
         let conditions = self.sandbox_conditions.conditions();
-        let sandbox_only = self.sandbox_mutant.is_some() || self.sandbox_variant.is_some() || !conditions.is_local();
+        let sandbox_only = self.sandbox_mutant.is_some()
+            || self.sandbox_variant.is_some()
+            || !self.sandbox_perturb.is_empty()
+            || !conditions.is_local();
         let target = match &self.base_url {
             Some(url) => {
                 if sandbox_only {
@@ -278,7 +286,12 @@ impl RunConfig {
                 crate::harness::transport::http::parse_base_url(url)?;
                 Target::Remote { base_url: url.clone(), api_key, second_api_key: self.second_api_key.clone() }
             }
-            None => Target::Embedded { mutant: self.sandbox_mutant, variant: self.sandbox_variant, conditions },
+            None => Target::Embedded {
+                mutant: self.sandbox_mutant,
+                variant: self.sandbox_variant,
+                perturbations: self.sandbox_perturb.clone(),
+                conditions,
+            },
         };
         if let Some(url) = &self.driver_url {
             crate::harness::transport::driver::HttpDriver::check_url(url)?;

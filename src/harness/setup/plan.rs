@@ -16,7 +16,7 @@ use std::time::Duration;
 /// the hidden flags give), or a server at a base URL whose key [`RunConfig::validate`] saw.
 #[derive(Clone, Debug)]
 pub(crate) enum Target {
-    Embedded { mutant: Option<Mutant>, variant: Option<Variant>, conditions: Conditions },
+    Embedded { mutant: Option<Mutant>, variant: Option<Variant>, perturbations: Vec<String>, conditions: Conditions },
     Remote { base_url: String, api_key: String, second_api_key: Option<String> },
 }
 

@@ -34,6 +34,9 @@ impl RunConfig {
         if let Some(v) = self.sandbox_variant {
             words.push(format!("--sandbox-variant {v}"));
         }
+        for p in &self.sandbox_perturb {
+            words.push(format!("--sandbox-perturb {}", shell_word(p)));
+        }
         words.extend(crate::harness::transport::reach::rerun_words(
             &self.headers,
             self.ca_cert.as_ref(),

@@ -81,10 +81,11 @@ impl Session {
     pub(crate) async fn setup(plan: RunPlan) -> Result<Self, SetupError> {
         let redactor = Redactor::default();
         let (sandbox, base_url, key, second_key, service) = match &plan.target {
-            Target::Embedded { mutant, variant, conditions } => {
+            Target::Embedded { mutant, variant, perturbations, conditions } => {
                 let sandbox_config = SandboxConfig {
                     mutant: *mutant,
                     variant: *variant,
+                    perturbations: perturbations.clone(),
                     conditions: *conditions,
                     ..SandboxConfig::default()
                 };
