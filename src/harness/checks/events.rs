@@ -86,7 +86,8 @@ async fn envelope_agrees(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 /// Every tour connection was created by this run (POST /v1/connections), so each must have
-/// its connection.created (§3.2).
+/// its connection.created (§3.2). (That no connection of the run is announced as created twice
+/// is judged once the run's flows ended, over every delivery: `checks::misnamed`.)
 async fn created_announced(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let tour = ctx.tour().await?;
     let mut problems = Problems::default();

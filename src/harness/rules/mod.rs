@@ -6,5 +6,6 @@ pub(crate) mod event_rules;
 pub(crate) mod expect;
 pub(crate) mod graph;
 pub(crate) mod latency;
+pub(crate) mod misnamed;
 pub(crate) mod trace;
 pub(crate) mod verdict;
