@@ -230,6 +230,10 @@ impl Store {
         if let Some(other) = self.other_connection(&event) {
             event.connection_id = other;
         }
+        if self.flavor.is(Mutant::FailedAuthAsError) && event.kind == ConnectionState::FailedAuth.event_type() {
+            // The right connection, the wrong type: a failed authentication announced as an error.
+            event.kind = ConnectionState::Error.event_type();
+        }
         let body = Arc::new(render::event(self.flavor, &event));
         self.events.push(body.clone());
         self.batch.push((body, event.client_id));
