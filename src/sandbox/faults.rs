@@ -267,8 +267,14 @@ departures! {
             "connections of any client but the first are never announced by `connection.created`";
         TwoClientIds = "two-client-ids", "§6.2", ["events.single-client-id"],
             "account and transaction events carry another clientId than connection events";
-        WrongConnection = "wrong-connection", "§6.2", ["events.created-announced", "events.previous-status-chain"],
+        WrongConnection = "wrong-connection", "§6.2", ["events.created-announced"],
             "every event names, as `connectionId`, its client's first connection instead of the one concerned";
+        EventsNameOtherConnection = "events-name-other-connection", "§6.2", ["events.created-announced"],
+            "each connection's events name, as `connectionId`, the connection its client created just before it (the client's first names the latest)";
+        EventsWithoutConnectionId = "events-without-connection-id", "§6.2", ["events.schema", "events.created-announced"],
+            "events carry no `data.connectionId`";
+        FailedAuthAsError = "failed-auth-as-error", "§3.1", ["events.failed-auth-announced"],
+            "a connection entering failed_auth is announced by connection.error (the right connection, the wrong type)";
         // §6.3 reactions
         DeletedTransactionListed = "deleted-transaction-listed", "§6.3", ["state.deletions-hold"],
             "transaction.deleted is sent but the transaction stays listed";

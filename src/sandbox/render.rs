@@ -222,7 +222,10 @@ pub(crate) fn event(f: Flavor, e: &Event) -> Value {
     data.insert("type".into(), json!(e.kind));
     data.insert("occurredAt".into(), json!(at));
     data.insert("clientId".into(), json!(e.client_id));
-    data.insert("connectionId".into(), json!(e.connection_id));
+    // The mutant leaves out the connection every event concerns (§6.2: in all).
+    if !f.is(Mutant::EventsWithoutConnectionId) {
+        data.insert("connectionId".into(), json!(e.connection_id));
+    }
     match &e.detail {
         EventDetail::Connection { previous, error } => {
             let previous = match (previous, f.mutant) {

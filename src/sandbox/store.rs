@@ -86,8 +86,9 @@ pub(crate) struct Store {
     /// Mutant `event-before-data`: an updated account as it was before the update, served until
     /// the instant given (the event goes out at once).
     stale: HashMap<String, (std::time::Instant, Account)>,
-    /// Mutant `wrong-connection`: each client's first connection.
-    first_connections: HashMap<String, String>,
+    /// Each client's connections in creation order (mutants `wrong-connection` and
+    /// `events-name-other-connection`).
+    made: HashMap<String, Vec<String>>,
     /// Mutant `change-after-ack`: an updated account as it was before its update, served until
     /// 0.5 s after the delivery of the event (its id) that announced the update is acknowledged.
     unacked: HashMap<String, (String, Account)>,
@@ -111,7 +112,7 @@ impl Store {
             first_client,
             flavor,
             batch: Vec::new(),
-            first_connections: HashMap::new(),
+            made: HashMap::new(),
             reads: Default::default(),
             returning: HashMap::new(),
             stale: HashMap::new(),
@@ -212,6 +213,21 @@ impl Store {
         })
     }
 
+    /// The connection an event names instead of its own, under the mutants that misname it:
+    /// `wrong-connection`, its client's first; `events-name-other-connection`, the one its
+    /// client created just before it (the client's first names the latest, rotating).
+    fn other_connection(&self, event: &Event) -> Option<String> {
+        let made = self.made.get(&event.client_id)?;
+        if self.flavor.is(Mutant::WrongConnection) {
+            return made.first().cloned();
+        }
+        if !self.flavor.is(Mutant::EventsNameOtherConnection) {
+            return None;
+        }
+        let at = made.iter().position(|c| *c == event.connection_id)?;
+        made.get(at.checked_sub(1).unwrap_or(made.len() - 1)).cloned()
+    }
+
     fn emit(&mut self, mut event: Event) -> String {
         let id = event.id.clone();
         if self.flavor.is(Mutant::EventTimeReversed) {
@@ -225,11 +241,12 @@ impl Store {
         if self.flavor.suppressed_event() == Some(event.kind) {
             return id;
         }
-        if self.flavor.is(Mutant::WrongConnection) {
-            // Its client's first connection, whichever connection the event concerns.
-            if let Some(first) = self.first_connections.get(&event.client_id) {
-                event.connection_id = first.clone();
-            }
+        if let Some(other) = self.other_connection(&event) {
+            event.connection_id = other;
+        }
+        if self.flavor.is(Mutant::FailedAuthAsError) && event.kind == ConnectionState::FailedAuth.event_type() {
+            // The right connection, the wrong type: a failed authentication announced as an error.
+            event.kind = ConnectionState::Error.event_type();
         }
         let mut body = render::event(self.flavor, &event);
         if let Some(p) = self.flavor.perturb {
@@ -303,7 +320,7 @@ impl Store {
         let conn = self.new_connection(&id, client_id, seed, seed);
         let body = render::connection_created(f, &conn.id, conn.status, &conn.widget_token);
         self.connections.insert(id.clone(), conn);
-        self.first_connections.entry(client_id.to_string()).or_insert_with(|| id.clone());
+        self.made.entry(client_id.to_string()).or_default().push(id.clone());
         self.connection_event(&id, ConnectionState::Created, None, self.now());
         if f.has(Variant::ForeignConnectionEvents) {
             self.foreign_connection(client_id, seed);

@@ -68,9 +68,12 @@ pub(crate) fn offline(case: &str, deliveries: &[Delivery]) -> Option<Result<(), 
     })
 }
 
-/// Applies the delivery rule of `case` to the tour's deliveries.
+/// Applies the delivery rule of `case` to the tour's deliveries, and to every delivery that
+/// names no connection (it may concern any of this run's, and no wait ever sees it).
 async fn over_tour(ctx: &RunContext, case: &str) -> Result<(), Stop> {
-    let deliveries = tour_deliveries(ctx).await?;
+    let mut deliveries = tour_deliveries(ctx).await?;
+    let receiver = ctx.receiver()?;
+    deliveries.extend(receiver.timeline().into_iter().map(|(_, d)| d).filter(|d| d.connection_id().is_none()));
     DELIVERY_RULES.iter().filter(|(id, _)| *id == case).try_for_each(|(_, rule)| rule(&deliveries))
 }
 
@@ -97,7 +100,8 @@ async fn envelope_agrees(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 /// Every tour connection was created by this run (POST /v1/connections), so each must have
-/// its connection.created (§3.2).
+/// its connection.created (§3.2). (That no connection of the run is announced as created twice
+/// is judged once the run's flows ended, over every delivery: `checks::misnamed`.)
 async fn created_announced(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let tour = ctx.tour().await?;
     let mut problems = Problems::default();

@@ -30,6 +30,7 @@ pub(crate) mod transactions;
 mod widget;
 
 use super::fixtures::context::{CheckFn, RunContext};
+use super::rules::delivery::Delivery;
 use super::transport::answers::Answer;
 use super::vocab::errors::DeliveriesUnproven;
 use super::vocab::outcome::Failure;
@@ -166,6 +167,62 @@ pub(crate) struct Judged {
     pub problems: Vec<Failure>,
     /// Why some of its rules were not judged (their evidence is missing), if so.
     pub unjudged: Option<String>,
+    /// Why none of its findings can be told apart from a finding of another case, which blocks
+    /// it (the run's events name other connections: `rules::misnamed`), if so.
+    pub blocked: Option<String>,
+}
+
+/// The cases that rest on which connection an event names (§6.2 `connectionId`): each
+/// awaits, groups or finds events by the connection they name (the tour's steps, the chains,
+/// the walks, a client's connection's deliveries, the model rule that reads an event's
+/// connection). Where the run's events name other connections ([`misnamed`]), what they find
+/// is that finding's symptom, found or not by what was driven on, or read of, the connection an
+/// event happened to name: not judged, in every run alike (issue 51).
+pub(crate) const ON_EVENT_CONNECTION: [&str; 14] = [
+    events::PREVIOUS_STATUS_CHAIN,
+    events::TIME_FOLLOWS_CHAIN,
+    events::CONNECTED_ANNOUNCED,
+    events::FAILED_AUTH_ANNOUNCED,
+    events::MFA_REQUIRED_ANNOUNCED,
+    events::ERROR_ANNOUNCED,
+    events::DISCONNECTED_ANNOUNCED,
+    reactions::ACCOUNTS_UPDATED,
+    reactions::TRANSACTION_DELETED,
+    reactions::ACCOUNT_BALANCE,
+    lifecycle::TRANSITION_GRAPH,
+    lifecycle::RANDOM_SEQUENCES,
+    security::DELIVERIES,
+    state::LIST_COMPLETE,
+];
+
+/// What the run's events naming other connections (`checks::misnamed`) makes of case `id`: its
+/// owner fails on it; a case that rests on which connection an event names is blocked by it.
+pub(crate) fn derive_from_misnamed(
+    id: &str,
+    m: &crate::harness::rules::misnamed::Misnamed,
+    found: &mut Option<Judged>,
+) {
+    if id == MISNAMED_OWNER {
+        let failure = m.deliveries.iter().fold(Failure::from(m.to_string()), |f, seq| f.on_delivery(*seq));
+        found.get_or_insert_with(Default::default).problems.insert(0, failure);
+    } else if ON_EVENT_CONNECTION.contains(&id) {
+        found.get_or_insert_with(Default::default).blocked = Some(format!(
+            "not judged: it rests on which connection an event names, and {m} (judged by {})",
+            MISNAMED_OWNER
+        ));
+    }
+}
+
+/// The case that fails on [`misnamed`]'s finding (§3.2: a connection is created once).
+pub(crate) const MISNAMED_OWNER: &str = events::CREATED_ANNOUNCED;
+
+/// Whether the run's events name other connections than the one concerned
+/// (`rules::misnamed`), over every delivery and every connection the run created: judged once
+/// the flows ended, so the same in every run (the run's first connection is made before any
+/// case, and the next creation lands on it).
+pub(crate) fn misnamed(ctx: &RunContext) -> Option<crate::harness::rules::misnamed::Misnamed> {
+    let all: Vec<Delivery> = ctx.receiver.as_ref()?.timeline().into_iter().map(|(_, d)| d).collect();
+    crate::harness::rules::misnamed::announced_twice(&ctx.api.answers().created_connections(), &all).into_iter().next()
 }
 
 /// Most problems kept per case (the first ones; the count says how many more there were).
@@ -248,6 +305,7 @@ pub(crate) async fn judge_models(
         Some(latest) => delivery_evidence(ctx, latest).await.err().map(|e| e.to_string()),
         None => None,
     };
+
     judged
         .into_iter()
         .map(|(id, answers, findings)| {

@@ -3,8 +3,8 @@
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::transport::browser;
 use crate::harness::transport::http::Exchange;
-use crate::harness::transport::probe::Probe;
-use crate::harness::vocab::outcome::{ensure, Failure, Problems, Stop};
+use crate::harness::transport::probe::{Probe, Received};
+use crate::harness::vocab::outcome::{ensure, Failure, IgnoreCause, Problems, Stop};
 use crate::harness::vocab::redact;
 use std::sync::Arc;
 
@@ -274,9 +274,20 @@ async fn frontend_no_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
             "`open` was not called with success (see widget.open-accepts-token): nothing to judge",
         ));
     }
+    no_key_received(&probe.received(), &probe.cut, |text| revealed_key(&ctx, text))
+}
+
+/// §5.2 over what the widget's page `received`: a key found fails; where the probe's bounds
+/// left something out (`cut`) and no key was found, not judged (a key there was never looked
+/// at), saying what was cut.
+fn no_key_received(
+    received: &[Received],
+    cut: &[String],
+    revealed: impl Fn(&str) -> Option<&'static str>,
+) -> Result<(), Stop> {
     let mut problems = Problems::default();
-    for (seq, received) in (0u64..).zip(probe.received()) {
-        if let Some(key) = revealed_key(&ctx, &received.text) {
+    for (seq, received) in (0u64..).zip(received) {
+        if let Some(key) = revealed(&received.text) {
             problems.add(
                 Failure::from(format!(
                     "{}: the widget's page received {key} or a piece of it (plain or encoded) (§5.2: keys never reach \
@@ -287,5 +298,39 @@ async fn frontend_no_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
             );
         }
     }
-    problems.finish()
+    problems.finish()?;
+    if cut.is_empty() {
+        return Ok(());
+    }
+    let cut: Vec<String> = cut.iter().map(|c| printable(c)).collect();
+    Err(Stop::Ignore(
+        IgnoreCause::Bound,
+        format!(
+            "no key in the {} items the widget's page received within the probe's bounds, but the bounds left out \
+             what a key could be in, never looked at: {}",
+            received.len(),
+            cut.join("; ")
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 51: a bound of the probe that cut what the page received leaves the case
+    /// unjudged, saying what was cut; a key found in what was kept still fails.
+    #[test]
+    fn what_the_probe_cut_is_said_never_passed() {
+        let kept = [Received { what: "GET http://t/session".into(), text: "{}".into() }];
+        let key = |text: &str| text.contains("key_").then_some("the API key");
+        assert_eq!(no_key_received(&kept, &[], key), Ok(()));
+        let cut = ["3 response(s) past the 32 kept".to_string()];
+        match no_key_received(&kept, &cut, key) {
+            Err(Stop::Ignore(IgnoreCause::Bound, reason)) => assert!(reason.contains("3 response(s) past the 32 kept")),
+            other => panic!("expected ignored for a bound, got {other:?}"),
+        }
+        let leak = [Received { what: "a postMessage payload".into(), text: "key_123".into() }];
+        assert!(no_key_received(&leak, &cut, key).is_err_and(|e| e.is_fail()));
+    }
 }

@@ -7,5 +7,6 @@ pub(crate) mod expect;
 pub(crate) mod graph;
 pub(crate) mod invariants;
 pub(crate) mod latency;
+pub(crate) mod misnamed;
 pub(crate) mod trace;
 pub(crate) mod verdict;

@@ -57,11 +57,42 @@ pub(crate) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[
             cases: on_answers(&not_json),
         });
     }
-    if let Some(cause) = creations_named_alike(answers, deliveries, &failed) {
+    let misnamed = misnamed(answers, deliveries, results);
+    if let Some(cause) = creations_named_alike(answers, deliveries, &failed).filter(|_| misnamed.is_none()) {
         causes.push(cause);
     }
     causes.retain(|c| c.cases.len() >= MIN_EXPLAINED);
+    // Said first, whatever else: the cases it blocked are ignored, so it counts them too.
+    causes.splice(0..0, misnamed);
     causes
+}
+
+/// Events that name another connection than the one concerned (`rules::misnamed`), with the
+/// case that fails on it and the cases it left unjudged (their reason names it).
+fn misnamed(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[CaseResult]) -> Option<RootCause> {
+    let made: Vec<String> = answers
+        .iter()
+        .filter(|a| a.sent.method == "POST" && a.segments == ["v1", "connections"] && (200..300).contains(&a.status))
+        .filter_map(|a| {
+            let body: serde_json::Value = serde_json::from_str(a.body.as_deref()?).ok()?;
+            Some(body.get("connectionId")?.as_str()?.to_string())
+        })
+        .collect();
+    let found = crate::harness::rules::misnamed::announced_twice(&made, deliveries).into_iter().next()?;
+    let text = found.to_string();
+    let cases: Vec<String> = results
+        .iter()
+        .filter(|r| match &r.outcome {
+            Outcome::Failed(f) => f.evidence.deliveries.iter().any(|seq| found.deliveries.contains(seq)),
+            Outcome::Ignored { reason, .. } => reason.contains(crate::harness::rules::misnamed::SAID),
+            _ => false,
+        })
+        .map(|r| r.case.id.clone())
+        .collect();
+    (!cases.is_empty()).then(|| RootCause {
+        cause: format!("{text}: every case that rests on which connection an event names was left unjudged"),
+        cases,
+    })
 }
 
 /// Several `connection.created` events (distinct ids) naming one connection: each connection is

@@ -260,6 +260,13 @@ async fn end_notes(
     if let Ok(r) = ctx.receiver() {
         notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
         notes.extend(deliveries_note(&r.timeline().into_iter().map(|(_, d)| d).collect::<Vec<_>>(), r.refused()));
+        // A bound of the receiver cut what the event rules judge: said, never silent (issue 51).
+        if r.refused() > 0 {
+            notes.push(format!(
+                "bounds: the event cases judged only the webhook deliveries the receiver kept{}",
+                r.refusals()
+            ));
+        }
     }
     notes.extend(short_keys);
     notes.extend(ctx.api.throttle().note());
@@ -410,6 +417,15 @@ fn conclude(
     duration: Duration,
 ) -> CaseResult {
     let outcome = match (flow, judged) {
+        // Blocked by another case's finding (issue 51): the same in every run, whatever it found.
+        (flow, Some(Judged { blocked: Some(reason), .. })) if !matches!(flow, Outcome::Error { .. }) => {
+            let own = match &flow {
+                Outcome::Failed(f) => format!("; its own flow: {}", f.message),
+                Outcome::Ignored { reason, .. } => format!("; its own flow: {reason}"),
+                _ => "; its own flow saw an event naming its connection, which may be another's".to_string(),
+            };
+            Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason: format!("{reason}{own}") }
+        }
         (flow, Some(judged)) if !judged.problems.is_empty() => {
             // The flow's failure first: its evidence leads.
             let mut problems = Problems::default();
@@ -461,7 +477,11 @@ pub(crate) async fn run_all(
     let responds = |case: &Case| checks::code_of(&case.id).is_some_and(checks::Registration::judges_answers);
     // Concluded once every flow ended: the response checks judge every answer of the run, and
     // another case's exploration may report a finding under it.
-    let deferred = |case: &Case| responds(case) || checks::receives_findings(&case.id);
+    // Deferred too: a case that events naming other connections would block, judged on the
+    // whole run's record (`checks::misnamed`).
+    let deferred = |case: &Case| {
+        responds(case) || checks::receives_findings(&case.id) || checks::ON_EVENT_CONNECTION.contains(&case.id.as_str())
+    };
     let mut set = tokio::task::JoinSet::new();
     for (i, case) in cases.iter().copied().enumerate() {
         let ctx = ctx.clone();
@@ -559,6 +579,7 @@ pub(crate) async fn run_all(
         all.problems.extend(found.problems);
         all.unjudged = all.unjudged.take().or(found.unjudged);
     }
+    let misnamed = checks::misnamed(&ctx);
     for (i, flow) in flows.into_iter().enumerate() {
         let Some((outcome, took)) = flow else { continue };
         let mut found =
@@ -566,6 +587,9 @@ pub(crate) async fn run_all(
         let reported = ctx.found_for(&cases[i].id);
         if !reported.is_empty() {
             found.get_or_insert_with(Default::default).problems.extend(reported);
+        }
+        if let Some(m) = &misnamed {
+            checks::derive_from_misnamed(&cases[i].id, m, &mut found);
         }
         let mut result = conclude(&ctx, cases[i], outcome, found, took);
         if let (Some(cause), Outcome::Passed, true) = (stopped, &result.outcome, responds(cases[i])) {

@@ -165,4 +165,20 @@ impl AnswerLog {
     pub(crate) fn unkept(&self) -> usize {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).unkept
     }
+
+    /// The connections this run created (its 2xx answers to `POST /v1/connections` that name
+    /// one, §4.1), in the order they were created.
+    pub(crate) fn created_connections(&self) -> Vec<String> {
+        let all = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        all.answers
+            .iter()
+            .filter(|a| {
+                a.sent.method == "POST" && a.segments == ["v1", "connections"] && (200..300).contains(&a.status)
+            })
+            .filter_map(|a| {
+                let body: serde_json::Value = serde_json::from_str(a.body.as_deref()?).ok()?;
+                Some(body.get("connectionId")?.as_str()?.to_string())
+            })
+            .collect()
+    }
 }

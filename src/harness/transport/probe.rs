@@ -46,6 +46,11 @@ pub struct Probe {
     /// The status the browser's request for the script got, when its answer came.
     #[serde(skip)]
     pub script_status: Option<u16>,
+    /// What the probe's bounds left out of what the page received (`3 postMessage payloads past
+    /// the 32 kept`, `GET <url>: cut at 256 KiB`): never looked at, so a case that judges what
+    /// the page received says so.
+    #[serde(default)]
+    pub cut: Vec<String>,
 }
 
 /// One thing the page received: where it came from, and its text (kept in the harness only
@@ -81,10 +86,16 @@ const PROBE_JS: &str = r#"(async () => {
   const text = (e) => { try { return String(e && e.message !== undefined ? e.message : e).slice(0, 300); } catch (_) { return "unprintable"; } };
   const before = new Set(Object.getOwnPropertyNames(window));
   const errors = [];
-  const cut = (s) => String(s).slice(0, __MAX_BYTES__);
+  const over = { "postMessage payload": 0, "onSuccess call": 0 }, shortened = { "postMessage payload": 0, "onSuccess call": 0 };
+  const keep = (list, what, v) => {
+    if (list.length >= __MAX__) { over[what]++; return; }
+    const s = String(v);
+    if (s.length > __MAX_BYTES__) shortened[what]++;
+    list.push(s.slice(0, __MAX_BYTES__));
+  };
   const asText = (v) => { try { return typeof v === "string" ? v : JSON.stringify(v); } catch (_) { return text(v); } };
   const messages = [];
-  window.addEventListener("message", (e) => { if (messages.length < __MAX__) messages.push(cut(asText(e.data))); });
+  window.addEventListener("message", (e) => keep(messages, "postMessage payload", asText(e.data)));
   const successes = [];
   window.addEventListener("error", (e) => errors.push(text(e.error !== undefined && e.error !== null ? e.error : e.message)));
   window.addEventListener("unhandledrejection", (e) => e.preventDefault());
@@ -106,7 +117,7 @@ const PROBE_JS: &str = r#"(async () => {
   let call = null;
   if (global && token !== null) {
     const api = window[global];
-    const onSuccess = (...args) => { if (successes.length < __MAX__) successes.push(cut(asText(args))); };
+    const onSuccess = (...args) => keep(successes, "onSuccess call", asText(args));
     const thrown = [];
     let accepted = null;
     const attempt = (form, args) => {
@@ -122,8 +133,13 @@ const PROBE_JS: &str = r#"(async () => {
     if (accepted !== null) await new Promise((r) => setTimeout(r, 200));
   }
   const names = added();
+  const cut = [];
+  for (const what of Object.keys(over)) {
+    if (over[what] > 0) cut.push(over[what] + " " + what + "(s) past the __MAX__ kept");
+    if (shortened[what] > 0) cut.push(shortened[what] + " " + what + "(s) cut at __MAX_BYTES__ characters");
+  }
   return { loadFailed, errors: errors.slice(0, 5), added: names.slice(0, 20), global,
-    openTypes: names.slice(0, 20).map((n) => n + ": " + typeof openOf(n)), call, messages, successes };
+    openTypes: names.slice(0, 20).map((n) => n + ": " + typeof openOf(n)), call, messages, successes, cut };
 })()"#;
 
 impl Session {
@@ -161,7 +177,7 @@ impl Session {
             .replace("__MAX__", &MAX_RECEIVED.to_string());
         let result = page.evaluate::<Probe>(&js).await;
         let script_status = loads.status_of(src);
-        let responses = loads.bodies(&page, src).await;
+        let (responses, cut) = loads.bodies(&page, src).await;
         page.close().await;
         let mut probe = result.map_err(|e| match e {
             CdpError::Odd { reason, .. } => harness_error(format!("the browser's probe answered oddly: {reason}")),
@@ -169,6 +185,7 @@ impl Session {
         })?;
         probe.responses = responses;
         probe.script_status = script_status;
+        probe.cut.extend(cut);
         Ok(probe)
     }
 
@@ -266,6 +283,8 @@ struct Loads {
     /// The status of each response seen, by URL (bounded as `seen`).
     statuses: Arc<StdMutex<Vec<(String, u16)>>>,
     finished: Arc<StdMutex<std::collections::HashSet<String>>>,
+    /// Responses past [`MAX_RECEIVED`], not kept.
+    over: Arc<std::sync::atomic::AtomicUsize>,
     task: JoinHandle<()>,
 }
 
@@ -281,7 +300,8 @@ impl Loads {
         let seen: Arc<StdMutex<Vec<(String, String)>>> = Arc::default();
         let statuses: Arc<StdMutex<Vec<(String, u16)>>> = Arc::default();
         let done: Arc<StdMutex<std::collections::HashSet<String>>> = Arc::default();
-        let (s, d, st) = (seen.clone(), done.clone(), statuses.clone());
+        let over = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (s, d, st, o) = (seen.clone(), done.clone(), statuses.clone(), over.clone());
         let task = tokio::spawn(async move {
             while let Some(event) = events.recv().await {
                 let Some(id) = event.params["requestId"].as_str() else { continue };
@@ -296,6 +316,8 @@ impl Loads {
                     let mut seen = s.lock().unwrap_or_else(|e| e.into_inner());
                     if seen.len() < MAX_RECEIVED {
                         seen.push((id.to_string(), url.to_string()));
+                    } else {
+                        o.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                 } else {
                     let mut done = d.lock().unwrap_or_else(|e| e.into_inner());
@@ -305,7 +327,7 @@ impl Loads {
                 }
             }
         });
-        Self { seen, statuses, finished: done, task }
+        Self { seen, statuses, finished: done, over, task }
     }
 
     /// The status of the first response from `url`, if one came.
@@ -314,30 +336,95 @@ impl Loads {
         statuses.iter().find(|(u, _)| u == url).map(|(_, status)| *status)
     }
 
-    /// The text of each finished response but the script's own (`src`), within the bounds;
-    /// a body the browser no longer has, or that is binary, is left out.
-    async fn bodies(self, page: &cdp::Page, src: &str) -> Vec<Received> {
+    /// The text of each finished response but the script's own (`src`), within the bounds (a
+    /// binary body decoded, its bytes searched as text), and what the bounds left out: a
+    /// response past them, a body cut, one the browser no longer had.
+    async fn bodies(self, page: &cdp::Page, src: &str) -> (Vec<Received>, Vec<String>) {
         let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let finished = self.finished.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut cut = Vec::new();
+        let over = self.over.load(std::sync::atomic::Ordering::Relaxed);
+        if over > 0 {
+            cut.push(format!("{over} response(s) past the {MAX_RECEIVED} kept"));
+        }
         let mut out = Vec::new();
         let mut total = 0;
-        for (id, url) in seen.into_iter().filter(|(id, url)| finished.contains(id) && url != src) {
-            if total >= MAX_RECEIVED_TOTAL || !url.starts_with("http") {
+        let loaded: Vec<(String, String)> = seen.into_iter().filter(|(_, url)| url != src).collect();
+        let unfinished = loaded.iter().filter(|(id, _)| !finished.contains(id)).count();
+        if unfinished > 0 {
+            cut.push(format!("{unfinished} response(s) not finished loading when the probe ended"));
+        }
+        for (at, (id, url)) in loaded.iter().filter(|(id, _)| finished.contains(id)).enumerate() {
+            if total >= MAX_RECEIVED_TOTAL {
+                let left = loaded.iter().filter(|(id, _)| finished.contains(id)).count() - at;
+                cut.push(format!("{left} response(s) past the {} MiB read in all", MAX_RECEIVED_TOTAL >> 20));
                 break;
             }
             let asked = serde_json::json!({ "requestId": id });
-            let Ok(body) = page.call_within("Network.getResponseBody", asked, Duration::from_secs(2)).await else {
+            let body = page.call_within("Network.getResponseBody", asked, Duration::from_secs(2)).await;
+            let Some(text) = body.ok().and_then(|b| response_text(&b)) else {
+                cut.push(format!("GET {url}: its body was no longer held by the browser"));
                 continue;
             };
-            let (Some(text), Some(false)) = (body["body"].as_str(), body["base64Encoded"].as_bool()) else { continue };
             let mut end = text.len().min(MAX_RECEIVED_BYTES);
             while !text.is_char_boundary(end) {
                 end -= 1;
+            }
+            if end < text.len() {
+                cut.push(format!("GET {url}: cut at {} KiB", MAX_RECEIVED_BYTES >> 10));
             }
             let text = text[..end].to_string();
             total += text.len();
             out.push(Received { what: format!("GET {url}"), text });
         }
-        out
+        (out, cut)
+    }
+}
+
+/// The text of a `Network.getResponseBody` answer: the body, or a binary one decoded from its
+/// base64 (its bytes read as text, so that a key among them is found all the same).
+fn response_text(answer: &serde_json::Value) -> Option<String> {
+    let body = answer["body"].as_str()?;
+    match answer["base64Encoded"].as_bool()? {
+        false => Some(body.to_string()),
+        true => Some(String::from_utf8_lossy(&decode_base64(body)).into_owned()),
+    }
+}
+
+/// Standard base64 (RFC 4648 §4) decoded, characters outside its alphabet skipped.
+fn decode_base64(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let (mut out, mut acc, mut bits) = (Vec::with_capacity(text.len() * 3 / 4), 0u32, 0);
+    for v in text.bytes().filter_map(value) {
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_binary_body_is_decoded_and_searched_never_skipped() {
+        assert_eq!(decode_base64("TWFu"), b"Man");
+        assert_eq!(decode_base64("TWE="), b"Ma");
+        let answer = serde_json::json!({ "body": "a2V5X2FiYw==", "base64Encoded": true });
+        assert_eq!(response_text(&answer).as_deref(), Some("key_abc"));
+        let plain = serde_json::json!({ "body": "plain", "base64Encoded": false });
+        assert_eq!(response_text(&plain).as_deref(), Some("plain"));
     }
 }

@@ -432,6 +432,19 @@ mod tests {
         assert_eq!(receiver.waiting(Duration::ZERO), None, "an ended wait is gone");
     }
 
+    /// Issue 51: a delivery past the receiver's bound is never judged, and the run says so
+    /// (the runner's `bounds:` note is this text).
+    #[tokio::test]
+    async fn a_delivery_cut_by_the_receivers_bound_is_said() {
+        let receiver = Receiver::start(([127, 0, 0, 1], 0).into(), None, Arc::default()).await.unwrap();
+        assert_eq!(receiver.refusals(), "");
+        let big = format!(r#"{{"type":"connection.created","pad":"{}"}}"#, "x".repeat(MAX_DELIVERY));
+        let answer = reqwest::Client::new().post(receiver.url()).body(big).send().await.unwrap();
+        assert_eq!(answer.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(receiver.refused(), 1);
+        assert!(receiver.refusals().contains("refused 1 webhook delivery"), "{}", receiver.refusals());
+    }
+
     #[tokio::test]
     async fn each_delivery_says_which_client_address_it_was_posted_to() {
         let receiver = Receiver::start(([127, 0, 0, 1], 0).into(), None, Arc::default()).await.unwrap();

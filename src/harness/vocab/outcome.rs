@@ -57,6 +57,9 @@ pub enum IgnoreCause {
     Interrupted,
     /// The run's deadline (`--deadline`) passed before the case finished.
     Deadline,
+    /// A bound of the harness's own effort (items kept, bytes read, pages walked) cut what the
+    /// case judges, and what was cut could hold the violation: judged in part, so not passed.
+    Bound,
 }
 
 impl IgnoreCause {
@@ -71,6 +74,7 @@ impl IgnoreCause {
             Self::NoDeliveries => "no-deliveries",
             Self::Interrupted => "interrupted",
             Self::Deadline => "deadline",
+            Self::Bound => "bound",
         }
     }
 }
