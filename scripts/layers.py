@@ -51,7 +51,6 @@ SIZE_ALLOWED = {
     "harness/runner/mod.rs::run_all": "split after the parallel work of this round lands",
     # TEMPORARY (branch size): split in the commits that follow.
     "harness/fixtures/recording.rs::trace": "",
-    "harness/report/html.rs": "",
     "harness/report/markdown.rs::render_raw": "",
     "harness/setup/session.rs::setup": "",
     "harness/transport/driver/command.rs::run_command": "",
