@@ -54,8 +54,6 @@ SIZE_ALLOWED = {
     "harness/report/markdown.rs::render_raw": "",
     "harness/setup/session.rs::setup": "",
     "harness/transport/driver/command.rs::run_command": "",
-    "harness/transport/http.rs": "",
-    "harness/transport/http.rs::exchange": "",
     "openapi.rs::document": "",
     "sandbox/store.rs": "",
     "sandbox/store.rs::apply_change": "",

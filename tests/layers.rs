@@ -19,7 +19,7 @@ fn main() -> ExitCode {
         ("the_tree_keeps_its_layers", None),
         (
             "an_upward_import_fails",
-            Some(("harness/transport/http.rs", "use crate::harness::runner;\n".into(), "upward import")),
+            Some(("harness/transport/http/mod.rs", "use crate::harness::runner;\n".into(), "upward import")),
         ),
         (
             "a_second_way_into_the_sandbox_fails",
