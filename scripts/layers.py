@@ -55,8 +55,6 @@ SIZE_ALLOWED = {
     "harness/setup/session.rs::setup": "",
     "harness/transport/driver/command.rs::run_command": "",
     "openapi.rs::document": "",
-    "sandbox/store.rs": "",
-    "sandbox/store.rs::apply_change": "",
 }
 
 
