@@ -46,8 +46,8 @@ pub(crate) struct Api {
     pages: Arc<crate::harness::transport::reads::PageCache>,
 }
 
-/// `--base-url` as a URL, if it is an http(s) one: checked with the other flags
-/// ([`RunConfig::validate`](crate::harness::setup::config::RunConfig::validate)) and again by [`Api::with_transport`].
+/// `--base-url` as a URL, if it is an http(s) one: parsed once, with the other flags
+/// ([`RunConfig::validate`](crate::harness::setup::config::RunConfig::validate)), into the plan.
 pub(crate) fn parse_base_url(text: &str) -> Result<Url, SetupError> {
     let bad = |problem| SetupError::BadBaseUrl { url: text.to_string(), problem };
     let url = Url::parse(text).map_err(|e| bad(UrlProblem::Unparsable(e.to_string())))?;
@@ -66,18 +66,17 @@ impl Api {
         second_key: Option<String>,
         timeout: Duration,
     ) -> Result<Self, SetupError> {
-        Self::with_transport(base_url, key, second_key, timeout, &Transport::default())
+        Self::with_transport(parse_base_url(base_url)?, key, second_key, timeout, &Transport::default())
     }
 
     /// `Api::new` (the tests'), its clients built with the run's TLS settings and extra headers.
     pub(crate) fn with_transport(
-        base_url: &str,
+        mut base: Url,
         key: Option<String>,
         second_key: Option<String>,
         timeout: Duration,
         transport: &Transport,
     ) -> Result<Self, SetupError> {
-        let mut base = parse_base_url(base_url)?;
         // Paths are appended below whatever path the base URL has.
         let trimmed = base.path().trim_end_matches('/').to_string();
         base.set_path(&trimmed);
@@ -149,6 +148,11 @@ impl Api {
 
     pub(crate) fn base_url(&self) -> &str {
         self.base.as_str().trim_end_matches('/')
+    }
+
+    /// The base URL, parsed (its path without a trailing `/`).
+    pub(crate) fn base(&self) -> &Url {
+        &self.base
     }
 
     /// The run's pacing (for the report's count of 429s).
