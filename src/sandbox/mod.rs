@@ -150,6 +150,22 @@ impl Control {
     }
 }
 
+/// Why a sandbox could not start: its socket could not listen (the address is taken, or not
+/// this machine's); the I/O error is its [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
+#[error("the sandbox cannot listen on {addr}: {source}")]
+pub struct StartError {
+    addr: SocketAddr,
+    source: std::io::Error,
+}
+
+impl StartError {
+    /// The address it could not listen on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
 /// A running sandbox. Dropping it does not stop it; call [`Sandbox::stop`].
 pub struct Sandbox {
     /// e.g. `http://127.0.0.1:41234` (no trailing slash).
@@ -188,7 +204,7 @@ impl Sandbox {
     /// Starts a sandbox: it serves until [`Sandbox::stop`], on a task of the current runtime.
     ///
     /// ```no_run
-    /// # async fn example() -> anyhow::Result<()> {
+    /// # async fn example() -> Result<(), bankconf::sandbox::StartError> {
     /// use bankconf::sandbox::{Sandbox, SandboxConfig};
     /// let sandbox = Sandbox::start(SandboxConfig::default()).await?;
     /// println!("{} with key {}", sandbox.base_url, sandbox.clients[0].api_key);
@@ -196,7 +212,7 @@ impl Sandbox {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn start(config: SandboxConfig) -> anyhow::Result<Sandbox> {
+    pub async fn start(config: SandboxConfig) -> Result<Sandbox, StartError> {
         let flavor = Flavor { mutant: config.mutant, variant: config.variant };
         let keys =
             if config.api_keys.is_empty() { vec![generate_key(), generate_key()] } else { config.api_keys.clone() };
@@ -210,8 +226,9 @@ impl Sandbox {
             clients.iter().map(|c| (c.api_key.clone(), c.client_id.clone())).collect();
         let first_client = clients.first().map(|c| c.client_id.clone());
 
-        let listener = listen(config.listen, config.conditions.listen_backlog())?;
-        let local_addr = listener.local_addr()?;
+        let cannot_listen = |source| StartError { addr: config.listen, source };
+        let listener = listen(config.listen, config.conditions.listen_backlog()).map_err(cannot_listen)?;
+        let local_addr = listener.local_addr().map_err(cannot_listen)?;
         let (outbox, delivery) = webhooks::start(flavor, config.conditions);
         let store = Store::new(by_key, first_client, outbox, flavor);
         let shared = Arc::new(Shared { store: Mutex::new(store), service: config.service.clone(), flavor });
