@@ -129,32 +129,7 @@ fn main() -> ExitCode {
         Command::Run { config, list: false } => runtime.block_on(command::run(*config)),
         Command::CheckEvents(config) => check_events::check_events(*config),
         Command::Openapi => emit(&format!("{}\n", openapi::to_pretty_string(&openapi::document()))),
-        Command::Serve { list_mutants: true, .. } => emit(
-            &Mutant::ALL
-                .iter()
-                .map(|m| {
-                    // The cases whose flows make the reads that show it, when they are others.
-                    let shown = match m.shown_by() {
-                        [] => String::new(),
-                        cases => format!("{:<38} with the reads of: {}\n", "", cases.join(", ")),
-                    };
-                    // Its flags (`#[seed]`, `#[noisy]`), which scripts read from this list.
-                    let flags = match m.flags() {
-                        [] => String::new(),
-                        flags => format!("{:<38} flags: {}\n", "", flags.join(", ")),
-                    };
-                    format!(
-                        "{:<32} {:<5} {}\n{:<38} caught by: {}\n{shown}{flags}",
-                        m.name(),
-                        m.section(),
-                        m.description(),
-                        "",
-                        m.caught_by().join(", ")
-                    )
-                })
-                .chain([bankconf::internal::generated::listing()])
-                .collect::<String>(),
-        ),
+        Command::Serve { list_mutants: true, .. } => emit(&mutant_list()),
         Command::Serve { list_variants: true, .. } => emit(
             &Variant::ALL
                 .iter()
@@ -200,6 +175,35 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(code as u8)
+}
+
+/// `bankconf serve --list-mutants`: each mutant with its section, the cases that catch it, the
+/// reads that show it and its flags (scripts read this list), then the generated perturbations.
+fn mutant_list() -> String {
+    Mutant::ALL
+        .iter()
+        .map(|m| {
+            // The cases whose flows make the reads that show it, when they are others.
+            let shown = match m.shown_by() {
+                [] => String::new(),
+                cases => format!("{:<38} with the reads of: {}\n", "", cases.join(", ")),
+            };
+            // Its flags (`#[seed]`, `#[noisy]`), which scripts read from this list.
+            let flags = match m.flags() {
+                [] => String::new(),
+                flags => format!("{:<38} flags: {}\n", "", flags.join(", ")),
+            };
+            format!(
+                "{:<32} {:<5} {}\n{:<38} caught by: {}\n{shown}{flags}",
+                m.name(),
+                m.section(),
+                m.description(),
+                "",
+                m.caught_by().join(", ")
+            )
+        })
+        .chain([bankconf::internal::generated::listing()])
+        .collect::<String>()
 }
 
 async fn serve(config: SandboxConfig) -> i32 {

@@ -80,7 +80,41 @@ pub fn document() -> Value {
     let schemas: Map<String, Value> =
         Schema::PAYLOADS.into_iter().map(|s| (component_name(s).to_string(), component(s))).collect();
 
-    let paths = json!({
+    let paths = paths();
+    let webhooks = webhooks();
+
+    json!({
+        "openapi": "3.1.0",
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+        "info": {
+            "title": "Bank Connection Aggregation Service",
+            "version": "v1",
+            "description": "Derived by bankconf from the service specification and the JSON Schemas in its schemas/ folder. Sections are cited as §N. Status codes the spec does not show are left open (2XX, default)."
+        },
+        "servers": [{
+            "url": "{base_url}",
+            "description": "The service's base address (not shown by the spec)",
+            "variables": {"base_url": {"default": "http://127.0.0.1:8080"}}
+        }],
+        "security": [{"bearerApiKey": []}],
+        "paths": paths,
+        "webhooks": webhooks,
+        "components": {
+            "securitySchemes": {
+                "bearerApiKey": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "Authorization: Bearer <API_KEY> on every API call; the key has a service-specific prefix and an underscore (§5)."
+                }
+            },
+            "schemas": schemas
+        }
+    })
+}
+
+/// The API's paths (§4).
+fn paths() -> Value {
+    json!({
         "/v1/connections": {
             "post": {
                 "operationId": "createConnection",
@@ -130,13 +164,16 @@ pub fn document() -> Value {
                 }
             }
         }
-    });
+    })
+}
 
+/// The deliveries of §6, one per event type.
+fn webhooks() -> Map<String, Value> {
     let event_types = ConnectionState::ALL
         .into_iter()
         .map(ConnectionState::event_type)
         .chain([ACCOUNTS_UPDATED, TRANSACTION_DELETED]);
-    let webhooks: Map<String, Value> = event_types
+    event_types
         .map(|ty| {
             let operation = json!({
                 "post": {
@@ -150,35 +187,7 @@ pub fn document() -> Value {
             });
             (ty.to_string(), operation)
         })
-        .collect();
-
-    json!({
-        "openapi": "3.1.0",
-        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
-        "info": {
-            "title": "Bank Connection Aggregation Service",
-            "version": "v1",
-            "description": "Derived by bankconf from the service specification and the JSON Schemas in its schemas/ folder. Sections are cited as §N. Status codes the spec does not show are left open (2XX, default)."
-        },
-        "servers": [{
-            "url": "{base_url}",
-            "description": "The service's base address (not shown by the spec)",
-            "variables": {"base_url": {"default": "http://127.0.0.1:8080"}}
-        }],
-        "security": [{"bearerApiKey": []}],
-        "paths": paths,
-        "webhooks": webhooks,
-        "components": {
-            "securitySchemes": {
-                "bearerApiKey": {
-                    "type": "http",
-                    "scheme": "bearer",
-                    "description": "Authorization: Bearer <API_KEY> on every API call; the key has a service-specific prefix and an underscore (§5)."
-                }
-            },
-            "schemas": schemas
-        }
-    })
+        .collect()
 }
 
 /// The document as pretty JSON with its top-level keys in the conventional order (`openapi`,

@@ -152,17 +152,17 @@ fn with_reports(name: &str, args: &[&str]) -> (Output, Written) {
 /// A report with one result of every kind, built in-process.
 fn synthetic() -> Report {
     let case = |id: &str| catalogue::find(id).unwrap_or_else(|| panic!("{id} is in the catalogue"));
-    let result = |id: &str, outcome: Outcome, reproduction: Option<&str>| CaseResult {
-        case: case(id),
-        outcome,
-        duration: Duration::from_millis(12),
-        reproduction: reproduction.map(str::to_string),
+    let result = |id: &str, outcome: Outcome, reproduction: Option<&str>| {
+        let mut result = CaseResult::new(case(id), outcome, Duration::from_millis(12));
+        result.reproduction = reproduction.map(str::to_string);
+        result
     };
-    Report {
-        origin: Origin::Run { seed: 42, settings: String::new() },
-        server: "http://127.0.0.1:9".into(),
-        gate: Gate(vec![Level::Must, Level::Security]),
-        results: vec![
+    let mut report = Report::new(
+        Origin::Run { seed: 42, settings: String::new() },
+        "http://127.0.0.1:9",
+        Gate(vec![Level::Must, Level::Security]),
+    );
+    report.results = vec![
             result("create.status-created", Outcome::Passed, None),
             result(
                 "transactions.walk-exactly-once",
@@ -180,20 +180,10 @@ fn synthetic() -> Report {
                 Outcome::Error { source: ErrorSource::Driver, message: "the driver exited 127".into() },
                 None,
             ),
-        ],
-        duration: Duration::from_millis(100),
-        notes: vec!["a note".into()],
-        setup_error: None,
-        transition_graph: None,
-        expectations: None,
-        latency: Default::default(),
-        har: None,
-        stopped: None,
-        redactor: Default::default(),
-        trace: Default::default(),
-        cited: Default::default(),
-        root_causes: Default::default(),
-    }
+        ];
+    report.duration = Duration::from_millis(100);
+    report.notes = vec!["a note".into()];
+    report
 }
 
 /// A report a person must act on: an external target (rerun settings), a seed above 2^53, a
@@ -201,11 +191,10 @@ fn synthetic() -> Report {
 /// failure, a transition graph.
 fn with_failures() -> Report {
     let case = |id: &str| catalogue::find(id).unwrap_or_else(|| panic!("{id} is in the catalogue"));
-    let result = |id: &str, outcome: Outcome, reproduction: Option<&str>| CaseResult {
-        case: case(id),
-        outcome,
-        duration: Duration::from_millis(12),
-        reproduction: reproduction.map(str::to_string),
+    let result = |id: &str, outcome: Outcome, reproduction: Option<&str>| {
+        let mut result = CaseResult::new(case(id), outcome, Duration::from_millis(12));
+        result.reproduction = reproduction.map(str::to_string);
+        result
     };
     let long = format!(
         "GET http://staging.example:8080/v1/accounts/acc_1/transactions?limit=100: does not validate against \
@@ -222,50 +211,37 @@ fn with_failures() -> Report {
     .unwrap();
     let curl = "curl -sS -i -X GET -H \"Authorization: Bearer $BANKCONF_API_KEY\" \
                 'http://staging.example:8080/v1/accounts/acc_1/transactions?limit=100'";
-    Report {
-        origin: Origin::Run {
-            seed: 18_446_744_073_709_551_557,
-            settings: "--base-url http://staging.example:8080 --api-key \"$BANKCONF_API_KEY\" --driver ./driver.sh"
-                .into(),
-        },
-        server: "http://staging.example:8080".into(),
-        gate: Gate(vec![Level::Must, Level::Security]),
-        results: vec![
-            result("create.status-created", Outcome::Passed, None),
-            result(
-                "transactions.page-schema",
-                Outcome::Failed(
-                    bankconf::Failure::from(long)
-                        .requested("GET http://staging.example:8080/v1/accounts/acc_1/transactions?limit=100"),
-                ),
-                Some(curl),
+    let origin = Origin::Run {
+        seed: 18_446_744_073_709_551_557,
+        settings: "--base-url http://staging.example:8080 --api-key \"$BANKCONF_API_KEY\" --driver ./driver.sh".into(),
+    };
+    let mut report = Report::new(origin, "http://staging.example:8080", Gate(vec![Level::Must, Level::Security]));
+    report.results = vec![
+        result("create.status-created", Outcome::Passed, None),
+        result(
+            "transactions.page-schema",
+            Outcome::Failed(
+                bankconf::Failure::from(long)
+                    .requested("GET http://staging.example:8080/v1/accounts/acc_1/transactions?limit=100"),
             ),
-            result("create.id-shape", Outcome::Failed("ids are 10 characters long".into()), None),
-            result(
-                "widget.served",
-                Outcome::Failed("GET http://staging.example:8080/widget/x-connect.js: 404".into()),
-                None,
-            ),
-            result("events.schema", Outcome::Error { source: ErrorSource::Receiver, message: silent.into() }, None),
-            result(
-                "events.connected-announced",
-                Outcome::Error { source: ErrorSource::Receiver, message: silent.into() },
-                None,
-            ),
-        ],
-        duration: Duration::from_millis(100),
-        notes: vec![],
-        setup_error: None,
-        transition_graph: None,
-        expectations: Some(expectations),
-        latency: Default::default(),
-        har: None,
-        stopped: None,
-        redactor: Default::default(),
-        trace: Default::default(),
-        cited: Default::default(),
-        root_causes: Default::default(),
-    }
+            Some(curl),
+        ),
+        result("create.id-shape", Outcome::Failed("ids are 10 characters long".into()), None),
+        result(
+            "widget.served",
+            Outcome::Failed("GET http://staging.example:8080/widget/x-connect.js: 404".into()),
+            None,
+        ),
+        result("events.schema", Outcome::Error { source: ErrorSource::Receiver, message: silent.into() }, None),
+        result(
+            "events.connected-announced",
+            Outcome::Error { source: ErrorSource::Receiver, message: silent.into() },
+            None,
+        ),
+    ];
+    report.duration = Duration::from_millis(100);
+    report.expectations = Some(expectations);
+    report
 }
 
 /// Snapshots in `snapshots/outputs/`.
@@ -324,17 +300,15 @@ fn the_terminal_closes_with_every_failure_and_its_rerun() {
 #[test]
 fn a_setup_error_has_no_table_and_is_not_repeated() {
     use bankconf::internal::report::terminal::{render_summary, Paint};
-    let report = Report {
-        results: Vec::new(),
-        setup_error: Some(SetupError::KeyRefused {
-            flag: "--api-key",
-            request: "POST http://127.0.0.1:40001/v1/connections".into(),
-            status: 401,
-            body: "{}".into(),
-        }),
-        expectations: None,
-        ..with_failures()
-    };
+    let mut report = with_failures();
+    report.results = Vec::new();
+    report.setup_error = Some(SetupError::KeyRefused {
+        flag: "--api-key",
+        request: "POST http://127.0.0.1:40001/v1/connections".into(),
+        status: 401,
+        body: "{}".into(),
+    });
+    report.expectations = None;
     let out = render_summary(&report, Paint(false), "(full text in report.json)");
     assert_eq!(out, "NOT RUN: the run could not start (setup error above)");
 }
@@ -831,20 +805,16 @@ fn openapi_is_a_structurally_valid_3_1_document() {
 fn a_run_cut_short_is_incomplete_and_names_its_cause() {
     use bankconf::internal::cancel::{Cause, Signal};
     let case = |id: &str| catalogue::find(id).unwrap();
-    let cut = |cause: Cause| CaseResult {
-        case: case("isolation.accounts"),
-        outcome: Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() },
-        duration: Duration::from_millis(12),
-        reproduction: None,
+    let cut = |cause: Cause| {
+        let outcome = Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() };
+        CaseResult::new(case("isolation.accounts"), outcome, Duration::from_millis(12))
     };
-    let passed = CaseResult {
-        case: case("create.status-created"),
-        outcome: Outcome::Passed,
-        duration: Duration::ZERO,
-        reproduction: None,
+    let passed = CaseResult::new(case("create.status-created"), Outcome::Passed, Duration::ZERO);
+    let stopped = |cause: Cause| {
+        let mut report = synthetic();
+        (report.results, report.stopped) = (vec![passed.clone(), cut(cause)], Some(cause));
+        report
     };
-    let stopped =
-        |cause: Cause| Report { results: vec![passed.clone(), cut(cause)], stopped: Some(cause), ..synthetic() };
     let deadline = stopped(Cause::Deadline(Duration::from_secs(300)));
     assert_eq!((deadline.verdict(), deadline.exit_code()), ("INCOMPLETE", 3));
     assert!(deadline.decided().starts_with("the run's deadline (--deadline 300 s) passed"), "{}", deadline.decided());
@@ -860,7 +830,8 @@ fn a_run_cut_short_is_incomplete_and_names_its_cause() {
         assert_eq!((json["exit_code"].as_i64(), &json["stopped"]["cause"]), (Some(code.into()), &"interrupted".into()));
     }
     // A failure judged before the signal is still a failure.
-    let failed = Report { stopped: Some(Cause::Interrupted(Signal::Interrupt)), ..synthetic() };
+    let mut failed = synthetic();
+    failed.stopped = Some(Cause::Interrupted(Signal::Interrupt));
     assert_eq!((failed.verdict(), failed.exit_code()), ("FAILED", 130));
 }
 
@@ -903,11 +874,11 @@ fn markdown_of_a_failing_run_has_no_raw_angle_bracket_outside_code() {
     let mut report = with_failures();
     report.results = catalogue::all()
         .iter()
-        .map(|case| CaseResult {
-            case,
-            outcome: Outcome::Failed("target said <b>no</b> <API_KEY>".into()),
-            duration: Duration::from_millis(1),
-            reproduction: Some("curl 'http://x/<y>'".into()),
+        .map(|case| {
+            let outcome = Outcome::Failed("target said <b>no</b> <API_KEY>".into());
+            let mut result = CaseResult::new(case, outcome, Duration::from_millis(1));
+            result.reproduction = Some("curl 'http://x/<y>'".into());
+            result
         })
         .collect();
     let md = markdown::render(&report);

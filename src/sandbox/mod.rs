@@ -156,6 +156,28 @@ impl Control {
     }
 }
 
+/// Why a sandbox could not start: its socket could not listen (the address is taken, or not
+/// this machine's; the I/O error is its [`source`](std::error::Error::source)), or a
+/// perturbation it was asked for is not one of its own.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    #[error("the sandbox cannot listen on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: std::io::Error },
+    #[error("unknown perturbation {0:?} (bankconf serve --list-mutants)")]
+    UnknownPerturbation(String),
+}
+
+impl StartError {
+    /// The address it could not listen on, when that was the cause.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        match self {
+            Self::Listen { addr, .. } => Some(*addr),
+            Self::UnknownPerturbation(_) => None,
+        }
+    }
+}
+
 /// A running sandbox. Dropping it does not stop it; call [`Sandbox::stop`].
 pub struct Sandbox {
     /// e.g. `http://127.0.0.1:41234` (no trailing slash).
@@ -194,7 +216,7 @@ impl Sandbox {
     /// Starts a sandbox: it serves until [`Sandbox::stop`], on a task of the current runtime.
     ///
     /// ```no_run
-    /// # async fn example() -> anyhow::Result<()> {
+    /// # async fn example() -> Result<(), bankconf::sandbox::StartError> {
     /// use bankconf::sandbox::{Sandbox, SandboxConfig};
     /// let sandbox = Sandbox::start(SandboxConfig::default()).await?;
     /// println!("{} with key {}", sandbox.base_url, sandbox.clients[0].api_key);
@@ -202,7 +224,7 @@ impl Sandbox {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn start(config: SandboxConfig) -> anyhow::Result<Sandbox> {
+    pub async fn start(config: SandboxConfig) -> Result<Sandbox, StartError> {
         let perturb = perturb_apply::activate(&config.perturbations)?;
         let flavor = Flavor { mutant: config.mutant, variant: config.variant, perturb };
         let keys =
@@ -217,8 +239,9 @@ impl Sandbox {
             clients.iter().map(|c| (c.api_key.clone(), c.client_id.clone())).collect();
         let first_client = clients.first().map(|c| c.client_id.clone());
 
-        let listener = listen(config.listen, config.conditions.listen_backlog())?;
-        let local_addr = listener.local_addr()?;
+        let cannot_listen = |source| StartError::Listen { addr: config.listen, source };
+        let listener = listen(config.listen, config.conditions.listen_backlog()).map_err(cannot_listen)?;
+        let local_addr = listener.local_addr().map_err(cannot_listen)?;
         let (outbox, delivery) = webhooks::start(flavor, config.conditions);
         let store = Store::new(by_key, first_client, outbox, flavor);
         let shared = Arc::new(Shared { store: Mutex::new(store), service: config.service.clone(), flavor });

@@ -31,17 +31,14 @@ struct Memory {
 }
 
 /// The perturbations named, for one sandbox.
-pub(super) fn activate(names: &[String]) -> anyhow::Result<Option<Perturbs>> {
+pub(super) fn activate(names: &[String]) -> Result<Option<Perturbs>, super::StartError> {
     if names.is_empty() {
         return Ok(None);
     }
     let list = names
         .iter()
-        .map(|n| {
-            perturb::find(n)
-                .ok_or_else(|| anyhow::anyhow!("unknown perturbation {n:?} (bankconf serve --list-mutants)"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .map(|n| perturb::find(n).ok_or_else(|| super::StartError::UnknownPerturbation(n.clone())))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Some(Perturbs(Box::leak(Box::new(Active { list, memory: Mutex::default() })))))
 }
 

@@ -4,7 +4,7 @@
 //! calls them; their flows only make sure the record holds what each can judge (the reference
 //! reads, the tour, a few probes of their own), reusing the fixtures every other case shares.
 
-use super::{read::Endpoint, Judged};
+use super::{Endpoint, Judged};
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::rules::invariants::{self as inv, Client, Credential, Record};
 use crate::harness::transport::answers::{Answer, Auth};

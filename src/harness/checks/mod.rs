@@ -11,7 +11,7 @@
 //!   flow, over the run's answer log ([`judge_responses`]): a violation cannot hide in a read
 //!   that another case made.
 //!
-//! Both those and the state model's rules read the run's answers as [`Read`](read::Read)s, parsed once
+//! Both those and the state model's rules read the run's answers as [`Read`](super::transport::parsed::Read)s, parsed once
 //! ([`reads_of`], one at a time); every finding carries the answers and deliveries it rests on
 //! ([`Failure::evidence`](super::vocab::outcome::Failure)), from which the reports make the curl, the
 //! offline replay and the HAR link.
@@ -22,7 +22,6 @@ pub(crate) mod events;
 pub(crate) mod invariants;
 mod lifecycle;
 mod reactions;
-mod read;
 mod robustness;
 mod security;
 mod state;
@@ -32,9 +31,9 @@ mod widget;
 use super::fixtures::context::{CheckFn, RunContext};
 use super::rules::delivery::Delivery;
 use super::transport::answers::Answer;
+pub(crate) use super::transport::parsed::{reads_of, Endpoint};
 use super::vocab::errors::DeliveriesUnproven;
 use super::vocab::outcome::Failure;
-pub(crate) use read::{reads_of, Endpoint};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -151,7 +150,7 @@ pub(crate) fn code_of(id: &str) -> Option<&'static Registration> {
 /// (its `limit` asked for, its JSON `body`): how a pasted reproduction is judged again. `None`
 /// when the case has no rule for that endpoint.
 pub fn judge_one(id: &str, method: &str, segments: &[String], limit: Option<u64>, body: &Value) -> Option<Vec<String>> {
-    let (endpoint, path_id) = read::Endpoint::of(method, segments)?;
+    let (endpoint, path_id) = Endpoint::of(method, segments)?;
     let request = format!("{method} /{}", segments.join("/"));
     let reply = Reply { request: &request, id: path_id, limit, body };
     let rules: Vec<_> = code_of(id)?.responses.iter().filter(|c| c.endpoint == endpoint).collect();

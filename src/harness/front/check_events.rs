@@ -191,23 +191,7 @@ pub fn check_events(mut config: CheckEventsConfig) -> i32 {
     for r in &results {
         report::say(format_args!("{}\n", lines.case(r, gate.gates(r.case.level), false)));
     }
-    let report = Report {
-        origin: Origin::Capture { file },
-        server: target,
-        gate,
-        results,
-        duration: started.elapsed(),
-        notes,
-        setup_error: None,
-        transition_graph: None,
-        expectations: None,
-        latency: Default::default(),
-        har: None,
-        stopped: None,
-        redactor: Default::default(),
-        trace: Default::default(),
-        cited: Default::default(),
-        root_causes: Default::default(),
-    };
+    let mut report = Report::new(Origin::Capture { file }, target, gate);
+    (report.results, report.duration, report.notes) = (results, started.elapsed(), notes);
     report::finish(&report, &config.outputs)
 }

@@ -123,6 +123,19 @@ pub fn render(report: &Report) -> String {
 }
 
 fn render_raw(report: &Report) -> String {
+    let mut out = header(report);
+    out += &expectations(report);
+    out += &levels(report);
+    out += &failures(report);
+    out += &not_judged(report);
+    out += &graph(report);
+    out += &coverage(report);
+    out += &statements(report);
+    out
+}
+
+/// The verdict, the counts, the setup error, the notes, and how to complete the run.
+fn header(report: &Report) -> String {
     let mut out = String::new();
     let c = report.counts(None);
     let _ = writeln!(out, "## bankconf {}: {}\n", report.command(), report.verdict());
@@ -160,7 +173,12 @@ fn render_raw(report: &Report) -> String {
         }
         out.push('\n');
     }
+    out
+}
 
+/// The deviations from the expectations file, and what it expected.
+fn expectations(report: &Report) -> String {
+    let mut out = String::new();
     if let Some(e) = &report.expectations {
         let deviations = report.deviations();
         if !deviations.is_empty() {
@@ -180,7 +198,12 @@ fn render_raw(report: &Report) -> String {
             out.push('\n');
         }
     }
+    out
+}
 
+/// The counts by level and the root causes.
+fn levels(report: &Report) -> String {
+    let mut out = String::new();
     out += "### Counts by level\n\n| level | passed | failed | errors | ignored | gates |\n|---|---:|---:|---:|---:|---|\n";
     for (level, c, gates) in report.by_level() {
         let gates = if gates { "yes" } else { "no" };
@@ -194,6 +217,12 @@ fn render_raw(report: &Report) -> String {
             let _ = writeln!(out, "- {} It may explain: {}.", cell(&c.cause), cases.join(", "));
         }
     }
+    out
+}
+
+/// Each failure: its problems, its context, how to reproduce it.
+fn failures(report: &Report) -> String {
+    let mut out = String::new();
     let failures = report.failures();
     let _ = writeln!(out, "\n### Failures\n");
     if failures.is_empty() {
@@ -228,7 +257,12 @@ fn render_raw(report: &Report) -> String {
         out += &fenced("sh", &steps);
         out.push('\n');
     }
+    out
+}
 
+/// The cases not judged, one row per reason.
+fn not_judged(report: &Report) -> String {
+    let mut out = String::new();
     let unjudged: Vec<&CaseResult> = report
         .results
         .iter()
@@ -253,7 +287,12 @@ fn render_raw(report: &Report) -> String {
         }
         out.push('\n');
     }
+    out
+}
 
+/// The transition graph, or why the run has none.
+fn graph(report: &Report) -> String {
+    let mut out = String::new();
     match &report.transition_graph {
         Some(graph) => out += &transitions(graph),
         None => {
@@ -269,8 +308,6 @@ fn render_raw(report: &Report) -> String {
             }
         }
     }
-    out += &coverage(report);
-    out += &statements(report);
     out
 }
 

@@ -136,6 +136,7 @@ const CITED_IN_A_LINE: usize = 4;
 /// }
 /// # }
 /// ```
+#[non_exhaustive]
 pub struct Report {
     /// What made the report.
     pub origin: Origin,
@@ -183,6 +184,30 @@ pub struct Report {
 }
 
 impl Report {
+    /// A report made by `origin`, of `server`, gated by `gate`, and nothing else yet (no result,
+    /// no note, no time): the one way to make one (the type is `#[non_exhaustive]`); set the
+    /// fields a run fills afterwards.
+    pub fn new(origin: Origin, server: impl Into<String>, gate: Gate) -> Self {
+        Self {
+            origin,
+            server: server.into(),
+            gate,
+            results: Vec::new(),
+            duration: Duration::ZERO,
+            notes: Vec::new(),
+            setup_error: None,
+            transition_graph: None,
+            expectations: None,
+            latency: Default::default(),
+            har: None,
+            stopped: None,
+            redactor: Redactor::default(),
+            trace: Trace::default(),
+            cited: BTreeMap::new(),
+            root_causes: Vec::new(),
+        }
+    }
+
     /// `API answers: 412 samples, median …; webhook deliveries: …`, one line per kind seen.
     pub(crate) fn latency_lines(&self) -> Vec<String> {
         let mut lines = Vec::new();

@@ -89,8 +89,11 @@ pub(crate) fn reproduction(ctx: &RunContext, case: &Case, failure: &Failure) -> 
         // key) cannot be pasted: its evidence is named instead.
         Some(seq) if evidence.deliveries.is_empty() => {
             let plan = &ctx.plan;
-            let reach =
-                crate::harness::transport::reach::curl_words(&plan.headers, plan.ca_cert.as_deref(), plan.insecure);
+            let reach = crate::harness::transport::reach::curl_words(
+                &plan.headers.names(),
+                plan.ca_cert.as_deref(),
+                plan.insecure,
+            );
             ctx.api.answers().get(seq).map(|a| a.sent.curl(&reach)).filter(|curl| ctx.redactor.redact(curl) == *curl)
         }
         _ if evidence.answers.is_empty() => delivery_reproduction(ctx, &case.id, &evidence.deliveries),

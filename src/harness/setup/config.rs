@@ -283,8 +283,8 @@ impl RunConfig {
                     return Err(SetupError::SandboxFlagsWithBaseUrl);
                 }
                 let api_key = self.api_key.clone().filter(|k| !k.is_empty()).ok_or(SetupError::MissingApiKey)?;
-                crate::harness::transport::http::parse_base_url(url)?;
-                Target::Remote { base_url: url.clone(), api_key, second_api_key: self.second_api_key.clone() }
+                let base_url = crate::harness::transport::http::parse_base_url(url)?;
+                Target::Remote { base_url, api_key, second_api_key: self.second_api_key.clone() }
             }
             None => Target::Embedded {
                 mutant: self.sandbox_mutant,
@@ -296,7 +296,7 @@ impl RunConfig {
         if let Some(url) = &self.driver_url {
             crate::harness::transport::driver::HttpDriver::check_url(url)?;
         }
-        crate::harness::transport::reach::parse_headers(&self.headers)?;
+        let headers = crate::harness::transport::reach::Headers::parse(&self.headers)?;
         let selection = self.selection();
         crate::harness::vocab::catalogue::check_selection(&selection)?;
         let driver = match (&self.driver_impl, &self.driver_url, &self.driver) {
@@ -327,7 +327,7 @@ impl RunConfig {
             webhook_public_url: self.webhook_public_url.clone(),
             har: self.har.clone(),
             expect: self.expect.clone(),
-            headers: self.headers.clone(),
+            headers,
             ca_cert: self.ca_cert.clone(),
             insecure: self.insecure,
             rate_limit: self.rate_limit,

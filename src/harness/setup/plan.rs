@@ -5,9 +5,11 @@
 use crate::harness::embedded::{Conditions, Mutant, Variant};
 use crate::harness::transport::browser::BrowserPool;
 use crate::harness::transport::driver::DriverImpl;
+use crate::harness::transport::reach::Headers;
 use crate::harness::vocab::catalogue::Selection;
 use crate::harness::vocab::outcome::Gate;
 use crate::harness::vocab::redact::Redactor;
+use reqwest::Url;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,8 +18,18 @@ use std::time::Duration;
 /// the hidden flags give), or a server at a base URL whose key [`RunConfig::validate`] saw.
 #[derive(Clone, Debug)]
 pub(crate) enum Target {
-    Embedded { mutant: Option<Mutant>, variant: Option<Variant>, perturbations: Vec<String>, conditions: Conditions },
-    Remote { base_url: String, api_key: String, second_api_key: Option<String> },
+    Embedded {
+        mutant: Option<Mutant>,
+        variant: Option<Variant>,
+        perturbations: Vec<String>,
+        conditions: Conditions,
+    },
+    /// `base_url`: `--base-url`, parsed once (an http(s) URL).
+    Remote {
+        base_url: Url,
+        api_key: String,
+        second_api_key: Option<String>,
+    },
 }
 
 /// What moves the target's connections, the one the flags give (at most one, by validation);
@@ -85,8 +97,8 @@ pub(crate) struct RunPlan {
     pub har: Option<PathBuf>,
     /// The expectations file (read by the runner before the session starts).
     pub expect: Option<PathBuf>,
-    /// `--header` lines (checked), `--ca-cert`, `--insecure`.
-    pub headers: Vec<String>,
+    /// The `--header` lines, parsed once; `--ca-cert`, `--insecure`.
+    pub headers: Headers,
     pub ca_cert: Option<PathBuf>,
     pub insecure: bool,
     pub rate_limit: f64,

@@ -38,7 +38,7 @@ impl RunConfig {
             words.push(format!("--sandbox-perturb {}", shell_word(p)));
         }
         words.extend(crate::harness::transport::reach::rerun_words(
-            &self.headers,
+            &crate::harness::transport::reach::header_names(&self.headers),
             self.ca_cert.as_ref(),
             self.insecure,
         ));

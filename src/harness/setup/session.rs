@@ -80,82 +80,28 @@ impl Session {
     /// driver, and registers the receiver. Errors mean the run cannot start.
     pub(crate) async fn setup(plan: RunPlan) -> Result<Self, SetupError> {
         let redactor = Redactor::default();
-        let (sandbox, base_url, key, second_key, service) = match &plan.target {
-            Target::Embedded { mutant, variant, perturbations, conditions } => {
-                let sandbox_config = SandboxConfig {
-                    mutant: *mutant,
-                    variant: *variant,
-                    perturbations: perturbations.clone(),
-                    conditions: *conditions,
-                    ..SandboxConfig::default()
-                };
-                let sandbox =
-                    Sandbox::start(sandbox_config).await.map_err(|e| SetupError::SandboxStart(format!("{e:#}")))?;
-                let key = sandbox.clients.first().map(|c| c.api_key.clone());
-                let second = sandbox.clients.get(1).map(|c| c.api_key.clone());
-                let service = plan.service.clone().or_else(|| Some(sandbox.service.clone()));
-                let url = sandbox.base_url.clone();
-                (Some(sandbox), url, key, second, service)
-            }
-            Target::Remote { base_url, api_key, second_api_key } => {
-                (None, base_url.clone(), Some(api_key.clone()), second_api_key.clone(), plan.service.clone())
-            }
-        };
+        let Reached { sandbox, base_url, key, second_key, service } = Reached::of(&plan).await?;
         for k in key.iter().chain(second_key.iter()) {
             redactor.add(k);
         }
         // `--header` values are secrets like keys (a gateway's token).
-        for value in crate::harness::transport::reach::header_values(&plan.headers) {
+        for value in plan.headers.values() {
             redactor.add(value);
         }
         let transport = Transport::load(plan.ca_cert.as_deref(), plan.insecure, &plan.headers)?;
-        let api = Api::with_transport(&base_url, key.clone(), second_key.clone(), plan.waits.request, &transport)?
+        let api = Api::with_transport(base_url, key.clone(), second_key.clone(), plan.waits.request, &transport)?
             .with_throttle(std::sync::Arc::new(
                 crate::harness::transport::throttle::Throttle::new(plan.rate_limit).with_ceiling(plan.concurrency),
             ))
             .with_recorder(std::sync::Arc::new(
-                Recorder::new(plan.har.is_some(), redactor.clone())
-                    .sending(crate::harness::transport::reach::header_names(&plan.headers)),
+                Recorder::new(plan.har.is_some(), redactor.clone()).sending(plan.headers.names()),
             ));
         if sandbox.is_none() {
             api.reachable().await?;
         }
-        let driver: Option<Arc<dyn Driver>> = match (&plan.driver, &sandbox) {
-            (DriverPlan::Given(given), _) => Some(given.0.clone()),
-            (DriverPlan::Url(url), _) => {
-                Some(Arc::new(HttpDriver::with_transport(url, plan.waits.driver, second_key.is_some(), &transport)?))
-            }
-            (DriverPlan::Command(command), _) => Some(Arc::new(CommandDriver::new(
-                command.clone(),
-                api.base_url().to_string(),
-                plan.waits.driver,
-                Keys { api_key: key.clone(), second_api_key: second_key.clone() },
-            ))),
-            (DriverPlan::NoneGiven, Some(sandbox)) => Some(Arc::new(SandboxDriver {
-                control: sandbox.control.clone(),
-                keys: Keys { api_key: key.clone(), second_api_key: second_key.clone() },
-            })),
-            (DriverPlan::NoneGiven, None) => None,
-        };
-        let (receiver, webhooks) = match &driver {
-            None => {
-                (None, Webhooks::Unavailable("no driver (--driver, --driver-url) to register a webhook address".into()))
-            }
-            Some(driver) => {
-                let recorder = api.recorder_handle();
-                let receiver = Receiver::start(plan.webhook_listen, plan.webhook_public_url.clone(), recorder)
-                    .await
-                    .map_err(|e| SetupError::ReceiverStart(format!("{e:#}")))?;
-                let args = webhook_args(&receiver, second_key.is_some());
-                let call = driver.run(DriverAction::RegisterWebhook, &args);
-                let webhooks = match api.recorder().driven(DriverAction::RegisterWebhook, &args, call).await {
-                    Ok(()) => Webhooks::Registered,
-                    Err(DriveError::Unsupported(m) | DriveError::Refused(m)) => Webhooks::Unavailable(m),
-                    Err(DriveError::Failed(m)) => Webhooks::Failed(m),
-                };
-                (Some(receiver), webhooks)
-            }
-        };
+        let keys = Keys { api_key: key, second_api_key: second_key };
+        let driver = driver_of(&plan, sandbox.as_ref(), &api, keys, &transport)?;
+        let (receiver, webhooks) = register(&plan, driver.as_ref(), &api).await?;
         let server = match &sandbox {
             Some(_) => format!("embedded sandbox at {}", api.base_url()),
             None => api.base_url().to_string(),
@@ -166,7 +112,7 @@ impl Session {
         // target's certificate having been verified (or not, with --insecure) by the API client.
         let browser = RunBrowser::new(browser_pool)
             .ignoring_certificate_errors(plan.insecure || plan.ca_cert.is_some())
-            .sending(crate::harness::transport::browser::PageHeaders::of(api.base_url(), &plan.headers));
+            .sending(crate::harness::transport::browser::PageHeaders::of(api.base(), &plan.headers));
         let session = Self {
             plan,
             server,
@@ -185,7 +131,7 @@ impl Session {
             first_deliveries: None,
             widget_missing: None,
         };
-        if let Some(note) = crate::harness::transport::reach::header_variables_note(&session.plan.headers) {
+        if let Some(note) = crate::harness::transport::reach::header_variables_note(&session.plan.headers.names()) {
             session.note("gateway", note);
         }
         if session.plan.insecure {
@@ -316,4 +262,96 @@ fn webhook_args(receiver: &Receiver, second: bool) -> DriveArgs {
         second_webhook_url: second.then(|| receiver.second_url()),
         ..Default::default()
     }
+}
+
+/// The target a plan reaches: the embedded sandbox, started, or the server at `--base-url`; its
+/// keys and service.
+struct Reached {
+    sandbox: Option<Sandbox>,
+    base_url: reqwest::Url,
+    key: Option<String>,
+    second_key: Option<String>,
+    service: Option<String>,
+}
+
+impl Reached {
+    async fn of(plan: &RunPlan) -> Result<Self, SetupError> {
+        match &plan.target {
+            Target::Embedded { mutant, variant, perturbations, conditions } => {
+                let sandbox_config = SandboxConfig {
+                    mutant: *mutant,
+                    variant: *variant,
+                    perturbations: perturbations.clone(),
+                    conditions: *conditions,
+                    ..SandboxConfig::default()
+                };
+                let sandbox =
+                    Sandbox::start(sandbox_config).await.map_err(|e| SetupError::SandboxStart(format!("{e:#}")))?;
+                Ok(Self {
+                    base_url: crate::harness::transport::http::parse_base_url(&sandbox.base_url)?,
+                    key: sandbox.clients.first().map(|c| c.api_key.clone()),
+                    second_key: sandbox.clients.get(1).map(|c| c.api_key.clone()),
+                    service: plan.service.clone().or_else(|| Some(sandbox.service.clone())),
+                    sandbox: Some(sandbox),
+                })
+            }
+            Target::Remote { base_url, api_key, second_api_key } => Ok(Self {
+                sandbox: None,
+                base_url: base_url.clone(),
+                key: Some(api_key.clone()),
+                second_key: second_api_key.clone(),
+                service: plan.service.clone(),
+            }),
+        }
+    }
+}
+
+/// The driver the plan names, built (the embedded sandbox's own control when none is named).
+fn driver_of(
+    plan: &RunPlan,
+    sandbox: Option<&Sandbox>,
+    api: &Api,
+    keys: Keys,
+    transport: &Transport,
+) -> Result<Option<Arc<dyn Driver>>, SetupError> {
+    let second = keys.second_api_key.is_some();
+    Ok(match (&plan.driver, sandbox) {
+        (DriverPlan::Given(given), _) => Some(given.0.clone()),
+        (DriverPlan::Url(url), _) => {
+            Some(Arc::new(HttpDriver::with_transport(url, plan.waits.driver, second, transport)?))
+        }
+        (DriverPlan::Command(command), _) => {
+            Some(Arc::new(CommandDriver::new(command.clone(), api.base_url().to_string(), plan.waits.driver, keys)))
+        }
+        (DriverPlan::NoneGiven, Some(sandbox)) => {
+            Some(Arc::new(SandboxDriver { control: sandbox.control.clone(), keys }))
+        }
+        (DriverPlan::NoneGiven, None) => None,
+    })
+}
+
+/// The receiver started and its address registered through `driver`, when there is one.
+async fn register(
+    plan: &RunPlan,
+    driver: Option<&Arc<dyn Driver>>,
+    api: &Api,
+) -> Result<(Option<Receiver>, Webhooks), SetupError> {
+    let Some(driver) = driver else {
+        return Ok((
+            None,
+            Webhooks::Unavailable("no driver (--driver, --driver-url) to register a webhook address".into()),
+        ));
+    };
+    let recorder = api.recorder_handle();
+    let receiver = Receiver::start(plan.webhook_listen, plan.webhook_public_url.clone(), recorder)
+        .await
+        .map_err(|e| SetupError::ReceiverStart(format!("{e:#}")))?;
+    let args = webhook_args(&receiver, api.has_second_key());
+    let call = driver.run(DriverAction::RegisterWebhook, &args);
+    let webhooks = match api.recorder().driven(DriverAction::RegisterWebhook, &args, call).await {
+        Ok(()) => Webhooks::Registered,
+        Err(DriveError::Unsupported(m) | DriveError::Refused(m)) => Webhooks::Unavailable(m),
+        Err(DriveError::Failed(m)) => Webhooks::Failed(m),
+    };
+    Ok((Some(receiver), webhooks))
 }

@@ -185,15 +185,9 @@ pub struct PageHeaders {
 }
 
 impl PageHeaders {
-    /// The checked `--header` lines of a run whose target is at `base_url`.
-    pub(crate) fn of(base_url: &str, headers: &[String]) -> Self {
-        let origin = reqwest::Url::parse(base_url).map(|u| u.origin().ascii_serialization()).unwrap_or_default();
-        let pairs = headers
-            .iter()
-            .filter_map(|h| h.split_once(':'))
-            .map(|(name, value)| (name.trim().to_string(), value.trim().to_string()))
-            .collect();
-        Self { origin, pairs }
+    /// The checked `--header`s of a run whose target is at `base_url`.
+    pub(crate) fn of(base_url: &reqwest::Url, headers: &crate::harness::transport::reach::Headers) -> Self {
+        Self { origin: base_url.origin().ascii_serialization(), pairs: headers.pairs().to_vec() }
     }
 }
 

@@ -9,6 +9,7 @@ pub(crate) mod har;
 pub(crate) mod http;
 pub(crate) mod orphans;
 pub(crate) mod pagination;
+pub(crate) mod parsed;
 pub(crate) mod patience;
 pub(crate) mod probe;
 pub(crate) mod reach;

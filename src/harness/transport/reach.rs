@@ -27,13 +27,13 @@ const MAX_CA_FILE: u64 = 4 << 20;
 
 impl Transport {
     /// The transport of `--ca-cert`, `--insecure` and `--header`: the CA file read and parsed,
-    /// each header checked. Errors name the flag and what is wrong, never a header's value.
-    pub(crate) fn load(ca_cert: Option<&Path>, insecure: bool, headers: &[String]) -> Result<Self, SetupError> {
+    /// the headers as [`Headers::parse`] checked them. Errors name the flag and what is wrong.
+    pub(crate) fn load(ca_cert: Option<&Path>, insecure: bool, headers: &Headers) -> Result<Self, SetupError> {
         let roots = match ca_cert {
             None => Vec::new(),
             Some(file) => read_roots(file)?,
         };
-        Ok(Self { roots, insecure, headers: parse_headers(headers)? })
+        Ok(Self { roots, insecure, headers: headers.map.clone() })
     }
 
     /// `builder` with this transport's roots, verification and (when `with_headers`) headers.
@@ -66,31 +66,60 @@ fn read_roots(file: &Path) -> Result<Vec<reqwest::Certificate>, SetupError> {
     Ok(roots)
 }
 
-/// `--header 'Name: value'`, each checked: a name HTTP allows, a value without line breaks.
-/// A header the harness sets itself (`Authorization`, `Accept`, `Content-Type`) is refused:
-/// the cases depend on those.
-pub(crate) fn parse_headers(headers: &[String]) -> Result<HeaderMap, SetupError> {
-    let mut map = HeaderMap::new();
-    for (n, header) in headers.iter().enumerate() {
-        let bad = |problem: &'static str| SetupError::BadHeader { position: n + 1, problem };
-        let (name, value) = header.split_once(':').ok_or(bad("no ':' between the name and the value"))?;
-        let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad("not a valid header name"))?;
-        if [reqwest::header::AUTHORIZATION, reqwest::header::ACCEPT, reqwest::header::CONTENT_TYPE].contains(&name) {
-            return Err(bad("Authorization, Accept and Content-Type are the harness's own (the cases set them)"));
-        }
-        let mut value = HeaderValue::from_str(value.trim()).map_err(|_| bad("not a valid header value"))?;
-        value.set_sensitive(true);
-        map.append(name, value);
-    }
-    Ok(map)
+/// The `--header 'Name: value'` lines, checked once ([`Headers::parse`]): each name as given
+/// and its value (a secret, like keys), in their order, and the map the clients send.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Headers {
+    given: Vec<(String, String)>,
+    map: HeaderMap,
 }
 
-/// The name of each `--header 'Name: value'`, as given (what the HAR lists, value redacted).
+impl Headers {
+    /// Each line checked: a name HTTP allows, a value without line breaks. A header the harness
+    /// sets itself (`Authorization`, `Accept`, `Content-Type`) is refused: the cases depend on
+    /// those. Errors name the flag and what is wrong, never a header's value.
+    pub(crate) fn parse(lines: &[String]) -> Result<Self, SetupError> {
+        let mut headers = Self::default();
+        for (n, header) in lines.iter().enumerate() {
+            let bad = |problem: &'static str| SetupError::BadHeader { position: n + 1, problem };
+            let (given, value) = header.split_once(':').ok_or(bad("no ':' between the name and the value"))?;
+            let (given, value) = (given.trim(), value.trim());
+            let name = HeaderName::from_bytes(given.as_bytes()).map_err(|_| bad("not a valid header name"))?;
+            if [reqwest::header::AUTHORIZATION, reqwest::header::ACCEPT, reqwest::header::CONTENT_TYPE].contains(&name)
+            {
+                return Err(bad("Authorization, Accept and Content-Type are the harness's own (the cases set them)"));
+            }
+            let mut parsed = HeaderValue::from_str(value).map_err(|_| bad("not a valid header value"))?;
+            parsed.set_sensitive(true);
+            headers.map.append(name, parsed);
+            headers.given.push((given.to_string(), value.to_string()));
+        }
+        Ok(headers)
+    }
+
+    /// The name of each header, as given (what the HAR and the printed commands name).
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.given.iter().map(|(name, _)| name.clone()).collect()
+    }
+
+    /// The value of each header: secrets, like keys.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &str> {
+        self.given.iter().map(|(_, value)| value.as_str())
+    }
+
+    /// `(name, value)` of each header, in their order.
+    pub(crate) fn pairs(&self) -> &[(String, String)] {
+        &self.given
+    }
+}
+
+/// The name of each `--header 'Name: value'` line, as given, before it is checked (the flags'
+/// rerun line).
 pub(crate) fn header_names(headers: &[String]) -> Vec<String> {
     headers.iter().map(|h| h.split_once(':').map_or(h.as_str(), |(name, _)| name).trim().to_string()).collect()
 }
 
-/// The value of each `--header 'Name: value'`: secrets, like keys.
+/// The value of each `--header 'Name: value'` line, before it is checked: secrets, like keys.
 pub(crate) fn header_values(headers: &[String]) -> impl Iterator<Item = &str> {
     headers.iter().filter_map(|h| h.split_once(':')).map(|(_, v)| v.trim())
 }
@@ -103,10 +132,9 @@ pub(crate) fn header_variable(n: usize) -> String {
 
 /// Each `--header` as `Name: $BANKCONF_HEADER_n`, one shell word: the name quoted, the value a
 /// variable the shell expands (`"X-Gateway-Token: $BANKCONF_HEADER_1"`). Never the value.
-fn header_words(headers: &[String]) -> impl Iterator<Item = String> + '_ {
+fn header_words(names: &[String]) -> impl Iterator<Item = String> + '_ {
     use crate::harness::vocab::sanitize::shell_word;
-    headers.iter().enumerate().map(|(n, h)| {
-        let name = h.split_once(':').map_or(h.as_str(), |(name, _)| name).trim();
+    names.iter().enumerate().map(|(n, name)| {
         let variable = header_variable(n + 1);
         if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.') {
             format!("\"{name}: ${variable}\"")
@@ -118,9 +146,9 @@ fn header_words(headers: &[String]) -> impl Iterator<Item = String> + '_ {
 
 /// The rerun's words for `--header`, `--ca-cert` and `--insecure`: each header's value as its
 /// variable ([`header_variable`]), pasteable once it is exported.
-pub(crate) fn rerun_words(headers: &[String], ca_cert: Option<&PathBuf>, insecure: bool) -> Vec<String> {
+pub(crate) fn rerun_words(names: &[String], ca_cert: Option<&PathBuf>, insecure: bool) -> Vec<String> {
     use crate::harness::vocab::sanitize::shell_word;
-    let mut words: Vec<String> = header_words(headers).map(|w| format!("--header {w}")).collect();
+    let mut words: Vec<String> = header_words(names).map(|w| format!("--header {w}")).collect();
     if let Some(file) = ca_cert {
         words.push(format!("--ca-cert {}", shell_word(&file.display().to_string())));
     }
@@ -133,7 +161,7 @@ pub(crate) fn rerun_words(headers: &[String], ca_cert: Option<&PathBuf>, insecur
 /// The `curl` options that reach the target as the run did: `--cacert FILE` for `--ca-cert`,
 /// `-k` for `--insecure`, and each `--header` as `-H "Name: $BANKCONF_HEADER_n"`; each word
 /// after a space.
-pub(crate) fn curl_words(headers: &[String], ca_cert: Option<&Path>, insecure: bool) -> String {
+pub(crate) fn curl_words(names: &[String], ca_cert: Option<&Path>, insecure: bool) -> String {
     use crate::harness::vocab::sanitize::shell_word;
     let mut words = String::new();
     if let Some(file) = ca_cert {
@@ -142,7 +170,7 @@ pub(crate) fn curl_words(headers: &[String], ca_cert: Option<&Path>, insecure: b
     if insecure {
         words.push_str(" -k");
     }
-    for header in header_words(headers) {
+    for header in header_words(names) {
         words.push_str(&format!(" -H {header}"));
     }
     words
@@ -150,15 +178,9 @@ pub(crate) fn curl_words(headers: &[String], ca_cert: Option<&Path>, insecure: b
 
 /// What a user exports before pasting a printed command, when `--header` was given:
 /// `BANKCONF_HEADER_1 (X-Gateway-Token)`, for the run's notes.
-pub(crate) fn header_variables_note(headers: &[String]) -> Option<String> {
-    let named: Vec<String> = headers
-        .iter()
-        .enumerate()
-        .map(|(n, h)| {
-            let name = h.split_once(':').map_or(h.as_str(), |(name, _)| name).trim();
-            format!("{} ({name})", header_variable(n + 1))
-        })
-        .collect();
+pub(crate) fn header_variables_note(names: &[String]) -> Option<String> {
+    let named: Vec<String> =
+        names.iter().enumerate().map(|(n, name)| format!("{} ({name})", header_variable(n + 1))).collect();
     (!named.is_empty()).then(|| {
         format!(
             "the printed commands (rerun lines, curl reproductions) write each --header value as a variable: \
@@ -231,20 +253,23 @@ mod tests {
 
     #[test]
     fn headers_are_checked_and_their_values_never_named() {
-        let map = parse_headers(&["X-Tenant: acme-7".into(), "X-Gateway-Token:  s3cr3t-value ".into()]).unwrap();
+        let headers = Headers::parse(&["X-Tenant: acme-7".into(), "X-Gateway-Token:  s3cr3t-value ".into()]).unwrap();
+        let map = &headers.map;
         assert_eq!(map["x-tenant"], "acme-7");
         assert_eq!(map["x-gateway-token"], "s3cr3t-value");
         assert!(map["x-gateway-token"].is_sensitive());
+        assert_eq!(headers.names(), ["X-Tenant", "X-Gateway-Token"]);
+        assert_eq!(headers.values().collect::<Vec<_>>(), ["acme-7", "s3cr3t-value"]);
         for (bad, problem) in [
             ("X-Tenant acme", "no ':'"),
             ("X Tenant: acme", "not a valid header name"),
             ("Authorization: Bearer other", "the harness's own"),
         ] {
-            let e = parse_headers(&["X-Ok: 1".into(), bad.into()]).unwrap_err().to_string();
+            let e = Headers::parse(&["X-Ok: 1".into(), bad.into()]).unwrap_err().to_string();
             assert!(e.contains("--header #2") && e.contains(problem), "{e}");
             assert!(!e.contains("acme") && !e.contains("Bearer other"), "a value named: {e}");
         }
-        let words = rerun_words(&["X-Gateway-Token: s3cr3t-value".into(), "X$`: v".into()], None, true);
+        let words = rerun_words(&header_names(&["X-Gateway-Token: s3cr3t-value".into(), "X$`: v".into()]), None, true);
         assert_eq!(
             words,
             [
@@ -254,7 +279,7 @@ mod tests {
             ]
         );
         let ca = PathBuf::from("/tmp/my ca.pem");
-        let curl = curl_words(&["X-Gateway-Token: s3cr3t-value".into()], Some(&ca), false);
+        let curl = curl_words(&["X-Gateway-Token".into()], Some(&ca), false);
         assert_eq!(curl, " --cacert '/tmp/my ca.pem' -H \"X-Gateway-Token: $BANKCONF_HEADER_1\"");
         assert_eq!(curl_words(&[], None, true), " -k");
         assert_eq!(header_values(&["X-A: one".into(), "X-B:two".into()]).collect::<Vec<_>>(), ["one", "two"]);
@@ -266,9 +291,9 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let empty = dir.join("empty.pem");
         std::fs::write(&empty, "no certificate here\n").unwrap();
-        let e = Transport::load(Some(&empty), false, &[]).unwrap_err().to_string();
+        let e = Transport::load(Some(&empty), false, &Headers::default()).unwrap_err().to_string();
         assert!(e.starts_with("--ca-cert") && e.contains("no PEM certificate"), "{e}");
-        let e = Transport::load(Some(&dir.join("missing.pem")), false, &[]).unwrap_err().to_string();
+        let e = Transport::load(Some(&dir.join("missing.pem")), false, &Headers::default()).unwrap_err().to_string();
         assert!(e.contains("cannot read it"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }

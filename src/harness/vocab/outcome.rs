@@ -129,6 +129,7 @@ pub struct Contrast {
 /// it (when the finding names one), what is wrong, and what it rests on. A report never takes a
 /// message apart to find these: target text may hold any `; `, `|` or newline.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub struct Problem {
     /// `GET /v1/accounts/acc_1`, when one request's answer shows the problem.
     pub request: Option<String>,
@@ -157,6 +158,7 @@ impl Problem {
 
 /// How the target broke a case's rule (the section is the case's).
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub struct Failure {
     /// The whole finding, for a person: the request, what was expected and what was received.
     pub message: String,
@@ -280,6 +282,7 @@ impl From<&str> for Failure {
 
 /// The outcome of one case.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The target kept the case's rule.
     Passed,
@@ -492,6 +495,7 @@ pub(crate) fn str_field<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
 
 /// The outcome of one case, with how long it took.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct CaseResult {
     /// The case, from the catalogue.
     pub case: &'static Case,
@@ -502,6 +506,13 @@ pub struct CaseResult {
     /// For a failure: a `curl` command replaying the last request the case sent (keys as
     /// `$BANKCONF_API_KEY`), and for property cases the seed in the message.
     pub reproduction: Option<String>,
+}
+
+impl CaseResult {
+    /// The result of `case`: its `outcome` after `duration`, with no reproduction (set it after).
+    pub fn new(case: &'static Case, outcome: Outcome, duration: Duration) -> Self {
+        Self { case, outcome, duration, reproduction: None }
+    }
 }
 
 /// The levels whose failures decide the exit code: the one place that answers "does it gate?".

@@ -3,9 +3,9 @@
 //! each read in its client's view and each event once, from its first arrival. It judges
 //! nothing; the rules that read it are [`super::rules`].
 
-use crate::harness::checks::read::{Endpoint, Read};
 use crate::harness::rules::delivery;
 use crate::harness::transport::answers::{Answer, Auth};
+use crate::harness::transport::parsed::{Endpoint, Read};
 use crate::spec;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};

@@ -450,7 +450,7 @@ mod tests {
                 .map(|(i, (ms, b))| (self.at(*ms), Delivery::new(i as u64, b.clone())))
                 .collect();
             let mut observed = crate::harness::checks::state::Observed::default();
-            crate::harness::checks::read::reads_of(&self.answers).for_each(|read| observed.add(&read));
+            crate::harness::transport::parsed::reads_of(&self.answers).for_each(|read| observed.add(&read));
             Model::of(&std::sync::Arc::new(observed), &deliveries)
         }
     }

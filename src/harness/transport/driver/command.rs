@@ -56,7 +56,9 @@ impl CommandDriver {
         }
     }
 
-    async fn run_command(&self, action: DriverAction, args: &DriveArgs) -> Answer {
+    /// The driver's command for `action`: `sh -c`, the action's variables set (the others
+    /// removed), in a process group of its own.
+    fn command(&self, action: DriverAction, args: &DriveArgs) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new("sh");
         cmd.arg("-c")
             .arg(&self.command)
@@ -85,6 +87,11 @@ impl CommandDriver {
                 None => cmd.env_remove(name),
             };
         }
+        cmd
+    }
+
+    async fn run_command(&self, action: DriverAction, args: &DriveArgs) -> Answer {
+        let mut cmd = self.command(action, args);
         let mut child = match cmd.spawn() {
             Ok(child) => child,
             Err(e) => return Answer::Error(format!("driver could not start: {e}")),

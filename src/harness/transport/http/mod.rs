@@ -1,111 +1,24 @@
 //! The harness's HTTP client for the target's `/v1` API: every request bounded in time and in
 //! body size, every exchange described as `METHOD /path?query` for failure messages.
+//! `exchange` sends one request and reads its answer; `retry` decides what an unanswered one
+//! is worth.
 
 use crate::harness::transport::answers::{Answer, AnswerLog, Auth, Sent, EXCERPT};
-use crate::harness::transport::har::{Exchanged, Recorder};
+use crate::harness::transport::har::Recorder;
 use crate::harness::transport::reach::Transport;
-use crate::harness::vocab::budget;
 use crate::harness::vocab::errors::{SetupError, UrlProblem};
-use crate::harness::vocab::outcome::{Failure, Stop};
+use crate::harness::vocab::outcome::Stop;
 use crate::harness::vocab::redact;
 use reqwest::{Method, Url};
-use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Largest response body read; a target that sends more is cut off (and fails the case).
-const MAX_BODY: usize = 4 * 1024 * 1024;
+mod exchange;
+mod retry;
 
-/// One request and its answer.
-#[derive(Clone, Debug)]
-pub(crate) struct Exchange {
-    /// `GET /v1/accounts/acc_1/transactions?limit=3`.
-    pub request: String,
-    pub status: u16,
-    pub content_type: Option<String>,
-    /// The body as text; bytes that are not UTF-8 read as U+FFFD (see `invalid_utf8`).
-    pub body: String,
-    /// Byte offset of the first byte of the body that is not UTF-8, if any.
-    pub invalid_utf8: Option<usize>,
-    /// Its place in the run's answer log ([`Answer::seq`]): what a failure it shows rests on.
-    pub seq: Option<u64>,
-    /// The id of its HAR entry, when one is recorded.
-    pub har: Option<u64>,
-}
+use retry::transport_error;
 
-impl Exchange {
-    pub(crate) fn is_success(&self) -> bool {
-        (200..300).contains(&self.status)
-    }
-
-    pub(crate) fn is_server_error(&self) -> bool {
-        self.status >= 500
-    }
-
-    /// A finding this answer shows by itself: `message` (which names the request), resting on
-    /// it; pasting its request asks the same question again ([`Failure::shown_by`]). A finding
-    /// that needs more than this answer is [`Exchange::cites`].
-    pub(crate) fn fail(&self, message: impl Into<String>) -> Stop {
-        Stop::Fail(self.failure(message))
-    }
-
-    /// Fails with `message` unless `condition` holds: [`crate::harness::vocab::outcome::ensure`] on this answer.
-    pub(crate) fn ensure(&self, condition: bool, message: impl FnOnce() -> String) -> Result<(), Stop> {
-        if condition {
-            Ok(())
-        } else {
-            Err(self.fail(message()))
-        }
-    }
-
-    /// A finding this answer takes part in but does not show alone (compared with another read,
-    /// an event, the reference): resting on it, never reproduced by pasting its request.
-    pub(crate) fn cites(&self, message: impl Into<String>) -> Stop {
-        Stop::Fail(Failure::from(message.into()).on_answer(self.seq).requested(&self.request))
-    }
-
-    /// [`Exchange::fail`] as a [`Failure`], to collect among [`crate::harness::vocab::outcome::Problems`].
-    pub(crate) fn failure(&self, message: impl Into<String>) -> Failure {
-        Failure::from(message.into()).shown_by(self.seq).requested(&self.request)
-    }
-
-    /// The start of the body, for messages: without control characters (a hostile body must
-    /// not drive the terminal), redacted before it is cut (no piece of a key survives the cut).
-    pub(crate) fn snippet(&self) -> String {
-        const MAX: usize = 160;
-        let cleaned: String = self.body.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-        redact::shorten(cleaned.trim(), MAX)
-    }
-
-    /// `status 500: {"error":…}`, for messages.
-    pub(crate) fn summary(&self) -> String {
-        if self.body.trim().is_empty() {
-            format!("status {} (empty body)", self.status)
-        } else {
-            format!("status {}: {}", self.status, self.snippet())
-        }
-    }
-
-    /// The JSON body of a 2xx answer, or a failure naming the request and what came back.
-    pub(crate) fn success_json(&self) -> Result<Value, Stop> {
-        if !self.is_success() {
-            let failure = self.failure(format!("{}: expected 2xx, got {}", self.request, self.summary()));
-            return Err(Stop::Fail(failure.expected("2xx", self.summary())));
-        }
-        if let Some(at) = self.invalid_utf8 {
-            return Err(self.fail(format!(
-                "{}: expected a JSON body, which is UTF-8, but byte {at} of the body is not valid UTF-8: {}",
-                self.request,
-                self.summary()
-            )));
-        }
-        if let Some(why) = budget::too_dense(self.body.as_bytes()) {
-            return Err(self.fail(format!("{}: not read: {why}", self.request)));
-        }
-        serde_json::from_str(&self.body)
-            .map_err(|e| self.fail(format!("{}: expected a JSON body, got {} ({e})", self.request, self.summary())))
-    }
-}
+pub(crate) use exchange::Exchange;
 
 /// Client of the target's API.
 #[derive(Clone)]
@@ -133,8 +46,8 @@ pub(crate) struct Api {
     pages: Arc<crate::harness::transport::reads::PageCache>,
 }
 
-/// `--base-url` as a URL, if it is an http(s) one: checked with the other flags
-/// ([`RunConfig::validate`](crate::harness::setup::config::RunConfig::validate)) and again by [`Api::with_transport`].
+/// `--base-url` as a URL, if it is an http(s) one: parsed once, with the other flags
+/// ([`RunConfig::validate`](crate::harness::setup::config::RunConfig::validate)), into the plan.
 pub(crate) fn parse_base_url(text: &str) -> Result<Url, SetupError> {
     let bad = |problem| SetupError::BadBaseUrl { url: text.to_string(), problem };
     let url = Url::parse(text).map_err(|e| bad(UrlProblem::Unparsable(e.to_string())))?;
@@ -153,18 +66,17 @@ impl Api {
         second_key: Option<String>,
         timeout: Duration,
     ) -> Result<Self, SetupError> {
-        Self::with_transport(base_url, key, second_key, timeout, &Transport::default())
+        Self::with_transport(parse_base_url(base_url)?, key, second_key, timeout, &Transport::default())
     }
 
     /// `Api::new` (the tests'), its clients built with the run's TLS settings and extra headers.
     pub(crate) fn with_transport(
-        base_url: &str,
+        mut base: Url,
         key: Option<String>,
         second_key: Option<String>,
         timeout: Duration,
         transport: &Transport,
     ) -> Result<Self, SetupError> {
-        let mut base = parse_base_url(base_url)?;
         // Paths are appended below whatever path the base URL has.
         let trimmed = base.path().trim_end_matches('/').to_string();
         base.set_path(&trimmed);
@@ -236,6 +148,11 @@ impl Api {
 
     pub(crate) fn base_url(&self) -> &str {
         self.base.as_str().trim_end_matches('/')
+    }
+
+    /// The base URL, parsed (its path without a trailing `/`).
+    pub(crate) fn base(&self) -> &Url {
+        &self.base
     }
 
     /// The run's pacing (for the report's count of 429s).
@@ -390,207 +307,6 @@ impl Api {
         }
         result
     }
-
-    /// Sends one request and reads its answer, bounded in size. Slow, refused or dropped is
-    /// never evidence (§8 leaves timing and rate limits open): a 429 or a 503 is retried as
-    /// [`crate::harness::transport::throttle`] decides; a timeout or a refused or reset connection is retried with
-    /// backoff for an idempotent read (`GET`) within the run's budget, never for a creation
-    /// (`POST` is not idempotent). What stays unanswered is [`Stop::transport`]: its case is
-    /// ignored, never failed.
-    ///
-    /// Idle closes (RFC 9112 §9.3) are not unanswered requests: a server may close a pooled
-    /// connection just as a request goes out on it. A `POST` therefore goes on a new connection
-    /// of its own (never sent twice); a read whose connection closed before any byte of an answer
-    /// is sent again at once on a new one ([`closed_unanswered`]), without counting as a failure.
-    async fn exchange(
-        &self,
-        client: &reqwest::Client,
-        method: Method,
-        url: Url,
-        authorization: Option<String>,
-        accept: &str,
-    ) -> Result<Exchange, Stop> {
-        use crate::harness::transport::throttle::Refusal;
-        let request = describe(&method, &url);
-        let segments: Vec<&str> = url.path_segments().map(Iterator::collect).unwrap_or_default();
-        let endpoint = crate::harness::transport::throttle::endpoint(method.as_str(), &segments);
-        let idempotent = matches!(method, Method::GET | Method::HEAD);
-        let mut client = if idempotent { client } else { &self.fresh };
-        let (mut spent, mut tries, mut resent) = (Duration::ZERO, 0u32, 0u32);
-        let mut kept = None;
-        loop {
-            if let Some(why) = self.throttle.given_up(&endpoint) {
-                return Err(Stop::transport(format!("{request}: {why}")));
-            }
-            // A refused request keeps its place in the window: it goes first after the pause.
-            let permit = match kept.take() {
-                Some(permit) => {
-                    self.throttle.turn().await;
-                    permit
-                }
-                None => self.throttle.acquire().await,
-            };
-            tries += 1;
-            let (started, clock) = (std::time::SystemTime::now(), std::time::Instant::now());
-            let mut builder = client.request(method.clone(), url.clone()).header("Accept", accept);
-            if method == Method::POST {
-                builder = builder.header("Content-Type", "application/json");
-            }
-            if let Some(h) = &authorization {
-                builder = builder.header("Authorization", h);
-            }
-            let mut response = match builder.send().await {
-                Ok(response) => response,
-                Err(e) => {
-                    drop(permit);
-                    if idempotent && resent < IDLE_RESENDS && closed_unanswered(&e) {
-                        // Sent again on a new connection: the pool may hold more that the
-                        // server closed at the same moment.
-                        (resent, tries, client) = (resent + 1, tries - 1, &self.fresh);
-                        continue;
-                    }
-                    let pause =
-                        unanswered(&self.throttle, &endpoint, &request, &e, idempotent, tries, clock.elapsed())?;
-                    tokio::time::sleep(pause).await;
-                    continue;
-                }
-            };
-            let status = response.status().as_u16();
-            let record = |content_type: Option<&str>, body: &str| {
-                self.recorder.exchange(Exchanged {
-                    method: method.as_str(),
-                    url: url.as_str(),
-                    authorized: authorization.is_some(),
-                    accept,
-                    status,
-                    content_type,
-                    body,
-                    started,
-                    took: clock.elapsed(),
-                    request: &request,
-                })
-            };
-            if matches!(status, 429 | 503) {
-                let retry_after =
-                    response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(retry_wait);
-                // Refused for going too fast: in the HAR too (its body unread).
-                record(None, "");
-                match self.throttle.refused(&endpoint, status, retry_after, &mut spent) {
-                    Refusal::Retry(_) => {
-                        kept = Some(permit);
-                        continue;
-                    }
-                    Refusal::GiveUp(why) => return Err(Stop::transport(format!("{request}: {why}"))),
-                }
-            }
-            let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
-            let mut body = Vec::new();
-            let read = loop {
-                match response.chunk().await {
-                    Ok(Some(chunk)) => {
-                        body.extend_from_slice(&chunk);
-                        if body.len() > MAX_BODY {
-                            self.throttle.answered(&endpoint);
-                            return Err(Stop::fail(format!("{request}: response body exceeds {} MiB", MAX_BODY >> 20)));
-                        }
-                    }
-                    Ok(None) => break Ok(()),
-                    Err(e) => break Err(e),
-                }
-            };
-            drop(permit);
-            if let Err(e) = read {
-                let pause = unanswered(&self.throttle, &endpoint, &request, &e, idempotent, tries, clock.elapsed())?;
-                tokio::time::sleep(pause).await;
-                continue;
-            }
-            self.throttle.answered(&endpoint);
-            let invalid_utf8 = std::str::from_utf8(&body).err().map(|e| e.valid_up_to());
-            let body = String::from_utf8_lossy(&body).into_owned();
-            let har = record(content_type.as_deref(), &body);
-            return Ok(Exchange { request, status, content_type, body, invalid_utf8, seq: None, har });
-        }
-    }
-}
-
-/// Most tries of an idempotent read that gets no answer.
-const MAX_TRIES: u32 = 3;
-
-/// Most times a read is sent again at once, on a new connection, because its connection closed
-/// before any byte of an answer (an idle close, [`closed_unanswered`]); past them it counts as
-/// unanswered.
-const IDLE_RESENDS: u32 = 2;
-
-/// Whether `error` says the connection closed (or was reset) before any byte of an answer came:
-/// what a server's idle close looks like to a request sent on it. Not a timeout, not a refused
-/// connection.
-fn closed_unanswered(error: &reqwest::Error) -> bool {
-    if error.is_timeout() || error.is_connect() {
-        return false;
-    }
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
-    while let Some(e) = cause {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
-            if matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof) {
-                return true;
-            }
-        }
-        // hyper's IncompleteMessage: the connection ended before a response began.
-        if e.to_string().contains("connection closed before message completed") {
-            return true;
-        }
-        cause = e.source();
-    }
-    false
-}
-
-/// After try number `tries` of `request` got no (whole) answer (`error`, after `took`): the
-/// pause before the next try, or why the request stays unanswered (its case is ignored). Only an
-/// idempotent read is tried again, within the run's budget ([`crate::harness::transport::throttle::RUN_RETRIES`]).
-fn unanswered(
-    throttle: &crate::harness::transport::throttle::Throttle,
-    endpoint: &str,
-    request: &str,
-    error: &reqwest::Error,
-    idempotent: bool,
-    tries: u32,
-    took: Duration,
-) -> Result<Duration, Stop> {
-    use crate::harness::transport::throttle::Failure;
-    let failure = if error.is_timeout() { Failure::Timeout } else { Failure::Connection };
-    let budget = throttle.failed(endpoint, failure);
-    if idempotent && tries < MAX_TRIES && budget {
-        return Ok(Duration::from_millis(500) * 2u32.pow(tries - 1));
-    }
-    throttle.unanswered();
-    let why = if let Some(tripped) = throttle.tripped(endpoint) {
-        tripped
-    } else if !idempotent {
-        "not retried: it is not idempotent".to_string()
-    } else if tries < MAX_TRIES {
-        "not retried: the run's retry budget is spent".to_string()
-    } else {
-        format!("{tries} tries")
-    };
-    Err(Stop::transport(format!(
-        "not judged: the target did not answer {request} in {:.1} s ({}; {why}); transport trouble is not a \
-         violation (§8), see the robustness note",
-        took.as_secs_f64().max(0.0),
-        transport_error(error)
-    )))
-}
-
-/// Longest wait a `Retry-After` buys.
-const MAX_RETRY_WAIT: Duration = Duration::from_secs(2);
-
-/// The wait a `Retry-After` value asks for, in seconds (the HTTP-date form is not honoured):
-/// anything that is not a finite number (`NaN`, `inf`) is ignored, and the wait is kept
-/// between 50 ms and [`MAX_RETRY_WAIT`].
-fn retry_wait(value: &str) -> Option<Duration> {
-    let seconds = value.trim().parse::<f64>().ok().filter(|s| s.is_finite())?;
-    let seconds = seconds.clamp(0.05, MAX_RETRY_WAIT.as_secs_f64());
-    Duration::try_from_secs_f64(seconds).ok()
 }
 
 /// `METHOD /path?query`, relative to the host (the base URL is in the report header). Path and
@@ -602,10 +318,6 @@ pub(crate) fn describe(method: &Method, url: &Url) -> String {
         Some(q) => format!("{method} {path}?{}", redact::shorten(q, MAX)),
         None => format!("{method} {path}"),
     }
-}
-
-fn transport_error(e: &reqwest::Error) -> String {
-    crate::harness::transport::reach::network_error(e)
 }
 
 #[cfg(test)]
@@ -668,14 +380,5 @@ mod tests {
         assert!(read.is_err_and(|e| e.is_transport()));
         let gets = heard.lock().unwrap().iter().filter(|l| l.starts_with("GET")).count();
         assert!(gets > 1, "{:?}", heard.lock().unwrap());
-    }
-
-    #[test]
-    fn retry_after_is_read_defensively() {
-        for hostile in ["NaN", "inf", "-inf", "1e400", "abc", ""] {
-            assert!(retry_wait(hostile).is_none_or(|w| w <= MAX_RETRY_WAIT), "{hostile}");
-        }
-        assert_eq!(retry_wait("-5"), Some(Duration::from_millis(50)));
-        assert_eq!(retry_wait("99999999999"), Some(MAX_RETRY_WAIT));
     }
 }

@@ -1,7 +1,8 @@
 //! The run's answers read once: each 2xx answer of an endpoint with rules (§4), its body parsed
-//! into JSON a single time, for both consumers, the response checks ([`super::judge_responses`])
-//! and the state model (`state::Model`), so that the two can never disagree on what an answer
-//! said or which endpoint it came from.
+//! into JSON a single time, for every consumer: the response checks
+//! (`checks::judge_responses`), the state model (`checks::state::Model`) and the report's trace
+//! (`fixtures::recording`), so that they can never disagree on what an answer said or which
+//! endpoint it came from.
 
 use crate::harness::transport::answers::Answer;
 use crate::harness::vocab::budget;
