@@ -690,7 +690,9 @@ fn printed_reproductions_of_every_mutant_fail_when_pasted() {
 /// one connection.
 #[test]
 fn a_root_cause_comes_before_its_symptoms() {
-    for (mutant, words) in [("json-bom", "byte-order mark"), ("wrong-connection", "name another connection than the one concerned")] {
+    for (mutant, words) in
+        [("json-bom", "byte-order mark"), ("wrong-connection", "name another connection than the one concerned")]
+    {
         if !String::from_utf8_lossy(&Command::new(BIN).args(["serve", "--list-mutants"]).output().unwrap().stdout)
             .contains(mutant)
         {
