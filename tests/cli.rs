@@ -629,9 +629,17 @@ fn reproductions_fail_when_pasted(mutant: &str, cases: &[String]) {
             let message = case["message"].as_str().unwrap_or_default();
             let named = [format!("got {status}"), format!("got status {status}"), format!("answered {status}")];
             let by_status = named.iter().any(|w| message.contains(w.as_str()));
-            let by_secret = [KEY, SECOND_KEY].iter().any(|k| answer.contains(&k[k.len() - 8..]));
+            // Or by the value it names as received (`got "text/plain"`), in the answer's headers.
+            let received = message.split("got \"").nth(1).and_then(|r| r.split('"').next()).filter(|r| !r.is_empty());
+            let by_value = received.is_some_and(|r| answer.contains(r));
+            // A secret shows plain or hex-encoded (a widget token made of the key's bytes).
+            let hex = |text: &str| text.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+            let by_secret = [KEY, SECOND_KEY].iter().any(|k| {
+                let tail = &k[k.len() - 8..];
+                answer.contains(tail) || answer.to_ascii_lowercase().contains(&hex(tail))
+            });
             assert!(
-                by_status || by_secret,
+                by_status || by_value || by_secret,
                 "{mutant}: {id}: the pasted answer shows nothing by itself (evidence, not a reproduction)\n\
                  {message}\n{reproduction}\n{answer}"
             );
