@@ -37,6 +37,9 @@ pub use conditions::Conditions;
 use faults::Flavor;
 pub use faults::{Mutant, Variant};
 pub use model::{DEFAULT_LIMIT, MAX_LIMIT};
+/// The generated perturbations (issue 49): the harness's own test machinery, no part of the
+/// library (`bankconf::internal::generated` judges them).
+#[doc(hidden)]
 pub use perturb::{generated, Family, Generated, NotApplicable, Perturbation, Site};
 use shared::Shared;
 pub use store::ActionOutcome;
