@@ -76,7 +76,7 @@ pub(crate) fn deliveries_are_events(all: &[Delivery], judged: &HashSet<String>) 
         problems.add(on(ds.iter().take(3).copied(), message));
     }
     let others: Vec<Delivery> =
-        all.iter().filter(|d| d.is_event() && d.connection_id().is_none_or(|c| !judged.contains(c))).cloned().collect();
+        all.iter().filter(|d| d.is_event() && d.connection_id().is_none() && !judged.is_empty()).cloned().collect();
     problems.keep(schema(&others))?;
     problems.finish()
 }
