@@ -87,6 +87,8 @@ pub struct Run {
     /// Ids of the failed cases, each with its message's first line.
     pub failed: Vec<(String, String)>,
     pub error: Option<String>,
+    /// Cases left unjudged, each group with why.
+    pub unjudged: Vec<String>,
 }
 
 /// Runs `ids` of the catalogue (empty: all) against the sandbox with `names` applied.
@@ -99,7 +101,7 @@ pub async fn run(ids: Vec<String>, names: Vec<String>, event_timeout: f64, seed:
         .iter()
         .map(|(id, f)| (id.clone(), f.message.lines().next().unwrap_or_default().chars().take(160).collect()))
         .collect();
-    Run { exit_code: trial.exit_code, failed, error: trial.error }
+    Run { exit_code: trial.exit_code, failed, error: trial.error, unjudged: trial.unjudged }
 }
 
 /// A mutant's verdict: CAUGHT when one of `cases` failed (an advisory case fails and leaves

@@ -60,6 +60,8 @@ pub struct Trial {
     pub failed: Vec<(String, Failure)>,
     /// Why the run could not start, if it could not.
     pub error: Option<String>,
+    /// Cases the gate left unjudged, each with why (an INCOMPLETE run names them here).
+    pub unjudged: Vec<String>,
     /// What is wrong with the run's HTML report, rendered in memory
     /// ([`html::well_formed`]), if anything: a trial with one is not ok.
     pub html: Option<String>,
@@ -283,7 +285,9 @@ pub async fn trial_with(config: RunConfig, subject: Subject) -> Trial {
     }
     // Every trial's report is rendered as --report-html would write it, and its shape checked.
     let html = html::well_formed(&html::render(&report)).err();
-    Trial { subject, exit_code, failed, error: report.setup_error.as_ref().map(ToString::to_string), html }
+    let unjudged = report.unjudged().into_iter().map(|(how, ids)| format!("{}: {how}", ids.join(", "))).collect();
+    let error = report.setup_error.as_ref().map(ToString::to_string);
+    Trial { subject, exit_code, failed, error, unjudged, html }
 }
 
 /// Options of [`self_test`].
@@ -339,6 +343,7 @@ pub async fn self_test(options: &Options, on_trial: impl Fn(&Trial)) -> SelfTest
                 exit_code: 2,
                 failed: Vec::new(),
                 error: Some("the run did not report".into()),
+                unjudged: Vec::new(),
                 html: None,
             })
         })

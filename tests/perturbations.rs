@@ -108,6 +108,11 @@ fn judge(items: Vec<Item>) -> Vec<Judged> {
     rt.block_on(all(jobs)).into_iter().flatten().collect()
 }
 
+/// What a run showed, for a message: its exit code, failures, unjudged cases and error.
+fn shown(run: &Run) -> String {
+    format!("exit {}; failed: {:?}; unjudged: {:?}; error: {:?}", run.exit_code, run.failed, run.unjudged, run.error)
+}
+
 fn expected_kind(item: &Item) -> &'static str {
     match item.expect {
         Expect::Mutant(_) => "mutant",
@@ -209,7 +214,7 @@ fn a_rotating_sample_is_judged_as_the_table_says() {
     for (item, outcome, run) in &judged {
         let recorded = table.get(item.name()).map_or("not run", String::as_str);
         if recorded != *outcome {
-            wrong.push(format!("{}: {outcome}, the table says {recorded}; failed: {:?}", item.name(), run.failed));
+            wrong.push(format!("{}: {outcome}, the table says {recorded}; {}", item.name(), shown(run)));
         }
     }
     eprintln!("the sample took {:.1}s", started.elapsed().as_secs_f64());
@@ -258,7 +263,23 @@ fn the_full_matrix_is_judged_as_the_table_says() {
     let differ: Vec<String> = outcomes
         .iter()
         .filter(|(name, (o, _))| table.get(*name).map(String::as_str) != Some(*o))
-        .map(|(name, (o, r))| format!("{name}: {o}, the table says {:?}; failed: {:?}", table.get(name), r.failed))
+        .map(|(name, (o, r))| format!("{name}: {o}, the table says {:?}; {}", table.get(name), shown(r)))
         .collect();
     assert!(differ.is_empty() && unstable.is_empty(), "{}\n{}", differ.join("\n"), unstable.join("\n"));
+}
+
+/// The perturbations named in `BANKCONF_PERTURB` (comma-separated), each alone against the
+/// whole catalogue, `BANKCONF_RUNS` times (default 1): to see what one row of the table does.
+#[test]
+#[ignore = "a diagnosis tool: set BANKCONF_PERTURB"]
+fn named_perturbations_alone() {
+    let Ok(names) = std::env::var("BANKCONF_PERTURB") else { return };
+    let runs: usize = std::env::var("BANKCONF_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
+    let rt = runtime();
+    for name in names.split(',').filter(|n| !n.is_empty()) {
+        for i in 0..runs {
+            let run = rt.block_on(generated::run(Vec::new(), vec![name.to_string()], EVENT_TIMEOUT, SEED));
+            eprintln!("{name} #{i}: {}", shown(&run));
+        }
+    }
 }

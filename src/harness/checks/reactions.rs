@@ -63,9 +63,10 @@ async fn account_balance(ctx: Arc<RunContext>) -> Result<(), Stop> {
             "{account} is not in the list read after the update (judged by state.nothing-vanishes, §4.2)"
         )));
     }
-    let (Some(got), Some(want)) =
-        (single.get("balance").and_then(Value::as_f64), in_list.and_then(|a| a.get("balance")).and_then(Value::as_f64))
-    else {
+    let (Some(got), Some(want)) = (
+        spec::single_account(&single).and_then(|a| a.get("balance")).and_then(Value::as_f64),
+        in_list.and_then(|a| a.get("balance")).and_then(Value::as_f64),
+    ) else {
         return Err(Stop::ignore("no numeric balance in both GET /v1/accounts/{accountId} and the account list"));
     };
     if (got - want).abs() > 1e-9 {

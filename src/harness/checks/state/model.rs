@@ -182,11 +182,11 @@ impl Observed {
                 self.lists.push(ListRead { answer: answer.clone(), connection: read.id.clone(), accounts });
             }
             Endpoint::Account => {
-                if let Some(balance) = body.get("balance").and_then(Value::as_f64) {
+                let Some(map) = crate::spec::single_account(body) else { return };
+                if let Some(balance) = map.get("balance").and_then(Value::as_f64) {
                     self.balances.push((answer.clone(), read.id.clone(), balance));
                 }
-                let of_asked = body.get("id").is_none_or(|id| id.as_str() == Some(read.id.as_str()));
-                if let (true, Value::Object(map)) = (of_asked, body) {
+                if map.get("id").is_none_or(|id| id.as_str() == Some(read.id.as_str())) {
                     let kept = ACCOUNT_FIELDS.iter().filter_map(|f| Some((f.to_string(), map.get(*f)?.clone())));
                     self.singles.push((answer.clone(), read.id.clone(), Value::Object(kept.collect())));
                 }

@@ -207,7 +207,11 @@ impl Record {
                 .into_iter()
                 .filter_map(|v| object(Kind::Transaction, v, Some(id)))
                 .collect(),
-            Endpoint::Account => body.and_then(|b| object(Kind::Account, b, None)).into_iter().collect(),
+            Endpoint::Account => body
+                .and_then(crate::spec::single_account)
+                .and_then(|a| object(Kind::Account, &Value::Object(a.clone()), None))
+                .into_iter()
+                .collect(),
             _ => Vec::new(),
         };
         let created = match (endpoint, body) {
