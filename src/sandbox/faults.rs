@@ -387,6 +387,8 @@ departures! {
         #[seed]
         EventTimeInFuture = "event-time-in-future", "§6.2", ["invariants.clock"],
             "accounts.updated and transaction.deleted are stamped an hour ahead of the server's own clock";
+        EventsInLocalZone = "events-in-local-zone", "§6.1", ["invariants.clock"],
+            "every event is stamped in local time (UTC+2) written with `Z`: two hours ahead, its objects' times right";
         #[seed]
         WidgetTokenOpensOwnData = "widget-token-opens-own-data", "§5", ["invariants.reach"],
             "a connection's widgetToken as the Bearer key opens that connection's own accounts and transactions";

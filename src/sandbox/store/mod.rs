@@ -239,6 +239,9 @@ impl Store {
         if self.flavor.is(Mutant::EventTimeInFuture) && [ACCOUNTS_UPDATED, TRANSACTION_DELETED].contains(&event.kind) {
             event.at += chrono::Duration::hours(1);
         }
+        if self.flavor.is(Mutant::EventsInLocalZone) {
+            event.at += chrono::Duration::hours(2);
+        }
         if self.flavor.suppressed_event() == Some(event.kind) {
             return id;
         }

@@ -10,6 +10,13 @@
 //! a server that stamps its creation events late only widens it), and [`TOLERANCE`] is added.
 //! Without a creation event of the run no offset is known, and nothing is judged.
 //!
+//! The offset taken is at most [`MAX_SKEW`]: a clock off by minutes is skew, one off by hours is
+//! not UTC (a local time written with `Z`: §6.1, §6.2 and §2.2 say UTC). Past it, every timestamp
+//! more than [`MAX_SKEW`] plus the tolerance ahead of its observation fails, and so does a run
+//! whose every `connection.created` is stamped more than [`MAX_SKEW`] before its POST was sent
+//! (the other direction). The message names both causes it can have: the server's time, or this
+//! machine's clock.
+//!
 //! Orders between two timestamps of one object or event are not judged here: the spec orders
 //! none of them (`cases/clauses.toml`: createdAt against occurredAt, created_at against
 //! occurredAt, lastSyncedAt against createdAt are all open); only `events.time-follows-chain`'s
@@ -23,6 +30,10 @@ use std::collections::BTreeSet;
 /// How far past the observation (plus the estimated offset) a timestamp may be: clock steps,
 /// servers whose instances' clocks differ a little, and the harness's own scheduling.
 pub(crate) const TOLERANCE: Duration = Duration::seconds(60);
+
+/// The largest clock offset taken as skew: legal servers run a minute or two off (variant
+/// `clock-ahead`: 90 s); a time zone is at least 15 minutes off UTC.
+pub(crate) const MAX_SKEW: Duration = Duration::minutes(10);
 
 /// The largest `occurredAt − sent` of the run's creations and their `connection.created`: an
 /// upper bound of how far the server's clock is ahead of the harness's (negative: behind).
@@ -48,18 +59,31 @@ fn parsed(v: Option<&Value>) -> Option<DateTime<Utc>> {
 }
 
 pub(crate) fn judge(record: &Record) -> Verdict {
-    let Some(offset) = offset_bound(record) else { return (0, Vec::new()) };
+    let Some(bound) = offset_bound(record) else { return (0, Vec::new()) };
+    let offset = bound.min(MAX_SKEW);
     let ahead = |at: DateTime<Utc>, observed: DateTime<Utc>| at - (observed + offset);
     let (mut judged, mut found) = (0, Vec::new());
+    let cause = if bound > MAX_SKEW {
+        format!(
+            "; the run's connection.created events put the server's clock {} min ahead of this machine's: a local \
+             time written as UTC, or a server (or this machine) whose clock is wrong",
+            bound.num_minutes()
+        )
+    } else {
+        String::new()
+    };
     let say = |d: Duration| {
         format!(
             "{} s after it was observed (the server's clock taken as at most {} s ahead of the harness's, from the \
-             run's own connection.created events, with {} s of tolerance)",
+             run's own connection.created events, with {} s of tolerance){cause}",
             d.num_seconds(),
             offset.num_seconds(),
             TOLERANCE.num_seconds()
         )
     };
+    if bound < -MAX_SKEW {
+        found.push(behind(record, bound));
+    }
     let mut told = BTreeSet::new();
     for heard in &record.deliveries {
         let d = &heard.delivery;
@@ -93,6 +117,20 @@ pub(crate) fn judge(record: &Record) -> Verdict {
     }
     found.truncate(MAX_FINDINGS);
     (judged, found)
+}
+
+/// Every creation of the run announced more than [`MAX_SKEW`] before its POST was sent: one
+/// finding, on the creation whose event is stamped least early.
+fn behind(record: &Record, bound: Duration) -> crate::harness::vocab::outcome::Failure {
+    let seqs: Vec<u64> = record.creations().map(|(_, seen)| seen.seq).take(1).collect();
+    let detail = format!(
+        "every connection.created of the run is stamped at least {} min before the POST /v1/connections that \
+         created it was sent (§3.2, §6.2: a local time written as UTC, or a server (or this machine) whose clock \
+         is wrong by more than {} min)",
+        -bound.num_minutes(),
+        MAX_SKEW.num_minutes()
+    );
+    finding(detail, &seqs, &[])
 }
 
 fn event_rules_what(d: &crate::harness::rules::delivery::Delivery) -> String {
