@@ -232,7 +232,8 @@ async fn list_accounts(
     ClientId(client): ClientId,
     Path(connection_id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let store = shared.lock();
+    let mut store = shared.lock();
+    store.stamp_on_first_read(&connection_id);
     let mut accounts = store.connection_accounts(&client, &connection_id).map_err(|e| read_error(shared.flavor, e))?;
     if shared.flavor.is(Mutant::SecondClientAccountConnection) && store.first_client().as_ref() != Some(&client) {
         for account in accounts.as_array_mut().into_iter().flatten() {

@@ -387,6 +387,8 @@ departures! {
         #[seed]
         EventTimeInFuture = "event-time-in-future", "§6.2", ["invariants.clock"],
             "accounts.updated and transaction.deleted are stamped an hour ahead of the server's own clock";
+        AccountsStampedAtFirstRead = "accounts-stamped-at-first-read", "§3.1", ["invariants.clock"],
+            "an account's createdAt is the time its connection's accounts were first listed, after connection.connected";
         EventsInLocalZone = "events-in-local-zone", "§6.1", ["invariants.clock"],
             "every event is stamped in local time (UTC+2) written with `Z`: two hours ahead, its objects' times right";
         #[seed]

@@ -38,6 +38,18 @@ pub(crate) fn record_of(ctx: &RunContext) -> Record {
     for (arrived, delivery) in ctx.receiver.as_ref().map(|r| r.timeline()).unwrap_or_default() {
         record.delivery(on_wall(arrived), delivery);
     }
+    record.calls = ctx
+        .api
+        .recorder()
+        .calls()
+        .into_iter()
+        .map(|c| inv::Call {
+            action: c.action,
+            connection: c.connection,
+            started: on_wall(c.started),
+            done: c.exit == "exit 0",
+        })
+        .collect();
     record
 }
 
@@ -106,11 +118,32 @@ async fn identity_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 /// Clock: the reference reads and the tour (its creations announce the server's offset; its
-/// updates and deletions carry timestamps of their own).
+/// updates and deletions carry timestamps of their own), and beside them a connection of its
+/// own whose accounts are first read [`LATE_READ`] after its `connection.connected` arrived:
+/// accounts stamped when first read, not when created, then show it ([`inv::clock`]).
 async fn clock_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    ctx.reference_reads().await?;
-    ctx.tour().await?;
-    Ok(())
+    let shared = async {
+        ctx.reference_reads().await?;
+        ctx.tour().await.map(|_| ())
+    };
+    let (shared, late) = tokio::join!(shared, late_first_read(&ctx));
+    shared.and(late)
+}
+
+/// Longer than [`inv::clock::CREATED_SLACK`] by a margin for the target's own scheduling.
+const LATE_READ: std::time::Duration = std::time::Duration::from_millis(2500);
+
+/// Creates and connects a connection, waits for its `connection.connected` and [`LATE_READ`]
+/// more, then reads its accounts for the first time. Without a driver or a receiver there is
+/// nothing to compare, and nothing is done.
+async fn late_first_read(ctx: &RunContext) -> Result<(), Stop> {
+    let (Some(_), Ok(receiver)) = (ctx.driver.as_ref(), ctx.receiver()) else { return Ok(()) };
+    let created = ctx.create_connection().await?;
+    ctx.drive(crate::spec::Action::Connect, &created, None, None).await?;
+    let connected = crate::spec::ConnectionState::Connected.event_type();
+    receiver.wait_for_type(&created.connection_id, connected, ctx.plan.event_wait()).await;
+    tokio::time::sleep(LATE_READ).await;
+    ctx.accounts_when_ready(&created.connection_id).await.map(|_| ())
 }
 
 /// Reach: the shared connection's own `widgetToken` tried as the Bearer key on its own

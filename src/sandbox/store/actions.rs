@@ -241,6 +241,24 @@ impl Store {
         });
     }
 
+    /// [`Mutant::AccountsStampedAtFirstRead`]: the first list read of a connection's accounts
+    /// stamps their `createdAt` with the time of the read, not of their creation.
+    pub(crate) fn stamp_on_first_read(&mut self, conn_id: &str) {
+        if !self.flavor.is(Mutant::AccountsStampedAtFirstRead) {
+            return;
+        }
+        let Some(conn) = self.connections.get(conn_id) else { return };
+        if conn.status != ConnectionState::Connected || self.count_read(&format!("first-list:{conn_id}")) > 0 {
+            return;
+        }
+        let now = self.now();
+        for id in conn.account_ids.clone() {
+            if let Some(account) = self.accounts.get_mut(&id) {
+                account.created_at = now;
+            }
+        }
+    }
+
     /// Another account of `account`'s connection (the next one), for
     /// [`Mutant::AccountReadOtherFields`].
     pub(crate) fn sibling_account(&self, account: &Account) -> Option<&Account> {

@@ -23,9 +23,10 @@
 //! order of one connection's events is stated, and judged there.
 
 use super::{finding, Record, Verdict, MAX_FINDINGS};
+use crate::harness::vocab::outcome::Failure;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How far past the observation (plus the estimated offset) a timestamp may be: clock steps,
 /// servers whose instances' clocks differ a little, and the harness's own scheduling.
@@ -115,8 +116,62 @@ pub(crate) fn judge(record: &Record) -> Verdict {
             }
         }
     }
+    judged += accounts_before_connected(record, &mut found);
     found.truncate(MAX_FINDINGS);
     (judged, found)
+}
+
+/// How far an account's `createdAt` may fall after the `connection.connected` that announced its
+/// connection's accounts available: a server may stamp the event as it starts connecting and
+/// the accounts as it stores them.
+pub(crate) const CREATED_SLACK: Duration = Duration::seconds(1);
+
+/// §3.1 (`connected`: accounts available) and §2.2 (`createdAt`: when the account was created),
+/// in the server's own clock (no offset needed): the accounts a connection lists when nothing
+/// but its one `connect` was driven on it were created by the time its first
+/// `connection.connected` occurred, give or take [`CREATED_SLACK`]. Open: any earlier
+/// `createdAt` (an account may be older than the connection: the bank's), and accounts listed
+/// after another action (a sync may add some). Returns how many accounts it judged.
+fn accounts_before_connected(record: &Record, found: &mut Vec<Failure>) -> usize {
+    let connected = crate::spec::ConnectionState::Connected.event_type();
+    let mut first: BTreeMap<&str, (DateTime<Utc>, u64)> = BTreeMap::new();
+    for h in record.deliveries.iter().filter(|h| h.delivery.event_type() == Some(connected)) {
+        let (Some(c), Some(at)) = (h.delivery.connection_id(), h.delivery.occurred_at()) else { continue };
+        let e = first.entry(c).or_insert((at, h.delivery.seq));
+        if at < e.0 {
+            *e = (at, h.delivery.seq);
+        }
+    }
+    let (mut judged, mut told) = (0, BTreeSet::new());
+    for seen in record.answers.iter().filter(|a| a.ok() && a.endpoint == super::Endpoint::Accounts) {
+        let Some(&(at, event)) = first.get(seen.id.as_str()) else { continue };
+        let before: Vec<_> = record
+            .calls
+            .iter()
+            .filter(|c| c.connection.as_deref() == Some(seen.id.as_str()) && c.started <= seen.answered)
+            .collect();
+        if !matches!(before.as_slice(), [only] if only.action == "connect" && only.done) {
+            continue;
+        }
+        for object in &seen.objects {
+            let Some(created) = parsed(object.fields.get("createdAt")) else { continue };
+            judged += 1;
+            let by = created - at;
+            if by > CREATED_SLACK && told.insert(object.id.clone()) {
+                let detail = format!(
+                    "{}: account {}'s createdAt is {} ms after the connection.connected of {} (§3.1: connected, accounts \
+                     available; §2.2: createdAt, when the account was created), the connection driven by nothing \
+                     but connect",
+                    seen.request,
+                    object.id,
+                    by.num_milliseconds(),
+                    seen.id
+                );
+                found.push(finding(detail, &[seen.seq], &[event]).requested(&seen.request));
+            }
+        }
+    }
+    judged
 }
 
 /// Every creation of the run announced more than [`MAX_SKEW`] before its POST was sent: one

@@ -160,11 +160,22 @@ pub(crate) struct Heard {
     pub delivery: Delivery,
 }
 
+/// One driver call of the run (`connect`, `update_accounts`, ...), on the wall clock.
+#[derive(Clone, Debug)]
+pub(crate) struct Call {
+    pub action: &'static str,
+    pub connection: Option<String>,
+    pub started: DateTime<Utc>,
+    /// It exited 0: the target did the action.
+    pub done: bool,
+}
+
 /// Everything the run observed.
 #[derive(Default)]
 pub(crate) struct Record {
     pub answers: Vec<Seen>,
     pub deliveries: Vec<Heard>,
+    pub calls: Vec<Call>,
 }
 
 /// One exchange as the checks layer hands it over (`body`: a 2xx answer's, parsed).
