@@ -47,7 +47,8 @@ pub fn items() -> Vec<Item> {
         .perturbations
         .iter()
         .map(|p| {
-            let expect = match m.clause.iter().find(|c| c.id == p.clause).and_then(|c| m.cell(c, p.view)) {
+            let clause = m.clause.iter().find(|c| c.id == p.clause);
+            let expect = match clause.and_then(|c| m.cell_part(c, p.view, p.family.part())) {
                 Some(Cell::Judged(cases)) => Expect::Mutant(cases),
                 Some(Cell::Ruled(why)) => Expect::Legal(why),
                 Some(Cell::Gap(why)) => Expect::Unjudged(format!("a gap of the matrix: {why}")),

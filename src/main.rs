@@ -20,9 +20,23 @@ struct Cli {
     command: Command,
 }
 
+/// The sections `bankconf run --help` and its man page end with (the options' own variables
+/// are listed with each option).
+const RUN_AFTER: &str = "EXIT STATUS:
+  0  passed: every gating case passed (or deviated only as the --expect file expects)
+  1  failed: the target broke a gating rule (or deviated from the --expect file)
+  2  error: the setup (base URL, key, driver, receiver, browser) kept a case from running
+  3  INCOMPLETE: gating cases were not judged (ignored); the verdict says how to complete the run
+  130, 143  interrupted (SIGINT, SIGTERM): the reports written are whole, marked interrupted
+
+ENVIRONMENT:
+  Every option has a BANKCONF_* variable (listed with it); the command line wins over it.
+  NO_COLOR, CLICOLOR, CLICOLOR_FORCE  colour of the terminal report";
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the conformance catalogue (against the embedded sandbox when no --base-url is given).
+    #[command(after_long_help = RUN_AFTER)]
     Run {
         #[command(flatten)]
         config: Box<RunConfig>,

@@ -177,6 +177,7 @@ fn breaks_mid_run() -> Result<(), Failed> {
         "run",
         "events.",
         "reactions.",
+        "isolation.deliveries",
         "--base-url",
         &server.url,
         "--api-key",
@@ -445,7 +446,8 @@ fn http_answers() -> Result<(), Failed> {
 }
 
 /// The code block of `docs/driver-over-http.md` in `language`, run against `bankconf serve`:
-/// the event and reaction cases pass through it.
+/// the event and reaction cases pass through it, and each client's events reach its own
+/// address only (`isolation.deliveries` judged, not ignored).
 fn documented_endpoint(language: &str) -> Result<(), Failed> {
     let docs = std::fs::read_to_string("docs/driver-over-http.md").unwrap();
     let fence = format!("```{language}\n");
@@ -459,6 +461,8 @@ fn documented_endpoint(language: &str) -> Result<(), Failed> {
         .arg(&path)
         .arg(&server.url)
         .env("PORT", "0")
+        .env("API_KEY", KEY)
+        .env("SECOND_API_KEY", SECOND_KEY)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -134,6 +134,19 @@ impl Family {
         }
     }
 
+    /// The part of its cell the edit falls in, where a cell may be split by the direction and
+    /// size of a difference (`cases/clauses.toml`, `view/part`).
+    pub fn part(self) -> Option<&'static str> {
+        match self {
+            Self::ShiftSmallEarlier => Some("earlier-small"),
+            Self::ShiftSmallLater => Some("later-small"),
+            Self::ShiftLargeEarlier => Some("earlier-large"),
+            Self::ShiftLargeLater => Some("later-large"),
+            Self::SiblingValue => Some("sibling-value"),
+            _ => None,
+        }
+    }
+
     /// The view of the matrix that sees this family's edit.
     fn view(self, site: Site, role: Role) -> &'static str {
         match self {

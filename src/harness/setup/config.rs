@@ -390,8 +390,8 @@ pub struct OutputPaths {
     /// each failure's evidence, a timeline per connection and the transition graph.
     #[arg(long, env = "BANKCONF_REPORT_HTML", value_name = "FILE")]
     pub report_html: Option<PathBuf>,
-    /// Write an expectations file (see `--expect`) from this run: one line per gating case
-    /// that did not pass, to review and commit.
+    /// Write an expectations file from this run (docs/ci.md "Expectations"; `run --expect`
+    /// reads it back): one line per gating case that did not pass, to review and commit.
     #[arg(long, env = "BANKCONF_WRITE_EXPECTATIONS")]
     pub write_expectations: Option<PathBuf>,
 }

@@ -70,6 +70,19 @@ impl Matrix {
         Some(Cell::Ruled(self.ruling(ruling).to_string()))
     }
 
+    /// The cell of `clause` for one `part` of `view` (a direction and size of a difference,
+    /// [`PARTS`]): a key `view/part` where the clause splits the cell, else the whole cell.
+    pub fn cell_part(&self, clause: &Clause, view: &str, part: Option<&str>) -> Option<Cell> {
+        let key = part.map(|p| format!("{view}/{p}"));
+        let split = key
+            .as_ref()
+            .filter(|k| clause.judged.contains_key(*k) || clause.gap.contains_key(*k) || clause.ruled.contains_key(*k));
+        match split {
+            Some(k) => self.cell(clause, k),
+            None => self.cell(clause, view),
+        }
+    }
+
     /// A ruling's text (`@name` looked up in `[rulings]`).
     fn ruling<'a>(&'a self, text: &'a str) -> &'a str {
         text.strip_prefix('@').and_then(|name| self.rulings.get(name)).map_or(text, String::as_str)
@@ -92,6 +105,18 @@ impl Matrix {
     }
 }
 
+/// The parts a cell may be split into (`view/part`): a ruling covers exactly what is open,
+/// often one direction or one size of a difference (a second is small, 400 days large).
+pub(crate) const PARTS: [&str; 5] = ["earlier-small", "later-small", "earlier-large", "later-large", "sibling-value"];
+
+/// Whether `key` names a view of `m`, or a part of one.
+fn known_view(m: &Matrix, key: &str) -> bool {
+    match key.split_once('/') {
+        Some((view, part)) => m.views.iter().any(|v| v == view) && PARTS.contains(&part),
+        None => key == "*" || m.views.iter().any(|v| v == key),
+    }
+}
+
 /// Where the matrix is not whole: a view neither judged nor ruled (nor a named gap), an
 /// unknown view, a case that is not in the catalogue, a `@ruling` that does not exist, a view
 /// both judged and ruled, a repeated clause id.
@@ -104,7 +129,7 @@ pub fn problems(m: &Matrix) -> Vec<String> {
             out.push(format!("clause {c} is listed twice"));
         }
         let named = clause.judged.keys().chain(clause.ruled.keys()).chain(clause.gap.keys());
-        for view in named.filter(|v| *v != "*" && !m.views.contains(v)) {
+        for view in named.filter(|v| !known_view(m, v)) {
             out.push(format!("clause {c}: unknown view {view}"));
         }
         for view in &m.views {
@@ -115,6 +140,13 @@ pub fn problems(m: &Matrix) -> Vec<String> {
             }
             if m.cell(clause, view).is_none() {
                 out.push(format!("clause {c}: view {view} is neither judged nor ruled"));
+            }
+        }
+        let parts = clause.judged.keys().chain(clause.ruled.keys()).chain(clause.gap.keys());
+        let parts: Vec<&String> = parts.filter(|k| k.contains('/')).collect();
+        for (i, part) in parts.iter().enumerate() {
+            if parts[..i].contains(part) {
+                out.push(format!("clause {c}: part {part} is given more than one way"));
             }
         }
         for (view, cases) in &clause.judged {
