@@ -166,3 +166,51 @@ fn a_clock_ahead_and_ids_repeated_across_clients_are_legal() {
     }
     assert_eq!(failures(&r), [0, 0, 0, 0]);
 }
+
+fn connected_event(seq: u64, connection: &str, ms: i64) -> Delivery {
+    let mut event = created_event(seq, connection, ms);
+    event.body["type"] = json!("connection.connected");
+    event.body["data"]["type"] = json!("connection.connected");
+    event.body["data"]["previousStatus"] = json!("verifying");
+    Delivery::new(seq, event.body)
+}
+
+fn call(action: &'static str, connection: &str, ms: i64) -> Call {
+    Call { action, connection: Some(connection.into()), started: at(ms), done: true }
+}
+
+#[test]
+fn a_clock_hours_ahead_is_not_skew() {
+    let mut r = a_run();
+    let hours = 2 * 3_600_000;
+    r.deliveries.clear();
+    r.delivery(at(200), created_event(0, "conn_1", hours + 30));
+    let found = clock::judge(&r).1;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("this machine"), "both causes named: {found:?}");
+    // Stamped two hours before the POST: the other direction.
+    r.deliveries.clear();
+    r.delivery(at(200), created_event(0, "conn_1", 30 - hours));
+    let found = clock::judge(&r).1;
+    assert!(found.iter().any(|f| f.message.contains("before the POST")), "{found:?}");
+}
+
+#[test]
+fn accounts_listed_after_only_connect_were_created_by_connected() {
+    let mut r = a_run();
+    r.calls.push(call("connect", "conn_1", 300));
+    // Connected at 400; the account's createdAt (500) is within the slack.
+    r.delivery(at(450), connected_event(5, "conn_1", 400));
+    assert_eq!(failures(&r), [0, 0, 0, 0]);
+    // Read 3 s later, stamped at the read: created after "accounts available".
+    let late = json!([{"id": "acc_1", "connectionId": "conn_1", "name": "Mine", "type": "checking",
+        "currency": "EUR", "balance": 10.5, "createdAt": stamp(3400)}]);
+    let mut stamped = r;
+    stamped.answers.retain(|a| a.request != "GET /v1/connections/conn_1/accounts");
+    add(&mut stamped, "GET", "v1/connections/conn_1/accounts", Credential::Key(Client::First), 200, 3400, late);
+    let found = clock::judge(&stamped).1;
+    assert!(found.iter().any(|f| f.message.contains("after the connection.connected")), "{found:?}");
+    // After another action (a sync may add accounts), the same read is open.
+    stamped.calls.push(call("update_accounts", "conn_1", 1000));
+    assert!(clock::judge(&stamped).1.is_empty());
+}
