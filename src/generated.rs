@@ -141,3 +141,13 @@ pub fn legal_batches(items: &[Item]) -> Vec<Vec<Item>> {
     }
     batches.into_iter().map(|(_, b)| b).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_family_names_a_part_of_the_matrix() {
+        for family in crate::sandbox::Family::ALL {
+            assert!(crate::harness::vocab::clauses::PARTS.contains(&family.name()), "{}", family.name());
+        }
+    }
+}

@@ -134,17 +134,10 @@ impl Family {
         }
     }
 
-    /// The part of its cell the edit falls in, where a cell may be split by the direction and
-    /// size of a difference (`cases/clauses.toml`, `view/part`).
+    /// The part of its cell the edit falls in (`cases/clauses.toml` keys `view/part`, where a
+    /// cell is split by the direction, size or kind of a difference): its name.
     pub fn part(self) -> Option<&'static str> {
-        match self {
-            Self::ShiftSmallEarlier => Some("earlier-small"),
-            Self::ShiftSmallLater => Some("later-small"),
-            Self::ShiftLargeEarlier => Some("earlier-large"),
-            Self::ShiftLargeLater => Some("later-large"),
-            Self::SiblingValue => Some("sibling-value"),
-            _ => None,
-        }
+        Some(self.name())
     }
 
     /// The view of the matrix that sees this family's edit.
@@ -246,7 +239,10 @@ pub(super) fn find(name: &str) -> Option<&'static Perturbation> {
 /// The clause an object's field belongs to (for a renamed field, the clause of its presence).
 fn clause(site: Site, field: &str, family: Family) -> String {
     match (site, field) {
-        // A renamed field is absent: which transaction fields are required is not shown (§2.3).
+        // A transaction without its `id` cannot be named by a cursor (§4.3) nor by
+        // transaction.deleted (§6.2): judged as the id.
+        (Site::Transaction, "id") if family == Family::RenameField => "2.3.id".into(),
+        // Any other renamed field is absent: which transaction fields are required is not shown (§2.3).
         (Site::Transaction, _) if family == Family::RenameField => "2.3.required-open".into(),
         (Site::Creation, "") => "4.1.create".into(),
         (Site::AccountsList, _) => "2.2.array".into(),

@@ -106,8 +106,30 @@ impl Matrix {
 }
 
 /// The parts a cell may be split into (`view/part`): a ruling covers exactly what is open,
-/// often one direction or one size of a difference (a second is small, 400 days large).
-pub(crate) const PARTS: [&str; 5] = ["earlier-small", "later-small", "earlier-large", "later-large", "sibling-value"];
+/// often one direction, one size or one kind of a difference. They are the names of the
+/// generated perturbations' families (`bankconf::sandbox::Family`), which the generator checks.
+pub const PARTS: [&str; 20] = [
+    "earlier-1s",
+    "later-1s",
+    "earlier-400d",
+    "later-400d",
+    "sibling-id",
+    "other-parent-id",
+    "other-client-id",
+    "sibling-value",
+    "one-view-only",
+    "one-read-only",
+    "second-client-only",
+    "missing-event",
+    "extra-event",
+    "missing-object",
+    "extra-object",
+    "refused-creates",
+    "wrapped",
+    "renamed",
+    "retyped",
+    "wrapped-body",
+];
 
 /// Whether `key` names a view of `m`, or a part of one.
 fn known_view(m: &Matrix, key: &str) -> bool {
