@@ -108,7 +108,7 @@ impl Matrix {
 /// The parts a cell may be split into (`view/part`): a ruling covers exactly what is open,
 /// often one direction, one size or one kind of a difference. They are the names of the
 /// generated perturbations' families (`bankconf::sandbox::Family`), which the generator checks.
-pub const PARTS: [&str; 20] = [
+pub(crate) const PARTS: [&str; 20] = [
     "earlier-1s",
     "later-1s",
     "earlier-400d",
