@@ -389,6 +389,8 @@ departures! {
             "accounts.updated and transaction.deleted are stamped an hour ahead of the server's own clock";
         AccountsStampedAtFirstRead = "accounts-stamped-at-first-read", "§3.1", ["invariants.clock"],
             "an account's createdAt is the time its connection's accounts were first listed, after connection.connected";
+        IdPrefixIgnored = "id-prefix-ignored", "§2", ["invariants.identity"],
+            "GET /v1/accounts/{id} finds the account by the part of the id after the prefix: conn_X and txn_X answer acc_X";
         EventsInLocalZone = "events-in-local-zone", "§6.1", ["invariants.clock"],
             "every event is stamped in local time (UTC+2) written with `Z`: two hours ahead, its objects' times right";
         #[seed]

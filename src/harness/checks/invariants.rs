@@ -104,14 +104,24 @@ pub(crate) fn judge_record(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'stati
         .collect()
 }
 
-/// Identity: the reference reads of both clients, and a single read of each of the shared
-/// connection's accounts that no other flow has read singly yet (§4.4).
+/// Identity: the reference reads of both clients, a single read of each of the shared
+/// connection's accounts that no other flow has read singly yet (§4.4), and the first account
+/// asked for under ids it does not have: its own part after the prefix behind another kind's
+/// prefix (§2: the prefix says the kind). Whatever these are answered with, the identity rule
+/// judges it: an answer that shows an account under another id than the one asked for fails; a
+/// refusal, any status, is not judged (§7).
 async fn identity_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.reference_reads().await?;
     let fixture = ctx.connected().await?;
     for id in fixture.account_ids() {
         if ctx.api.answers().latest(&["v1", "accounts", &id]).is_none() {
             ctx.api.get(&["v1", "accounts", &id], &[]).await?;
+        }
+    }
+    let first = fixture.account_ids().into_iter().next();
+    if let Some(rest) = first.as_deref().and_then(|a| a.strip_prefix(crate::spec::prefix::ACCOUNT)) {
+        for kind in [crate::spec::prefix::CONNECTION, crate::spec::prefix::TRANSACTION] {
+            ctx.api.get(&["v1", "accounts", &format!("{kind}{rest}")], &[]).await?;
         }
     }
     Ok(())
