@@ -141,7 +141,7 @@ async fn clock_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 /// Longer than [`inv::clock::CREATED_SLACK`] by a margin for the target's own scheduling.
-const LATE_READ: std::time::Duration = std::time::Duration::from_millis(2500);
+const LATE_READ: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// Creates and connects a connection, waits for its `connection.connected` and [`LATE_READ`]
 /// more, then reads its accounts for the first time. Without a driver or a receiver there is
