@@ -16,7 +16,9 @@
 #                              regression, and a finding of issue 51 to fix).
 #
 # Environment: BIN, the bankconf to run (default target/debug/bankconf, built if missing);
-# PARALLEL, runs at a time (default 2); VARIANTS, a space-separated subset; SKIP_BROWSER=1.
+# PARALLEL, runs at a time (default 2); VARIANTS, a space-separated subset; SKIP_BROWSER=1;
+# FOREIGN_DIR, the foreign target's directory (default tests/foreign; tests/foreign-node is a
+# second one, in Node.js), holding its run-variant.sh, VARIANTS.md and scores.tsv.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-score}
@@ -26,8 +28,11 @@ BIN=${BIN:-target/debug/bankconf}
 export BANKCONF_BIN=$PWD/$BIN
 [ "${BIN#/}" != "$BIN" ] && export BANKCONF_BIN=$BIN
 PARALLEL=${PARALLEL:-2}
-table=tests/foreign/VARIANTS.md
-scores=tests/foreign/scores.tsv
+FOREIGN_DIR=${FOREIGN_DIR:-tests/foreign}
+FOREIGN_DIR=${FOREIGN_DIR%/}
+export FOREIGN_DIR
+table=$FOREIGN_DIR/VARIANTS.md
+scores=$FOREIGN_DIR/scores.tsv
 out=$(mktemp -d)
 busy=()
 cleanup() {
@@ -49,7 +54,7 @@ selected() {
 one() {
   local variant=$1 seed=$2 tag=$3
   env -u BANKCONF_API_KEY -u BANKCONF_SECOND_API_KEY -u BANKCONF_BASE_URL -u BANKCONF_SEED \
-    tests/foreign/run-variant.sh "$variant" --seed "$seed" --write-expectations "$out/$variant.$tag.toml" \
+    "$FOREIGN_DIR/run-variant.sh" "$variant" --seed "$seed" --write-expectations "$out/$variant.$tag.toml" \
     >"$out/$variant.$tag.log" 2>&1
   echo "$?" >"$out/$variant.$tag.code"
 }
