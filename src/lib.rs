@@ -113,6 +113,10 @@ pub mod internal {
         pub use crate::harness::setup::config::{
             forget_empty_env, parse_mutant, parse_variant, OutputPaths, SandboxConditions,
         };
+        /// Value parsers that complete their names in the shell.
+        pub mod completing {
+            pub use crate::harness::setup::completing::{case_ids, levels, mutants, variants, Completing};
+        }
         pub use crate::harness::vocab::errors::UnknownName;
     }
     /// The driver over HTTP.

@@ -1,7 +1,7 @@
 //! `bankconf`: run the conformance catalogue against a target, or serve the reference sandbox.
 
 use bankconf::internal::check_events::{self, CheckEventsConfig};
-use bankconf::internal::config::{parse_mutant, parse_variant};
+use bankconf::internal::config::completing;
 use bankconf::internal::{catalogue, command, openapi, report, selftest};
 use bankconf::sandbox::{Conditions, Mutant, Sandbox, SandboxConfig, Variant};
 use bankconf::{RunConfig, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
@@ -60,10 +60,10 @@ enum Command {
         #[arg(long, default_value = "bankconf")]
         service: String,
         /// Break one rule of the spec on purpose (see --list-mutants).
-        #[arg(long, value_parser = parse_mutant, conflicts_with = "variant")]
+        #[arg(long, value_parser = completing::mutants(), hide_possible_values = true, conflicts_with = "variant")]
         mutant: Option<Mutant>,
         /// Serve a conforming variant that reads the spec's freedoms differently (see --list-variants).
-        #[arg(long, value_parser = parse_variant)]
+        #[arg(long, value_parser = completing::variants(), hide_possible_values = true)]
         variant: Option<Variant>,
         /// Conditions of a real deployment (none is a violation).
         #[command(flatten)]

@@ -142,6 +142,19 @@ fn selection_mistakes_exit_2_with_a_suggestion_in_run_and_list() {
     }
 }
 
+/// Issue 48: the shell completes case ids, levels, mutants and variants, and `--help` stays
+/// short (the lists are not printed there).
+#[test]
+fn completions_complete_case_ids_levels_and_mutants() {
+    let output = bankconf(&["completions", "bash"]);
+    let script = String::from_utf8_lossy(&output.stdout);
+    for word in ["transactions.walk-exactly-once", "invariants.clock", "advisory", "id-prefix-ignored", "clock-ahead"] {
+        assert!(script.contains(word), "{word} is not completed");
+    }
+    let help = String::from_utf8_lossy(&run(&["--help"]).stdout).to_string();
+    assert!(!help.contains("invariants.clock") && !help.contains("possible values"), "{help}");
+}
+
 #[test]
 fn list_prints_the_catalogue() {
     let output = run(&["--list"]);

@@ -85,7 +85,7 @@ pub struct RunConfig {
     #[command(flatten)]
     pub(crate) outputs: OutputPaths,
     /// Levels whose failures decide the exit code.
-    #[arg(long, env = "BANKCONF_GATE", value_delimiter = ',', default_value = "must,security")]
+    #[arg(long, env = "BANKCONF_GATE", value_delimiter = ',', default_value = "must,security", value_parser = super::completing::levels(), hide_possible_values = true)]
     pub gate: Vec<Level>,
     /// Seed of the property-based cases (printed with every property failure, to replay it).
     #[arg(long, env = "BANKCONF_SEED")]
@@ -108,10 +108,10 @@ pub struct RunConfig {
     #[arg(long, env = "BANKCONF_DEADLINE", default_value_t = DEFAULT_DEADLINE)]
     pub deadline: f64,
     /// Advanced: the embedded sandbox breaks this rule (`bankconf serve --list-mutants`).
-    #[arg(long, hide = true, value_parser = parse_mutant)]
+    #[arg(long, hide = true, value_parser = super::completing::mutants())]
     pub sandbox_mutant: Option<Mutant>,
     /// Advanced: the embedded sandbox is this conforming variant (`bankconf serve --list-variants`).
-    #[arg(long, hide = true, value_parser = parse_variant)]
+    #[arg(long, hide = true, value_parser = super::completing::variants())]
     pub sandbox_variant: Option<Variant>,
     /// Advanced: the embedded sandbox applies these generated perturbations (`bankconf serve
     /// --list-mutants` lists them with their cell).
@@ -148,10 +148,10 @@ pub struct RunConfig {
     #[arg(long = "section")]
     pub sections: Vec<String>,
     /// Select cases by level (repeatable).
-    #[arg(long = "level")]
+    #[arg(long = "level", value_parser = super::completing::levels(), hide_possible_values = true)]
     pub levels: Vec<Level>,
     /// Select cases by id or id prefix (`transactions.`).
-    #[arg(value_name = "CASE")]
+    #[arg(value_name = "CASE", value_parser = super::completing::case_ids(), hide_possible_values = true)]
     pub ids: Vec<String>,
 }
 
