@@ -2,6 +2,8 @@
 //! ids, levels, mutants and variants complete, while each value is still parsed as before (a
 //! case argument may be any id prefix, so it is never refused here).
 
+use crate::harness::embedded::{Mutant, Variant};
+use crate::harness::vocab::errors::UnknownName;
 use clap::builder::{PossibleValue, TypedValueParser};
 use clap::error::ErrorKind;
 use std::ffi::OsStr;
@@ -41,16 +43,24 @@ pub fn levels() -> Completing<crate::harness::vocab::catalogue::Level> {
     }
 }
 
+/// `--sandbox-mutant NAME` and `bankconf serve --mutant NAME`.
+pub fn parse_mutant(name: &str) -> Result<Mutant, UnknownName> {
+    Mutant::from_name(name).ok_or_else(|| UnknownName::Mutant(name.to_string()))
+}
+
+/// `--sandbox-variant NAME` and `bankconf serve --variant NAME`.
+pub fn parse_variant(name: &str) -> Result<Variant, UnknownName> {
+    Variant::from_name(name).ok_or_else(|| UnknownName::Variant(name.to_string()))
+}
+
 /// A mutant of the sandbox (`bankconf serve --list-mutants`).
-pub fn mutants() -> Completing<crate::sandbox::Mutant> {
-    use crate::sandbox::Mutant;
-    let parse = |s: &str| super::config::parse_mutant(s).map_err(|e| format!("{e}"));
+pub fn mutants() -> Completing<Mutant> {
+    let parse = |s: &str| parse_mutant(s).map_err(|e| format!("{e}"));
     Completing { names: || Mutant::ALL.iter().map(|m| m.name()).collect(), parse }
 }
 
 /// A variant of the sandbox (`bankconf serve --list-variants`).
-pub fn variants() -> Completing<crate::sandbox::Variant> {
-    use crate::sandbox::Variant;
-    let parse = |s: &str| super::config::parse_variant(s).map_err(|e| format!("{e}"));
+pub fn variants() -> Completing<Variant> {
+    let parse = |s: &str| parse_variant(s).map_err(|e| format!("{e}"));
     Completing { names: || Variant::ALL.iter().map(|v| v.name()).collect(), parse }
 }

@@ -4,10 +4,11 @@
 //! `rerun.rs`.
 
 use crate::harness::embedded::{Conditions, Mutant, Variant};
+pub use crate::harness::setup::completing::{parse_mutant, parse_variant};
 use crate::harness::setup::plan::{DriverPlan, RunPlan, Target, Waits};
 use crate::harness::transport::driver::DriverImpl;
 use crate::harness::vocab::catalogue::{Level, Selection};
-use crate::harness::vocab::errors::{SetupError, UnknownName};
+use crate::harness::vocab::errors::SetupError;
 use crate::harness::vocab::outcome::Gate;
 use crate::harness::vocab::redact::Redactor;
 use clap::Args;
@@ -362,16 +363,6 @@ pub(crate) const DEFAULT_DEADLINE: f64 = 300.0;
 /// A duration from user-given seconds, kept within sane bounds (0.05 s to one hour).
 fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(if s.is_finite() { s.clamp(0.05, 3600.0) } else { 5.0 })
-}
-
-/// `--sandbox-mutant NAME` and `bankconf serve --mutant NAME`.
-pub fn parse_mutant(name: &str) -> Result<Mutant, UnknownName> {
-    Mutant::from_name(name).ok_or_else(|| UnknownName::Mutant(name.to_string()))
-}
-
-/// `--sandbox-variant NAME` and `bankconf serve --variant NAME`.
-pub fn parse_variant(name: &str) -> Result<Variant, UnknownName> {
-    Variant::from_name(name).ok_or_else(|| UnknownName::Variant(name.to_string()))
 }
 
 /// Where the report files go: the flags shared by `run` and `check-events`.
