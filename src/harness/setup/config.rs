@@ -154,6 +154,9 @@ pub struct RunConfig {
     /// Select cases by id or id prefix (`transactions.`).
     #[arg(value_name = "CASE", value_parser = super::completing::case_ids(), hide_possible_values = true)]
     pub ids: Vec<String>,
+    /// Leave out cases by id or id prefix (repeatable), whatever else selects them.
+    #[arg(long = "exclude", value_name = "CASE", value_parser = super::completing::case_ids(), hide_possible_values = true)]
+    pub excluded: Vec<String>,
 }
 
 impl RunConfig {
@@ -197,6 +200,7 @@ impl RunConfig {
             sections: Vec::new(),
             levels: Vec::new(),
             ids: Vec::new(),
+            excluded: Vec::new(),
         }
     }
 
@@ -342,7 +346,12 @@ impl RunConfig {
     /// The cases the flags select (for `bankconf run --list`).
     #[doc(hidden)]
     pub fn selection(&self) -> Selection {
-        Selection { ids: self.ids.clone(), sections: self.sections.clone(), levels: self.levels.clone() }
+        Selection {
+            ids: self.ids.clone(),
+            sections: self.sections.clone(),
+            levels: self.levels.clone(),
+            excluded: self.excluded.clone(),
+        }
     }
 
     /// The gate the flags give: also what a run that never started reports.

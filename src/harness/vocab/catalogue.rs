@@ -140,6 +140,8 @@ pub struct Selection {
     /// Sections such as `§4.3` or `4.3` (a section selects its subsections too).
     pub sections: Vec<String>,
     pub levels: Vec<Level>,
+    /// Case ids or id prefixes left out (`--exclude`), whatever else selects them.
+    pub excluded: Vec<String>,
 }
 
 impl Selection {
@@ -156,7 +158,8 @@ impl Selection {
                 have == want || have.starts_with(&format!("{want}."))
             });
         let level_ok = self.levels.is_empty() || self.levels.contains(&case.level);
-        id_ok && section_ok && level_ok
+        let kept = !self.excluded.iter().any(|p| case.id.starts_with(p.as_str()));
+        id_ok && section_ok && level_ok && kept
     }
 }
 
@@ -174,7 +177,7 @@ pub fn check_selection(selection: &Selection) -> Result<(), SelectionError> {
             prefixes.push(prefix);
         }
     }
-    for wanted in &selection.ids {
+    for wanted in selection.ids.iter().chain(&selection.excluded) {
         if ids.iter().any(|id| id.starts_with(wanted.as_str())) {
             continue;
         }
@@ -269,6 +272,11 @@ mod tests {
 
     #[test]
     fn selection_by_prefix_section_and_level() {
+        let left = Selection { excluded: vec!["transactions.walk".into()], ..Default::default() };
+        assert!(all().iter().filter(|c| left.matches(c)).all(|c| !c.id.starts_with("transactions.walk")));
+        assert!(all().iter().any(|c| left.matches(c) && c.id.starts_with("transactions.")));
+        let typo = Selection { excluded: vec!["transactions.walkk".into()], ..Default::default() };
+        assert!(check_selection(&typo).is_err(), "an exclusion that names no case is a mistake too");
         let sel = Selection { ids: vec!["transactions.".into()], ..Default::default() };
         assert!(all().iter().filter(|c| sel.matches(c)).all(|c| c.area == "transactions"));
         let sel = Selection { sections: vec!["4".into()], ..Default::default() };
