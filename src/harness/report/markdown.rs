@@ -39,9 +39,7 @@ fn problem(failure: &Failure) -> String {
                 let _ = writeln!(out, "**Request:** {}\n", cell(request));
             }
         }
-        [] => {
-            let _ = writeln!(out, "**Problem:** {}\n", cell(&failure.message));
-        }
+        [] => {}
         many => {
             let _ = writeln!(out, "**Problems ({}):**\n", many.len());
             for p in many.iter().take(LISTED_PROBLEMS) {
@@ -53,7 +51,7 @@ fn problem(failure: &Failure) -> String {
             }
             if many.len() > LISTED_PROBLEMS {
                 let _ =
-                    writeln!(out, "- and {} more (the JSON report's message holds them)", many.len() - LISTED_PROBLEMS);
+                    writeln!(out, "- and {} more (the JSON report's problems hold them)", many.len() - LISTED_PROBLEMS);
             }
             out.push('\n');
         }

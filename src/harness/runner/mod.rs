@@ -378,7 +378,7 @@ fn conclude(
         // Blocked by another case's finding (issue 51): the same in every run, whatever it found.
         (flow, Some(Judged { blocked: Some(reason), .. })) if !matches!(flow, Outcome::Error { .. }) => {
             let own = match &flow {
-                Outcome::Failed(f) => format!("; its own flow: {}", f.message),
+                Outcome::Failed(f) => format!("; its own flow: {f}"),
                 Outcome::Ignored { reason, .. } => format!("; its own flow: {reason}"),
                 _ => "; its own flow saw an event naming its connection, which may be another's".to_string(),
             };

@@ -135,6 +135,8 @@ pub struct Problem {
     pub request: Option<String>,
     /// What is wrong, without the request.
     pub detail: String,
+    /// What the rule expected and what came instead, when the finding states them apart.
+    pub contrast: Option<Box<Contrast>>,
     /// The requests and deliveries it rests on.
     pub evidence: Evidence,
     /// Whether its one answer shows it by itself: the rule judged that answer alone, so
@@ -160,12 +162,9 @@ impl Problem {
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 #[non_exhaustive]
 pub struct Failure {
-    /// The whole finding, for a person: the request, what was expected and what was received.
-    pub message: String,
-    /// Each violation it shows, in order (one for most findings).
+    /// Each violation it shows, in order (one for most findings): no message joins them, each
+    /// report renders them itself.
     pub problems: Vec<Problem>,
-    /// What the rule expected and what came instead, when the finding states them apart.
-    pub contrast: Option<Box<Contrast>>,
     /// The requests, deliveries and received items it rests on (boxed: a `Result`'s error
     /// stays small).
     pub evidence: Box<Evidence>,
@@ -235,10 +234,22 @@ impl Failure {
         self
     }
 
-    /// The finding with what was expected and what came instead, apart from its message.
+    /// The finding with what was expected and what came instead, apart from its detail (on its
+    /// one problem).
     pub fn expected(mut self, expected: impl Into<String>, actual: impl Into<String>) -> Self {
-        self.contrast = Some(Box::new(Contrast { expected: expected.into(), actual: actual.into() }));
+        if let [one] = self.problems.as_mut_slice() {
+            one.contrast = Some(Box::new(Contrast { expected: expected.into(), actual: actual.into() }));
+        }
         self
+    }
+
+    /// What its one problem expected and received, when it states them apart (a failure of
+    /// several problems has one per problem).
+    pub fn contrast(&self) -> Option<&Contrast> {
+        match self.problems.as_slice() {
+            [one] => one.contrast.as_deref(),
+            _ => None,
+        }
     }
 
     /// The finding, naming the case that owns the rule it breaks (see [`Problem::owner`]).
@@ -252,25 +263,43 @@ impl Failure {
         self.problems.first().and_then(|p| p.owner)
     }
 
-    /// The same finding in other words (`after connection.connected: …`), its evidence kept;
-    /// a finding of one problem says it in the same words.
-    pub fn reworded(mut self, f: impl FnOnce(&str) -> String) -> Self {
-        let message = f(&self.message);
-        if let [one] = self.problems.as_mut_slice() {
-            match message.strip_prefix(self.message.as_str()) {
-                // Words added after it (`[explored sequence: …]`): the request stays apart.
-                Some(added) => one.detail.push_str(added),
-                None => (one.request, one.detail) = (None, message.clone()),
+    /// The finding with `more` problems after its own.
+    pub fn with(mut self, more: impl IntoIterator<Item = Problem>) -> Self {
+        self.problems.extend(more);
+        self
+    }
+
+    /// The same finding in other words (`after connection.connected: …`, `… [explored
+    /// sequence: …]`): each problem's detail passed through `f`, its request and evidence kept.
+    pub fn reworded(mut self, f: impl Fn(&str) -> String) -> Self {
+        self.problems.iter_mut().for_each(|p| p.detail = f(&p.detail));
+        self
+    }
+}
+
+/// One line for a log, the self-test and the generated tables (not a report: each report
+/// renders the problems itself): the one problem's text, or the count and each problem.
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.problems.as_slice() {
+            [] => Ok(()),
+            [one] => f.write_str(&one.text()),
+            many => {
+                write!(f, "{} problems: ", many.len())?;
+                for (n, p) in many.iter().enumerate() {
+                    let sep = if n == 0 { "" } else { "; " };
+                    write!(f, "{sep}{}", p.text())?;
+                }
+                Ok(())
             }
         }
-        Self { message, ..self }
     }
 }
 
 impl From<String> for Failure {
     fn from(message: String) -> Self {
-        let problems = vec![Problem { detail: message.clone(), ..Problem::default() }];
-        Self { message, problems, ..Self::default() }
+        let problems = vec![Problem { detail: message, ..Problem::default() }];
+        Self { problems, ..Self::default() }
     }
 }
 
@@ -315,13 +344,22 @@ impl Outcome {
         }
     }
 
-    /// The failure's evidence, the error's message or the reason it was ignored.
+    /// The error's message or the reason it was ignored (a failure has problems instead,
+    /// which each report renders: [`Failure::problems`]).
     pub fn message(&self) -> Option<&str> {
         match self {
-            Self::Passed => None,
-            Self::Failed(Failure { message: m, .. })
-            | Self::Error { message: m, .. }
-            | Self::Ignored { reason: m, .. } => Some(m),
+            Self::Passed | Self::Failed(_) => None,
+            Self::Error { message: m, .. } | Self::Ignored { reason: m, .. } => Some(m),
+        }
+    }
+
+    /// Whether it says the same as `other` (the same kind, and the same problems or message):
+    /// the reports group cases that share a diagnosis by it.
+    pub fn says_as(&self, other: &Outcome) -> bool {
+        let words = |p: &Problem| (p.request.clone(), p.detail.clone(), p.contrast.clone());
+        match (self, other) {
+            (Self::Failed(a), Self::Failed(b)) => a.problems.iter().map(words).eq(b.problems.iter().map(words)),
+            (a, b) => a.label() == b.label() && a.message() == b.message(),
         }
     }
 
@@ -334,13 +372,16 @@ impl Outcome {
     pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Self::Passed => Self::Passed,
-            Self::Failed(Failure { message, problems, contrast, evidence, shrunk_input }) => Self::Failed(Failure {
-                message: f(&message),
+            Self::Failed(Failure { problems, evidence, shrunk_input }) => Self::Failed(Failure {
                 problems: problems
                     .into_iter()
-                    .map(|p| Problem { request: p.request.map(|r| f(&r)), detail: f(&p.detail), ..p })
+                    .map(|p| Problem {
+                        request: p.request.map(|r| f(&r)),
+                        detail: f(&p.detail),
+                        contrast: p.contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
+                        ..p
+                    })
                     .collect(),
-                contrast: contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
                 evidence,
                 shrunk_input: shrunk_input.map(|s| Box::new(f(&s))),
             }),
@@ -402,7 +443,8 @@ impl Stop {
 impl fmt::Display for Stop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Fail(Failure { message: m, .. }) | Self::Error(_, m) | Self::Ignore(_, m) => f.write_str(m),
+            Self::Fail(failure) => failure.fmt(f),
+            Self::Error(_, m) | Self::Ignore(_, m) => f.write_str(m),
         }
     }
 }
@@ -465,21 +507,14 @@ impl Problems {
     }
 
     pub(crate) fn finish(self) -> Result<(), Stop> {
-        let n = self.0.len();
         let mut all = self.0.into_iter();
         let Some(mut first) = all.next() else { return Ok(()) };
-        if n == 1 {
-            return Err(Stop::Fail(first));
-        }
-        // Every one: the reports carry the whole message, only the terminal shortens it.
-        let mut messages = vec![std::mem::take(&mut first.message)];
+        // Every one, each a problem of its own: the reports render them.
         for other in all {
             first.evidence.extend(&other.evidence);
-            messages.push(other.message);
             first.problems.extend(other.problems);
         }
-        let message = format!("{n} problems: {}", messages.join("; "));
-        Err(Stop::Fail(Failure { message, contrast: None, ..first }))
+        Err(Stop::Fail(first))
     }
 }
 
@@ -577,7 +612,8 @@ mod tests {
             problems.add(format!("problem {n}"));
         }
         let Err(Stop::Fail(f)) = problems.finish() else { panic!("a failure") };
-        assert_eq!(f.message, "5 problems: problem 1; problem 2; problem 3; problem 4; problem 5");
+        let details: Vec<&str> = f.problems.iter().map(|p| p.detail.as_str()).collect();
+        assert_eq!(details, ["problem 1", "problem 2", "problem 3", "problem 4", "problem 5"]);
     }
 
     /// Several problems fail once, with every problem's evidence, the first problem's first:
@@ -591,7 +627,7 @@ mod tests {
         problems.add_at(Some(7), "the same answer again");
         let Err(Stop::Fail(failure)) = problems.finish() else { panic!("a failure") };
         assert_eq!(*failure.evidence, Evidence { answers: vec![7, 2], deliveries: vec![3], ..Evidence::default() });
-        assert!(failure.message.starts_with("4 problems: GET /v1/accounts/acc_1"), "{}", failure.message);
+        assert!(failure.to_string().starts_with("4 problems: GET /v1/accounts/acc_1"), "{failure}");
     }
 
     /// Rewording keeps the evidence; redaction reaches what was expected and what came.
@@ -602,7 +638,7 @@ mod tests {
         assert_eq!(failure.evidence.answers, [1]);
         let redacted = Outcome::Failed(failure).map_text(|t| t.replace("sk_live_secret", "[redacted]"));
         let Outcome::Failed(redacted) = redacted else { panic!("still a failure") };
-        assert_eq!(redacted.contrast.map(|c| c.actual).as_deref(), Some("status 500: [redacted]"));
+        assert_eq!(redacted.contrast().map(|c| c.actual.as_str()), Some("status 500: [redacted]"));
         assert_eq!(redacted.evidence.answers, [1]);
     }
 }

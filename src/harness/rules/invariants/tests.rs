@@ -133,9 +133,9 @@ fn observations_no_case_names_are_judged_by_all_four_invariants() {
     assert!(reach >= 2, "reach judged the widget token and the blanked leak: {reach}");
     assert_eq!(cause, 1, "cause judged the refusals and their effects");
     let found = reach::judge(&r).1;
-    assert!(found.iter().any(|f| f.message.contains("its own connection")), "{found:?}");
-    assert!(found.iter().any(|f| f.message.contains("balance, createdAt")), "{found:?}");
-    assert!(found.iter().all(|f| !f.message.contains("sess_1")), "a token is never shown");
+    assert!(found.iter().any(|f| f.to_string().contains("its own connection")), "{found:?}");
+    assert!(found.iter().any(|f| f.to_string().contains("balance, createdAt")), "{found:?}");
+    assert!(found.iter().all(|f| !f.to_string().contains("sess_1")), "a token is never shown");
 }
 
 #[test]
