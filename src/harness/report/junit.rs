@@ -80,10 +80,11 @@ fn test_case(report: &Report, result: &CaseResult) -> TestCase {
             Outcome::Failed(_) if !gating => TestCaseStatus::success(),
             Outcome::Failed(f) => {
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                status
-                    .set_message(xml(&headline(f)))
-                    .set_type(case.level.as_str())
-                    .set_description(details(report, result, &problems(f)));
+                status.set_message(xml(&headline(f))).set_type(case.level.as_str()).set_description(details(
+                    report,
+                    result,
+                    &problems(f),
+                ));
                 status
             }
             Outcome::Error { source, message } => {

@@ -266,7 +266,8 @@ fn render_summary_raw(report: &Report, paint: Paint, note: &str) -> String {
     }
     // A note that is also the diagnosis of failed cases (a silent webhook path) is shown once,
     // in the closing block, with the cases it concerns.
-    let diagnoses: Vec<&str> = report.to_act_on().into_iter().filter_map(|(_, cases)| cases[0].outcome.message()).collect();
+    let diagnoses: Vec<&str> =
+        report.to_act_on().into_iter().filter_map(|(_, cases)| cases[0].outcome.message()).collect();
     for note in report.notes.iter().filter(|n| !diagnoses.contains(&n.as_str())) {
         let _ = writeln!(out, "note: {}", visible(note));
     }

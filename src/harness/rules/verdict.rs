@@ -567,7 +567,8 @@ fn listed(failure: &Failure) -> String {
     match failure.problems.as_slice() {
         [one] => one.text(),
         many => {
-            let each: Vec<String> = many.iter().map(|p| format!("\n  - {}", p.text().replace('\n', "\n    "))).collect();
+            let each: Vec<String> =
+                many.iter().map(|p| format!("\n  - {}", p.text().replace('\n', "\n    "))).collect();
             format!("{} problems:{}", many.len(), each.concat())
         }
     }

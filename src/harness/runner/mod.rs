@@ -287,7 +287,8 @@ fn report_of(ctx: &RunContext, frame: Frame, results: Vec<CaseResult>, mut notes
     let deliveries: Vec<_> =
         ctx.receiver().map(|r| r.timeline().into_iter().map(|(_, d)| d).collect()).unwrap_or_default();
     let root_causes = crate::harness::runner::causes::find(&ctx.api.answers().all(), &deliveries, &results);
-    let mut report = Report::new(Origin::Run { seed: ctx.seed, settings: frame.settings }, ctx.server.clone(), frame.gate);
+    let mut report =
+        Report::new(Origin::Run { seed: ctx.seed, settings: frame.settings }, ctx.server.clone(), frame.gate);
     report.results = results;
     report.duration = frame.started.elapsed();
     report.notes = notes;
@@ -400,4 +401,3 @@ pub(crate) fn selected(ctx: &RunContext) -> Vec<&'static Case> {
     let selection = &ctx.plan.selection;
     catalogue::all().iter().filter(|c| selection.matches(c)).collect()
 }
-

@@ -75,10 +75,9 @@ impl Matrix {
                     Some(clause) if self.views.iter().any(|v| v == view) => {
                         clause.judged.entry(view.to_string()).or_default().push(case.id.clone())
                     }
-                    _ => self.unplaced.push(format!(
-                        "case {} judges {cell}, which is no clause/view of cases/clauses.toml",
-                        case.id
-                    )),
+                    _ => self
+                        .unplaced
+                        .push(format!("case {} judges {cell}, which is no clause/view of cases/clauses.toml", case.id)),
                 }
             }
         }

@@ -98,14 +98,18 @@ pub struct Failure {
 }
 
 impl Failure {
-    /// The finding `message`, resting on the answer `seq` (none when the log did not keep it).
-    pub fn on_answer(mut self, seq: Option<u64>) -> Self {
-        let more = Evidence { answers: seq.into_iter().collect(), ..Evidence::default() };
+    /// The finding, resting on `more` too (its one problem as well).
+    fn resting_on(mut self, more: Evidence) -> Self {
         self.evidence.extend(&more);
         if let [one] = self.problems.as_mut_slice() {
             one.evidence.extend(&more);
         }
         self
+    }
+
+    /// The finding, resting on the answer `seq` (none when the log did not keep it).
+    pub fn on_answer(self, seq: Option<u64>) -> Self {
+        self.resting_on(Evidence { answers: seq.into_iter().collect(), ..Evidence::default() })
     }
 
     /// The finding, shown by the answer to `request` (`GET /v1/…`): its one problem names that
@@ -140,23 +144,13 @@ impl Failure {
     }
 
     /// The finding, resting on the delivery `seq` too.
-    pub fn on_delivery(mut self, seq: u64) -> Self {
-        let more = Evidence { deliveries: vec![seq], ..Evidence::default() };
-        self.evidence.extend(&more);
-        if let [one] = self.problems.as_mut_slice() {
-            one.evidence.extend(&more);
-        }
-        self
+    pub fn on_delivery(self, seq: u64) -> Self {
+        self.resting_on(Evidence { deliveries: vec![seq], ..Evidence::default() })
     }
 
     /// The finding, resting on the item `seq` the widget's page received.
-    pub fn on_received(mut self, seq: u64) -> Self {
-        let more = Evidence { received: vec![seq], ..Evidence::default() };
-        self.evidence.extend(&more);
-        if let [one] = self.problems.as_mut_slice() {
-            one.evidence.extend(&more);
-        }
-        self
+    pub fn on_received(self, seq: u64) -> Self {
+        self.resting_on(Evidence { received: vec![seq], ..Evidence::default() })
     }
 
     /// The finding with what was expected and what came instead, apart from its detail (on its

@@ -150,7 +150,9 @@ impl Outcome {
                     .map(|p| Problem {
                         request: p.request.map(|r| f(&r)),
                         detail: f(&p.detail),
-                        contrast: p.contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
+                        contrast: p
+                            .contrast
+                            .map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
                         ..p
                     })
                     .collect(),

@@ -9,8 +9,8 @@ use crate::harness::transport::answers::Auth;
 use crate::harness::vocab::key_variant::KeyEdit;
 use crate::harness::vocab::outcome::{Problems, Stop};
 use isolation::{
-    foreign_cursor, isolation_account, isolation_accounts, isolation_transactions, request_shapes, separate_addresses,
-    deliveries_isolated,
+    deliveries_isolated, foreign_cursor, isolation_account, isolation_accounts, isolation_transactions, request_shapes,
+    separate_addresses,
 };
 use reqwest::Method;
 use std::sync::Arc;
