@@ -138,10 +138,13 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
             None => match id {
                 CREATED_PRESENT => match event_rules::missing_created(&all) {
                     missing if missing.is_empty() => Ok(()),
+                    // One problem per connection that starts mid-life.
                     missing => {
-                        let said = plural(missing.len(), "connection starts", "connections start");
-                        let problems = missing.into_iter().flat_map(|f| f.problems);
-                        Err(Stop::Fail(Failure::from(format!("{said} mid-life, so not chain-checked")).with(problems)))
+                        let problems = missing.into_iter().flat_map(|f| f.problems).collect();
+                        let failure = Failure { problems, ..Failure::default() };
+                        Err(Stop::Fail(
+                            failure.reworded(|d| format!("{d}: it starts mid-life, so it is not chain-checked")),
+                        ))
                     }
                 },
                 CLIENT_ID_PER_CONNECTION => event_rules::one_client_id(&groups),

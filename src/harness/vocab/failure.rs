@@ -182,12 +182,6 @@ impl Failure {
         self.problems.first().and_then(|p| p.owner)
     }
 
-    /// The finding with `more` problems after its own.
-    pub fn with(mut self, more: impl IntoIterator<Item = Problem>) -> Self {
-        self.problems.extend(more);
-        self
-    }
-
     /// The same finding in other words (`after connection.connected: …`, `… [explored
     /// sequence: …]`): each problem's detail passed through `f`, its request and evidence kept.
     pub fn reworded(mut self, f: impl Fn(&str) -> String) -> Self {
