@@ -197,7 +197,7 @@ fn with_failures() -> Report {
         result
     };
     let long = format!(
-        "GET http://staging.example:8080/v1/accounts/acc_1/transactions?limit=100: does not validate against \
+        "does not validate against \
          transaction-page.json: /data/0/id: \"tx_01\" does not match \"^txn_\" [§2]; /data/1/id: \"tx_02\" does \
          not match \"^txn_\" [§2]; {}",
         "/data/2/amount: \"12.50\" is not of type \"number\" [§4.3] ".repeat(12)

@@ -477,8 +477,7 @@ mod tests {
 
     #[test]
     fn the_problem_comes_before_the_request() {
-        let one = Failure::from("GET http://x/v1/a?limit=2: /data/0/id: \"tx_1\" does not match \"^txn_\"")
-            .requested("GET http://x/v1/a?limit=2");
+        let one = Failure::from("/data/0/id: \"tx_1\" does not match \"^txn_\"").requested("GET http://x/v1/a?limit=2");
         let md = problem(&one);
         assert!(md.starts_with("**Problem:** /data/0/id: \"tx\\_1\" does not match"), "{md}");
         assert!(md.ends_with("**Request:** GET http://x/v1/a?limit=2\n\n"), "{md}");

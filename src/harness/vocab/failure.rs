@@ -113,13 +113,9 @@ impl Failure {
     }
 
     /// The finding, shown by the answer to `request` (`GET /v1/…`): its one problem names that
-    /// request apart from what is wrong (a message that starts with it is split there once,
-    /// here, where both are known).
+    /// request apart from what is wrong, which never repeats it.
     pub fn requested(mut self, request: &str) -> Self {
         if let [one] = self.problems.as_mut_slice() {
-            if let Some(detail) = one.detail.strip_prefix(request).and_then(|rest| rest.strip_prefix(": ")) {
-                one.detail = detail.to_string();
-            }
             one.request = Some(request.to_string());
         }
         self

@@ -84,8 +84,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
                 judged += 1;
                 let by = ahead(at, seen.answered);
                 if by > TOLERANCE && told.insert(format!("{}/{field}", object.id)) {
-                    let detail =
-                        format!("{}: {} {}'s {field} is {}", seen.request, object.kind.name(), object.id, say(by));
+                    let detail = format!("{} {}'s {field} is {}", object.kind.name(), object.id, say(by));
                     found.push(finding(detail, &[seen.seq], &[]).requested(&seen.request));
                 }
             }
