@@ -100,7 +100,7 @@ pub async fn run(ids: Vec<String>, names: Vec<String>, event_timeout: f64, seed:
     let failed = trial
         .failed
         .iter()
-        .map(|(id, f)| (id.clone(), f.message.lines().next().unwrap_or_default().chars().take(160).collect()))
+        .map(|(id, f)| (id.clone(), f.to_string().lines().next().unwrap_or_default().chars().take(160).collect()))
         .collect();
     Run { exit_code: trial.exit_code, failed, error: trial.error, unjudged: trial.unjudged }
 }

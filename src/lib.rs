@@ -138,6 +138,10 @@ pub mod internal {
         pub mod json {
             pub use crate::harness::report::json::render;
         }
+        /// `cargo test`'s report of a run.
+        pub mod libtest {
+            pub use crate::harness::report::libtest::printed;
+        }
         /// The JUnit XML report.
         pub mod junit {
             pub use crate::harness::report::junit::render;

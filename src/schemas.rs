@@ -157,11 +157,16 @@ impl fmt::Display for Violation {
 /// [`validate`], as a message for a failure: `what` names where `instance` came from, and
 /// the first three violations are shown.
 pub(crate) fn check(schema: Schema, instance: &Value, what: &str) -> Result<(), String> {
+    violated(schema, instance).map_err(|problem| format!("{what}: {problem}"))
+}
+
+/// [`check`] for a problem that names its request apart: `does not validate against …`.
+pub(crate) fn violated(schema: Schema, instance: &Value) -> Result<(), String> {
     validate(schema, instance).map_err(|violations| {
         let first: Vec<String> = violations.iter().take(3).map(ToString::to_string).collect();
         let more = violations.len().saturating_sub(3);
         let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
-        format!("{what}: does not validate against {}: {}{more}", schema.file_name(), first.join("; "))
+        format!("does not validate against {}: {}{more}", schema.file_name(), first.join("; "))
     })
 }
 

@@ -139,7 +139,7 @@ impl Trial {
             }
             Subject::Variant(_) => {
                 for (id, failure) in &self.failed {
-                    line.push_str(&format!("\n         {id}: {}", failure.message));
+                    line.push_str(&format!("\n         {id}: {failure}"));
                 }
             }
         }

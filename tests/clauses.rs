@@ -28,9 +28,24 @@ fn the_matrix_fails_on_an_empty_cell_an_unknown_case_and_an_unknown_ruling() {
         says = "y"
         ruled = { "*" = "@missing" }
     "#;
-    let m: clauses::Matrix = toml::from_str(text).expect("a matrix");
+    let mut m: clauses::Matrix = toml::from_str(text).expect("a matrix");
+    let before = clauses::problems(&m).join("\n");
+    assert!(before.contains("clause a: view frontend is neither judged nor ruled"), "{before}");
+    let case: bankconf::Case = toml::from_str(
+        r#"
+        id = "x.y"
+        title = "t"
+        section = "§1"
+        level = "must"
+        judges = ["a/frontend", "zz/one-answer", "a/nowhere"]
+    "#,
+    )
+    .expect("a case");
+    m.place(&[case]);
     let problems = clauses::problems(&m).join("\n");
-    assert!(problems.contains("clause a: view frontend is neither judged nor ruled"), "{problems}");
+    assert!(!problems.contains("clause a: view frontend is neither"), "a case's cell is placed: {problems}");
+    assert!(problems.contains("case x.y judges zz/one-answer, which is no clause/view"), "{problems}");
+    assert!(problems.contains("case x.y judges a/nowhere, which is no clause/view"), "{problems}");
     assert!(problems.contains("no.such-case, which is not in cases/*.toml"), "{problems}");
     assert!(problems.contains("no ruling @missing"), "{problems}");
 }
@@ -82,4 +97,16 @@ fn every_case_a_cell_names_is_caught_by_a_mutant() {
     let mut allowed_sorted = allowed.clone();
     allowed_sorted.sort_unstable();
     assert_eq!(missing, allowed_sorted, "cases a cell names that no mutant catches");
+}
+
+/// Every case a run judges names a cell of the matrix it judges (its `judges`, where it is
+/// defined): a case in no cell states no rule of the spec, and escapes the mutant check above.
+#[test]
+fn every_online_case_judges_a_cell() {
+    let idle: Vec<&str> = bankconf::internal::catalogue::all()
+        .iter()
+        .filter(|c| !c.offline && c.judges.is_empty())
+        .map(|c| c.id.as_str())
+        .collect();
+    assert!(idle.is_empty(), "cases in no cell of cases/clauses.toml (add `judges` to each): {idle:?}");
 }

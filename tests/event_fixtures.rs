@@ -13,7 +13,17 @@ fn every_capture_fixture_is_judged_as_pinned() {
         let (results, notes) = judge_capture(&deliveries);
         let cases: Map<String, Value> = results
             .iter()
-            .map(|r| (r.case.id.clone(), json!({ "outcome": r.outcome.label(), "message": r.outcome.message() })))
+            .map(|r| {
+                let said = match &r.outcome {
+                    bankconf::Outcome::Failed(f) => {
+                        json!({ "problems": f.problems.iter().map(|p| p.text()).collect::<Vec<_>>() })
+                    }
+                    other => json!({ "message": other.message() }),
+                };
+                let mut case = json!({ "outcome": r.outcome.label() });
+                case.as_object_mut().expect("an object").extend(said.as_object().expect("an object").clone());
+                (r.case.id.clone(), case)
+            })
             .collect();
         insta::with_settings!({
             snapshot_path => "../snapshots/event-fixtures",

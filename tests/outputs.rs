@@ -197,7 +197,7 @@ fn with_failures() -> Report {
         result
     };
     let long = format!(
-        "GET http://staging.example:8080/v1/accounts/acc_1/transactions?limit=100: does not validate against \
+        "does not validate against \
          transaction-page.json: /data/0/id: \"tx_01\" does not match \"^txn_\" [§2]; /data/1/id: \"tx_02\" does \
          not match \"^txn_\" [§2]; {}",
         "/data/2/amount: \"12.50\" is not of type \"number\" [§4.3] ".repeat(12)
@@ -417,11 +417,8 @@ fn with_trace() -> Report {
     let mut report = with_failures();
     let mut failure = Failure::from(format!(
         "after connection.connected: GET /v1/connections/conn_1/accounts still showed none; body {hostile}"
-    ));
-    failure.contrast = Some(Box::new(bankconf::Contrast {
-        expected: "the accounts of a CONNECTED connection".into(),
-        actual: format!("status 500: {hostile}"),
-    }));
+    ))
+    .expected("the accounts of a CONNECTED connection", format!("status 500: {hostile}"));
     failure.evidence.answers = vec![3];
     failure.evidence.deliveries = vec![7];
     report.results[2].outcome = Outcome::Failed(failure);
@@ -835,35 +832,51 @@ fn a_run_cut_short_is_incomplete_and_names_its_cause() {
     assert_eq!((failed.verdict(), failed.exit_code()), ("FAILED", 130));
 }
 
-/// A target's body with `; `, `|`, a newline and backticks stays one problem in every report:
-/// the reports render typed problems and never take a message apart.
+/// A target's body with `; `, `: `, `status 500: `, `|`, a newline and backticks stays one
+/// problem in all six reports: they render typed problems and never take a text apart.
 #[test]
 fn target_text_never_splits_a_problem() {
-    let body = "{\"error\": \"a; b | c\\nd ``` e\"}";
+    use bankconf::internal::report::{html, libtest, terminal};
+    let body = "{\"error\": \"a; b: c status 500: d | e\nf ``` g\"}";
     let request = "GET http://127.0.0.1:9/v1/accounts/acc_1";
-    let failure =
-        bankconf::Failure::from(format!("{request}: expected 2xx, got status 500: {body}")).requested(request);
+    let failure = bankconf::Failure::from(format!("expected 2xx, got status 500: {body}"))
+        .requested(request)
+        .expected("2xx", format!("status 500: {body}"));
     assert_eq!(failure.problems.len(), 1);
     let mut report = synthetic();
     report.results[1].outcome = Outcome::Failed(failure);
+    let whole = "a; b: c status 500: d | e";
+    // Markdown: one problem, not a list.
     let md = markdown::render(&report);
     assert!(md.contains("**Problem:** expected 2xx") && !md.contains("**Problems"), "{md}");
+    // JSON: one problem, whole, with what was expected and received; the message is that problem.
     let json = json::render(&report);
-    assert_eq!(json["cases"][1]["problems"].as_array().unwrap().len(), 1, "{json:#}");
-    assert_eq!(json["cases"][1]["problems"][0]["request"], request);
-    let terminal = bankconf::internal::report::terminal::render_summary(
-        &report,
-        bankconf::internal::report::terminal::Paint(false),
-        "(full text in r.json)",
-    );
-    assert!(!terminal.contains("problems, the first"), "{terminal}");
+    let problems = json["cases"][1]["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{json:#}");
+    assert_eq!(problems[0]["request"], request);
+    assert!(problems[0]["detail"].as_str().unwrap().contains(body), "{json:#}");
+    assert_eq!(problems[0]["received"], format!("status 500: {body}"));
+    assert_eq!(json["cases"][1]["message"], format!("{request}: expected 2xx, got status 500: {body}"));
+    // The terminal: one problem, not counted as several.
+    let summary = terminal::render_summary(&report, terminal::Paint(false), "(full text in r.json)");
+    assert!(!summary.contains("problems"), "{summary}");
+    // JUnit: one failure whose message is the one problem.
     let junit = junit::render(&report);
     assert_eq!(junit.matches("<failure").count(), 1, "{junit}");
-    // The HTML page shows the finding whole, in one block.
-    let page = bankconf::internal::report::html::render(&report);
-    assert_eq!(bankconf::internal::report::html::well_formed(&page), Ok(()), "{page}");
-    let block = page.split("<pre class=\"message\">").nth(1).and_then(|rest| rest.split("</pre>").next());
-    assert!(block.is_some_and(|b| b.contains("a; b | c") && b.contains("``` e")), "{page}");
+    let xml = parse_xml(&junit);
+    let failed = xml.find("failure");
+    assert!(failed[0].attr("message").contains(whole) && !failed[0].attr("message").contains("problems"), "{junit}");
+    // HTML: the finding whole, in one block.
+    let page = html::render(&report);
+    assert_eq!(html::well_formed(&page), Ok(()), "{page}");
+    let article = page.split("<article").find(|a| a.contains("transactions.walk-exactly-once")).unwrap_or_default();
+    assert_eq!(article.matches("<pre class=\"message\">").count(), 1, "{article}");
+    assert!(!article.contains("problems:"), "{article}");
+    let block = article.split("<pre class=\"message\">").nth(1).and_then(|rest| rest.split("</pre>").next());
+    assert!(block.is_some_and(|b| b.contains(whole) && b.contains("``` g")), "{page}");
+    // `cargo test`'s report: the one problem, not a list.
+    let printed = libtest::printed(&report, &report.results[1]).unwrap_or_default();
+    assert!(printed.contains(whole) && !printed.contains("problems"), "{printed}");
 }
 
 /// Every text of a Markdown report is escaped for Markdown, bankconf's own included (a

@@ -46,15 +46,14 @@ async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> {
         }
     }
     Err(exchange.fail(format!(
-        "{}: expected a refusal (any non-2xx) while the connection is CREATED (§3.2), got {}",
-        exchange.request,
+        "expected a refusal (any non-2xx) while the connection is CREATED (§3.2), got {}",
         exchange.summary()
     )))
 }
 
 /// §4.2: every accounts answer validates against accounts.json.
 fn schema(reply: &Reply) -> Vec<String> {
-    schemas::check(Schema::Accounts, reply.body, reply.request).err().into_iter().collect()
+    schemas::violated(Schema::Accounts, reply.body).err().into_iter().collect()
 }
 
 /// §4.2 lists the accounts linked to the connection, and an id identifies one account (§2): a
@@ -68,12 +67,7 @@ fn distinct_ids(reply: &Reply) -> Vec<String> {
         .collect();
     twice
         .into_iter()
-        .map(|id| {
-            format!(
-                "{}: lists account {id} more than once (§4.2: the accounts linked to the connection)",
-                reply.request
-            )
-        })
+        .map(|id| format!("lists account {id} more than once (§4.2: the accounts linked to the connection)"))
         .collect()
 }
 
@@ -83,7 +77,7 @@ fn connection_id(reply: &Reply) -> Vec<String> {
         .filter(|(a, _)| str_field(a, "connectionId") != Some(reply.id))
         .map(|(a, id)| {
             let got = a.get("connectionId").map_or("nothing".into(), ToString::to_string);
-            format!("{}: account {id} has connectionId {got}, expected {:?}", reply.request, reply.id)
+            format!("account {id} has connectionId {got}, expected {:?}", reply.id)
         })
         .collect()
 }
@@ -94,7 +88,7 @@ fn id_prefix(reply: &Reply) -> Vec<String> {
         .filter(|(a, _)| !str_field(a, "id").is_some_and(|id| id.starts_with(prefix::ACCOUNT)))
         .map(|(a, _)| {
             let got = a.get("id").map_or("(absent)".into(), ToString::to_string);
-            format!("{}: account id {got} does not start with {}", reply.request, prefix::ACCOUNT)
+            format!("account id {got} does not start with {}", prefix::ACCOUNT)
         })
         .collect()
 }
@@ -117,8 +111,7 @@ fn conditional_fields(reply: &Reply) -> Vec<String> {
             let present = account.get(field).is_some_and(|v| !empty(v));
             if present && !allowed.contains(&ty) {
                 problems.push(format!(
-                    "{}: account {id} of type {ty:?} carries {field}, which §2.2 allows only on {}",
-                    reply.request,
+                    "account {id} of type {ty:?} carries {field}, which §2.2 allows only on {}",
                     allowed.join(" and ")
                 ));
             }
@@ -146,12 +139,11 @@ fn masked_numbers(reply: &Reply) -> Vec<String> {
             Some(n) if is_masked(n) => {}
             // The number itself is not printed: an unmasked one is sensitive.
             Some(n) => problems.push(format!(
-                "{}: account {id} has an accountNumber that is not masked ({} digits visible, {})",
-                reply.request,
+                "account {id} has an accountNumber that is not masked ({} digits visible, {})",
                 n.chars().filter(char::is_ascii_digit).count(),
                 if n.contains(MASKS) { "masked in part" } else { "no masking character" }
             )),
-            None => problems.push(format!("{}: account {id} has no accountNumber string", reply.request)),
+            None => problems.push(format!("account {id} has no accountNumber string")),
         }
     }
     problems

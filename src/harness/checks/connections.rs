@@ -27,18 +27,16 @@ async fn creates(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 /// §4.1: every creation answer validates against connection-created.json.
 fn schema(reply: &Reply) -> Vec<String> {
-    schemas::check(Schema::ConnectionCreated, reply.body, reply.request).err().into_iter().collect()
+    schemas::violated(Schema::ConnectionCreated, reply.body).err().into_iter().collect()
 }
 
 /// §2.1: a connection is `CREATED` right after creation.
 fn status_created(reply: &Reply) -> Vec<String> {
     match reply.body.get("status") {
         Some(Value::String(s)) if s == "CREATED" => Vec::new(),
-        other => vec![format!(
-            "{}: expected status \"CREATED\", got {}",
-            reply.request,
-            other.map_or("nothing".into(), ToString::to_string)
-        )],
+        other => {
+            vec![format!("expected status \"CREATED\", got {}", other.map_or("nothing".into(), ToString::to_string))]
+        }
     }
 }
 
@@ -48,18 +46,13 @@ fn id_prefixes(reply: &Reply) -> Vec<String> {
     match str_field(reply.body, "connectionId") {
         Some(id) if id.starts_with(prefix::CONNECTION) => {}
         other => problems.push(format!(
-            "{}: expected connectionId to start with {}, got {:?}",
-            reply.request,
+            "expected connectionId to start with {}, got {:?}",
             prefix::CONNECTION,
             other.unwrap_or("nothing")
         )),
     }
     if !str_field(reply.body, "widgetToken").is_some_and(|t| t.starts_with(prefix::WIDGET_TOKEN)) {
-        problems.push(format!(
-            "{}: expected widgetToken to start with {} (value not shown)",
-            reply.request,
-            prefix::WIDGET_TOKEN
-        ));
+        problems.push(format!("expected widgetToken to start with {} (value not shown)", prefix::WIDGET_TOKEN));
     }
     problems
 }

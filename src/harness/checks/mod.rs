@@ -103,7 +103,8 @@ pub(crate) struct Finding {
     pub awaits_event: bool,
 }
 
-/// A rule over every 2xx answer of `endpoint`: the problems it finds in one answer.
+/// A rule over every 2xx answer of `endpoint`: the problems it finds in one answer, each what
+/// is wrong without the request (the runner names the request apart).
 pub(crate) struct ResponseCheck {
     pub endpoint: Endpoint,
     pub rule: fn(&Reply) -> Vec<String>,
@@ -111,8 +112,6 @@ pub(crate) struct ResponseCheck {
 
 /// One 2xx answer, as a response check sees it.
 pub(crate) struct Reply<'a> {
-    /// `GET /v1/accounts/acc_1/transactions?limit=3`: every problem names it.
-    pub request: &'a str,
     /// The id in the path: the connection (§4.2) or account (§4.3, §4.4) asked for.
     pub id: &'a str,
     /// The `limit` asked for, when it is a positive page size.
@@ -151,8 +150,7 @@ pub(crate) fn code_of(id: &str) -> Option<&'static Registration> {
 /// when the case has no rule for that endpoint.
 pub fn judge_one(id: &str, method: &str, segments: &[String], limit: Option<u64>, body: &Value) -> Option<Vec<String>> {
     let (endpoint, path_id) = Endpoint::of(method, segments)?;
-    let request = format!("{method} /{}", segments.join("/"));
-    let reply = Reply { request: &request, id: path_id, limit, body };
+    let reply = Reply { id: path_id, limit, body };
     let rules: Vec<_> = code_of(id)?.responses.iter().filter(|c| c.endpoint == endpoint).collect();
     (!rules.is_empty()).then(|| rules.iter().flat_map(|c| (c.rule)(&reply)).collect())
 }
@@ -241,7 +239,7 @@ pub(crate) fn judge_responses(
     for read in reads_of(answers) {
         observed.add(&read);
         let answer = &read.answer;
-        let reply = Reply { request: &answer.sent.request, id: &read.id, limit: answer.limit(), body: &read.body };
+        let reply = Reply { id: &read.id, limit: answer.limit(), body: &read.body };
         for registration in &registrations {
             for check in registration.responses.iter().filter(|c| c.endpoint == read.endpoint) {
                 let found = judged.entry(registration.id).or_default();

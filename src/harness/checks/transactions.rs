@@ -43,7 +43,7 @@ fn items<'a>(reply: &'a Reply) -> impl Iterator<Item = (&'a Value, String)> {
 
 /// §4.3: every page validates against transactions-page.json.
 fn page_schema(reply: &Reply) -> Vec<String> {
-    schemas::check(Schema::TransactionsPage, reply.body, reply.request).err().into_iter().collect()
+    schemas::violated(Schema::TransactionsPage, reply.body).err().into_iter().collect()
 }
 
 /// §2.3: a transaction's `accountId` is the account asked for. Which fields are present is not
@@ -53,9 +53,7 @@ fn account_id(reply: &Reply) -> Vec<String> {
         .filter_map(|(t, id)| match t.get("accountId") {
             None | Some(Value::Null) => None,
             Some(Value::String(a)) if a == reply.id => None,
-            Some(other) => {
-                Some(format!("{}: transaction {id} has accountId {other}, expected {:?}", reply.request, reply.id))
-            }
+            Some(other) => Some(format!("transaction {id} has accountId {other}, expected {:?}", reply.id)),
         })
         .collect()
 }
@@ -64,7 +62,7 @@ fn account_id(reply: &Reply) -> Vec<String> {
 fn id_prefix(reply: &Reply) -> Vec<String> {
     items(reply)
         .filter(|(t, _)| !str_field(t, "id").is_some_and(|id| id.starts_with(prefix::TRANSACTION)))
-        .map(|(_, id)| format!("{}: transaction id {id} does not start with {}", reply.request, prefix::TRANSACTION))
+        .map(|(_, id)| format!("transaction id {id} does not start with {}", prefix::TRANSACTION))
         .collect()
 }
 
@@ -72,7 +70,7 @@ fn id_prefix(reply: &Reply) -> Vec<String> {
 fn page_bound(reply: &Reply) -> Vec<String> {
     let n = items(reply).count() as u64;
     match reply.limit {
-        Some(limit) if n > limit => vec![format!("{}: {n} items on a page, expected at most {limit}", reply.request)],
+        Some(limit) if n > limit => vec![format!("{n} items on a page, expected at most {limit}")],
         _ => Vec::new(),
     }
 }
@@ -84,7 +82,7 @@ fn status_posted(reply: &Reply) -> Vec<String> {
         .filter_map(|(t, id)| match t.get("status") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s == "posted" => None,
-            Some(other) => Some(format!("{}: transaction {id} has status {other}, expected \"posted\"", reply.request)),
+            Some(other) => Some(format!("transaction {id} has status {other}, expected \"posted\"")),
         })
         .collect()
 }

@@ -51,9 +51,7 @@ async fn fetch(ctx: &RunContext) -> Result<Exchange, Stop> {
         401 | 403 => ": the client's frontend loads the script with no API key (§1 item 2, §5.2)",
         _ => "",
     };
-    exchange.ensure(exchange.is_success(), || {
-        format!("{}: expected 2xx, got {}{why}", exchange.request, exchange.summary())
-    })?;
+    exchange.ensure(exchange.is_success(), || format!("expected 2xx, got {}{why}", exchange.summary()))?;
     Ok(exchange)
 }
 
@@ -62,11 +60,7 @@ async fn served(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let media =
         exchange.content_type.as_deref().unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     exchange.ensure(JS_TYPES.contains(&media.as_str()), || {
-        format!(
-            "{}: expected a JavaScript content type, got {:?}",
-            exchange.request,
-            exchange.content_type.as_deref().unwrap_or("none")
-        )
+        format!("expected a JavaScript content type, got {:?}", exchange.content_type.as_deref().unwrap_or("none"))
     })
 }
 
@@ -79,7 +73,7 @@ async fn defines_open(ctx: Arc<RunContext>) -> Result<(), Stop> {
     }
     let exchange = fetch(&ctx).await?;
     exchange.ensure(exchange.body.contains("open"), || {
-        format!("{}: the script never mentions `open` ({})", exchange.request, browser::INSTALL_HINT)
+        format!("the script never mentions `open` ({})", browser::INSTALL_HINT)
     })
 }
 
@@ -210,7 +204,7 @@ async fn no_api_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let exchange = fetch(&ctx).await?;
     let mut keys = ctx.api.keys();
     exchange.ensure(!keys.any(|k| exchange.body.contains(k)), || {
-        format!("{}: the script contains an API key of this run (§5.2: keys never reach a frontend)", exchange.request)
+        "the script contains an API key of this run (§5.2: keys never reach a frontend)".to_string()
     })
 }
 
@@ -256,8 +250,7 @@ async fn no_key_derivative(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let body = ctx.api.keys().fold(exchange.body.clone(), |body, key| body.replace(key, ""));
     exchange.ensure(revealed_key(&ctx, &body).is_none(), || {
         format!(
-            "{}: the script carries a piece of {} (plain or encoded; §5.2: keys never reach a frontend)",
-            exchange.request,
+            "the script carries a piece of {} (plain or encoded; §5.2: keys never reach a frontend)",
             revealed_key(&ctx, &body).unwrap_or("an API key")
         )
     })

@@ -18,7 +18,7 @@ use crate::harness::rules::event_rules;
 use crate::harness::setup::config::OutputPaths;
 use crate::harness::vocab::catalogue::{self, Case, Level};
 use crate::harness::vocab::errors::CaptureError;
-use crate::harness::vocab::outcome::{CaseResult, Gate, Outcome, Stop};
+use crate::harness::vocab::outcome::{CaseResult, Failure, Gate, Outcome, Stop};
 use clap::Args;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -138,11 +138,14 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
             None => match id {
                 CREATED_PRESENT => match event_rules::missing_created(&all) {
                     missing if missing.is_empty() => Ok(()),
-                    missing => Err(Stop::fail(format!(
-                        "{} mid-life, so not chain-checked: {}",
-                        plural(missing.len(), "connection starts", "connections start"),
-                        missing.iter().map(|f| f.message.as_str()).collect::<Vec<_>>().join("; ")
-                    ))),
+                    // One problem per connection that starts mid-life.
+                    missing => {
+                        let problems = missing.into_iter().flat_map(|f| f.problems).collect();
+                        let failure = Failure { problems, ..Failure::default() };
+                        Err(Stop::Fail(
+                            failure.reworded(|d| format!("{d}: it starts mid-life, so it is not chain-checked")),
+                        ))
+                    }
                 },
                 CLIENT_ID_PER_CONNECTION => event_rules::one_client_id(&groups),
                 other => Err(Stop::fail(format!("no capture rule for {other}"))),

@@ -5,7 +5,7 @@ use super::verdict::{Cited, Report};
 use crate::harness::rules::expect::Standing;
 use crate::harness::rules::graph::Transition;
 use crate::harness::rules::latency::Stats;
-use crate::harness::vocab::outcome::{Counts, Outcome};
+use crate::harness::vocab::outcome::{Counts, Failure, Outcome, Problem};
 use crate::harness::vocab::redact::Redactor;
 use serde_json::{json, Map, Value};
 
@@ -41,6 +41,26 @@ fn cited(report: &Report, result: &crate::harness::vocab::outcome::CaseResult, p
             _ => None,
         })
         .collect()
+}
+
+/// A failure's `message`: its one problem, or how many and the first (`problems` holds each).
+fn headline(failure: &Failure) -> String {
+    match failure.problems.as_slice() {
+        [first, _, ..] => format!("{} problems, the first: {}", failure.problems.len(), first.text()),
+        [one] => one.text(),
+        [] => String::new(),
+    }
+}
+
+/// One problem: the request that shows it, what is wrong, and what was expected against what
+/// was received when the rule states them apart.
+fn problem(p: &Problem) -> Value {
+    json!({
+        "request": p.request,
+        "detail": p.detail,
+        "expected": p.contrast.as_ref().map(|c| &c.expected),
+        "received": p.contrast.as_ref().map(|c| &c.actual),
+    })
 }
 
 fn counts(c: Counts) -> Value {
@@ -96,9 +116,12 @@ fn render_raw(report: &Report) -> Value {
                     Outcome::Ignored { cause, .. } => Some(cause.as_str()),
                     _ => None,
                 },
-                "message": r.outcome.message(),
+                "message": match &r.outcome {
+                    Outcome::Failed(f) => Some(headline(f)),
+                    other => other.message().map(str::to_string),
+                },
                 "problems": match &r.outcome {
-                    Outcome::Failed(f) => json!(f.problems.iter().map(|p| json!({"request": p.request, "detail": p.detail})).collect::<Vec<_>>()),
+                    Outcome::Failed(f) => json!(f.problems.iter().map(problem).collect::<Vec<_>>()),
                     _ => Value::Null,
                 },
                 "reproduction": if failed { r.reproduction.clone() } else { None },
@@ -116,8 +139,8 @@ fn render_raw(report: &Report) -> Value {
                         "requests": cited(report, r, Part::Requests),
                         "deliveries": cited(report, r, Part::Deliveries),
                         "received": cited(report, r, Part::Received),
-                        "expected": f.contrast.as_ref().map(|c| &c.expected),
-                        "actual": f.contrast.as_ref().map(|c| &c.actual),
+                        "expected": f.contrast().map(|c| &c.expected),
+                        "actual": f.contrast().map(|c| &c.actual),
                     }),
                     _ => Value::Null,
                 },

@@ -13,9 +13,36 @@
 //!   The failure count of the XML therefore agrees with the exit code.
 
 use super::verdict::Report;
-use crate::harness::vocab::outcome::{CaseResult, Outcome};
+use crate::harness::vocab::outcome::{CaseResult, Failure, Outcome};
 use crate::harness::vocab::sanitize::xml;
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
+
+/// A failure's `message` attribute: its one problem, or how many and the first (the body lists
+/// each).
+fn headline(failure: &Failure) -> String {
+    match failure.problems.as_slice() {
+        [one] => one.text(),
+        many => match many.first() {
+            Some(first) => format!("{} problems, the first: {}", many.len(), first.text()),
+            None => String::new(),
+        },
+    }
+}
+
+/// A failure's problems for the body: its one problem whole, or each on a line of its own
+/// (`- `), the lines of a problem's own text indented under it.
+fn problems(failure: &Failure) -> String {
+    match failure.problems.as_slice() {
+        [one] => one.text(),
+        many => {
+            let mut out = format!("{} problems:", many.len());
+            for p in many {
+                out += &format!("\n- {}", p.text().replace('\n', "\n  "));
+            }
+            out
+        }
+    }
+}
 
 /// The details of a failure: message, reproduction, replay command.
 fn details(report: &Report, result: &CaseResult, message: &str) -> String {
@@ -52,9 +79,12 @@ fn test_case(report: &Report, result: &CaseResult) -> TestCase {
             Outcome::Passed => TestCaseStatus::success(),
             Outcome::Failed(_) if !gating => TestCaseStatus::success(),
             Outcome::Failed(f) => {
-                let m = &f.message;
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                status.set_message(xml(m)).set_type(case.level.as_str()).set_description(details(report, result, m));
+                status.set_message(xml(&headline(f))).set_type(case.level.as_str()).set_description(details(
+                    report,
+                    result,
+                    &problems(f),
+                ));
                 status
             }
             Outcome::Error { source, message } => {
@@ -80,11 +110,10 @@ fn test_case(report: &Report, result: &CaseResult) -> TestCase {
     tc.add_property(Property::new("outcome", result.outcome.label()));
     tc.add_property(Property::new("title", case.title.as_str()));
     if let (Outcome::Failed(f), false, None) = (&result.outcome, gating, expected) {
-        let m = &f.message;
         tc.set_system_out(format!(
             "NOTE: failed at level {}, which does not gate this run\n{}",
             case.level,
-            details(report, result, m)
+            details(report, result, &problems(f))
         ));
     }
     tc

@@ -4,6 +4,7 @@
 
 use super::verdict::{Reading, Report};
 use crate::harness::vocab::catalogue;
+use crate::harness::vocab::outcome::CaseResult;
 use crate::harness::vocab::sanitize;
 use libtest_mimic::{Completion, Failed, Trial};
 
@@ -40,6 +41,15 @@ pub(crate) fn trials(report: &Report, embedded: bool) -> Vec<Trial> {
         .with_kind("coverage"),
     );
     trials
+}
+
+/// What the trial of `result` prints: its failure, its note or why it is ignored, as the
+/// trials of [`trials`] print it (`None` when it passes).
+pub fn printed(report: &Report, result: &CaseResult) -> Option<String> {
+    match report.reading(result).redacted(&report.redactor) {
+        Reading::Pass => None,
+        Reading::Note(text) | Reading::Ignore(text) | Reading::Fail(text) => Some(sanitize::visible(&text)),
+    }
 }
 
 /// The trials a run would have, for `--list` (nothing runs).

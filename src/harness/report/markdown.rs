@@ -39,9 +39,7 @@ fn problem(failure: &Failure) -> String {
                 let _ = writeln!(out, "**Request:** {}\n", cell(request));
             }
         }
-        [] => {
-            let _ = writeln!(out, "**Problem:** {}\n", cell(&failure.message));
-        }
+        [] => {}
         many => {
             let _ = writeln!(out, "**Problems ({}):**\n", many.len());
             for p in many.iter().take(LISTED_PROBLEMS) {
@@ -53,7 +51,7 @@ fn problem(failure: &Failure) -> String {
             }
             if many.len() > LISTED_PROBLEMS {
                 let _ =
-                    writeln!(out, "- and {} more (the JSON report's message holds them)", many.len() - LISTED_PROBLEMS);
+                    writeln!(out, "- and {} more (the JSON report's problems hold them)", many.len() - LISTED_PROBLEMS);
             }
             out.push('\n');
         }
@@ -479,8 +477,7 @@ mod tests {
 
     #[test]
     fn the_problem_comes_before_the_request() {
-        let one = Failure::from("GET http://x/v1/a?limit=2: /data/0/id: \"tx_1\" does not match \"^txn_\"")
-            .requested("GET http://x/v1/a?limit=2");
+        let one = Failure::from("/data/0/id: \"tx_1\" does not match \"^txn_\"").requested("GET http://x/v1/a?limit=2");
         let md = problem(&one);
         assert!(md.starts_with("**Problem:** /data/0/id: \"tx\\_1\" does not match"), "{md}");
         assert!(md.ends_with("**Request:** GET http://x/v1/a?limit=2\n\n"), "{md}");

@@ -8,7 +8,7 @@ use crate::harness::rules::trace::Trace;
 use crate::harness::vocab::cancel::Cause;
 use crate::harness::vocab::catalogue::Level;
 use crate::harness::vocab::errors::SetupError;
-use crate::harness::vocab::outcome::{count, CaseResult, Counts, ErrorSource, Gate, IgnoreCause, Outcome};
+use crate::harness::vocab::outcome::{count, CaseResult, Counts, ErrorSource, Failure, Gate, IgnoreCause, Outcome};
 use crate::harness::vocab::redact::Redactor;
 use crate::harness::vocab::sanitize::shell_word;
 use std::collections::BTreeMap;
@@ -128,8 +128,11 @@ const CITED_IN_A_LINE: usize = 4;
 /// # async fn example() {
 /// let report = bankconf::Conformance::new("http://127.0.0.1:8080").api_key("acme_test_1").run().await;
 /// for result in report.failures() {
-///     let evidence = result.outcome.message().unwrap_or_default();
-///     println!("{} ({}, {}): {evidence}", result.case.id, result.case.section, result.case.level);
+///     if let bankconf::Outcome::Failed(failure) = &result.outcome {
+///         for problem in &failure.problems {
+///             println!("{} ({}): {}", result.case.id, result.case.section, problem.text());
+///         }
+///     }
 /// }
 /// if report.exit_code() != bankconf::EXIT_PASSED {
 ///     eprintln!("{}", bankconf::summary(&report));
@@ -287,8 +290,8 @@ impl Report {
     /// The failed and errored cases a person should act on, gating ones first, each group
     /// sharing one diagnosis (the same mark and message: a setup problem many cases ran into).
     /// Outcomes the `--expect` file expects are left out (they are listed as expected).
-    pub(crate) fn to_act_on(&self) -> Vec<(&'static str, &str, Vec<&CaseResult>)> {
-        let mut groups: Vec<(&'static str, &str, Vec<&CaseResult>)> = Vec::new();
+    pub(crate) fn to_act_on(&self) -> Vec<(&'static str, Vec<&CaseResult>)> {
+        let mut groups: Vec<(&'static str, Vec<&CaseResult>)> = Vec::new();
         let mut acted: Vec<&CaseResult> = self
             .results
             .iter()
@@ -297,10 +300,10 @@ impl Report {
             .collect();
         acted.sort_by_key(|r| (!self.gates(r), !r.outcome.is_failed()));
         for r in acted {
-            let (mark, message) = (self.mark(r), r.outcome.message().unwrap_or_default());
-            match groups.iter_mut().find(|(m, text, _)| *m == mark && *text == message) {
-                Some((_, _, cases)) => cases.push(r),
-                None => groups.push((mark, message, vec![r])),
+            let mark = self.mark(r);
+            match groups.iter_mut().find(|(m, cases)| *m == mark && cases[0].outcome.says_as(&r.outcome)) {
+                Some((_, cases)) => cases.push(r),
+                None => groups.push((mark, vec![r])),
             }
         }
         groups
@@ -525,9 +528,9 @@ impl Report {
         match &result.outcome {
             Outcome::Passed => Reading::Pass,
             Outcome::Failed(f) if gating => {
-                Reading::Fail(format!("{what}: {}{reproduce}\n  rerun: {}", f.message, self.rerun(result)))
+                Reading::Fail(format!("{what}: {}{reproduce}\n  rerun: {}", listed(f), self.rerun(result)))
             }
-            Outcome::Failed(f) => Reading::Note(format!("{what}, not gating: {}", f.message)),
+            Outcome::Failed(f) => Reading::Note(format!("{what}, not gating: {}", listed(f))),
             Outcome::Error { source, message } if gating => {
                 Reading::Fail(format!("{what}: ERROR ({}, not the target's fault): {message}", source.as_str()))
             }
@@ -556,6 +559,19 @@ pub(crate) enum Reading {
     /// Not judged, or judged as the `--expect` file expects: reported ignored, with why.
     Ignore(String),
     Fail(String),
+}
+
+/// A failure as `cargo test` prints it: its one problem, or how many and each on a line of its
+/// own (the lines of a problem's own text indented under it).
+fn listed(failure: &Failure) -> String {
+    match failure.problems.as_slice() {
+        [one] => one.text(),
+        many => {
+            let each: Vec<String> =
+                many.iter().map(|p| format!("\n  - {}", p.text().replace('\n', "\n    "))).collect();
+            format!("{} problems:{}", many.len(), each.concat())
+        }
+    }
 }
 
 impl Reading {

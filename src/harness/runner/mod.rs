@@ -3,6 +3,7 @@
 //! setup to the report.
 
 pub(crate) mod causes;
+mod dispatch;
 mod notes;
 pub(crate) mod reproduce;
 
@@ -24,7 +25,6 @@ use crate::harness::vocab::errors::SetupError;
 use crate::harness::vocab::outcome::{CaseResult, ErrorSource, Gate, IgnoreCause, Outcome, Problems};
 pub use crate::harness::vocab::progress::Progress;
 use crate::harness::vocab::redact::Redactor;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -76,24 +76,11 @@ struct Frame {
 impl Frame {
     /// A report with no result: the run never got to its cases.
     fn empty(&self, setup_error: Option<SetupError>) -> Report {
-        Report {
-            origin: Origin::Run { seed: 0, settings: self.settings.clone() },
-            server: String::new(),
-            gate: self.gate.clone(),
-            results: Vec::new(),
-            duration: self.started.elapsed(),
-            notes: Vec::new(),
-            setup_error,
-            transition_graph: None,
-            expectations: None,
-            latency: Default::default(),
-            har: None,
-            stopped: None,
-            redactor: self.secrets.clone(),
-            trace: Default::default(),
-            cited: BTreeMap::new(),
-            root_causes: Vec::new(),
-        }
+        let mut report = Report::new(Origin::Run { seed: 0, settings: self.settings.clone() }, "", self.gate.clone());
+        report.duration = self.started.elapsed();
+        report.setup_error = setup_error;
+        report.redactor = self.secrets.clone();
+        report
     }
 
     /// The report of a run that must not start (exit 2); the error redacted with the flags'
@@ -104,18 +91,16 @@ impl Frame {
 
     /// The report of a run cut short during its setup: every selected case is unfinished.
     fn cut(&self, cause: Cause, selection: &Selection) -> Report {
-        let unfinished = catalogue::all().iter().filter(|c| selection.matches(c)).map(|case| CaseResult {
-            case,
-            outcome: Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() },
-            duration: Duration::ZERO,
-            reproduction: None,
-        });
-        Report {
-            results: unfinished.collect(),
-            notes: vec![format!("the run was cut short before its cases started: {}", cause.describe())],
-            stopped: Some(cause),
-            ..self.empty(None)
-        }
+        let unfinished = Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() };
+        let mut report = self.empty(None);
+        report.results = catalogue::all()
+            .iter()
+            .filter(|c| selection.matches(c))
+            .map(|case| CaseResult::new(case, unfinished.clone(), Duration::ZERO))
+            .collect();
+        report.notes = vec![format!("the run was cut short before its cases started: {}", cause.describe())];
+        report.stopped = Some(cause);
+        report
     }
 }
 
@@ -145,13 +130,18 @@ pub(crate) async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn
     let ctx = match set_up(plan, &cancel).await {
         Ok(ctx) => ctx,
         Err(Unstarted::Refused(e)) => return frame.not_run(e),
-        Err(Unstarted::Cut(cause, selection)) => return Report { expectations, ..frame.cut(cause, &selection) },
+        Err(Unstarted::Cut(cause, selection)) => {
+            let mut report = frame.cut(cause, &selection);
+            report.expectations = expectations;
+            return report;
+        }
     };
     let results = run_cases(&ctx, progress, &cancel, &frame.gate, expectations.as_ref()).await;
     // Cut short: some case was left unfinished (a cause that came after the last case is none).
     let stopped = cancel.cause().filter(|cause| results.iter().any(|r| ignored_by(r, *cause)));
     let notes = end_notes(&ctx, &results, stopped, &cancel, started, short_keys).await;
-    let report = Report { expectations, stopped, ..report_of(&ctx, frame, results, notes) };
+    let mut report = report_of(&ctx, frame, results, notes);
+    (report.expectations, report.stopped) = (expectations, stopped);
     match cancel.cause() {
         None => ctx.shutdown().await,
         // What the bound cuts off ends as it drops (the browser and driver processes are killed).
@@ -213,7 +203,7 @@ async fn run_cases(
             }
         }))
     });
-    let results = run_all(ctx.clone(), cases, cancel, |r: &CaseResult| {
+    let results = dispatch::run_all(ctx.clone(), cases, cancel, |r: &CaseResult| {
         if let Some(p) = &progress {
             let expected = expectations.is_some_and(|e| e.standing(r) == Some(Standing::Held));
             p.finished(r, gate.gates(r.case.level), expected);
@@ -297,24 +287,17 @@ fn report_of(ctx: &RunContext, frame: Frame, results: Vec<CaseResult>, mut notes
     let deliveries: Vec<_> =
         ctx.receiver().map(|r| r.timeline().into_iter().map(|(_, d)| d).collect()).unwrap_or_default();
     let root_causes = crate::harness::runner::causes::find(&ctx.api.answers().all(), &deliveries, &results);
-    Report {
-        origin: Origin::Run { seed: ctx.seed, settings: frame.settings },
-        server: ctx.server.clone(),
-        gate: frame.gate,
-        results,
-        duration: frame.started.elapsed(),
-        notes,
-        setup_error: None,
-        transition_graph: ctx.graph().cloned(),
-        expectations: None,
-        latency: ctx.api.recorder().latency.summary(),
-        har,
-        stopped: None,
-        redactor: ctx.redactor.clone(),
-        trace,
-        cited,
-        root_causes,
-    }
+    let mut report =
+        Report::new(Origin::Run { seed: ctx.seed, settings: frame.settings }, ctx.server.clone(), frame.gate);
+    report.results = results;
+    report.duration = frame.started.elapsed();
+    report.notes = notes;
+    report.transition_graph = ctx.graph().cloned();
+    report.latency = ctx.api.recorder().latency.summary();
+    report.har = har;
+    report.redactor = ctx.redactor.clone();
+    (report.trace, report.cited, report.root_causes) = (trace, cited, root_causes);
+    report
 }
 /// Whether `result` is a case the cut-short run left unfinished.
 fn ignored_by(result: &CaseResult, cause: Cause) -> bool {
@@ -378,7 +361,7 @@ fn conclude(
         // Blocked by another case's finding (issue 51): the same in every run, whatever it found.
         (flow, Some(Judged { blocked: Some(reason), .. })) if !matches!(flow, Outcome::Error { .. }) => {
             let own = match &flow {
-                Outcome::Failed(f) => format!("; its own flow: {}", f.message),
+                Outcome::Failed(f) => format!("; its own flow: {f}"),
                 Outcome::Ignored { reason, .. } => format!("; its own flow: {reason}"),
                 _ => "; its own flow saw an event naming its connection, which may be another's".to_string(),
             };
@@ -417,158 +400,4 @@ fn conclude(
 pub(crate) fn selected(ctx: &RunContext) -> Vec<&'static Case> {
     let selection = &ctx.plan.selection;
     catalogue::all().iter().filter(|c| selection.matches(c)).collect()
-}
-
-/// Runs the flows of `cases` concurrently (they share only read-only fixtures), then the
-/// response checks once over every answer the run read; results in catalogue order.
-/// `on_result` sees each result when it is final: a case without response checks as its flow
-/// ends, the others after the last flow. When `cancel` fires, the flows still running are
-/// aborted and their cases ignored with its cause; the answers read so far are still judged,
-/// and a violation they show still fails its case (a pass over part of the run is not one).
-pub(crate) async fn run_all(
-    ctx: Arc<RunContext>,
-    cases: Vec<&'static Case>,
-    cancel: &Cancel,
-    on_result: impl Fn(&CaseResult),
-) -> Vec<CaseResult> {
-    let began = Instant::now();
-    let responds = |case: &Case| checks::code_of(&case.id).is_some_and(checks::Registration::judges_answers);
-    // Concluded once every flow ended: the response checks judge every answer of the run, and
-    // another case's exploration may report a finding under it.
-    // Deferred too: a case that events naming other connections would block, judged on the
-    // whole run's record (`checks::misnamed`).
-    let deferred = |case: &Case| {
-        responds(case) || checks::receives_findings(&case.id) || checks::ON_EVENT_CONNECTION.contains(&case.id.as_str())
-    };
-    let mut set = tokio::task::JoinSet::new();
-    for (i, case) in cases.iter().copied().enumerate() {
-        let ctx = ctx.clone();
-        set.spawn(async move {
-            let started = Instant::now();
-            (i, run_flow(ctx, case).await, started.elapsed())
-        });
-    }
-    let mut results: Vec<Option<CaseResult>> = vec![None; cases.len()];
-    let mut flows: Vec<Option<(Outcome, Duration)>> = vec![None; cases.len()];
-    let mut aborted = false;
-    // Whether the preflight's first deliveries are still awaited; once it proves that none
-    // reaches the receiver (`deaf`), the run stops: the event cases cannot be judged, and the
-    // setup is what to fix (exit 2), not a target to wait for.
-    let mut listening = true;
-    let mut deaf = None;
-    loop {
-        let joined = tokio::select! {
-            biased;
-            joined = set.join_next() => match joined {
-                Some(joined) => joined,
-                None => break,
-            },
-            // No new work: the running flows stop; those that finished meanwhile still count.
-            _ = cancel.fired(), if !aborted => {
-                set.abort_all();
-                aborted = true;
-                continue;
-            }
-            heard = ctx.heard(), if listening && !aborted => {
-                listening = false;
-                if let Err(diagnosis) = heard {
-                    set.abort_all();
-                    aborted = true;
-                    deaf = Some(diagnosis.to_string());
-                }
-                continue;
-            }
-        };
-        let Ok((i, outcome, took)) = joined else { continue };
-        if deferred(cases[i]) {
-            flows[i] = Some((outcome, took));
-        } else {
-            let result = conclude(&ctx, cases[i], outcome, None, took);
-            on_result(&result);
-            results[i] = Some(result);
-        }
-    }
-    let stopped = if aborted && deaf.is_none() { cancel.cause() } else { None };
-    let unfinished = |cause: Cause| Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() };
-    if let Some(diagnosis) = &deaf {
-        for (i, case) in cases.iter().enumerate() {
-            if results[i].is_none() && flows[i].is_none() {
-                // One message for all, as the event cases that ended on it have: one diagnosis.
-                let outcome = Outcome::Error { source: ErrorSource::Receiver, message: diagnosis.clone() };
-                if deferred(case) {
-                    flows[i] = Some((outcome, began.elapsed()));
-                } else {
-                    let result = conclude(&ctx, case, outcome, None, began.elapsed());
-                    on_result(&result);
-                    results[i] = Some(result);
-                }
-            }
-        }
-    }
-    if let Some(cause) = stopped {
-        for (i, case) in cases.iter().enumerate() {
-            if results[i].is_none() && flows[i].is_none() {
-                if deferred(case) {
-                    flows[i] = Some((unfinished(cause), began.elapsed()));
-                } else {
-                    let result = conclude(&ctx, case, unfinished(cause), None, began.elapsed());
-                    on_result(&result);
-                    results[i] = Some(result);
-                }
-            }
-        }
-    }
-    let answered: Vec<&str> = cases.iter().filter(|c| responds(c)).map(|c| c.id.as_str()).collect();
-    // Each answer read once, for both kinds of rule.
-    let (mut judged, reads) = checks::judge_responses(&answered, &ctx.api.answers().all());
-    // A run cut short does not wait for the deliveries a model's findings await: those
-    // findings go unjudged.
-    let models = tokio::select! {
-        biased;
-        () = async {}, if deaf.is_some() => Default::default(),
-        models = checks::judge_models(&ctx, &answered, &reads) => models,
-        _ = cancel.fired() => Default::default(),
-    };
-    let invariants =
-        if deaf.is_some() { Default::default() } else { checks::invariants::judge_record(&ctx, &answered) };
-    for (id, found) in models.into_iter().chain(invariants) {
-        let all = judged.entry(id).or_default();
-        all.answers += found.answers;
-        all.problems.extend(found.problems);
-        all.unjudged = all.unjudged.take().or(found.unjudged);
-    }
-    let misnamed = checks::misnamed(&ctx);
-    for (i, flow) in flows.into_iter().enumerate() {
-        let Some((outcome, took)) = flow else { continue };
-        let mut found =
-            if responds(cases[i]) { Some(judged.remove(cases[i].id.as_str()).unwrap_or_default()) } else { None };
-        let reported = ctx.found_for(&cases[i].id);
-        if !reported.is_empty() {
-            found.get_or_insert_with(Default::default).problems.extend(reported);
-        }
-        if let Some(m) = &misnamed {
-            checks::derive_from_misnamed(&cases[i].id, m, &mut found);
-        }
-        let mut result = conclude(&ctx, cases[i], outcome, found, took);
-        if let (Some(cause), Outcome::Passed, true) = (stopped, &result.outcome, responds(cases[i])) {
-            result.outcome = Outcome::Ignored {
-                cause: cause.ignore_cause(),
-                reason: format!("{}: its response rules judged only the answers read before", cause.unfinished()),
-            };
-        }
-        on_result(&result);
-        results[i] = Some(result);
-    }
-    results
-        .into_iter()
-        .zip(cases)
-        .map(|(r, case)| {
-            r.unwrap_or(CaseResult {
-                case,
-                outcome: Outcome::Error { source: ErrorSource::Harness, message: "the case did not report".into() },
-                duration: Duration::ZERO,
-                reproduction: None,
-            })
-        })
-        .collect()
 }

@@ -43,9 +43,7 @@ impl Session {
             .get("connectionId")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| {
-                exchange.fail(format!("{}: no connectionId string in {}", exchange.request, exchange.snippet()))
-            })?
+            .ok_or_else(|| exchange.fail(format!("no connectionId string in {}", exchange.snippet())))?
             .to_string();
         // Its `connection.created` is late by the time from here (§6.2; reported, not judged).
         self.api.recorder().latency.triggered(&connection_id, sent_at);
@@ -158,7 +156,7 @@ impl Session {
 fn accounts_of(exchange: &crate::harness::transport::http::Exchange) -> Result<Vec<Value>, Stop> {
     match exchange.success_json()? {
         Value::Array(items) => Ok(items),
-        _ => Err(exchange.fail(format!("{}: expected a JSON array, got {}", exchange.request, exchange.snippet()))),
+        _ => Err(exchange.fail(format!("expected a JSON array, got {}", exchange.snippet()))),
     }
 }
 

@@ -64,23 +64,11 @@ fn read_page(exchange: crate::harness::transport::http::Exchange) -> Result<Page
     let body = exchange.success_json()?;
     let items = match body.get("data") {
         Some(Value::Array(items)) => items.iter().map(Item::of).collect(),
-        _ => {
-            return Err(exchange.fail(format!(
-                "{}: expected an object with a data array, got {}",
-                exchange.request,
-                exchange.snippet()
-            )))
-        }
+        _ => return Err(exchange.fail(format!("expected an object with a data array, got {}", exchange.snippet()))),
     };
     let has_more = match body.get("has_more") {
         Some(Value::Bool(b)) => *b,
-        _ => {
-            return Err(exchange.fail(format!(
-                "{}: expected a boolean has_more, got {}",
-                exchange.request,
-                exchange.snippet()
-            )))
-        }
+        _ => return Err(exchange.fail(format!("expected a boolean has_more, got {}", exchange.snippet()))),
     };
     let next_cursor = match body.get("next_cursor") {
         Some(Value::String(s)) => Some(s.clone()),

@@ -81,6 +81,10 @@ pub struct Case {
     /// What the case needs from the configuration; without it, the case is ignored.
     #[serde(default)]
     pub needs: Vec<Need>,
+    /// The cells of the clause matrix (`cases/clauses.toml`) it judges, each `clause/view`
+    /// (`4.3.limit/other-client`): a case names its cells where it is defined.
+    #[serde(default)]
+    pub judges: Vec<String>,
     /// Judged only by `bankconf check-events`, over a capture file (`cases/check-events.toml`).
     #[serde(default)]
     pub offline: bool,

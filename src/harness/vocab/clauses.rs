@@ -18,7 +18,8 @@ pub struct Clause {
     pub section: String,
     /// What it states, paraphrased in a few words.
     pub says: String,
-    /// View → the cases that judge the statement from it.
+    /// View → the cases that judge the statement from it: placed from each case's `judges`
+    /// ([`Matrix::place`]), never written in `cases/clauses.toml`.
     #[serde(default)]
     pub judged: BTreeMap<String, Vec<String>>,
     /// View (or `*`, every view not named otherwise) → why it cannot judge the statement
@@ -37,6 +38,9 @@ pub struct Matrix {
     pub views: Vec<String>,
     pub rulings: BTreeMap<String, String>,
     pub clause: Vec<Clause>,
+    /// The cells cases name that the matrix lacks (an unknown clause or view), as problems.
+    #[serde(skip)]
+    pub unplaced: Vec<String>,
 }
 
 /// How a cell is covered.
@@ -48,16 +52,38 @@ pub enum Cell {
 }
 
 static MATRIX: LazyLock<Matrix> = LazyLock::new(|| {
-    toml::from_str(include_str!("../../../cases/clauses.toml"))
-        .unwrap_or_else(|e| panic!("cases/clauses.toml is not a valid clause matrix: {e}"))
+    let mut m: Matrix = toml::from_str(include_str!("../../../cases/clauses.toml"))
+        .unwrap_or_else(|e| panic!("cases/clauses.toml is not a valid clause matrix: {e}"));
+    m.place(catalogue::all());
+    m
 });
 
-/// The matrix of `cases/clauses.toml`.
+/// The matrix of `cases/clauses.toml`, each cell judged by the cases that name it.
 pub fn matrix() -> &'static Matrix {
     &MATRIX
 }
 
 impl Matrix {
+    /// Places each of `cases` in the cells its `judges` names, in catalogue order; a cell the
+    /// matrix lacks is kept in [`Matrix::unplaced`].
+    pub fn place(&mut self, cases: &[catalogue::Case]) {
+        for case in cases {
+            for cell in &case.judges {
+                // `clause/view`, or `clause/view/part` for one part of a split cell.
+                let (id, view) = cell.split_once('/').unwrap_or((cell, ""));
+                let clause = self.clause.iter_mut().find(|c| c.id == id);
+                match clause {
+                    Some(clause) if view != "*" && known_view(&self.views, view) => {
+                        clause.judged.entry(view.to_string()).or_default().push(case.id.clone())
+                    }
+                    _ => self
+                        .unplaced
+                        .push(format!("case {} judges {cell}, which is no clause/view of cases/clauses.toml", case.id)),
+                }
+            }
+        }
+    }
+
     /// The cell of `clause` in `view`: judged, gap or ruled (in that order), else `*`'s ruling.
     pub fn cell(&self, clause: &Clause, view: &str) -> Option<Cell> {
         if let Some(cases) = clause.judged.get(view) {
@@ -132,18 +158,18 @@ pub(crate) const PARTS: [&str; 20] = [
 ];
 
 /// Whether `key` names a view of `m`, or a part of one.
-fn known_view(m: &Matrix, key: &str) -> bool {
+fn known_view(views: &[String], key: &str) -> bool {
     match key.split_once('/') {
-        Some((view, part)) => m.views.iter().any(|v| v == view) && PARTS.contains(&part),
-        None => key == "*" || m.views.iter().any(|v| v == key),
+        Some((view, part)) => views.iter().any(|v| v == view) && PARTS.contains(&part),
+        None => key == "*" || views.iter().any(|v| v == key),
     }
 }
 
 /// Where the matrix is not whole: a view neither judged nor ruled (nor a named gap), an
-/// unknown view, a case that is not in the catalogue, a `@ruling` that does not exist, a view
+/// unknown view, a case that is not in the catalogue, a cell a case names that is not in it, a `@ruling` that does not exist, a view
 /// both judged and ruled, a repeated clause id.
 pub fn problems(m: &Matrix) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out = m.unplaced.clone();
     let mut ids = std::collections::HashSet::new();
     for clause in &m.clause {
         let c = &clause.id;
@@ -151,7 +177,7 @@ pub fn problems(m: &Matrix) -> Vec<String> {
             out.push(format!("clause {c} is listed twice"));
         }
         let named = clause.judged.keys().chain(clause.ruled.keys()).chain(clause.gap.keys());
-        for view in named.filter(|v| !known_view(m, v)) {
+        for view in named.filter(|v| !known_view(&m.views, v)) {
             out.push(format!("clause {c}: unknown view {view}"));
         }
         for view in &m.views {

@@ -5,6 +5,7 @@ pub(crate) mod cancel;
 pub(crate) mod catalogue;
 pub(crate) mod clauses;
 pub(crate) mod errors;
+pub(crate) mod failure;
 pub(crate) mod key_variant;
 pub(crate) mod outcome;
 pub(crate) mod progress;

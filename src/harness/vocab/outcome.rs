@@ -7,6 +7,8 @@ use crate::harness::vocab::catalogue::{Case, Level};
 use crate::schemas::{self, Schema};
 use serde_json::Value;
 use std::fmt;
+
+pub use super::failure::{Contrast, Evidence, Failure, Problem};
 use std::time::Duration;
 
 /// Who could not judge a case (an error is never the target's fault).
@@ -79,207 +81,6 @@ impl IgnoreCause {
     }
 }
 
-/// What a failure rests on, by reference: the run's requests (`http::Answer::seq`, the
-/// answer log's order), webhook deliveries (`delivery::Delivery::seq`, the receiver's) and what
-/// the widget's page received (`probe::Probe::received`'s order), the one that shows it first. The reports render the curl, the offline replay and the HAR
-/// link from these, never from the message's words.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-#[non_exhaustive]
-pub struct Evidence {
-    pub answers: Vec<u64>,
-    pub deliveries: Vec<u64>,
-    /// Items the widget's page received (their text is only ever searched, never shown: the
-    /// reports name where each came from).
-    pub received: Vec<u64>,
-}
-
-impl Evidence {
-    /// Whether it names nothing (a rule about an absence, or a flow that read nothing).
-    pub fn is_empty(&self) -> bool {
-        self.answers.is_empty() && self.deliveries.is_empty() && self.received.is_empty()
-    }
-
-    /// `other`'s references after this one's, each once.
-    fn extend(&mut self, other: &Evidence) {
-        let pairs = [
-            (&mut self.answers, &other.answers),
-            (&mut self.deliveries, &other.deliveries),
-            (&mut self.received, &other.received),
-        ];
-        for (mine, theirs) in pairs {
-            for seq in theirs {
-                if !mine.contains(seq) {
-                    mine.push(*seq);
-                }
-            }
-        }
-    }
-}
-
-/// What a rule expected and what the target did instead.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Contrast {
-    /// `2xx`, `a refusal (any non-2xx)`.
-    pub expected: String,
-    /// `status 500: {…}`.
-    pub actual: String,
-}
-
-/// One violation a finding shows, as a value the reports render: the request whose answer shows
-/// it (when the finding names one), what is wrong, and what it rests on. A report never takes a
-/// message apart to find these: target text may hold any `; `, `|` or newline.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-#[non_exhaustive]
-pub struct Problem {
-    /// `GET /v1/accounts/acc_1`, when one request's answer shows the problem.
-    pub request: Option<String>,
-    /// What is wrong, without the request.
-    pub detail: String,
-    /// The requests and deliveries it rests on.
-    pub evidence: Evidence,
-    /// Whether its one answer shows it by itself: the rule judged that answer alone, so
-    /// sending its request again reproduces it. Not a problem that compares reads, or a read
-    /// with an event or an absence.
-    pub alone: bool,
-    /// The case that owns the rule it breaks, when another case's random exploration found it
-    /// (`lifecycle.random-sequences`): it is reported there (one judge per rule).
-    pub owner: Option<&'static str>,
-}
-
-impl Problem {
-    /// `GET /v1/…: detail`, or the detail alone.
-    pub fn text(&self) -> String {
-        match &self.request {
-            Some(request) => format!("{request}: {}", self.detail),
-            None => self.detail.clone(),
-        }
-    }
-}
-
-/// How the target broke a case's rule (the section is the case's).
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-#[non_exhaustive]
-pub struct Failure {
-    /// The whole finding, for a person: the request, what was expected and what was received.
-    pub message: String,
-    /// Each violation it shows, in order (one for most findings).
-    pub problems: Vec<Problem>,
-    /// What the rule expected and what came instead, when the finding states them apart.
-    pub contrast: Option<Box<Contrast>>,
-    /// The requests, deliveries and received items it rests on (boxed: a `Result`'s error
-    /// stays small).
-    pub evidence: Box<Evidence>,
-    /// For a property: the smallest failing input it shrank to.
-    pub shrunk_input: Option<Box<String>>,
-}
-
-impl Failure {
-    /// The finding `message`, resting on the answer `seq` (none when the log did not keep it).
-    pub fn on_answer(mut self, seq: Option<u64>) -> Self {
-        let more = Evidence { answers: seq.into_iter().collect(), ..Evidence::default() };
-        self.evidence.extend(&more);
-        if let [one] = self.problems.as_mut_slice() {
-            one.evidence.extend(&more);
-        }
-        self
-    }
-
-    /// The finding, shown by the answer to `request` (`GET /v1/…`): its one problem names that
-    /// request apart from what is wrong (a message that starts with it is split there once,
-    /// here, where both are known).
-    pub fn requested(mut self, request: &str) -> Self {
-        if let [one] = self.problems.as_mut_slice() {
-            if let Some(detail) = one.detail.strip_prefix(request).and_then(|rest| rest.strip_prefix(": ")) {
-                one.detail = detail.to_string();
-            }
-            one.request = Some(request.to_string());
-        }
-        self
-    }
-
-    /// The finding `message`, shown by the answer `seq` by itself (see [`Problem::alone`]).
-    pub fn shown_by(mut self, seq: Option<u64>) -> Self {
-        self = self.on_answer(seq);
-        if let ([one], Some(_)) = (self.problems.as_mut_slice(), seq) {
-            one.alone = one.evidence.answers.len() == 1 && one.evidence.deliveries.is_empty();
-        }
-        self
-    }
-
-    /// The answer that shows its first problem by itself, if one does ([`Problem::alone`]).
-    pub fn alone(&self) -> Option<u64> {
-        let first = self.problems.first().filter(|p| p.alone && p.evidence.deliveries.is_empty())?;
-        match first.evidence.answers.as_slice() {
-            [one] => Some(*one),
-            _ => None,
-        }
-    }
-
-    /// The finding, resting on the delivery `seq` too.
-    pub fn on_delivery(mut self, seq: u64) -> Self {
-        let more = Evidence { deliveries: vec![seq], ..Evidence::default() };
-        self.evidence.extend(&more);
-        if let [one] = self.problems.as_mut_slice() {
-            one.evidence.extend(&more);
-        }
-        self
-    }
-
-    /// The finding, resting on the item `seq` the widget's page received.
-    pub fn on_received(mut self, seq: u64) -> Self {
-        let more = Evidence { received: vec![seq], ..Evidence::default() };
-        self.evidence.extend(&more);
-        if let [one] = self.problems.as_mut_slice() {
-            one.evidence.extend(&more);
-        }
-        self
-    }
-
-    /// The finding with what was expected and what came instead, apart from its message.
-    pub fn expected(mut self, expected: impl Into<String>, actual: impl Into<String>) -> Self {
-        self.contrast = Some(Box::new(Contrast { expected: expected.into(), actual: actual.into() }));
-        self
-    }
-
-    /// The finding, naming the case that owns the rule it breaks (see [`Problem::owner`]).
-    pub fn owned_by(mut self, case: &'static str) -> Self {
-        self.problems.iter_mut().for_each(|p| p.owner = Some(case));
-        self
-    }
-
-    /// The case that owns the rule its first problem breaks, when another case found it.
-    pub fn owner(&self) -> Option<&'static str> {
-        self.problems.first().and_then(|p| p.owner)
-    }
-
-    /// The same finding in other words (`after connection.connected: …`), its evidence kept;
-    /// a finding of one problem says it in the same words.
-    pub fn reworded(mut self, f: impl FnOnce(&str) -> String) -> Self {
-        let message = f(&self.message);
-        if let [one] = self.problems.as_mut_slice() {
-            match message.strip_prefix(self.message.as_str()) {
-                // Words added after it (`[explored sequence: …]`): the request stays apart.
-                Some(added) => one.detail.push_str(added),
-                None => (one.request, one.detail) = (None, message.clone()),
-            }
-        }
-        Self { message, ..self }
-    }
-}
-
-impl From<String> for Failure {
-    fn from(message: String) -> Self {
-        let problems = vec![Problem { detail: message.clone(), ..Problem::default() }];
-        Self { message, problems, ..Self::default() }
-    }
-}
-
-impl From<&str> for Failure {
-    fn from(message: &str) -> Self {
-        message.to_string().into()
-    }
-}
-
 /// The outcome of one case.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -315,13 +116,22 @@ impl Outcome {
         }
     }
 
-    /// The failure's evidence, the error's message or the reason it was ignored.
+    /// The error's message or the reason it was ignored (a failure has problems instead,
+    /// which each report renders: [`Failure::problems`]).
     pub fn message(&self) -> Option<&str> {
         match self {
-            Self::Passed => None,
-            Self::Failed(Failure { message: m, .. })
-            | Self::Error { message: m, .. }
-            | Self::Ignored { reason: m, .. } => Some(m),
+            Self::Passed | Self::Failed(_) => None,
+            Self::Error { message: m, .. } | Self::Ignored { reason: m, .. } => Some(m),
+        }
+    }
+
+    /// Whether it says the same as `other` (the same kind, and the same problems or message):
+    /// the reports group cases that share a diagnosis by it.
+    pub fn says_as(&self, other: &Outcome) -> bool {
+        let words = |p: &Problem| (p.request.clone(), p.detail.clone(), p.contrast.clone());
+        match (self, other) {
+            (Self::Failed(a), Self::Failed(b)) => a.problems.iter().map(words).eq(b.problems.iter().map(words)),
+            (a, b) => a.label() == b.label() && a.message() == b.message(),
         }
     }
 
@@ -334,13 +144,18 @@ impl Outcome {
     pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Self::Passed => Self::Passed,
-            Self::Failed(Failure { message, problems, contrast, evidence, shrunk_input }) => Self::Failed(Failure {
-                message: f(&message),
+            Self::Failed(Failure { problems, evidence, shrunk_input }) => Self::Failed(Failure {
                 problems: problems
                     .into_iter()
-                    .map(|p| Problem { request: p.request.map(|r| f(&r)), detail: f(&p.detail), ..p })
+                    .map(|p| Problem {
+                        request: p.request.map(|r| f(&r)),
+                        detail: f(&p.detail),
+                        contrast: p
+                            .contrast
+                            .map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
+                        ..p
+                    })
                     .collect(),
-                contrast: contrast.map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
                 evidence,
                 shrunk_input: shrunk_input.map(|s| Box::new(f(&s))),
             }),
@@ -402,7 +217,8 @@ impl Stop {
 impl fmt::Display for Stop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Fail(Failure { message: m, .. }) | Self::Error(_, m) | Self::Ignore(_, m) => f.write_str(m),
+            Self::Fail(failure) => failure.fmt(f),
+            Self::Error(_, m) | Self::Ignore(_, m) => f.write_str(m),
         }
     }
 }
@@ -465,21 +281,14 @@ impl Problems {
     }
 
     pub(crate) fn finish(self) -> Result<(), Stop> {
-        let n = self.0.len();
         let mut all = self.0.into_iter();
         let Some(mut first) = all.next() else { return Ok(()) };
-        if n == 1 {
-            return Err(Stop::Fail(first));
-        }
-        // Every one: the reports carry the whole message, only the terminal shortens it.
-        let mut messages = vec![std::mem::take(&mut first.message)];
+        // Every one, each a problem of its own: the reports render them.
         for other in all {
             first.evidence.extend(&other.evidence);
-            messages.push(other.message);
             first.problems.extend(other.problems);
         }
-        let message = format!("{n} problems: {}", messages.join("; "));
-        Err(Stop::Fail(Failure { message, contrast: None, ..first }))
+        Err(Stop::Fail(first))
     }
 }
 
@@ -577,7 +386,8 @@ mod tests {
             problems.add(format!("problem {n}"));
         }
         let Err(Stop::Fail(f)) = problems.finish() else { panic!("a failure") };
-        assert_eq!(f.message, "5 problems: problem 1; problem 2; problem 3; problem 4; problem 5");
+        let details: Vec<&str> = f.problems.iter().map(|p| p.detail.as_str()).collect();
+        assert_eq!(details, ["problem 1", "problem 2", "problem 3", "problem 4", "problem 5"]);
     }
 
     /// Several problems fail once, with every problem's evidence, the first problem's first:
@@ -591,7 +401,7 @@ mod tests {
         problems.add_at(Some(7), "the same answer again");
         let Err(Stop::Fail(failure)) = problems.finish() else { panic!("a failure") };
         assert_eq!(*failure.evidence, Evidence { answers: vec![7, 2], deliveries: vec![3], ..Evidence::default() });
-        assert!(failure.message.starts_with("4 problems: GET /v1/accounts/acc_1"), "{}", failure.message);
+        assert!(failure.to_string().starts_with("4 problems: GET /v1/accounts/acc_1"), "{failure}");
     }
 
     /// Rewording keeps the evidence; redaction reaches what was expected and what came.
@@ -602,7 +412,7 @@ mod tests {
         assert_eq!(failure.evidence.answers, [1]);
         let redacted = Outcome::Failed(failure).map_text(|t| t.replace("sk_live_secret", "[redacted]"));
         let Outcome::Failed(redacted) = redacted else { panic!("still a failure") };
-        assert_eq!(redacted.contrast.map(|c| c.actual).as_deref(), Some("status 500: [redacted]"));
+        assert_eq!(redacted.contrast().map(|c| c.actual.as_str()), Some("status 500: [redacted]"));
         assert_eq!(redacted.evidence.answers, [1]);
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{escape, secs, Page, SHOWN};
 use crate::harness::rules::trace::{Exchange, Posted};
-use crate::harness::vocab::outcome::{CaseResult, Outcome};
+use crate::harness::vocab::outcome::{CaseResult, Outcome, Problem};
 use std::fmt::Write;
 
 impl Page<'_> {
@@ -26,6 +26,21 @@ impl Page<'_> {
         self.report.results.iter().position(|r| std::ptr::eq(r, result)).unwrap_or_default()
     }
 
+    /// One problem of a failure: its text in a block of its own, then what was expected
+    /// against what was received when the rule states them apart.
+    fn problem(&self, p: &Problem) -> String {
+        let mut out = format!("<pre class=\"message\">{}</pre>\n", self.t(&p.text()));
+        if let Some(c) = &p.contrast {
+            let _ = writeln!(
+                out,
+                "<table class=\"contrast\"><tr><th>expected</th><td>{}</td></tr><tr><th>received</th><td>{}</td></tr></table>",
+                self.t(&c.expected),
+                self.t(&c.actual)
+            );
+        }
+        out
+    }
+
     pub(super) fn failure(&self, result: &CaseResult) -> String {
         let r = self.report;
         let Outcome::Failed(f) = &result.outcome else { return String::new() };
@@ -41,14 +56,11 @@ impl Page<'_> {
             result.case.level,
             escape(&result.case.title)
         );
-        let _ = writeln!(out, "<pre class=\"message\">{}</pre>", self.t(&f.message));
-        if let Some(c) = &f.contrast {
-            let _ = writeln!(
-                out,
-                "<table class=\"contrast\"><tr><th>expected</th><td>{}</td></tr><tr><th>received</th><td>{}</td></tr></table>",
-                self.t(&c.expected),
-                self.t(&c.actual)
-            );
+        if f.problems.len() > 1 {
+            let _ = writeln!(out, "<p class=\"problems\">{} problems:</p>", f.problems.len());
+        }
+        for p in &f.problems {
+            out += &self.problem(p);
         }
         if let Some(input) = &f.shrunk_input {
             let _ = writeln!(out, "<p>Smallest failing input: <code>{}</code></p>", self.t(input));

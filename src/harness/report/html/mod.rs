@@ -146,6 +146,19 @@ impl Page<'_> {
         escape(&self.report.redactor.cut(message.lines().next().unwrap_or_default(), 300))
     }
 
+    /// An outcome in a table cell: a failure's one problem, or how many and the first (the
+    /// failures above show each); an error's or a skip's message.
+    fn gist(&self, outcome: &Outcome) -> String {
+        match outcome {
+            Outcome::Failed(f) => match f.problems.as_slice() {
+                [one] => self.line(&one.text()),
+                [first, ..] => format!("{} problems, the first: {}", f.problems.len(), self.line(&first.text())),
+                [] => String::new(),
+            },
+            other => self.line(other.message().unwrap_or_default()),
+        }
+    }
+
     fn render(&self) -> String {
         let r = self.report;
         let verdict = r.verdict();
@@ -293,7 +306,7 @@ impl Page<'_> {
                 escape(&result.case.section),
                 result.case.level,
                 result.duration.as_millis(),
-                self.line(result.outcome.message().unwrap_or_default())
+                self.gist(&result.outcome)
             );
         }
         out += "</tbody></table>\n</details>\n</section>\n";

@@ -109,8 +109,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
                 judged += 1;
                 let by = ahead(at, seen.answered);
                 if by > TOLERANCE && told.insert(format!("{}/{field}", object.id)) {
-                    let detail =
-                        format!("{}: {} {}'s {field} is {}", seen.request, object.kind.name(), object.id, say(by));
+                    let detail = format!("{} {}'s {field} is {}", object.kind.name(), object.id, say(by));
                     found.push(finding(detail, &[seen.seq], &[]).requested(&seen.request));
                 }
             }
@@ -159,10 +158,9 @@ fn accounts_before_connected(record: &Record, found: &mut Vec<Failure>) -> usize
             let by = created - at;
             if by > CREATED_SLACK && told.insert(object.id.clone()) {
                 let detail = format!(
-                    "{}: account {}'s createdAt is {} ms after the connection.connected of {} (§3.1: connected, accounts \
+                    "account {}'s createdAt is {} ms after the connection.connected of {} (§3.1: connected, accounts \
                      available; §2.2: createdAt, when the account was created), the connection driven by nothing \
                      but connect",
-                    seen.request,
                     object.id,
                     by.num_milliseconds(),
                     seen.id

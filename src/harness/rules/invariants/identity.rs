@@ -56,8 +56,7 @@ fn asked(seen: &Seen) -> Vec<Failure> {
         match named {
             Some(named) if named != seen.id => {
                 let detail = format!(
-                    "{}: asked about {}, answered with {what}: {} {} names {field} {named}{}",
-                    seen.request,
+                    "asked about {}, answered with {what}: {} {} names {field} {named}{}",
                     seen.id,
                     object.kind.name(),
                     object.id,
@@ -100,13 +99,12 @@ fn one_view(record: &Record, client: Client) -> Vec<Failure> {
             match kinds.get(id) {
                 Some((earlier, seq)) if *earlier != kind => {
                     let detail = format!(
-                        "{}: {id} is shown as a {} here and as a {} by an earlier answer{}",
-                        seen.request,
+                        "{id} is shown as a {} here and as a {} by an earlier answer{}",
                         kind.name(),
                         earlier.name(),
                         whose(seen)
                     );
-                    out.push(finding(detail, &[*seq, seen.seq], &[]));
+                    out.push(finding(detail, &[*seq, seen.seq], &[]).requested(&seen.request));
                 }
                 Some(_) => {}
                 None => {
@@ -123,15 +121,14 @@ fn one_view(record: &Record, client: Client) -> Vec<Failure> {
                 match owners.get(&key) {
                     Some(first) if first.value != owner => {
                         let detail = format!(
-                            "{}: {} {} belongs to {owner} here and to {} in an earlier answer (one id names one \
+                            "{} {} belongs to {owner} here and to {} in an earlier answer (one id names one \
                              object, with one owner){}",
-                            seen.request,
                             object.kind.name(),
                             object.id,
                             first.value,
                             whose(seen)
                         );
-                        out.push(finding(detail, &[first.seq, seen.seq], &[]));
+                        out.push(finding(detail, &[first.seq, seen.seq], &[]).requested(&seen.request));
                     }
                     Some(_) => {}
                     None => {
@@ -147,14 +144,13 @@ fn one_view(record: &Record, client: Client) -> Vec<Failure> {
                 match fixed.get(&(object.id.as_str(), field)) {
                     Some(first) if first.value != value => {
                         let detail = format!(
-                            "{}: account {} has {field} {value:?} here and {:?} in an earlier answer (an account's \
+                            "account {} has {field} {value:?} here and {:?} in an earlier answer (an account's \
                              {field} is what it is: another {field} is another account under the same id){}",
-                            seen.request,
                             object.id,
                             first.value,
                             whose(seen)
                         );
-                        out.push(finding(detail, &[first.seq, seen.seq], &[]));
+                        out.push(finding(detail, &[first.seq, seen.seq], &[]).requested(&seen.request));
                     }
                     Some(_) => {}
                     None => {

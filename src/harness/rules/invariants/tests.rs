@@ -133,9 +133,9 @@ fn observations_no_case_names_are_judged_by_all_four_invariants() {
     assert!(reach >= 2, "reach judged the widget token and the blanked leak: {reach}");
     assert_eq!(cause, 1, "cause judged the refusals and their effects");
     let found = reach::judge(&r).1;
-    assert!(found.iter().any(|f| f.message.contains("its own connection")), "{found:?}");
-    assert!(found.iter().any(|f| f.message.contains("balance, createdAt")), "{found:?}");
-    assert!(found.iter().all(|f| !f.message.contains("sess_1")), "a token is never shown");
+    assert!(found.iter().any(|f| f.to_string().contains("its own connection")), "{found:?}");
+    assert!(found.iter().any(|f| f.to_string().contains("balance, createdAt")), "{found:?}");
+    assert!(found.iter().all(|f| !f.to_string().contains("sess_1")), "a token is never shown");
 }
 
 #[test]
@@ -187,12 +187,12 @@ fn a_clock_hours_ahead_is_not_skew() {
     r.delivery(at(200), created_event(0, "conn_1", hours + 30));
     let found = clock::judge(&r).1;
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].message.contains("this machine"), "both causes named: {found:?}");
+    assert!(found[0].to_string().contains("this machine"), "both causes named: {found:?}");
     // Stamped two hours before the POST: the other direction.
     r.deliveries.clear();
     r.delivery(at(200), created_event(0, "conn_1", 30 - hours));
     let found = clock::judge(&r).1;
-    assert!(found.iter().any(|f| f.message.contains("before the POST")), "{found:?}");
+    assert!(found.iter().any(|f| f.to_string().contains("before the POST")), "{found:?}");
 }
 
 #[test]
@@ -209,7 +209,7 @@ fn accounts_listed_after_only_connect_were_created_by_connected() {
     stamped.answers.retain(|a| a.request != "GET /v1/connections/conn_1/accounts");
     add(&mut stamped, "GET", "v1/connections/conn_1/accounts", Credential::Key(Client::First), 200, 3400, late);
     let found = clock::judge(&stamped).1;
-    assert!(found.iter().any(|f| f.message.contains("after the connection.connected")), "{found:?}");
+    assert!(found.iter().any(|f| f.to_string().contains("after the connection.connected")), "{found:?}");
     // After another action (a sync may add accounts), the same read is open.
     stamped.calls.push(call("update_accounts", "conn_1", 1000));
     assert!(clock::judge(&stamped).1.is_empty());

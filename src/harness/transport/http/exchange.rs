@@ -87,21 +87,20 @@ impl Exchange {
     /// The JSON body of a 2xx answer, or a failure naming the request and what came back.
     pub(crate) fn success_json(&self) -> Result<Value, Stop> {
         if !self.is_success() {
-            let failure = self.failure(format!("{}: expected 2xx, got {}", self.request, self.summary()));
+            let failure = self.failure(format!("expected 2xx, got {}", self.summary()));
             return Err(Stop::Fail(failure.expected("2xx", self.summary())));
         }
         if let Some(at) = self.invalid_utf8 {
             return Err(self.fail(format!(
-                "{}: expected a JSON body, which is UTF-8, but byte {at} of the body is not valid UTF-8: {}",
-                self.request,
+                "expected a JSON body, which is UTF-8, but byte {at} of the body is not valid UTF-8: {}",
                 self.summary()
             )));
         }
         if let Some(why) = budget::too_dense(self.body.as_bytes()) {
-            return Err(self.fail(format!("{}: not read: {why}", self.request)));
+            return Err(self.fail(format!("not read: {why}")));
         }
         serde_json::from_str(&self.body)
-            .map_err(|e| self.fail(format!("{}: expected a JSON body, got {} ({e})", self.request, self.summary())))
+            .map_err(|e| self.fail(format!("expected a JSON body, got {} ({e})", self.summary())))
     }
 }
 
