@@ -395,6 +395,10 @@ fn conclude(
             }
             Outcome::from(problems.finish())
         }
+        // Nothing failed in what was read, but a bound left out an answer its rules judge.
+        (Outcome::Passed, Some(Judged { cut: Some(reason), .. })) => {
+            Outcome::Ignored { cause: IgnoreCause::Bound, reason }
+        }
         // Nothing failed, but a rule lacked its evidence (no delivery after the read it rests on).
         (Outcome::Passed, Some(Judged { unjudged: Some(reason), .. })) => {
             Outcome::Ignored { cause: IgnoreCause::NoDeliveries, reason }
@@ -520,7 +524,7 @@ pub(crate) async fn run_all(
     }
     let answered: Vec<&str> = cases.iter().filter(|c| responds(c)).map(|c| c.id.as_str()).collect();
     // Each answer read once, for both kinds of rule.
-    let (mut judged, reads) = checks::judge_responses(&answered, &ctx.api.answers().all());
+    let (mut judged, reads) = checks::judge_responses(&answered, &ctx.api.answers().all(), &ctx.api.answers().cut());
     // A run cut short does not wait for the deliveries a model's findings await: those
     // findings go unjudged.
     let models = tokio::select! {
@@ -536,6 +540,7 @@ pub(crate) async fn run_all(
         all.answers += found.answers;
         all.problems.extend(found.problems);
         all.unjudged = all.unjudged.take().or(found.unjudged);
+        all.cut = all.cut.take().or(found.cut);
     }
     let misnamed = checks::misnamed(&ctx);
     for (i, flow) in flows.into_iter().enumerate() {
