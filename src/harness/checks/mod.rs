@@ -23,6 +23,7 @@ pub(crate) mod invariants;
 mod lifecycle;
 mod reactions;
 mod robustness;
+pub(crate) mod reused;
 mod security;
 mod state;
 pub(crate) mod transactions;

@@ -442,7 +442,11 @@ pub(crate) async fn run_all(
     // Deferred too: a case that events naming other connections would block, judged on the
     // whole run's record (`checks::misnamed`).
     let deferred = |case: &Case| {
-        responds(case) || checks::receives_findings(&case.id) || checks::ON_EVENT_CONNECTION.contains(&case.id.as_str())
+        responds(case)
+            || checks::receives_findings(&case.id)
+            || checks::ON_EVENT_CONNECTION.contains(&case.id.as_str())
+            || checks::reused::rests_on_connection_id(&case.id)
+            || case.id == checks::reused::OWNER
     };
     let mut set = tokio::task::JoinSet::new();
     for (i, case) in cases.iter().copied().enumerate() {
@@ -543,6 +547,7 @@ pub(crate) async fn run_all(
         all.cut = all.cut.take().or(found.cut);
     }
     let misnamed = checks::misnamed(&ctx);
+    let reused = checks::reused::reused(&ctx);
     for (i, flow) in flows.into_iter().enumerate() {
         let Some((outcome, took)) = flow else { continue };
         let mut found =
@@ -554,7 +559,14 @@ pub(crate) async fn run_all(
         if let Some(m) = &misnamed {
             checks::derive_from_misnamed(&cases[i].id, m, &mut found);
         }
+        // Reused ids explain events that name one connection twice: theirs is the root finding.
+        if let Some(r) = &reused {
+            checks::reused::derive(&cases[i].id, r, &mut found);
+        }
         let mut result = conclude(&ctx, cases[i], outcome, found, took);
+        if let Some(r) = &reused {
+            checks::reused::over_driver_error(r, &mut result);
+        }
         if let (Some(cause), Outcome::Passed, true) = (stopped, &result.outcome, responds(cases[i])) {
             result.outcome = Outcome::Ignored {
                 cause: cause.ignore_cause(),
