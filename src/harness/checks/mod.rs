@@ -22,8 +22,8 @@ pub(crate) mod events;
 pub(crate) mod invariants;
 mod lifecycle;
 mod reactions;
-mod robustness;
 pub(crate) mod reused;
+mod robustness;
 mod security;
 mod state;
 pub(crate) mod transactions;
@@ -274,7 +274,9 @@ fn mark_cut(
     cut: &(Vec<(String, Vec<String>)>, bool),
     judged: &mut BTreeMap<&'static str, Judged>,
 ) {
-    let dense = answers.iter().filter(|a| a.body.as_deref().is_some_and(|b| crate::harness::vocab::budget::too_dense(b.as_bytes()).is_some()));
+    let dense = answers.iter().filter(|a| {
+        a.body.as_deref().is_some_and(|b| crate::harness::vocab::budget::too_dense(b.as_bytes()).is_some())
+    });
     let mut endpoints: Vec<(Endpoint, String, &'static str)> = cut
         .0
         .iter()
@@ -291,8 +293,13 @@ fn mark_cut(
     for registration in registrations {
         let hit = endpoints.iter().find(|(e, _, _)| registration.responses.iter().any(|c| c.endpoint == *e));
         let reason = match (hit, cut.1) {
-            (Some((_, request, why)), _) => format!("not judged in full: a 2xx answer to {request} went unread ({why})"),
-            (None, true) => "not judged in full: more 2xx answers than the answer log names had their bodies left out by its budget".to_string(),
+            (Some((_, request, why)), _) => {
+                format!("not judged in full: a 2xx answer to {request} went unread ({why})")
+            }
+            (None, true) => {
+                "not judged in full: more 2xx answers than the answer log names had their bodies left out by its budget"
+                    .to_string()
+            }
             (None, false) => continue,
         };
         judged.entry(registration.id).or_default().cut = Some(reason);
@@ -388,7 +395,6 @@ async fn delivery_evidence(ctx: &RunContext, read: std::time::Instant) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-
 
     /// A bound that cut what a case judges says so (issue 51): a 2xx body the answer log's
     /// budget left out makes the cases whose rules judge its endpoint ignored (cause `bound`).

@@ -85,7 +85,10 @@ fn effects(record: &Record, bounds: Option<(Duration, Duration)>) -> Vec<Effect>
 fn settled_after(record: &Record, at: DateTime<Utc>) -> bool {
     let created = crate::spec::ConnectionState::Created.event_type();
     record.creations().filter(|(_, s)| s.sent > at).any(|(c, _)| {
-        record.deliveries.iter().any(|h| h.delivery.connection_id() == Some(c) && h.delivery.event_type() == Some(created))
+        record
+            .deliveries
+            .iter()
+            .any(|h| h.delivery.connection_id() == Some(c) && h.delivery.event_type() == Some(created))
     })
 }
 
