@@ -142,12 +142,12 @@ impl AnswerLog {
             }
         };
         if log.bytes + weight > MAX_KEPT {
-            cut(&mut *log, &answer);
+            cut(&mut log, &answer);
             return None;
         }
         if log.bytes + weight + body > MAX_KEPT {
             answer.body = None;
-            cut(&mut *log, &answer);
+            cut(&mut log, &answer);
         }
         log.bytes += weight + answer.body.as_ref().map_or(0, String::len);
         let seq = log.answers.len() as u64;
