@@ -44,6 +44,25 @@ fn overlaps(e: &Effect, from: DateTime<Utc>, to: DateTime<Utc>, slack: Duration)
     e.from <= to + slack && e.to >= from - slack
 }
 
+/// How long the windows of `refusals` ([sent, answered] ± [`SLACK`]) cover in all, overlaps once.
+fn covered(refusals: &[&Seen]) -> Duration {
+    let mut windows: Vec<_> = refusals.iter().map(|r| (r.sent - SLACK, r.answered + SLACK)).collect();
+    windows.sort();
+    let mut total = Duration::zero();
+    let mut open: Option<(DateTime<Utc>, DateTime<Utc>)> = None;
+    for (from, to) in windows {
+        open = match open {
+            Some((f, t)) if from <= t => Some((f, t.max(to))),
+            Some((f, t)) => {
+                total += t - f;
+                Some((from, to))
+            }
+            None => Some((from, to)),
+        };
+    }
+    total + open.map_or(Duration::zero(), |(f, t)| t - f)
+}
+
 /// The server's clock offset from the harness's, as bounds: the tightest the run's creations
 /// give, when they agree (a consistent clock); else the widest (instances whose clocks differ).
 fn offset_bounds(record: &Record) -> Option<(Duration, Duration)> {
@@ -125,15 +144,15 @@ pub(crate) fn judge(record: &Record) -> Verdict {
             None => {}
         }
     }
-    // The background: effects outside every clear refusal's window, as a rate over the run,
-    // against how many would fall inside those windows by chance.
-    let span = |f: DateTime<Utc>, t: DateTime<Utc>| (t - f + SLACK * 2).num_milliseconds().max(1) as f64;
+    // The background: effects outside every refusal's window (an effect inside one, clear or
+    // not, may be its refusal's), as a rate over the time outside them, against how many would
+    // fall inside the clear refusals' windows by chance.
     let start = record.answers.iter().map(|a| a.sent).min();
     let end = record.answers.iter().map(|a| a.answered).chain(record.deliveries.iter().map(|h| h.arrived)).max();
     let (Some(start), Some(end)) = (start, end) else { return (refused.len(), Vec::new()) };
-    let windows: f64 = clear.iter().map(|r| span(r.sent, r.answered)).sum();
-    let background = effects.len() - matched.len();
-    let expected = background as f64 * windows / span(start, end).max(windows + 1.0);
+    let background = effects.iter().filter(|e| !refused.iter().any(|r| overlaps(e, r.sent, r.answered, SLACK))).count();
+    let outside = ((end - start) - covered(&refused)).num_milliseconds().max(1) as f64;
+    let expected = background as f64 * covered(&clear).num_milliseconds() as f64 / outside;
     let followed = matched.len() >= MIN_MATCHED && matched.len() * 2 >= weighed;
     if !followed || (matched.len() as f64) < 3.0 * expected + 2.0 {
         return (refused.len(), Vec::new());
