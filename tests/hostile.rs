@@ -381,7 +381,11 @@ fn an_endless_body() {
             });
         }
     });
-    row(&url, 1, &["response body exceeds"]).holds("an_endless_body");
+    // A body past the 4 MiB the harness reads is a bound of the harness's, not a violation:
+    // the cases that needed it are ignored (cause `bound`) and say so, none fails.
+    let mut endless = row(&url, 3, &["the response body exceeds the 4 MiB the harness reads"]);
+    endless.forbid = vec!["FAIL "];
+    endless.holds("an_endless_body");
 }
 
 #[test]

@@ -97,7 +97,6 @@ departures! {
             "connection ids start with `connection_` instead of `conn_`";
         WidgetTokenPrefix = "widget-token-prefix", "§2.1", ["create.id-prefixes", "create.response-schema"],
             "widget tokens start with `tok_` instead of `sess_`";
-        #[noisy]
         DuplicateConnectionIds = "duplicate-connection-ids", "§4.1", ["create.fresh-ids"],
             "connection ids come from a pool of two: a new connection replaces an older one";
         // §2.2, §4.2 accounts

@@ -213,22 +213,30 @@ fn token_of(ctx: &RunContext, connection: &str) -> Option<String> {
 }
 
 /// Cause: three creations the service must refuse (no key, a malformed header, a key never
-/// issued), one after the other, then (a second later) one of the run's own, whose
-/// `connection.created` is awaited: the events any of them caused have had the time to arrive when the run is judged.
+/// issued), one after the other, while no creation of the run is in flight ([`MARGIN`] before
+/// and after: their effects cannot be confused with the run's own), then one of the run's own,
+/// whose `connection.created` is awaited: the refusals' effects have had the time to arrive,
+/// and the rule weighs them in every run (`inv::cause`).
 async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    // After the preflight's creations, and apart from this flow's own: an effect near one of the
-    // run's creations counts for neither side.
     let _ = ctx.heard().await;
     let key = ctx.api.keys().next().unwrap_or_default().to_string();
     let prefix = key.find('_').map_or("unknown_", |i| &key[..=i]);
     let forged = format!("Bearer {prefix}bankconfNeverIssued0000000001");
-    for auth in [Auth::Missing, Auth::Header("Bearer not a key".into()), Auth::Header(forged)] {
-        ctx.api.send(Method::POST, &["v1", "connections"], &[], auth).await?;
+    {
+        let _quiet = ctx.api.quiet().await;
+        tokio::time::sleep(MARGIN).await;
+        for auth in [Auth::Missing, Auth::Header("Bearer not a key".into()), Auth::Header(forged)] {
+            ctx.api.send(Method::POST, &["v1", "connections"], &[], auth).await?;
+        }
+        tokio::time::sleep(MARGIN).await;
     }
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     let created = ctx.create_connection().await?;
     let receiver = ctx.receiver()?;
     let created_event = crate::spec::ConnectionState::Created.event_type();
     receiver.wait_for_type(&created.connection_id, created_event, ctx.plan.event_wait()).await;
     Ok(())
 }
+
+/// How long the cause experiment keeps apart from the run's creations on either side: more than
+/// the server's clock offset is uncertain by on a local target (a creation's event latency).
+const MARGIN: std::time::Duration = std::time::Duration::from_millis(400);

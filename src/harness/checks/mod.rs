@@ -22,6 +22,7 @@ pub(crate) mod events;
 pub(crate) mod invariants;
 mod lifecycle;
 mod reactions;
+pub(crate) mod reused;
 mod robustness;
 mod security;
 mod state;
@@ -167,6 +168,9 @@ pub(crate) struct Judged {
     /// Why none of its findings can be told apart from a finding of another case, which blocks
     /// it (the run's events name other connections: `rules::misnamed`), if so.
     pub blocked: Option<String>,
+    /// What a bound of the harness's left out of what its rules judge, if anything: the
+    /// answers whose bodies the answer log did not keep, or too dense to parse.
+    pub cut: Option<String>,
 }
 
 /// The cases that rest on which connection an event names (§6.2 `connectionId`): each
@@ -231,6 +235,7 @@ const MAX_PROBLEMS: usize = 20;
 pub(crate) fn judge_responses(
     cases: &[&str],
     answers: &[Arc<Answer>],
+    cut: &(Vec<(String, Vec<String>)>, bool),
 ) -> (BTreeMap<&'static str, Judged>, Arc<state::Observed>) {
     let registrations: Vec<&Registration> =
         cases.iter().filter_map(|id| code_of(id)).filter(|r| !r.responses.is_empty()).collect();
@@ -254,7 +259,49 @@ pub(crate) fn judge_responses(
             }
         }
     }
+    mark_cut(&registrations, answers, cut, &mut judged);
     (judged, Arc::new(observed))
+}
+
+/// Marks each case whose response rules judge an endpoint of which a 2xx answer went unread:
+/// its body left out by the answer log's budget (`cut`: their paths, and whether more were),
+/// or too dense to parse. A pass over the rest is not a pass (ignored, cause `bound`).
+fn mark_cut(
+    registrations: &[&Registration],
+    answers: &[Arc<Answer>],
+    cut: &(Vec<(String, Vec<String>)>, bool),
+    judged: &mut BTreeMap<&'static str, Judged>,
+) {
+    let dense = answers.iter().filter(|a| {
+        a.body.as_deref().is_some_and(|b| crate::harness::vocab::budget::too_dense(b.as_bytes()).is_some())
+    });
+    let mut endpoints: Vec<(Endpoint, String, &'static str)> = cut
+        .0
+        .iter()
+        .filter_map(|(method, segments)| {
+            let (endpoint, _) = Endpoint::of(method, segments)?;
+            Some((endpoint, format!("{method} /{}", segments.join("/")), "the answer log's budget left its body out"))
+        })
+        .chain(dense.filter_map(|a| {
+            let (endpoint, _) = Endpoint::of(&a.sent.method, &a.segments)?;
+            Some((endpoint, a.sent.request.clone(), "its body holds too many values to parse"))
+        }))
+        .collect();
+    endpoints.dedup_by(|a, b| a.0 == b.0);
+    for registration in registrations {
+        let hit = endpoints.iter().find(|(e, _, _)| registration.responses.iter().any(|c| c.endpoint == *e));
+        let reason = match (hit, cut.1) {
+            (Some((_, request, why)), _) => {
+                format!("not judged in full: a 2xx answer to {request} went unread ({why})")
+            }
+            (None, true) => {
+                "not judged in full: more 2xx answers than the answer log names had their bodies left out by its budget"
+                    .to_string()
+            }
+            (None, false) => continue,
+        };
+        judged.entry(registration.id).or_default().cut = Some(reason);
+    }
 }
 
 /// Runs the model rules of `cases` over the run's answers and deliveries. A finding that a
@@ -346,6 +393,20 @@ async fn delivery_evidence(ctx: &RunContext, read: std::time::Instant) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bound that cut what a case judges says so (issue 51): a 2xx body the answer log's
+    /// budget left out makes the cases whose rules judge its endpoint ignored (cause `bound`).
+    #[test]
+    fn a_body_the_answer_log_left_out_is_said_by_the_cases_it_concerns() {
+        let path = ["v1", "connections", "conn_1", "accounts"].map(String::from).to_vec();
+        let cut = (vec![("GET".to_string(), path)], false);
+        let (judged, _) = judge_responses(&["accounts.response-schema", "transactions.page-schema"], &[], &cut);
+        let reason = judged["accounts.response-schema"].cut.as_deref().unwrap_or_default();
+        assert!(reason.contains("GET /v1/connections/conn_1/accounts") && reason.contains("answer log"), "{reason}");
+        assert!(judged["transactions.page-schema"].cut.is_none());
+        let (judged, _) = judge_responses(&["transactions.page-schema"], &[], &(Vec::new(), true));
+        assert!(judged["transactions.page-schema"].cut.is_some(), "more cut than named: every endpoint");
+    }
     use crate::harness::vocab::catalogue;
 
     /// A case is one place: its entry in `cases/<area>.toml` and its code in `checks/<area>.rs`.

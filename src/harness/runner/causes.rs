@@ -64,7 +64,33 @@ pub(crate) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[
     causes.retain(|c| c.cases.len() >= MIN_EXPLAINED);
     // Said first, whatever else: the cases it blocked are ignored, so it counts them too.
     causes.splice(0..0, misnamed);
+    causes.splice(0..0, reused(results));
     causes
+}
+
+/// Connection ids a client was answered twice (`checks::reused`): the cases it left unjudged
+/// (their reason names it) and its owner.
+fn reused(results: &[CaseResult]) -> Option<RootCause> {
+    use crate::harness::checks::reused::{OWNER, SAID};
+    let cases: Vec<String> = results
+        .iter()
+        .filter(|r| match &r.outcome {
+            Outcome::Failed(f) => r.case.id == OWNER && f.problems.iter().any(|p| p.detail.contains(SAID)),
+            Outcome::Ignored { reason, .. } => reason.contains(SAID),
+            _ => false,
+        })
+        .map(|r| r.case.id.clone())
+        .collect();
+    let said = results.iter().find_map(|r| match &r.outcome {
+        Outcome::Failed(f) if r.case.id == OWNER => {
+            f.problems.iter().find(|p| p.detail.contains(SAID)).map(|p| p.text())
+        }
+        _ => None,
+    })?;
+    (!cases.is_empty()).then(|| RootCause {
+        cause: format!("{said}: every case that rests on which connection an id names was left unjudged"),
+        cases,
+    })
 }
 
 /// Events that name another connection than the one concerned (`rules::misnamed`), with the

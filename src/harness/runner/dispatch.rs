@@ -22,7 +22,11 @@ fn responds(case: &Case) -> bool {
 /// naming other connections would block is judged on the whole run's record
 /// (`checks::misnamed`).
 fn deferred(case: &Case) -> bool {
-    responds(case) || checks::receives_findings(&case.id) || checks::ON_EVENT_CONNECTION.contains(&case.id.as_str())
+    responds(case)
+        || checks::receives_findings(&case.id)
+        || checks::ON_EVENT_CONNECTION.contains(&case.id.as_str())
+        || checks::reused::rests_on_connection_id(&case.id)
+        || case.id == checks::reused::OWNER
 }
 
 /// The results of a run as its flows end, in catalogue order.
@@ -68,6 +72,7 @@ impl<'a, F: Fn(&CaseResult)> Board<'a, F> {
     /// The deferred cases concluded over `judged`, the record of the whole run.
     fn conclude_deferred(&mut self, mut judged: BTreeMap<&'static str, Judged>, stopped: Option<Cause>) {
         let misnamed = checks::misnamed(self.ctx);
+        let reused = checks::reused::reused(self.ctx);
         for i in 0..self.cases.len() {
             let Some((outcome, took)) = self.flows[i].take() else { continue };
             let case = self.cases[i];
@@ -79,7 +84,14 @@ impl<'a, F: Fn(&CaseResult)> Board<'a, F> {
             if let Some(m) = &misnamed {
                 checks::derive_from_misnamed(&case.id, m, &mut found);
             }
+            // Reused ids explain events that name one connection twice: theirs is the root finding.
+            if let Some(r) = &reused {
+                checks::reused::derive(&case.id, r, &mut found);
+            }
             let mut result = conclude(self.ctx, case, outcome, found, took);
+            if let Some(r) = &reused {
+                checks::reused::over_driver_error(r, &mut result);
+            }
             if let (Some(cause), Outcome::Passed, true) = (stopped, &result.outcome, responds(case)) {
                 result.outcome = Outcome::Ignored {
                     cause: cause.ignore_cause(),
@@ -161,7 +173,7 @@ async fn judge_record(
     cancel: &Cancel,
     deaf: bool,
 ) -> BTreeMap<&'static str, Judged> {
-    let (mut judged, reads) = checks::judge_responses(answered, &ctx.api.answers().all());
+    let (mut judged, reads) = checks::judge_responses(answered, &ctx.api.answers().all(), &ctx.api.answers().cut());
     let models = tokio::select! {
         biased;
         () = async {}, if deaf => Default::default(),
@@ -174,6 +186,7 @@ async fn judge_record(
         all.answers += found.answers;
         all.problems.extend(found.problems);
         all.unjudged = all.unjudged.take().or(found.unjudged);
+        all.cut = all.cut.take().or(found.cut);
     }
     judged
 }

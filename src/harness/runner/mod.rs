@@ -378,6 +378,10 @@ fn conclude(
             }
             Outcome::from(problems.finish())
         }
+        // Nothing failed in what was read, but a bound left out an answer its rules judge.
+        (Outcome::Passed, Some(Judged { cut: Some(reason), .. })) => {
+            Outcome::Ignored { cause: IgnoreCause::Bound, reason }
+        }
         // Nothing failed, but a rule lacked its evidence (no delivery after the read it rests on).
         (Outcome::Passed, Some(Judged { unjudged: Some(reason), .. })) => {
             Outcome::Ignored { cause: IgnoreCause::NoDeliveries, reason }

@@ -106,7 +106,14 @@ struct LogInner {
     answers: Vec<Arc<Answer>>,
     bytes: usize,
     unkept: usize,
+    /// The method and path of each 2xx answer whose body was not kept (at most [`MAX_CUT`]),
+    /// and whether more were.
+    cut: Vec<(String, Vec<String>)>,
+    cut_more: bool,
 }
+
+/// Most paths of unkept 2xx bodies the log names (past it, every endpoint counts as cut).
+const MAX_CUT: usize = 256;
 
 /// Most bytes of bodies and URLs the answer log keeps (a full sandbox run keeps about 3 MB).
 const MAX_KEPT: usize = 48 * 1024 * 1024;
@@ -124,13 +131,23 @@ impl AnswerLog {
             + answer.excerpt.as_ref().map_or(0, String::len)
             + answer.content_type.as_ref().map_or(0, String::len);
         let body = answer.body.as_ref().map_or(0, String::len);
-        if log.bytes + weight > MAX_KEPT {
+        let cut = |log: &mut LogInner, answer: &Answer| {
             log.unkept += 1;
+            if !(200..300).contains(&answer.status) {
+                return;
+            }
+            match log.cut.len() < MAX_CUT {
+                true => log.cut.push((answer.sent.method.clone(), answer.segments.clone())),
+                false => log.cut_more = true,
+            }
+        };
+        if log.bytes + weight > MAX_KEPT {
+            cut(&mut log, &answer);
             return None;
         }
         if log.bytes + weight + body > MAX_KEPT {
             answer.body = None;
-            log.unkept += 1;
+            cut(&mut log, &answer);
         }
         log.bytes += weight + answer.body.as_ref().map_or(0, String::len);
         let seq = log.answers.len() as u64;
@@ -159,6 +176,13 @@ impl AnswerLog {
     /// Every exchange recorded so far, in order.
     pub(crate) fn all(&self) -> Vec<Arc<Answer>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).answers.clone()
+    }
+
+    /// The method and path of the 2xx answers whose body the log's budget left out, and whether
+    /// more were than it names: the response rules of their endpoints did not see them.
+    pub(crate) fn cut(&self) -> (Vec<(String, Vec<String>)>, bool) {
+        let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        (log.cut.clone(), log.cut_more)
     }
 
     /// How many answers were not kept whole (the log's budget): their rules went unjudged.

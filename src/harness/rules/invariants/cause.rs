@@ -7,13 +7,21 @@
 //!
 //! A refusal's window is its request's [sent, answered], widened by [`SLACK`]; an effect's time
 //! is its `occurredAt` in the harness's clock (the offset of [`super::clock::offsets`]: between
-//! the tightest bounds the run's creations give), or, without an offset, its arrival within [`LATE`] of the answer. An effect
-//! whose time overlaps the [sent, answered] of one of the run's own creations is ambiguous (a
-//! server that makes a second connection along with each one asked for) and counts for neither
-//! side.
+//! the tightest bounds the run's creations give), or, without an offset, its arrival within
+//! [`LATE`] of the answer. An effect whose time overlaps the [sent, answered] of one of the
+//! run's own creations is ambiguous (a server that makes a second connection along with each one
+//! asked for) and counts for neither side.
+//!
+//! The verdict is a function of the record, not of which request happened to run next to which
+//! (issue 51). Only a *clear* refusal is weighed: one that no own creation ran within the
+//! offset's uncertainty of, so that its effect, if any, cannot be ambiguous. An unmatched clear
+//! refusal counts against the finding only once *settled*: a creation of the run sent after it
+//! was answered has had its `connection.created` arrive, so its own effect had the time to arrive
+//! too. The run's experiment (`checks::invariants`) makes clear refusals in every run, settled by
+//! a creation it awaits.
 
 use super::clock::offsets;
-use super::{finding, Endpoint, Record, Verdict};
+use super::{finding, Endpoint, Record, Seen, Verdict};
 use chrono::{DateTime, Duration, Utc};
 use std::collections::HashSet;
 
@@ -36,27 +44,44 @@ fn overlaps(e: &Effect, from: DateTime<Utc>, to: DateTime<Utc>, slack: Duration)
     e.from <= to + slack && e.to >= from - slack
 }
 
-pub(crate) fn judge(record: &Record) -> Verdict {
-    let refused: Vec<_> = record
-        .answers
-        .iter()
-        .filter(|a| a.endpoint == Endpoint::Create && (400..500).contains(&a.status) && ![408, 429].contains(&a.status))
-        .collect();
-    if refused.is_empty() {
-        return (0, Vec::new());
+/// How long the windows of `refusals` ([sent, answered] ± [`SLACK`]) cover in all, overlaps once.
+fn covered(refusals: &[&Seen]) -> Duration {
+    let mut windows: Vec<_> = refusals.iter().map(|r| (r.sent - SLACK, r.answered + SLACK)).collect();
+    windows.sort();
+    let mut total = Duration::zero();
+    let mut open: Option<(DateTime<Utc>, DateTime<Utc>)> = None;
+    for (from, to) in windows {
+        open = match open {
+            Some((f, t)) if from <= t => Some((f, t.max(to))),
+            Some((f, t)) => {
+                total += t - f;
+                Some((from, to))
+            }
+            None => Some((from, to)),
+        };
     }
-    let ours: HashSet<&str> = record.creations().map(|(c, _)| c).collect();
-    // Each creation bounds the offset from both sides: the tightest bounds, when they agree (a
-    // consistent clock); else the widest (a server whose instances' clocks differ).
+    total + open.map_or(Duration::zero(), |(f, t)| t - f)
+}
+
+/// The server's clock offset from the harness's, as bounds: the tightest the run's creations
+/// give, when they agree (a consistent clock); else the widest (instances whose clocks differ).
+fn offset_bounds(record: &Record) -> Option<(Duration, Duration)> {
     let tight = offsets(record).fold(None, |acc: Option<(Duration, Duration)>, (lo, hi)| {
         Some(acc.map_or((lo, hi), |(l, h)| (l.max(lo), h.min(hi))))
     });
     let wide = offsets(record).fold(None, |acc: Option<(Duration, Duration)>, (lo, hi)| {
         Some(acc.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi))))
     });
-    let bounds = tight.filter(|(lo, hi)| lo <= hi).or(wide);
+    tight.filter(|(lo, hi)| lo <= hi).or(wide)
+}
+
+/// The effects: the first `connection.created` of each connection the run never created, with
+/// when it happened, leaving out those that overlap one of the run's own creations.
+fn effects(record: &Record, bounds: Option<(Duration, Duration)>) -> Vec<Effect> {
+    let ours: HashSet<&str> = record.creations().map(|(c, _)| c).collect();
+    let own_windows: Vec<_> = record.creations().map(|(_, s)| (s.sent, s.answered)).collect();
     let mut seen = HashSet::new();
-    let effects: Vec<Effect> = record
+    record
         .deliveries
         .iter()
         .filter(|h| h.delivery.event_type() == Some(crate::spec::ConnectionState::Created.event_type()))
@@ -71,41 +96,76 @@ pub(crate) fn judge(record: &Record) -> Verdict {
             };
             Some(Effect { seq: h.delivery.seq, from, to })
         })
-        .collect();
-    let own_windows: Vec<_> = record.creations().map(|(_, s)| (s.sent, s.answered)).collect();
-    let clear: Vec<Effect> = effects
-        .into_iter()
         .filter(|e| !own_windows.iter().any(|(f, t)| overlaps(e, *f, *t, Duration::zero())))
+        .collect()
+}
+
+/// Whether one of the run's creations was sent after `at` and its `connection.created` arrived.
+fn settled_after(record: &Record, at: DateTime<Utc>) -> bool {
+    let created = crate::spec::ConnectionState::Created.event_type();
+    record.creations().filter(|(_, s)| s.sent > at).any(|(c, _)| {
+        record
+            .deliveries
+            .iter()
+            .any(|h| h.delivery.connection_id() == Some(c) && h.delivery.event_type() == Some(created))
+    })
+}
+
+pub(crate) fn judge(record: &Record) -> Verdict {
+    let refused: Vec<&Seen> = record
+        .answers
+        .iter()
+        .filter(|a| a.endpoint == Endpoint::Create && (400..500).contains(&a.status) && ![408, 429].contains(&a.status))
         .collect();
+    if refused.is_empty() {
+        return (0, Vec::new());
+    }
+    let bounds = offset_bounds(record);
+    // How far an effect's interval may reach past the moment it happened: the offset's width.
+    let reach = bounds.map_or(LATE, |(lo, hi)| hi - lo);
+    let own: Vec<_> = record.creations().map(|(_, s)| (s.sent, s.answered)).collect();
+    let clear: Vec<&Seen> = refused
+        .iter()
+        .copied()
+        .filter(|r| !own.iter().any(|(f, t)| *f <= r.answered + reach && *t >= r.sent - reach))
+        .collect();
+    let effects = effects(record, bounds);
     let mut used = HashSet::new();
     let mut matched = Vec::new();
-    for r in &refused {
-        if let Some(e) = clear.iter().find(|e| !used.contains(&e.seq) && overlaps(e, r.sent, r.answered, SLACK)) {
-            used.insert(e.seq);
-            matched.push((*r, e.seq));
+    let mut weighed = 0;
+    for r in &clear {
+        match effects.iter().find(|e| !used.contains(&e.seq) && overlaps(e, r.sent, r.answered, SLACK)) {
+            Some(e) => {
+                used.insert(e.seq);
+                matched.push((*r, e.seq));
+                weighed += 1;
+            }
+            None if settled_after(record, r.answered) => weighed += 1,
+            None => {}
         }
     }
-    // The background: effects outside every refusal's window, as a rate over the run, against
-    // how many would fall inside the refusals' windows by chance.
-    let span = |f: DateTime<Utc>, t: DateTime<Utc>| (t - f + SLACK * 2).num_milliseconds().max(1) as f64;
+    // The background: effects outside every refusal's window (an effect inside one, clear or
+    // not, may be its refusal's), as a rate over the time outside them, against how many would
+    // fall inside the clear refusals' windows by chance.
     let start = record.answers.iter().map(|a| a.sent).min();
     let end = record.answers.iter().map(|a| a.answered).chain(record.deliveries.iter().map(|h| h.arrived)).max();
     let (Some(start), Some(end)) = (start, end) else { return (refused.len(), Vec::new()) };
-    let windows: f64 = refused.iter().map(|r| span(r.sent, r.answered)).sum();
-    let background = (clear.len() - matched.len()) as f64;
-    let expected = background * windows / span(start, end).max(windows + 1.0);
-    let followed = matched.len() >= MIN_MATCHED && matched.len() * 2 >= refused.len();
+    let background = effects.iter().filter(|e| !refused.iter().any(|r| overlaps(e, r.sent, r.answered, SLACK))).count();
+    let outside = ((end - start) - covered(&refused)).num_milliseconds().max(1) as f64;
+    let expected = background as f64 * covered(&clear).num_milliseconds() as f64 / outside;
+    let followed = matched.len() >= MIN_MATCHED && matched.len() * 2 >= weighed;
     if !followed || (matched.len() as f64) < 3.0 * expected + 2.0 {
         return (refused.len(), Vec::new());
     }
     let answers: Vec<u64> = matched.iter().map(|(r, _)| r.seq).take(6).collect();
     let deliveries: Vec<u64> = matched.iter().map(|(_, d)| *d).take(6).collect();
     let detail = format!(
-        "{} of {} refused creations (POST /v1/connections answered 4xx) were each followed, inside its own time \
-         window, by a connection.created of a connection the run never created ({} such events outside those \
-         windows in the whole run): a refused request has an effect (§5, §3.2)",
+        "refused creations (POST /v1/connections answered 4xx) were each followed, inside its own time window, by a \
+         connection.created of a connection the run never created, in {} of the {} whose effect could be told apart \
+         from the run's own creations ({} such events outside those windows in the whole run): a refused request has \
+         an effect (§5, §3.2)",
         matched.len(),
-        refused.len(),
+        weighed,
         background
     );
     (refused.len(), vec![finding(detail, &answers, &deliveries)])

@@ -214,3 +214,35 @@ fn accounts_listed_after_only_connect_were_created_by_connected() {
     stamped.calls.push(call("update_accounts", "conn_1", 1000));
     assert!(clock::judge(&stamped).1.is_empty());
 }
+
+/// The refused creations weighed are those an effect could be told apart from the run's own
+/// creations, and an unmatched one only once a later creation's event arrived (issue 51): which
+/// refusals ran next to a creation, or were made last, does not decide the verdict.
+#[test]
+fn cause_weighs_clear_settled_refusals_only() {
+    let mut r = a_run();
+    let first = Credential::Key(Client::First);
+    // Three refusals apart from any creation, each followed by an orphan connection.
+    for (i, ms) in [(1u64, 8000), (2, 9000), (3, 10_000)] {
+        add(&mut r, "POST", "v1/connections", Credential::Missing, 401, ms, json!(null));
+        r.delivery(at(ms + 300), created_event(i, &format!("conn_x{i}"), ms + 20));
+    }
+    // Four refusals during creations of the run, their effects lost among them: not weighed.
+    for (i, ms) in [(4u64, 12_000), (5, 13_000), (6, 14_000), (7, 15_000)] {
+        let created = json!({"connectionId": format!("conn_own{i}"), "status": "CREATED"});
+        add(&mut r, "POST", "v1/connections", first.clone(), 201, ms, created);
+        r.delivery(at(ms + 100), created_event(10 + i, &format!("conn_own{i}"), ms + 20));
+        add(&mut r, "POST", "v1/connections", Credential::Missing, 401, ms + 10, json!(null));
+    }
+    // Four refusals at the run's end, whose effects had no time to arrive: not weighed either.
+    for ms in [20_000, 20_100, 20_200, 20_300] {
+        add(&mut r, "POST", "v1/connections", Credential::Missing, 401, ms, json!(null));
+    }
+    let (judged, found) = cause::judge(&r);
+    assert_eq!((judged, found.len()), (11, 1), "{found:?}");
+    assert!(found[0].to_string().contains("in 3 of the 3"), "{}", found[0]);
+    // Settled by a later creation whose event arrived, the four unmatched ones now weigh.
+    add(&mut r, "POST", "v1/connections", first, 201, 22_000, json!({"connectionId": "conn_late"}));
+    r.delivery(at(22_100), created_event(30, "conn_late", 22_020));
+    assert_eq!(cause::judge(&r).1.len(), 0, "3 of 7 weighed refusals followed: no finding");
+}

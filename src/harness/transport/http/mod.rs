@@ -44,6 +44,10 @@ pub(crate) struct Api {
     held: Arc<std::sync::atomic::AtomicUsize>,
     /// The pages this run's cases share (`pagination`), shared by its clones.
     pages: Arc<crate::harness::transport::reads::PageCache>,
+    /// Creations under a key hold it shared; [`Api::quiet`] holds it alone, so that no creation
+    /// of the run runs next to an experiment that must be told apart from them
+    /// (`invariants.cause`).
+    creations: Arc<tokio::sync::RwLock<()>>,
 }
 
 /// `--base-url` as a URL, if it is an http(s) one: parsed once, with the other flags
@@ -112,7 +116,14 @@ impl Api {
             recorder: Default::default(),
             held: Arc::default(),
             pages: Arc::default(),
+            creations: Arc::default(),
         })
+    }
+
+    /// No creation of the run (under a key, this client's or its clones') is in flight or starts
+    /// while the guard lives.
+    pub(crate) async fn quiet(&self) -> tokio::sync::OwnedRwLockWriteGuard<()> {
+        self.creations.clone().write_owned().await
     }
 
     /// The pages this run has read and its cases share.
@@ -236,6 +247,11 @@ impl Api {
             Auth::NearKey(edit) => self.key.as_ref().map(|k| format!("Bearer {}", edit.apply(k))),
         };
         let url = self.checked_url(segments, query)?;
+        let creation = method == Method::POST && segments == ["v1", "connections"];
+        let _creating = match (&auth, creation) {
+            (Auth::Primary | Auth::Second, true) => Some(self.creations.read().await),
+            _ => None,
+        };
         let sent = Sent { method: method.to_string(), url: url.to_string(), auth, request: describe(&method, &url) };
         let sent_at = Instant::now();
         let mut result = self.exchange(&self.client, method, url, authorization, "application/json").await;
