@@ -4,6 +4,7 @@
 use super::super::{state, Finding};
 use crate::harness::fixtures::context::{Connected, RunContext};
 use crate::harness::rules::delivery::{Delivery, Recipient};
+use crate::harness::rules::invariants::IDENTIFYING;
 use crate::harness::transport::answers::{Answer, Auth};
 use crate::harness::transport::http::Exchange;
 use crate::harness::vocab::outcome::{Problems, Stop};
@@ -14,22 +15,6 @@ use std::sync::Arc;
 fn leaks(ctx: &RunContext, exchange: &Exchange, ids: &[String]) -> Option<String> {
     leaks_to(ctx, exchange, ids, Auth::Second)
 }
-
-/// The fields that tell one client's object from another's under an equal id: what an account
-/// (§2.2) or a transaction (§2.3) is, not what changes with an announced update (balances,
-/// `lastSyncedAt`).
-const IDENTIFYING: [&str; 10] = [
-    "connectionId",
-    "accountId",
-    "name",
-    "type",
-    "currency",
-    "accountNumber",
-    "createdAt",
-    "amount",
-    "description",
-    "transactionDate",
-];
 
 /// A 2xx answer read with `reader`'s key leaks the other client's data when it carries an
 /// object that client read, by content: the same id, and every [`IDENTIFYING`] field both show

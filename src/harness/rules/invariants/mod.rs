@@ -84,23 +84,25 @@ impl Kind {
     }
 }
 
-/// The fields of an account (§2.2) or transaction (§2.3) an invariant compares: those that say
-/// which object it is, and the values another client must not be shown (balances included).
-const KEPT: [&str; 13] = [
+/// The fields that tell one object from another under an equal id: what an account (§2.2) or a
+/// transaction (§2.3) is, not what changes with an announced update (balances,
+/// `lastSyncedAt`). Also the isolation cases' (`checks::security::isolation`).
+pub(crate) const IDENTIFYING: [&str; 10] = [
     "connectionId",
     "accountId",
     "name",
     "type",
     "currency",
     "accountNumber",
-    "balance",
-    "availableBalance",
     "createdAt",
-    "lastSyncedAt",
     "amount",
     "description",
     "transactionDate",
 ];
+
+/// Besides the [`IDENTIFYING`] fields, what an invariant compares: the values another client
+/// must not be shown, balances included.
+const CHANGING: [&str; 3] = ["balance", "availableBalance", "lastSyncedAt"];
 
 /// One object an answer showed.
 #[derive(Clone, Debug)]
@@ -206,7 +208,7 @@ impl Record {
         let body = e.body.filter(|_| ok);
         let object = |kind, v: &Value, under: Option<&str>| {
             let id = v.get("id")?.as_str()?.to_string();
-            let fields = KEPT.iter().filter_map(|f| Some((*f, v.get(*f)?.clone()))).collect();
+            let fields = IDENTIFYING.iter().chain(&CHANGING).filter_map(|f| Some((*f, v.get(*f)?.clone()))).collect();
             Some(Object { kind, id, listed_under: under.map(str::to_string), fields })
         };
         fn items(v: Option<&Value>) -> Vec<&Value> {
