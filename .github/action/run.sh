@@ -27,6 +27,7 @@ read -r -a extra <<< "${INPUT_EXTRA_ARGS:-}"
     --report-junit "$dir/bankconf-junit.xml" \
     --report-md "$dir/bankconf-report.md" \
     --report-har "$dir/bankconf.har" \
+    --report-html "$dir/bankconf-report.html" \
     "${extra[@]}"
 code=$?
 
