@@ -107,7 +107,9 @@ fn the_run_step_judges_a_server_and_leaves_its_reports() {
     let out = text(&output);
     assert_eq!(output.status.code(), Some(0), "{out}");
     assert!(!out.contains(KEY), "a key was printed");
-    for file in ["bankconf-report.json", "bankconf-junit.xml", "bankconf-report.md", "bankconf.har", "bankconf-report.html"] {
+    for file in
+        ["bankconf-report.json", "bankconf-junit.xml", "bankconf-report.md", "bankconf.har", "bankconf-report.html"]
+    {
         let path = dir.join(file);
         let content = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}\n{out}"));
         assert!(!content.contains(KEY) && !content.contains(SECOND_KEY), "a key in {file}");
