@@ -826,12 +826,18 @@ fn a_target_behind_a_private_ca_passes_with_ca_cert_and_headers_stay_secret() {
     let output = proxied("127.0.0.1,localhost");
     assert_eq!(output.status.code(), Some(0), "NO_PROXY: {}", text(&output));
 
-    let output = run(&[&args[..], &["--insecure", "--report-json", &paths[0], "create.status-created"]].concat());
+    let page = dir.join("insecure.html");
+    let html_flags = ["--insecure", "--report-json", &paths[0], "--report-html", page.to_str().unwrap()];
+    let output = run(&[&args[..], &html_flags, &["create.status-created"]].concat());
     let out = text(&output);
     assert_eq!(output.status.code(), Some(0), "{out}");
     assert!(out.contains("--insecure"), "the terminal says verification was off:\n{out}");
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&files[0].1).unwrap()).unwrap();
     assert!(report["notes"].to_string().contains("--insecure"), "{}", report["notes"]);
+    // The HTML page says it in its banner, beside the verdict.
+    let html = std::fs::read_to_string(&page).unwrap();
+    let banner = &html[..html.find("</header>").unwrap()];
+    assert!(banner.contains("--insecure"), "{banner}");
 }
 
 /// Installed (`bankconf` on PATH is this binary, here through a symlink), the rerun says

@@ -210,6 +210,11 @@ impl Page<'_> {
              <span class=\"n error\">{} errors</span> <span class=\"n ignored\">{} ignored</span></p>",
             c.passed, c.failed, c.errors, c.ignored
         );
+        // A run that did not check the target's identity says so where the verdict is, not only
+        // in the collapsed notes.
+        for tls in r.notes.iter().filter(|n| n.starts_with("TLS: ")) {
+            let _ = writeln!(out, "<p class=\"warning\"><strong>{}</strong></p>", self.t(tls));
+        }
         out += "</header>\n";
         if let Some(e) = &r.setup_error {
             let _ = writeln!(
