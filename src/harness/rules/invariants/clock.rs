@@ -123,7 +123,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
 /// How far an account's `createdAt` may fall after the `connection.connected` that announced its
 /// connection's accounts available: a server may stamp the event as it starts connecting and
 /// the accounts as it stores them.
-pub(crate) const CREATED_SLACK: Duration = Duration::milliseconds(500);
+pub(crate) const CREATED_SLACK: Duration = Duration::seconds(1);
 
 /// §3.1 (`connected`: accounts available) and §2.2 (`createdAt`: when the account was created),
 /// in the server's own clock (no offset needed): the accounts a connection lists when nothing
