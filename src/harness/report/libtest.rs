@@ -44,7 +44,7 @@ pub(crate) fn trials(report: &Report, embedded: bool) -> Vec<Trial> {
 }
 
 /// What the trial of `result` prints: its failure, its note or why it is ignored, as the
-/// trials of [`trials`] print it (`None` when it passes).
+/// trials of `trials` print it (`None` when it passes).
 pub fn printed(report: &Report, result: &CaseResult) -> Option<String> {
     match report.reading(result).redacted(&report.redactor) {
         Reading::Pass => None,
