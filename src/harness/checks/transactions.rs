@@ -88,12 +88,19 @@ fn status_posted(reply: &Reply) -> Vec<String> {
 }
 
 /// One generated input: which account, which page size, which starting point.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct Input {
     account: usize,
     limit: u64,
     /// Index of the item to start after, modulo the account's length.
     position: usize,
+}
+
+/// Written in words in every report, not in Rust's syntax (`Input { account: 0, … }`).
+impl std::fmt::Debug for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "account #{}, limit={}, starting after item #{}", self.account, self.limit, self.position)
+    }
 }
 
 /// The reference: each account and the ids of its default-limit walk.
@@ -233,7 +240,8 @@ fn difference(expected: &[String], got: &[String]) -> Option<String> {
         return Some(format!("{id} was visited {n} times"));
     }
     if let Some(missing) = expected.iter().find(|id| !counts.contains_key(id.as_str())) {
-        return Some(format!("{missing} was never visited ({} of {} items seen)", got.len(), expected.len()));
+        let seen = expected.iter().filter(|id| counts.contains_key(id.as_str())).count();
+        return Some(format!("{missing} was never visited ({seen} of the {} items seen)", expected.len()));
     }
     if let Some(extra) = got.iter().find(|id| !expected.contains(id)) {
         return Some(format!("{extra} appeared, but not in the default-limit walk"));
