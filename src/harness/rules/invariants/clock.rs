@@ -125,6 +125,21 @@ pub(crate) fn judge(record: &Record) -> Verdict {
 /// the accounts as it stores them.
 pub(crate) const CREATED_SLACK: Duration = Duration::seconds(1);
 
+/// Whether `at` has no fraction of a second: a stamp cut to the whole second, up to 1 s early.
+pub(crate) fn whole_second(at: DateTime<Utc>) -> bool {
+    at.timestamp_subsec_nanos() == 0
+}
+
+/// [`CREATED_SLACK`], and 1 s more when the `connection.connected` is stamped to the whole
+/// second: cut, it reads up to 1 s earlier than it occurred.
+fn created_slack(connected: DateTime<Utc>) -> Duration {
+    if whole_second(connected) {
+        CREATED_SLACK + Duration::seconds(1)
+    } else {
+        CREATED_SLACK
+    }
+}
+
 /// §3.1 (`connected`: accounts available) and §2.2 (`createdAt`: when the account was created),
 /// in the server's own clock (no offset needed): the accounts a connection lists when nothing
 /// but its one `connect` was driven on it were created by the time its first
@@ -156,7 +171,7 @@ fn accounts_before_connected(record: &Record, found: &mut Vec<Failure>) -> usize
             let Some(created) = parsed(object.fields.get("createdAt")) else { continue };
             judged += 1;
             let by = created - at;
-            if by > CREATED_SLACK && told.insert(object.id.clone()) {
+            if by > created_slack(at) && told.insert(object.id.clone()) {
                 let detail = format!(
                     "account {}'s createdAt is {} ms after the connection.connected of {} (§3.1: connected, accounts \
                      available; §2.2: createdAt, when the account was created), the connection driven by nothing \

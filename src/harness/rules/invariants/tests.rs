@@ -215,6 +215,24 @@ fn accounts_listed_after_only_connect_were_created_by_connected() {
     assert!(clock::judge(&stamped).1.is_empty());
 }
 
+/// An event stamped to the whole second may read up to 1 s early: an account created 1.8 s
+/// after it is open, 2.5 s is not.
+#[test]
+fn a_whole_second_connected_widens_the_slack_by_a_second() {
+    let read = |ms: i64| {
+        let mut r = a_run();
+        r.calls.push(call("connect", "conn_1", 300));
+        r.delivery(at(1050), connected_event(5, "conn_1", 1000));
+        let listed = json!([{"id": "acc_1", "connectionId": "conn_1", "name": "Mine", "type": "checking",
+            "currency": "EUR", "balance": 10.5, "createdAt": stamp(ms)}]);
+        r.answers.retain(|a| a.request != "GET /v1/connections/conn_1/accounts");
+        add(&mut r, "GET", "v1/connections/conn_1/accounts", Credential::Key(Client::First), 200, 4000, listed);
+        clock::judge(&r).1
+    };
+    assert!(read(2800).is_empty(), "{:?}", read(2800));
+    assert!(!read(3500).is_empty());
+}
+
 /// The refused creations weighed are those an effect could be told apart from the run's own
 /// creations, and an unmatched one only once a later creation's event arrived (issue 51): which
 /// refusals ran next to a creation, or were made last, does not decide the verdict.
