@@ -6,7 +6,8 @@
 #
 # Prints one line per subject whose files differ (with the cases that differ and the rerun
 # commands), then the count and the total time; exits 1 when any differ. A noisy mutant (which
-# other cases fail depends on timing, `Mutant::noisy`) is held to its catching cases only.
+# other cases fail depends on timing, `Mutant::noisy`) is held to its catching cases only. A
+# mutant that no widget case catches runs with --skip-browser.
 # Usage: scripts/same-failures.sh [SEED_A SEED_B] (default 1 2).
 # Environment: BIN, the bankconf to run (default: target/debug/bankconf, built here if missing);
 # PARALLEL, runs at a time (default 2); MUTANTS, a space-separated subset (default: every one);
@@ -39,14 +40,20 @@ one() {
   if [ "$kind" = foreign ]; then
     $FOREIGN "$name" "$seed" "$file" >"$out/$name.$label.log" 2>&1
   else
+    # A mutant no widget case catches runs without the browser (a third of a run's CPU): its
+    # browser cases are then ignored alike in every file.
+    local skip=--skip-browser
+    [[ " $WIDGET_MUTANTS " == *" $name "* ]] && skip=""
     env -u BANKCONF_API_KEY -u BANKCONF_SECOND_API_KEY -u BANKCONF_BASE_URL -u BANKCONF_SEED \
-      "$BIN" run --sandbox-mutant "$name" --seed "$seed" \
+      "$BIN" run --sandbox-mutant "$name" --seed "$seed" $skip \
       --write-expectations "$file" >"$out/$name.$label.log" 2>&1
   fi
   echo "$?" >"$out/$name.$label.code"
 }
 export -f one
-export BIN out FOREIGN
+# The mutants a widget case catches (they need the browser).
+WIDGET_MUTANTS=$("$BIN" serve --list-mutants | awk '/^[a-z]/ {m = $1} /caught by:/ && /widget\./ {print m}' | tr '\n' ' ')
+export BIN out FOREIGN WIDGET_MUTANTS
 
 mutants=${MUTANTS:-$("$BIN" serve --list-mutants | awk '/^[a-z]/ {print $1}')}
 subjects=""
