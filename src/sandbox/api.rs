@@ -358,7 +358,13 @@ async fn widget_script(
             String::new()
         };
         let page = format!("<!doctype html><html><body>{leak}<p>Sandbox Bank: log in</p></body></html>");
-        return ([(CONTENT_TYPE, "text/html")], page).into_response();
+        let mut answer = ([(CONTENT_TYPE, "text/html")], page).into_response();
+        if shared.flavor.is(Mutant::KeyInWidgetCookie) {
+            if let Ok(cookie) = format!("bank_session={}; Path=/; HttpOnly", key()).parse() {
+                answer.headers_mut().insert(axum::http::header::SET_COOKIE, cookie);
+            }
+        }
+        return answer;
     }
     if file == widget::SESSION_FILE {
         let mut session =

@@ -338,6 +338,9 @@ departures! {
         KeyInWidgetSession = "key-in-widget-session", "§5", ["widget.frontend-no-key"],
             "the session the widget fetches carries a client's API key, hex-encoded";
         #[seed]
+        KeyInWidgetCookie = "key-in-widget-cookie", "§5", ["widget.frontend-no-key"],
+            "the frame page the widget opens sets a cookie holding a client's API key";
+        #[seed]
         KeyInSuccessMetadata = "key-in-success-metadata", "§5", ["widget.frontend-no-key"],
             "the onSuccess metadata carries a client's API key";
         // §7, §8 robustness

@@ -63,6 +63,7 @@ pub(crate) fn script(service: &str, flavor: Flavor) -> String {
         script.replace(API, r#"var api = { open: function (options) { return Promise.resolve(open(options)); } };"#)
     } else if flavor.has(Variant::WidgetFrame)
         || flavor.is(Mutant::KeyInWidgetFrame)
+        || flavor.is(Mutant::KeyInWidgetCookie)
         || flavor.is(Mutant::KeyInWidgetSession)
     {
         script.replace(SUCCESS, FRAME_AND_SESSION)

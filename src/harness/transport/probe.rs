@@ -280,6 +280,10 @@ impl Session {
 /// their URLs (bounded), collected aside while the probe runs.
 struct Loads {
     seen: Arc<StdMutex<Vec<(String, String)>>>,
+    /// The response headers of each request seen, by request id, as `name: value` lines
+    /// (`Set-Cookie` included: the raw headers come in `Network.responseReceivedExtraInfo`),
+    /// bounded as `seen`.
+    headers: Arc<StdMutex<Vec<(String, String)>>>,
     /// The status of each response seen, by URL (bounded as `seen`).
     statuses: Arc<StdMutex<Vec<(String, u16)>>>,
     finished: Arc<StdMutex<std::collections::HashSet<String>>>,
@@ -296,15 +300,30 @@ impl Drop for Loads {
 
 impl Loads {
     fn watch(page: &cdp::Page) -> Self {
-        let mut events = page.events(&["Network.responseReceived", "Network.loadingFinished"]);
+        let mut events =
+            page.events(&["Network.responseReceived", "Network.responseReceivedExtraInfo", "Network.loadingFinished"]);
         let seen: Arc<StdMutex<Vec<(String, String)>>> = Arc::default();
+        let headers: Arc<StdMutex<Vec<(String, String)>>> = Arc::default();
         let statuses: Arc<StdMutex<Vec<(String, u16)>>> = Arc::default();
         let done: Arc<StdMutex<std::collections::HashSet<String>>> = Arc::default();
         let over = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (s, d, st, o) = (seen.clone(), done.clone(), statuses.clone(), over.clone());
+        let (s, d, st, o, h) = (seen.clone(), done.clone(), statuses.clone(), over.clone(), headers.clone());
         let task = tokio::spawn(async move {
             while let Some(event) = events.recv().await {
                 let Some(id) = event.params["requestId"].as_str() else { continue };
+                let given = match event.method.as_str() {
+                    "Network.responseReceivedExtraInfo" => &event.params["headers"],
+                    _ => &event.params["response"]["headers"],
+                };
+                if let Some(text) = header_lines(given) {
+                    let mut headers = h.lock().unwrap_or_else(|e| e.into_inner());
+                    if headers.len() < 2 * MAX_RECEIVED {
+                        headers.push((id.to_string(), text));
+                    }
+                }
+                if event.method == "Network.responseReceivedExtraInfo" {
+                    continue;
+                }
                 if event.method == "Network.responseReceived" {
                     let Some(url) = event.params["response"]["url"].as_str() else { continue };
                     if let Some(status) = event.params["response"]["status"].as_u64() {
@@ -327,7 +346,7 @@ impl Loads {
                 }
             }
         });
-        Self { seen, statuses, finished: done, over, task }
+        Self { seen, headers, statuses, finished: done, over, task }
     }
 
     /// The status of the first response from `url`, if one came.
@@ -347,7 +366,7 @@ impl Loads {
         if over > 0 {
             cut.push(format!("{over} response(s) past the {MAX_RECEIVED} kept"));
         }
-        let mut out = Vec::new();
+        let mut out = self.header_texts(&seen);
         let mut total = 0;
         let loaded: Vec<(String, String)> = seen.into_iter().filter(|(_, url)| url != src).collect();
         let unfinished = loaded.iter().filter(|(id, _)| !finished.contains(id)).count();
@@ -377,6 +396,34 @@ impl Loads {
         }
         (out, cut)
     }
+}
+
+impl Loads {
+    /// The response headers of every response seen, the script's own included (a header is
+    /// what the page received as much as a body is), one text per response.
+    fn header_texts(&self, seen: &[(String, String)]) -> Vec<Received> {
+        let headers = self.headers.lock().unwrap_or_else(|e| e.into_inner());
+        seen.iter()
+            .filter_map(|(id, url)| {
+                let text: Vec<&str> = headers.iter().filter(|(i, _)| i == id).map(|(_, t)| t.as_str()).collect();
+                (!text.is_empty())
+                    .then(|| Received { what: format!("the headers of GET {url}"), text: text.join("\n") })
+            })
+            .collect()
+    }
+}
+
+/// A DevTools headers object as `name: value` lines, cut to [`MAX_RECEIVED_BYTES`].
+fn header_lines(headers: &serde_json::Value) -> Option<String> {
+    let mut text = String::new();
+    for (name, value) in headers.as_object()? {
+        let value = value.as_str().unwrap_or_default();
+        if text.len() + name.len() + value.len() + 3 > MAX_RECEIVED_BYTES {
+            break;
+        }
+        text.push_str(&format!("{name}: {value}\n"));
+    }
+    Some(text)
 }
 
 /// The text of a `Network.getResponseBody` answer: the body, or a binary one decoded from its
