@@ -4,7 +4,7 @@ use crate::harness::fixtures::context::RunContext;
 use crate::harness::transport::browser;
 use crate::harness::transport::http::Exchange;
 use crate::harness::transport::probe::{Probe, Received};
-use crate::harness::vocab::outcome::{ensure, ErrorSource, Failure, IgnoreCause, Problems, Stop};
+use crate::harness::vocab::outcome::{ensure, Failure, IgnoreCause, Problems, Stop};
 use crate::harness::vocab::redact;
 use std::sync::Arc;
 
@@ -79,33 +79,18 @@ async fn defines_open(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 /// What the browser saw running the script, once per run: a fresh connection's widget token
 /// and id (§4.1) are handed to `open`; the API key never reaches the page.
-/// The browser failing (it did not start, died, or a DevTools call failed: never the target's
-/// doing) is tried once more, with a browser started again if it died and a connection of its
-/// own; a script still running at the probe's bound is not (it would only run as long again).
 async fn probe(ctx: &RunContext) -> Result<Probe, Stop> {
     ctx.widget_probe
         .get_or_init(|| async {
-            let started = std::time::Instant::now();
-            match probe_once(ctx).await {
-                Err(Stop::Error(ErrorSource::Harness, why)) if started.elapsed() < browser::PROBE_TIMEOUT => {
-                    ctx.note("browser", format!("the widget probe was run once more: the first try failed ({why})"));
-                    probe_once(ctx).await
-                }
-                probed => probed,
-            }
+            let service = ctx.service.as_deref().ok_or_else(|| Stop::ignore("needs the service name (--service)"))?;
+            let session = ctx.browser.get(ctx.plan.browser.as_deref()).await?;
+            let src = ctx.api.url(&["widget", &format!("{service}-connect.js")], &[]).to_string();
+            let created = ctx.create_connection().await?;
+            let credentials = created.widget_token.as_deref().map(|t| (t, created.connection_id.as_str()));
+            session.probe(&src, credentials, &ctx.browser.headers).await
         })
         .await
         .clone()
-}
-
-/// One run of the widget script in the browser, for a fresh connection.
-async fn probe_once(ctx: &RunContext) -> Result<Probe, Stop> {
-    let service = ctx.service.as_deref().ok_or_else(|| Stop::ignore("needs the service name (--service)"))?;
-    let session = ctx.browser.get(ctx.plan.browser.as_deref()).await?;
-    let src = ctx.api.url(&["widget", &format!("{service}-connect.js")], &[]).to_string();
-    let created = ctx.create_connection().await?;
-    let credentials = created.widget_token.as_deref().map(|t| (t, created.connection_id.as_str()));
-    session.probe(&src, credentials, &ctx.browser.headers).await
 }
 
 /// §1 item 2, §5.2, §5.3: the client's frontend is a page of its own origin, holding no key,

@@ -164,7 +164,7 @@ impl BrowserPool {
     async fn get(&self, path: &Path, ignore_certificates: bool) -> Result<Arc<Session>, BrowserLaunchError> {
         let _launching = self.0.launching.lock().await;
         if let Some(session) = self.0.shared.lock().unwrap_or_else(|e| e.into_inner()).upgrade() {
-            if session.ignores_certificates == ignore_certificates && !session.cdp.is_closed() {
+            if session.ignores_certificates == ignore_certificates {
                 return Ok(session);
             }
         }
@@ -201,21 +201,12 @@ pub(crate) struct RunBrowser {
     /// What its pages send to the target's origin besides their own headers.
     pub(crate) headers: PageHeaders,
     session: Mutex<Option<Result<Arc<Session>, Stop>>>,
-    /// Whether the browser was started once more after it failed to start or died: once per
-    /// run, so that a browser that cannot run here costs one more try, not one per case.
-    relaunched: std::sync::atomic::AtomicBool,
 }
 
 impl RunBrowser {
     /// The browser of a run whose configuration holds `pool`.
     pub(crate) fn new(pool: BrowserPool) -> Self {
-        Self {
-            pool,
-            ignore_certificates: false,
-            headers: PageHeaders::default(),
-            session: Mutex::default(),
-            relaunched: Default::default(),
-        }
+        Self { pool, ignore_certificates: false, headers: PageHeaders::default(), session: Mutex::default() }
     }
 
     /// This browser, its pages sending `headers` to the target's origin.
@@ -233,18 +224,9 @@ impl RunBrowser {
 
     /// The browser, starting it if needed; an error names why there is none (ignore the
     /// browser cases) or why it did not start (an error of the harness's setup, not the
-    /// target's fault). A browser that failed to start, or has died since (a crash on a loaded
-    /// machine), is started once more.
+    /// target's fault).
     pub(crate) async fn get(&self, given: Option<&Path>) -> Result<Arc<Session>, Stop> {
         let mut slot = self.session.lock().await;
-        let broken = match slot.as_ref() {
-            Some(Ok(session)) => session.cdp.is_closed(),
-            Some(Err(stop)) => matches!(stop, Stop::Error(..)),
-            None => false,
-        };
-        if broken && !self.relaunched.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            *slot = None;
-        }
         if slot.is_none() {
             *slot = Some(match find(given) {
                 None => Err(Stop::ignore(INSTALL_HINT)),

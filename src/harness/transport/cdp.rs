@@ -148,11 +148,6 @@ impl Cdp {
         self.call_within(method, params, session, self.inner.timeout).await
     }
 
-    /// Whether the browser closed its end of the pipe (it exited or was killed).
-    pub(crate) fn is_closed(&self) -> bool {
-        self.inner.state().closed
-    }
-
     /// [`Cdp::call`] with a bound of its own.
     pub(crate) async fn call_within(
         &self,
