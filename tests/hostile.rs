@@ -31,7 +31,10 @@ use std::time::{Duration, Instant};
 
 /// The memory budget of a whole run, whatever the target sends: the peak resident size of the
 /// `bankconf` process (see src/harness/vocab/budget.rs for what holds target data, and its bounds).
-const MEMORY_BUDGET_MIB: u64 = 384;
+/// The fat-pages row peaks anywhere from 286 to 440 MiB from run to run, on this round's tree
+/// and on the last round's alike (measured side by side): how many ~1 MB pages are parsed at
+/// once depends on timing. 384 MiB failed CI once in that spread; the bound stays a bound.
+const MEMORY_BUDGET_MIB: u64 = 512;
 /// Longest a row's run may take before it counts as hung.
 const MAX_WALL: Duration = Duration::from_secs(240);
 /// Shortest piece of a key that must not appear in any output.
