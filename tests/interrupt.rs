@@ -301,7 +301,9 @@ fn a_library_run_dropped_mid_way_leaves_no_browser() {
         .map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let start = stat.rsplit(')').next().unwrap_or("").split_whitespace().nth(19).unwrap_or("?").to_string();
-            format!("{pid} started at tick {start}")
+            let cmdline =
+                std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default().replace('\0', " ");
+            format!("{pid} started at tick {start}: {}", cmdline.chars().take(300).collect::<String>())
         })
         .collect();
     let uptime = std::fs::read_to_string("/proc/uptime").unwrap_or_default();
