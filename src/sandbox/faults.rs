@@ -123,6 +123,8 @@ departures! {
             "a connection's accounts list carries its first account twice, as two identical elements";
         AccountsBeforeConnected = "accounts-before-connected", "§3.2", ["accounts.refused-before-connected"],
             "the accounts of a connection that is not CONNECTED are served (200 [])";
+        AccountsWhileVerifying = "accounts-while-verifying", "§3.2", ["accounts.refused-before-connected"],
+            "`connect` serves the accounts from `verifying` on; `connection.connected` is stamped and sent 1.5 s later";
         AccountEndpointMissing = "account-endpoint-missing", "§4.4", ["account.readable", "reactions.accounts-updated"],
             "GET /v1/accounts/{id} answers 404";
         AccountUnreadableAfterUpdate = "account-unreadable-after-update", "§6.3", ["reactions.accounts-updated"],

@@ -143,6 +143,9 @@ async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor, conditions: Co
     }
 }
 
+/// How late [`Mutant::AccountsWhileVerifying`] stamps and sends `connection.connected`.
+pub(crate) const ANNOUNCED_LATE_MS: u64 = 1500;
+
 /// One address's delivery queue.
 struct Worker {
     url: String,
@@ -163,6 +166,15 @@ async fn worker(
     while let Some(event) = rx.recv().await {
         if conditions.delivery_unreachable {
             // The address cannot be reached from here: nothing arrives.
+            continue;
+        }
+        if flavor.is(Mutant::AccountsWhileVerifying) && event["type"] == "connection.connected" {
+            // Sent when it is stamped: [`ANNOUNCED_LATE_MS`] after the state was stored.
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(ANNOUNCED_LATE_MS)).await;
+                deliver(&client, &url, &event).await;
+            });
             continue;
         }
         if flavor.is(Mutant::NonEventDeliveries) {

@@ -2,14 +2,16 @@
 
 use super::Reply;
 use crate::harness::fixtures::context::RunContext;
+use crate::harness::rules::delivery::Delivery;
 use crate::harness::vocab::outcome::{str_field, Problems, Stop};
 use crate::schemas::{self, Schema};
-use crate::spec::prefix;
+use crate::spec::{prefix, ConnectionState};
 use serde_json::Value;
 use std::sync::Arc;
 
 super::cases! {
-    REFUSED_BEFORE_CONNECTED = "accounts.refused-before-connected" => refused_before_connected;
+    REFUSED_BEFORE_CONNECTED = "accounts.refused-before-connected" => refused_before_connected,
+        record [crate::harness::rules::invariants::available::judge];
     RESPONSE_SCHEMA = "accounts.response-schema" => reads_accounts, responds [ConnectionAccounts => schema];
     CONNECTION_ID = "accounts.connection-id" => reads_accounts, responds [ConnectionAccounts => connection_id];
     ID_PREFIX = "accounts.id-prefix" => reads_accounts, responds [ConnectionAccounts => id_prefix];
@@ -30,7 +32,61 @@ fn accounts<'a>(reply: &'a Reply) -> impl Iterator<Item = (&'a Value, &'a str)> 
     reply.body.as_array().into_iter().flatten().map(|a| (a, str_field(a, "id").unwrap_or("<no id>")))
 }
 
+/// A CREATED connection's accounts are refused (§3.2); and beside it, a connection of its own
+/// whose accounts are read as each event before its `connection.connected` arrives: whatever
+/// those reads are answered with, `rules::invariants::available` judges them against when the
+/// connection entered CONNECTED, as it judges every other accounts answer of the run.
 async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let (created, connecting) = tokio::join!(refused_when_created(&ctx), reads_while_connecting(&ctx));
+    created.and(connecting)
+}
+
+/// The states a connection passes through on its way to CONNECTED (or a failure) after `connect`.
+const ON_THE_WAY: [ConnectionState; 3] =
+    [ConnectionState::Created, ConnectionState::CredentialsSubmitted, ConnectionState::Verifying];
+
+/// How often, and at most how many times, the accounts of a connecting connection are read.
+const POLL: std::time::Duration = std::time::Duration::from_millis(100);
+const MAX_POLLS: usize = 40;
+
+/// Creates a connection and drives `connect`; from then on, reads its accounts every [`POLL`]
+/// (at most [`MAX_POLLS`] times) until an event of a state past [`ON_THE_WAY`] has arrived
+/// (awaited, so that the record holds what the reads are judged against): a state a server
+/// passes through for a moment is sampled whenever it lasts. Without a driver or a receiver,
+/// nothing is done; a driver that fails ends the reads.
+async fn reads_while_connecting(ctx: &RunContext) -> Result<(), Stop> {
+    let (Some(_), Ok(receiver)) = (ctx.driver.as_ref(), ctx.receiver()) else { return Ok(()) };
+    let created = ctx.create_connection().await?;
+    let id = created.connection_id.as_str();
+    let past = |ds: &[Delivery]| {
+        ds.iter().filter_map(|d| ConnectionState::from_event_type(d.event_type()?)).any(|s| !ON_THE_WAY.contains(&s))
+    };
+    let reads = async {
+        for _ in 0..MAX_POLLS {
+            if past(&receiver.for_connection(id)) {
+                return Ok(());
+            }
+            ctx.api.get(&["v1", "connections", id, "accounts"], &[]).await?;
+            tokio::time::sleep(POLL).await;
+        }
+        let what = format!("the event that ends {id}'s connecting");
+        receiver.wait_until(&what, id, ctx.plan.event_wait(), past).await;
+        Ok::<(), Stop>(())
+    };
+    let drive = ctx.drive(crate::spec::Action::Connect, &created, None, None);
+    tokio::pin!(reads, drive);
+    tokio::select! {
+        driven = &mut drive => match driven {
+            Ok(()) => reads.await,
+            Err(stop) => Err(stop),
+        },
+        read = &mut reads => read.and(drive.await),
+    }
+}
+
+/// The run's CREATED connection: its accounts are refused (any non-2xx), unless the target
+/// connected it on its own.
+async fn refused_when_created(ctx: &RunContext) -> Result<(), Stop> {
     let created = ctx.created().await?;
     let exchange = ctx.api.get(&["v1", "connections", &created.connection_id, "accounts"], &[]).await?;
     if !exchange.is_success() {

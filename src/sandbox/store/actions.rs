@@ -127,8 +127,13 @@ impl Store {
                 Some(Mutant::PreviousStatusAfterMfa) if leaving_mfa => ConnectionState::Verifying,
                 _ => previous,
             };
+            // The mutant's worker takes 1.5 s to announce CONNECTED, its accounts served meanwhile.
+            let at = match self.flavor.is(Mutant::AccountsWhileVerifying) && to == ConnectionState::Connected {
+                true => now + chrono::Duration::milliseconds(crate::sandbox::webhooks::ANNOUNCED_LATE_MS as i64),
+                false => now,
+            };
             if !(self.flavor.is(Mutant::VerifyingAfterMfaSilent) && leaving_mfa) {
-                event_ids.push(self.connection_event(conn_id, to, Some(announced_previous), now));
+                event_ids.push(self.connection_event(conn_id, to, Some(announced_previous), at));
             }
             previous = to;
         }

@@ -12,6 +12,7 @@
 //! The record keeps, of each body, only what the invariants compare (ids, owners, a few fields,
 //! timestamps): never two bodies parsed at once, and never a secret in a message.
 
+pub(crate) mod available;
 pub(crate) mod cause;
 pub(crate) mod clock;
 pub(crate) mod identity;

@@ -264,3 +264,26 @@ fn cause_weighs_clear_settled_refusals_only() {
     r.delivery(at(22_100), created_event(30, "conn_late", 22_020));
     assert_eq!(cause::judge(&r).1.len(), 0, "3 of 7 weighed refusals followed: no finding");
 }
+
+#[test]
+fn accounts_served_before_their_connection_connected_fail_and_only_they() {
+    let mut r = a_run();
+    // conn_1 was read (200) at 1000 ms; its connection.connected occurred later.
+    r.delivery(at(3000), connected_event(5, "conn_1", 2000));
+    let (judged, found) = available::judge(&r);
+    assert_eq!((judged, found.len()), (2, 1), "{found:?}");
+    assert!(found[0].to_string().contains("before its first connection.connected"), "{found:?}");
+    // Within the slack (a state stored a moment before its event is stamped): not judged a fault.
+    let mut r = a_run();
+    r.delivery(at(1300), connected_event(5, "conn_1", 1050 + available::SLACK.num_milliseconds()));
+    assert_eq!(available::judge(&r).1.len(), 0);
+    // An event that left CONNECTED before: an earlier connected period was not seen.
+    let mut r = a_run();
+    let mut left = connected_event(6, "conn_1", 1500);
+    left.body["type"] = json!("connection.error");
+    left.body["data"]["type"] = json!("connection.error");
+    left.body["data"]["previousStatus"] = json!("connected");
+    r.delivery(at(1600), Delivery::new(6, left.body));
+    r.delivery(at(3000), connected_event(5, "conn_1", 2000));
+    assert_eq!(available::judge(&r).1.len(), 0);
+}
