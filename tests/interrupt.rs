@@ -269,19 +269,35 @@ fn own_browsers() -> Vec<u32> {
     found
 }
 
+/// Clock ticks a second, the unit of a start time in /proc/<pid>/stat.
+fn ticks_per_second() -> i64 {
+    // SAFETY: sysconf reads a constant of the system.
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1)
+}
+
+/// The time since boot in clock ticks.
+fn uptime_ticks() -> i64 {
+    let uptime = std::fs::read_to_string("/proc/uptime").unwrap_or_default();
+    let seconds = uptime.split_whitespace().next().and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+    (seconds * ticks_per_second() as f64) as i64
+}
+
 /// `Conformance::run` cancelled by dropping its future (a test's timeout) cleans up as a run
-/// cut short does: its browser ends and its profile folder goes.
+/// cut short does: its browser ends, its profile folder goes, and no browser starts after.
 #[test]
 fn a_library_run_dropped_mid_way_leaves_no_browser() {
     if bankconf::internal::browser::find(None).is_none() {
         return;
     }
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (browser, starts) = counting_browser("dropped");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
-        let mut run = run_with_browser().await.unwrap_or_else(|ended| panic!("{ended}"));
+        let mut run = run_with_browser(Some(browser)).await.unwrap_or_else(|ended| panic!("{ended}"));
         let _ = tokio::time::timeout(Duration::from_millis(500), &mut run).await;
     });
+    let started = || std::fs::read_to_string(&starts).unwrap_or_default().lines().count();
+    let started_before = started();
     let prefix = format!("bankconf-chromium-{}-", std::process::id());
     let profiles = || -> Vec<String> {
         std::fs::read_dir(std::env::temp_dir())
@@ -291,29 +307,38 @@ fn a_library_run_dropped_mid_way_leaves_no_browser() {
             .filter(|n| n.starts_with(&prefix))
             .collect()
     };
-    let since = Instant::now();
+    let (since, dropped_at) = (Instant::now(), uptime_ticks());
     // A cap, not a speed: on a loaded machine a killed Chromium takes seconds to be gone.
     while !(own_browsers().is_empty() && profiles().is_empty()) && since.elapsed() < Duration::from_secs(15) {
         std::thread::sleep(Duration::from_millis(50));
+    }
+    // And none starts afterwards: the run's flows are aborted one by one, and one not yet
+    // stopped could start a browser (widget.rs takes over the probe of one that was).
+    let quiet = Instant::now();
+    while own_browsers().is_empty() && quiet.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(20));
     }
     let ages: Vec<String> = own_browsers()
         .iter()
         .map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let start = stat.rsplit(')').next().unwrap_or("").split_whitespace().nth(19).unwrap_or("?").to_string();
+            let start = stat.rsplit(')').next().unwrap_or("").split_whitespace().nth(19).and_then(|t| t.parse().ok());
+            let after =
+                start.map_or("?".into(), |t: i64| format!("{} ms", (t - dropped_at) * 1000 / ticks_per_second()));
             let cmdline =
                 std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default().replace('\0', " ");
-            format!("{pid} started at tick {start}: {}", cmdline.chars().take(300).collect::<String>())
+            format!("{pid} started {after} after the drop: {}", cmdline.chars().take(300).collect::<String>())
         })
         .collect();
-    let uptime = std::fs::read_to_string("/proc/uptime").unwrap_or_default();
     assert_eq!(
         own_browsers(),
         Vec::<u32>::new(),
-        "a browser outlived the dropped run: {ages:?}, uptime now {uptime}, dropped {:?} ago",
+        "a browser outlived the dropped run, or started after it: {ages:?}; checked {:?} after the drop",
         since.elapsed()
     );
     assert_eq!(profiles(), Vec::<String>::new(), "profile folders left");
+    // Counted where it starts: one killed at once is never seen by the polls above.
+    assert_eq!(started(), started_before, "browsers started after the drop (each killed soon after)");
     drop(runtime);
 }
 
@@ -344,7 +369,7 @@ fn library_child() {
     let Ok(mode) = std::env::var("BANKCONF_TEST_CHILD") else { return };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
-        let _run = match run_with_browser().await {
+        let _run = match run_with_browser(None).await {
             Ok(run) => run,
             Err(ended) => return println!("{ended}"),
         };
@@ -356,16 +381,38 @@ fn library_child() {
     });
 }
 
-/// A run of the embedded sandbox, slowed down so that it is still under way when its browser
-/// runs, polled until a browser of this process runs. Should a run end first (its browser did
+/// The browser this machine has, behind a script that first writes a line to the file
+/// returned with it: each start counted as it begins (its name holds "chrom").
+fn counting_browser(name: &str) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let real = bankconf::internal::browser::find(None).expect("a browser");
+    let dir = temp_path(&format!("{name}-browser"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (script, starts) = (dir.join("chromium-counted"), dir.join("starts"));
+    let text = format!("#!/bin/sh\necho started >> '{}'\nexec '{}' \"$@\"\n", starts.display(), real.display());
+    std::fs::write(&script, text).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (script, starts)
+}
+
+/// A run of the embedded sandbox (with `browser`, else the one found), slowed down so that it
+/// is still under way when its browser runs, polled until a browser of this process runs. Should a run end first (its browser did
 /// not start: on a machine too busy for Chromium's launch bound, say), up to two more are
 /// started, since these tests are about what a run leaves behind and need one whose browser
 /// runs. After three, the error says how each ended.
-async fn run_with_browser() -> Result<Pin<Box<impl Future<Output = bankconf::Report>>>, String> {
+async fn run_with_browser(
+    browser: Option<PathBuf>,
+) -> Result<Pin<Box<impl Future<Output = bankconf::Report>>>, String> {
     let mut ended = Vec::new();
     for attempt in 1..=3 {
         let mut run = Box::pin(
-            bankconf::Conformance::default().configure(|c| c.sandbox_conditions.sandbox_latency_ms = 100).run(),
+            bankconf::Conformance::default()
+                .configure(|c| {
+                    c.sandbox_conditions.sandbox_latency_ms = 100;
+                    c.browser = browser.clone();
+                })
+                .run(),
         );
         let since = Instant::now();
         while own_browsers().is_empty() {

@@ -64,6 +64,17 @@ impl<T> Drop for Aborting<T> {
     }
 }
 
+/// Drops with the run's future, done or dropped: from then on the run's browser starts no
+/// more. Its flows are aborted, not stopped at once, and a widget flow not yet stopped takes
+/// over the probe of one that was, and would start a browser that nothing closes.
+struct ClosesBrowser(Arc<RunContext>);
+
+impl Drop for ClosesBrowser {
+    fn drop(&mut self) {
+        self.0.browser.close_now();
+    }
+}
+
 /// What every report of a run says, whatever became of it: taken from the plan before the
 /// session owns it (or, for flags that do not validate, from the flags as given).
 struct Frame {
@@ -136,6 +147,7 @@ pub(crate) async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn
             return report;
         }
     };
+    let _closes = ClosesBrowser(ctx.clone());
     let results = run_cases(&ctx, progress, &cancel, &frame.gate, expectations.as_ref()).await;
     // Cut short: some case was left unfinished (a cause that came after the last case is none).
     let stopped = cancel.cause().filter(|cause| results.iter().any(|r| ignored_by(r, *cause)));

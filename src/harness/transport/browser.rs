@@ -10,6 +10,7 @@ use crate::harness::vocab::errors::{BrowserLaunchError, CdpError};
 use crate::harness::vocab::outcome::{ErrorSource, Stop};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, Weak};
 use std::time::Duration;
 use tokio::sync::Mutex;
@@ -21,6 +22,10 @@ pub(crate) const INSTALL_HINT: &str = "no browser found: `apt-get install chromi
 /// Why the browser cases are not judged when `--skip-browser` leaves them out.
 pub(crate) const SKIPPED: &str =
     "left out on purpose (--skip-browser): the widget cases that run the script in a browser";
+
+/// Why a flow still running once its run let go of the browser gets none (it is being
+/// aborted: no report shows this).
+const CLOSED: &str = "the run ended before its browser started";
 
 /// Names looked up on PATH, in order.
 const NAMES: [&str; 3] = ["chromium", "chromium-headless-shell", "google-chrome"];
@@ -201,12 +206,23 @@ pub(crate) struct RunBrowser {
     /// What its pages send to the target's origin besides their own headers.
     pub(crate) headers: PageHeaders,
     session: Mutex<Option<Result<Arc<Session>, Stop>>>,
+    /// Set once the run has let go of its browser ([`RunBrowser::close`], or its future
+    /// dropped): no launch starts after it. A run's tasks are aborted, not stopped at once,
+    /// and meanwhile a widget flow takes over the probe another one was making (a cancelled
+    /// `get_or_init`), and would start a browser that nothing then closes.
+    closed: AtomicBool,
 }
 
 impl RunBrowser {
     /// The browser of a run whose configuration holds `pool`.
     pub(crate) fn new(pool: BrowserPool) -> Self {
-        Self { pool, ignore_certificates: false, headers: PageHeaders::default(), session: Mutex::default() }
+        Self {
+            pool,
+            ignore_certificates: false,
+            headers: PageHeaders::default(),
+            session: Mutex::default(),
+            closed: AtomicBool::new(false),
+        }
     }
 
     /// This browser, its pages sending `headers` to the target's origin.
@@ -228,18 +244,38 @@ impl RunBrowser {
     pub(crate) async fn get(&self, given: Option<&Path>) -> Result<Arc<Session>, Stop> {
         let mut slot = self.session.lock().await;
         if slot.is_none() {
-            *slot = Some(match find(given) {
+            if self.is_closed() {
+                return Err(Stop::ignore(CLOSED));
+            }
+            let got = match find(given) {
                 None => Err(Stop::ignore(INSTALL_HINT)),
                 Some(path) => {
                     self.pool.get(&path, self.ignore_certificates).await.map_err(|e| harness_error(e.to_string()))
                 }
-            });
+            };
+            // Closed while it started: not kept (dropped here, it ends unless another run holds it).
+            if self.is_closed() {
+                return Err(Stop::ignore(CLOSED));
+            }
+            *slot = Some(got);
         }
         slot.clone().expect("set above")
     }
 
-    /// Lets go of the browser; the last run to do so closes it and removes its profile.
+    /// No browser starts for this run from now on (its future was dropped: what it spawned
+    /// is being aborted). Callable where nothing can be awaited.
+    pub(crate) fn close_now(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Lets go of the browser; the last run to do so closes it and removes its profile. No
+    /// browser starts for this run afterwards.
     pub(crate) async fn close(&self) {
+        self.close_now();
         let Some(Ok(session)) = self.session.lock().await.take() else { return };
         if let Some(session) = Arc::into_inner(session) {
             session.close().await;
@@ -433,6 +469,34 @@ mod tests {
         assert!(started.elapsed() < LAUNCH_TIMEOUT / 2, "{:?}", started.elapsed());
         let missing = launch(Path::new("/nonexistent/chromium"), false).await;
         assert!(matches!(missing, Err(BrowserLaunchError::NotStarted { .. })), "{:?}", missing.err());
+    }
+
+    /// A run that let go of its browser starts none, whatever of it still asks (a flow not
+    /// yet aborted once the run's future was dropped); an open one does start it.
+    #[tokio::test]
+    async fn a_closed_run_browser_starts_no_browser() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = base("closed");
+        let started = base.join("started");
+        let fake = base.join("fake-browser");
+        std::fs::write(&fake, format!("#!/bin/sh\ntouch '{}'\n", started.display())).unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for by_drop in [true, false] {
+            let browser = RunBrowser::new(BrowserPool::default());
+            if by_drop {
+                browser.close_now();
+            } else {
+                browser.close().await;
+            }
+            let got = browser.get(Some(&fake)).await;
+            assert!(matches!(&got, Err(Stop::Ignore(_, why)) if why == CLOSED), "{:?}", got.err());
+            assert!(!started.exists(), "a closed run started its browser");
+        }
+        let open = RunBrowser::new(BrowserPool::default());
+        let got = open.get(Some(&fake)).await;
+        assert!(matches!(&got, Err(Stop::Error(..))), "{:?}", got.err());
+        assert!(started.exists(), "an open run did not start its browser");
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
