@@ -369,7 +369,7 @@ async fn widget_script(
     if file == widget::SESSION_FILE {
         let mut session =
             serde_json::json!({ "connectionId": connection, "institution": { "id": "ins_sandbox_bank" } });
-        if shared.flavor.is(Mutant::KeyInWidgetSession) {
+        if shared.flavor.is(Mutant::KeyInWidgetSession) || shared.flavor.is(Mutant::KeyInLateSession) {
             session["state"] = key().bytes().map(|b| format!("{b:02x}")).collect::<String>().into();
         }
         return Json(session).into_response();

@@ -67,6 +67,8 @@ pub(crate) fn script(service: &str, flavor: Flavor) -> String {
         || flavor.is(Mutant::KeyInWidgetSession)
     {
         script.replace(SUCCESS, FRAME_AND_SESSION)
+    } else if flavor.is(Mutant::KeyInLateSession) {
+        script.replace(SUCCESS, LATE_SESSION)
     } else {
         script
     }
@@ -83,6 +85,11 @@ const FRAME_AND_SESSION: &str = r#"var frame = document.createElement("iframe");
     fetch(origin + "/widget/session?connectionId=" + encodeURIComponent(connectionId))
       .then(function (r) { return r.json(); })
       .then(function (session) { options.onSuccess(session); }, function () {});"#;
+
+/// [`Mutant::KeyInLateSession`]'s widget: the session fetched on a timer, 2 s after `open`.
+const LATE_SESSION: &str = r#"setTimeout(function () {
+      fetch(origin + "/widget/session?connectionId=" + encodeURIComponent(connectionId)).then(function () {}, function () {});
+    }, 2000);"#;
 
 /// The frame page and the session the widget of [`Variant::WidgetFrame`] loads.
 pub(crate) const FRAME_FILE: &str = "frame.html";

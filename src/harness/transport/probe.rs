@@ -8,7 +8,7 @@ use crate::harness::vocab::errors::CdpError;
 use crate::harness::vocab::outcome::Stop;
 use serde::Deserialize;
 use std::sync::{Arc, Mutex as StdMutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
 /// Bounds on what the probe keeps of everything the page receives: responses (frames, fetch,
@@ -72,6 +72,17 @@ impl Probe {
     }
 }
 
+/// The messages and `onSuccess` calls the probe's page kept until now, read again once its
+/// requests settled (the same bounded lists the probe returned, grown since).
+const LATE_JS: &str = r#"(() => { const p = window[Symbol.for("bankconf.probe")]; return p ? { messages: p.messages, successes: p.successes } : null; })()"#;
+
+/// What [`LATE_JS`] reads.
+#[derive(Deserialize)]
+struct Late {
+    messages: Vec<String>,
+    successes: Vec<String>,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Call {
@@ -97,6 +108,7 @@ const PROBE_JS: &str = r#"(async () => {
   const messages = [];
   window.addEventListener("message", (e) => keep(messages, "postMessage payload", asText(e.data)));
   const successes = [];
+  window[Symbol.for("bankconf.probe")] = { messages, successes };
   window.addEventListener("error", (e) => errors.push(text(e.error !== undefined && e.error !== null ? e.error : e.message)));
   window.addEventListener("unhandledrejection", (e) => e.preventDefault());
   const loadFailed = await new Promise((done) => {
@@ -175,7 +187,11 @@ impl Session {
             .replace("__ARGS__", &args)
             .replace("__MAX_BYTES__", &MAX_RECEIVED_BYTES.to_string())
             .replace("__MAX__", &MAX_RECEIVED.to_string());
+        let began = Instant::now();
         let result = page.evaluate::<Probe>(&js).await;
+        // What the frames fetch and post after the probe's own wait: read once the page settles.
+        let unsettled = loads.settle(began + MIN_WATCH, began + SETTLE_CAP).await;
+        let late = page.evaluate::<Option<Late>>(LATE_JS).await.ok().flatten();
         let script_status = loads.status_of(src);
         let (responses, cut) = loads.bodies(&page, src).await;
         page.close().await;
@@ -186,6 +202,15 @@ impl Session {
         probe.responses = responses;
         probe.script_status = script_status;
         probe.cut.extend(cut);
+        if let Some(late) = late {
+            (probe.messages, probe.successes) = (late.messages, late.successes);
+        }
+        if let Some(loading) = unsettled {
+            probe.cut.push(format!(
+                "{loading} request(s) of the page still loading {} s after `open`, never read",
+                SETTLE_CAP.as_secs()
+            ));
+        }
         Ok(probe)
     }
 
@@ -289,7 +314,46 @@ struct Loads {
     finished: Arc<StdMutex<std::collections::HashSet<String>>>,
     /// Responses past [`MAX_RECEIVED`], not kept.
     over: Arc<std::sync::atomic::AtomicUsize>,
+    activity: Arc<StdMutex<Activity>>,
     task: JoinHandle<()>,
+}
+
+/// The page's requests in flight, and when one last began or ended: the probe reads what the
+/// page received once it settles, whenever the widget's frames make their calls.
+struct Activity {
+    /// Bounded by [`MAX_IN_FLIGHT`]: past it (`overflowed`), the page is taken as never settling.
+    in_flight: std::collections::HashSet<String>,
+    overflowed: bool,
+    last: Instant,
+}
+
+/// Most requests of a page followed at once.
+const MAX_IN_FLIGHT: usize = 4 * MAX_RECEIVED;
+
+/// How long the page's network stays idle before what it received is read.
+const QUIET: Duration = Duration::from_millis(500);
+
+/// How long the probe watches the page at least (a widget may make its calls on a timer), and
+/// at most while its requests have not settled.
+const MIN_WATCH: Duration = Duration::from_millis(2500);
+const SETTLE_CAP: Duration = Duration::from_secs(10);
+
+impl Activity {
+    /// Follows a request's start and end; whether `method` is only about that.
+    fn saw(&mut self, method: &str, id: &str) -> bool {
+        match method {
+            "Network.requestWillBeSent" if self.in_flight.len() < MAX_IN_FLIGHT => {
+                self.in_flight.insert(id.to_string());
+            }
+            "Network.requestWillBeSent" => self.overflowed = true,
+            "Network.loadingFinished" | "Network.loadingFailed" => {
+                self.in_flight.remove(id);
+            }
+            _ => return false,
+        }
+        self.last = Instant::now();
+        method != "Network.loadingFinished"
+    }
 }
 
 impl Drop for Loads {
@@ -300,17 +364,31 @@ impl Drop for Loads {
 
 impl Loads {
     fn watch(page: &cdp::Page) -> Self {
-        let mut events =
-            page.events(&["Network.responseReceived", "Network.responseReceivedExtraInfo", "Network.loadingFinished"]);
+        let mut events = page.events(&[
+            "Network.responseReceived",
+            "Network.responseReceivedExtraInfo",
+            "Network.loadingFinished",
+            "Network.requestWillBeSent",
+            "Network.loadingFailed",
+        ]);
+        let activity = Arc::new(StdMutex::new(Activity {
+            in_flight: Default::default(),
+            overflowed: false,
+            last: Instant::now(),
+        }));
         let seen: Arc<StdMutex<Vec<(String, String)>>> = Arc::default();
         let headers: Arc<StdMutex<Vec<(String, String)>>> = Arc::default();
         let statuses: Arc<StdMutex<Vec<(String, u16)>>> = Arc::default();
         let done: Arc<StdMutex<std::collections::HashSet<String>>> = Arc::default();
         let over = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (s, d, st, o, h) = (seen.clone(), done.clone(), statuses.clone(), over.clone(), headers.clone());
+        let a = activity.clone();
         let task = tokio::spawn(async move {
             while let Some(event) = events.recv().await {
                 let Some(id) = event.params["requestId"].as_str() else { continue };
+                if a.lock().unwrap_or_else(|e| e.into_inner()).saw(&event.method, id) {
+                    continue;
+                }
                 let given = match event.method.as_str() {
                     "Network.responseReceivedExtraInfo" => &event.params["headers"],
                     _ => &event.params["response"]["headers"],
@@ -346,7 +424,27 @@ impl Loads {
                 }
             }
         });
-        Self { seen, headers, statuses, finished: done, over, task }
+        Self { seen, headers, statuses, finished: done, over, activity, task }
+    }
+
+    /// Waits until `from`, then until the page's requests have settled: none in flight and none
+    /// begun or ended for [`QUIET`], at most until `until`. `None` once settled; else how many
+    /// were still loading.
+    async fn settle(&self, from: Instant, until: Instant) -> Option<usize> {
+        tokio::time::sleep_until(from.into()).await;
+        loop {
+            let (loading, idle) = {
+                let a = self.activity.lock().unwrap_or_else(|e| e.into_inner());
+                (a.in_flight.len() + usize::from(a.overflowed), a.last.elapsed())
+            };
+            if loading == 0 && idle >= QUIET {
+                return None;
+            }
+            if Instant::now() >= until {
+                return Some(loading.max(1));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// The status of the first response from `url`, if one came.
