@@ -369,6 +369,10 @@ async fn widget_script(
     if file == widget::SESSION_FILE {
         let mut session =
             serde_json::json!({ "connectionId": connection, "institution": { "id": "ins_sandbox_bank" } });
+        if shared.flavor.is(Mutant::KeyInLateSession) {
+            // Still loading when a window fixed from `open` ends (the widget asks at 1.4 s).
+            tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        }
         if shared.flavor.is(Mutant::KeyInWidgetSession) || shared.flavor.is(Mutant::KeyInLateSession) {
             session["state"] = key().bytes().map(|b| format!("{b:02x}")).collect::<String>().into();
         }

@@ -344,7 +344,7 @@ departures! {
             "the session the widget fetches carries a client's API key, hex-encoded";
         #[seed]
         KeyInLateSession = "key-in-late-session", "§5", ["widget.frontend-no-key"],
-            "the widget fetches its session 2 s after `open`, and the session carries a client's API key, hex-encoded";
+            "the widget asks for its session 1.4 s after `open`, answered 0.6 s later with a client's API key, hex-encoded";
         #[seed]
         KeyInWidgetCookie = "key-in-widget-cookie", "§5", ["widget.frontend-no-key"],
             "the frame page the widget opens sets a cookie holding a client's API key";

@@ -86,10 +86,11 @@ const FRAME_AND_SESSION: &str = r#"var frame = document.createElement("iframe");
       .then(function (r) { return r.json(); })
       .then(function (session) { options.onSuccess(session); }, function () {});"#;
 
-/// [`Mutant::KeyInLateSession`]'s widget: the session fetched on a timer, 2 s after `open`.
+/// [`Mutant::KeyInLateSession`]'s widget: the session asked for 1.4 s after `open` (and
+/// answered 0.6 s later), as a frame that loads late asks for its own.
 const LATE_SESSION: &str = r#"setTimeout(function () {
       fetch(origin + "/widget/session?connectionId=" + encodeURIComponent(connectionId)).then(function () {}, function () {});
-    }, 2000);"#;
+    }, 1400);"#;
 
 /// The frame page and the session the widget of [`Variant::WidgetFrame`] loads.
 pub(crate) const FRAME_FILE: &str = "frame.html";

@@ -270,8 +270,9 @@ async fn frontend_no_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     // Bounds no run can say it reached or not (each depends on timing): said in every report.
     ctx.note(
         "bounds",
-        "widget.frontend-no-key looked at what the widget's page received for 2.5 s, then until its requests \
-         settled (none in flight for 0.5 s; at most 10 s, still loading then: not judged) and at the browser's events \
+        "widget.frontend-no-key looked at what the widget's page received up to 1.5 s after `open` (0.2 s once \
+         onSuccess came), then until its requests settled (none in flight for 0.5 s; at most 10 s more, still \
+         loading then: not judged) and at the browser's events \
          within 1024 unread per listener (more are dropped): what came later or past them was not looked at"
             .to_string(),
     );

@@ -187,10 +187,9 @@ impl Session {
             .replace("__ARGS__", &args)
             .replace("__MAX_BYTES__", &MAX_RECEIVED_BYTES.to_string())
             .replace("__MAX__", &MAX_RECEIVED.to_string());
-        let began = Instant::now();
         let result = page.evaluate::<Probe>(&js).await;
         // What the frames fetch and post after the probe's own wait: read once the page settles.
-        let unsettled = loads.settle(began + MIN_WATCH, began + SETTLE_CAP).await;
+        let unsettled = loads.settle(Instant::now() + SETTLE_CAP).await;
         let late = page.evaluate::<Option<Late>>(LATE_JS).await.ok().flatten();
         let script_status = loads.status_of(src);
         let (responses, cut) = loads.bodies(&page, src).await;
@@ -333,10 +332,11 @@ const MAX_IN_FLIGHT: usize = 4 * MAX_RECEIVED;
 /// How long the page's network stays idle before what it received is read.
 const QUIET: Duration = Duration::from_millis(500);
 
-/// How long the probe watches the page at least (a widget may make its calls on a timer), and
-/// at most while its requests have not settled.
-const MIN_WATCH: Duration = Duration::from_millis(2500);
+/// How long after its own wait the probe waits at most for the page's requests to settle.
 const SETTLE_CAP: Duration = Duration::from_secs(10);
+
+/// How long the probe lets the browser's events catch up before it looks at the page's requests.
+const GRACE: Duration = Duration::from_millis(200);
 
 impl Activity {
     /// Follows a request's start and end; whether `method` is only about that.
@@ -427,11 +427,11 @@ impl Loads {
         Self { seen, headers, statuses, finished: done, over, activity, task }
     }
 
-    /// Waits until `from`, then until the page's requests have settled: none in flight and none
-    /// begun or ended for [`QUIET`], at most until `until`. `None` once settled; else how many
-    /// were still loading.
-    async fn settle(&self, from: Instant, until: Instant) -> Option<usize> {
-        tokio::time::sleep_until(from.into()).await;
+    /// Waits until the page's requests have settled: none in flight and none begun or ended for
+    /// [`QUIET`], at most until `until`. `None` once settled; else how many were still loading.
+    async fn settle(&self, until: Instant) -> Option<usize> {
+        // The events that came with the probe's answer are taken in first.
+        tokio::time::sleep(GRACE).await;
         loop {
             let (loading, idle) = {
                 let a = self.activity.lock().unwrap_or_else(|e| e.into_inner());
