@@ -33,11 +33,17 @@ fn accounts<'a>(reply: &'a Reply) -> impl Iterator<Item = (&'a Value, &'a str)> 
 }
 
 /// A CREATED connection's accounts are refused (§3.2); and beside it, a connection of its own
-/// whose accounts are read as each event before its `connection.connected` arrives: whatever
-/// those reads are answered with, `rules::invariants::available` judges them against when the
-/// connection entered CONNECTED, as it judges every other accounts answer of the run.
+/// whose accounts are read while it connects: whatever those reads are answered with,
+/// `rules::invariants::available` judges them against when the connection entered CONNECTED,
+/// as it judges every other accounts answer of the run.
 async fn refused_before_connected(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let (created, connecting) = tokio::join!(refused_when_created(&ctx), reads_while_connecting(&ctx));
+    // The reads only add to the record: a target or driver that cannot connect leaves the
+    // CREATED connection's verdict standing (other cases say why it could not).
+    let connecting = match connecting {
+        Err(Stop::Ignore(..) | Stop::Error(..)) => Ok(()),
+        other => other,
+    };
     created.and(connecting)
 }
 

@@ -65,8 +65,13 @@ fn first_connected(record: &Record) -> BTreeMap<&str, Option<(DateTime<Utc>, u64
 }
 
 pub(crate) fn judge(record: &Record) -> Verdict {
-    let Some(ceiling) = offset_ceiling(record) else { return (0, Vec::new()) };
     let first = first_connected(record);
+    let Some(ceiling) = offset_ceiling(record) else {
+        // No clock to compare a 2xx answer with (no creation announced): only the refusals
+        // count, which keep the rule whatever the clock.
+        let refused = record.answers.iter().filter(|a| a.endpoint == Endpoint::Accounts && !a.ok());
+        return (refused.filter(|a| first.contains_key(a.id.as_str())).count(), Vec::new());
+    };
     let mut judged = 0;
     // Per connection: its early answers, the earliest first.
     let mut early: BTreeMap<&str, Vec<(&super::Seen, Duration, u64)>> = BTreeMap::new();
