@@ -279,9 +279,6 @@ departures! {
         // §6.3 reactions
         DeletedTransactionListed = "deleted-transaction-listed", "§6.3", ["state.deletions-hold"],
             "transaction.deleted is sent but the transaction stays listed";
-        #[seed]
-        DeletedOnLaterPages = "deleted-on-later-pages", "§6.3", ["state.deletions-hold"],
-            "a deleted transaction is left out of the first page only: pages read with `starting_after` still list it";
         DeletedUnknownTransaction = "deleted-unknown-transaction", "§6", ["reactions.transaction-deleted"],
             "transaction.deleted names a transaction the account never listed";
         // §5 authentication and isolation

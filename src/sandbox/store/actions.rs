@@ -167,11 +167,6 @@ impl Store {
         let account = self.accounts.get_mut(&account_id).expect("exists");
         let txn = if self.flavor.is(Mutant::DeletedTransactionListed) {
             account.transactions[index].clone()
-        } else if self.flavor.is(Mutant::DeletedOnLaterPages) {
-            // Kept, with a tombstone that only the first page heeds.
-            let txn = account.transactions[index].clone();
-            account.tombstones.insert(txn.id.clone(), (txn.date, txn.id.clone()));
-            txn
         } else {
             account.remove_transaction(index)
         };

@@ -504,9 +504,6 @@ impl Store {
         if f.is(Mutant::TransactionVanishes) && reads >= 1 && !oldest_first {
             list.pop();
         }
-        if f.is(Mutant::DeletedOnLaterPages) && starting_after.is_none() {
-            list.retain(|t| !account.tombstones.contains_key(&t.id));
-        }
         let decoded = starting_after.and_then(render::cursor_id).filter(|_| f.has(Variant::OpaqueCursor));
         // The mutant's next_cursor is an offset into the list as it is at each read, which an
         // insertion before it shifts (transaction ids are still taken as cursors).
