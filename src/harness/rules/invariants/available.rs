@@ -9,12 +9,15 @@
 //! `answered + min(occurredAt − sent)` (1 s more when that stamp is cut to the whole second).
 //! [`SLACK`] is left open: a server may store the new state a moment before it stamps the event
 //! announcing it, and its instances' clocks may differ a little. A connection some event shows
-//! was CONNECTED before (`previousStatus: connected`, an event since lost) is not judged.
+//! was CONNECTED before (`previousStatus: connected`, an event since lost) is not judged, nor
+//! are the connections of a client whose events name connections incoherently (one of its
+//! connections announced created twice): their moments cannot be told from the events
+//! (`events.created-announced` judges the naming).
 
 use super::{finding, Endpoint, Record, Verdict, MAX_FINDINGS};
 use crate::spec::ConnectionState;
 use chrono::{DateTime, Duration, Utc};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How long before its `connection.connected` occurred a connection's accounts may already be
 /// served: the state stored, the event not yet stamped.
@@ -39,8 +42,24 @@ fn offset_ceiling(record: &Record) -> Option<Duration> {
         .min()
 }
 
+/// The clients one of whose connections was announced created by two distinct events: their
+/// events' names are shifted, so no connection of theirs can be timed by its own events.
+fn misnamed(record: &Record) -> BTreeSet<Option<super::Client>> {
+    let created = ConnectionState::Created.event_type();
+    record
+        .creations()
+        .filter(|(connection, _)| {
+            let heard = record.deliveries.iter().map(|h| &h.delivery);
+            let announced = heard.filter(|d| d.connection_id() == Some(connection) && d.event_type() == Some(created));
+            announced.map(|d| d.identity()).collect::<BTreeSet<_>>().len() > 1
+        })
+        .map(|(_, seen)| seen.client())
+        .collect()
+}
+
 /// For each connection the run created: when its first `connection.connected` occurred, with
-/// the delivery; `None` when an event shows it was CONNECTED before that one.
+/// the delivery; `None` when an event shows it was CONNECTED before that one, or when its
+/// client's events are [`misnamed`].
 fn first_connected(record: &Record) -> BTreeMap<&str, Option<(DateTime<Utc>, u64)>> {
     let connected = ConnectionState::Connected.event_type();
     let mut first: BTreeMap<&str, Option<(DateTime<Utc>, u64)>> = record.creations().map(|(c, _)| (c, None)).collect();
@@ -58,6 +77,12 @@ fn first_connected(record: &Record) -> BTreeMap<&str, Option<(DateTime<Utc>, u64
         let (Some(c), Some(at)) = (d.connection_id(), d.occurred_at()) else { continue };
         let left = d.data_str("previousStatus") == Some(ConnectionState::Connected.lower());
         if let Some(slot) = first.get_mut(c).filter(|s| left && s.is_some_and(|(t, _)| at <= t)) {
+            *slot = None;
+        }
+    }
+    let misnamed = misnamed(record);
+    for (connection, seen) in record.creations() {
+        if let Some(slot) = first.get_mut(connection).filter(|_| misnamed.contains(&seen.client())) {
             *slot = None;
         }
     }

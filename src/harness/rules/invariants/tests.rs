@@ -287,3 +287,19 @@ fn accounts_served_before_their_connection_connected_fail_and_only_they() {
     r.delivery(at(3000), connected_event(5, "conn_1", 2000));
     assert_eq!(available::judge(&r).1.len(), 0);
 }
+
+#[test]
+fn accounts_of_a_client_whose_events_are_misnamed_are_not_timed() {
+    // conn_1 announced created twice (another connection's events named it): its moment of
+    // CONNECTED cannot be told, so its early read is not judged a fault.
+    let mut r = a_run();
+    r.delivery(at(2500), created_event(4, "conn_1", 2400));
+    r.delivery(at(3000), connected_event(5, "conn_1", 2000));
+    let (judged, found) = available::judge(&r);
+    assert_eq!((judged, found.len()), (2, 0), "{found:?}");
+    // A copy of its one announcement is no second one.
+    let mut r = a_run();
+    r.delivery(at(2500), created_event(0, "conn_1", 30));
+    r.delivery(at(3000), connected_event(5, "conn_1", 2000));
+    assert_eq!(available::judge(&r).1.len(), 1);
+}
