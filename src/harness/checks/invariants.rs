@@ -142,27 +142,43 @@ async fn clock_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 /// Longer than [`inv::clock::CREATED_SLACK`], plus 1 s for a `createdAt` written to the whole
 /// second (truncated, a stamp made at the read shows up to 1 s earlier: the sandbox writes it
-/// so, and a read 1.5 s late was then missed in about half the runs), plus a margin for the
-/// target's own scheduling.
-const LATE_READ: std::time::Duration = std::time::Duration::from_millis(2500);
+/// so, and a read 1.5 s late was then missed in about half the runs), plus a margin. Counted in
+/// the server's clock from the event's `occurredAt`, so the stamp is surely past the slack.
+const LATE_READ: std::time::Duration = std::time::Duration::from_millis(2250);
 
-/// Creates and connects a connection, waits for its `connection.connected` and [`LATE_READ`]
-/// more, then reads its accounts for the first time. Without a driver or a receiver there is
-/// nothing to compare, and nothing is done.
+/// Creates and connects a connection, waits for its `connection.connected`, and reads its
+/// accounts for the first time once the server's clock has surely passed the event's
+/// `occurredAt` by [`LATE_READ`]: by the receiver's [`clock_floor`](crate::harness::transport::receiver::Receiver::clock_floor),
+/// at most [`LATE_READ`] after the event arrived (a queue that delivers it late then costs no
+/// extra wait). Without a driver or a receiver there is nothing to compare, and nothing is done.
 async fn late_first_read(ctx: &RunContext) -> Result<(), Stop> {
     let (Some(_), Ok(receiver)) = (ctx.driver.as_ref(), ctx.receiver()) else { return Ok(()) };
     let created = ctx.create_connection().await?;
     ctx.drive(crate::spec::Action::Connect, &created, None, None).await?;
     let connected = crate::spec::ConnectionState::Connected.event_type();
     let (_, seen) = receiver.wait_for_type(&created.connection_id, connected, ctx.plan.event_wait()).await;
+    let stamps: Vec<_> =
+        seen.iter().filter(|d| d.event_type() == Some(connected)).filter_map(|d| d.occurred_at()).collect();
     // An event stamped to the whole second widens the rule's slack by a second: wait as much more.
-    let whole = seen
-        .iter()
-        .filter(|d| d.event_type() == Some(connected))
-        .filter_map(|d| d.occurred_at())
-        .any(inv::clock::whole_second);
-    tokio::time::sleep(if whole { LATE_READ + std::time::Duration::from_secs(1) } else { LATE_READ }).await;
+    let late = match stamps.iter().copied().any(inv::clock::whole_second) {
+        true => LATE_READ + std::time::Duration::from_secs(1),
+        false => LATE_READ,
+    };
+    let due = stamps.iter().min().zip(receiver.clock_floor());
+    tokio::time::sleep(due.map_or(late, |(at, floor)| until_server_passes(*at, floor, late, chrono::Utc::now()))).await;
     ctx.accounts_when_ready(&created.connection_id).await.map(|_| ())
+}
+
+/// How long from `now` until the server's clock, at least `floor` ahead of this machine's, has
+/// passed `at` by `late`; never more than `late` (what waiting from the event's arrival costs).
+fn until_server_passes(
+    at: chrono::DateTime<chrono::Utc>,
+    floor: chrono::Duration,
+    late: std::time::Duration,
+    now: chrono::DateTime<chrono::Utc>,
+) -> std::time::Duration {
+    let left = at + chrono::Duration::from_std(late).unwrap_or_default() - floor - now;
+    left.to_std().unwrap_or_default().min(late)
 }
 
 /// Reach: the shared connection's own `widgetToken` tried as the Bearer key on its own
@@ -249,3 +265,24 @@ async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
 /// How long the cause experiment keeps apart from the run's creations on either side: more than
 /// the server's clock offset is uncertain by on a local target (a creation's event latency).
 const MARGIN: std::time::Duration = std::time::Duration::from_millis(400);
+
+#[cfg(test)]
+mod tests {
+    use super::until_server_passes;
+    use chrono::{Duration, TimeZone, Utc};
+    use std::time::Duration as Std;
+
+    #[test]
+    fn the_late_read_waits_in_the_servers_clock() {
+        let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let late = Std::from_millis(2250);
+        // The event arrived 1 s after it occurred (clocks equal): 1.25 s are left.
+        assert_eq!(until_server_passes(at, Duration::zero(), late, at + Duration::seconds(1)), Std::from_millis(1250));
+        // A server 300 ms behind: its clock passes the mark 300 ms later.
+        let behind = until_server_passes(at, Duration::milliseconds(-300), late, at + Duration::seconds(1));
+        assert_eq!(behind, Std::from_millis(1550));
+        // Never longer than from the arrival; nothing left once the mark has passed.
+        assert_eq!(until_server_passes(at, Duration::hours(-1), late, at), late);
+        assert_eq!(until_server_passes(at, Duration::zero(), late, at + Duration::seconds(3)), Std::ZERO);
+    }
+}
