@@ -260,6 +260,7 @@ pub(crate) fn judge_responses(
         }
     }
     mark_cut(&registrations, answers, cut, &mut judged);
+    observed.keep_own_cursors();
     (judged, Arc::new(observed))
 }
 

@@ -211,6 +211,32 @@ impl Observed {
     }
 }
 
+impl Observed {
+    /// Drops the pages read with a cursor that no other kept page of the same view and account
+    /// listed (another account's transaction, as `isolation.foreign-cursor` sends): what
+    /// answers such a cursor is not shown (§4.3), and it is no page of that account's list.
+    /// Kept, its items would count as listed or not by whether the rest of the run read the
+    /// account before or after it (mutant `other-connection-cursor`).
+    pub(crate) fn keep_own_cursors(&mut self) {
+        let mut listed: std::collections::HashSet<(Option<u8>, String, String)> = Default::default();
+        let mut kept = vec![false; self.pages.len()];
+        // The pages reached from first pages, one cursor at a time, whatever the reading order.
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for (page, kept) in self.pages.iter().zip(kept.iter_mut()).filter(|(_, k)| !**k) {
+                let (v, account) = (view(&page.answer), &page.account);
+                if page.cursor.as_ref().is_none_or(|c| listed.contains(&(v, account.clone(), c.clone()))) {
+                    (*kept, grew) = (true, true);
+                    listed.extend(page.items.iter().map(|(id, _, _)| (v, account.clone(), id.clone())));
+                }
+            }
+        }
+        let mut kept = kept.into_iter();
+        self.pages.retain(|_| kept.next().unwrap_or(false));
+    }
+}
+
 impl Model {
     /// The model of the run's reads (`Observed`) and `deliveries` (each with its arrival, in
     /// arrival order).

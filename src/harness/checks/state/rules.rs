@@ -485,6 +485,26 @@ mod tests {
     }
 
     #[test]
+    fn a_page_from_a_cursor_the_account_never_listed_is_no_page_of_it() {
+        let mut log = Log::new();
+        // A cursor of another account (isolation.foreign-cursor) answered with that account's
+        // items, then the account walked in full: nothing vanished from acc_1.
+        let foreign = json!({"data": [txn("txn_9", 9.0)], "has_more": false});
+        log.read("v1/accounts/acc_1/transactions", &[("starting_after", "txn_8")], foreign);
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        // A page from a cursor the account listed stays one (txn_1 listed, then txn_2 gone).
+        let own = json!({"data": [txn("txn_2", 2.0)], "has_more": false});
+        log.read("v1/accounts/acc_1/transactions", &[("starting_after", "txn_1")], own);
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        let mut observed = crate::harness::checks::state::Observed::default();
+        crate::harness::transport::parsed::reads_of(&log.answers).for_each(|read| observed.add(&read));
+        observed.keep_own_cursors();
+        let (_, found) = nothing_vanishes(&Model::of(&Arc::new(observed), &[]));
+        assert_eq!(found.len(), 1, "{:?}", found.iter().map(|f| &f.problem).collect::<Vec<_>>());
+        assert!(found[0].problem.contains("txn_2"), "{}", found[0].problem);
+    }
+
+    #[test]
     fn a_late_connection_connected_excuses_no_drop_after_a_served_list() {
         let mut log = Log::new();
         let list = |ids: &[&str]| json!(ids.iter().map(|id| json!({"id": id})).collect::<Vec<_>>());
