@@ -18,7 +18,8 @@
 //! (larger values are clamped to 100, not refused); order as in
 //! `super::model::list_order`.
 
-use super::faults::{Flavor, Mutant, Variant};
+use super::faults::{Mutant, Variant};
+use super::flavor::Flavor;
 use super::render;
 use super::shared::Shared;
 use super::store::ReadError;

@@ -7,14 +7,21 @@
 //!   it. `bankconf serve --variant NAME`.
 //!
 //! Each one is applied by a single `if f.is(…)` hook at the one place of the sandbox it
-//! concerns (`render`, `store`, `api`, `webhooks`); [`Flavor`] carries the choice there.
+//! concerns (`render`, `store`, `api`, `webhooks`); [`Flavor`](super::flavor::Flavor) carries the
+//! choice there. One whose whole fault is an edit of an answer is written here instead, beside
+//! its row (`=> edit`, see [`Answer`]), so that adding it touches this file alone.
 
-use rand::Rng;
+use super::model::Account;
+use serde_json::Value;
+use std::collections::HashMap;
 
 macro_rules! departures {
+    (@edit) => { None };
+    (@edit $edit:path) => { Some($edit as AnswerEdit) };
     (
         $(#[$meta:meta])* $vis:vis enum $ty:ident {
-            $($(#[$flag:ident])* $v:ident = $name:literal, $section:literal, [$($case:literal),*], $desc:literal;)*
+            $($(#[$flag:ident])* $v:ident = $name:literal, $section:literal, [$($case:literal),*], $desc:literal
+                $(=> $edit:path)?;)*
         }
     ) => {
         $(#[$meta])*
@@ -69,6 +76,12 @@ macro_rules! departures {
             /// machine's speed.
             pub fn noisy(self) -> bool {
                 self.flags().contains(&"noisy")
+            }
+
+            /// The edit of an answer that is its whole fault, when it is one: written beside
+            /// its row (`=> edit`), applied by one layer ([`super::edit_apply`]).
+            pub(super) fn answer_edit(self) -> Option<AnswerEdit> {
+                match self { $($ty::$v => departures!(@edit $($edit)?),)* }
             }
 
             /// The one [`Self::name`] names.
@@ -178,7 +191,7 @@ departures! {
         TransactionStatusPending = "transaction-status-pending", "§2.3", ["transactions.status-posted"],
             "transactions have status `pending`, a value the spec does not show (an advisory note)";
         PageMissingHasMore = "page-missing-has-more", "§4.3", ["transactions.page-schema"],
-            "pages lack the required `has_more`";
+            "pages lack the required `has_more`" => page_missing_has_more;
         PageGap = "page-gap", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
             "starting_after skips one item: an item is lost at every page boundary";
         PageDuplicate = "page-duplicate", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
@@ -493,104 +506,30 @@ impl Mutant {
     }
 }
 
-/// What the sandbox departs from, if anything: passed to every hook.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct Flavor {
-    pub mutant: Option<Mutant>,
-    pub variant: Option<Variant>,
-    /// Generated perturbations (`super::perturb`), applied where the JSON leaves the sandbox.
-    pub perturb: Option<Perturbs>,
+/// An answer of the API on its way out, as an edit beside a row sees it (only a 2xx JSON answer
+/// to `/v1/…` is edited).
+pub(super) struct Answer<'a> {
+    /// The request's path, and its `starting_after` if it had one.
+    pub path: &'a str,
+    pub starting_after: Option<&'a str>,
+    /// The account the path names (`/v1/accounts/{id}…`), as the store holds it now.
+    pub account: Option<&'a Account>,
+    /// What the edit remembers from one answer to the next, in this sandbox.
+    pub memory: &'a mut HashMap<String, usize>,
 }
 
-/// Generated perturbations as the hooks see them (`super::perturb_apply` implements it): the
-/// renderers name no module that generates, so no module imports in a circle.
-pub(super) trait Perturb: Send + Sync {
-    /// Edits an event as it is emitted; `false` drops it.
-    fn event(&self, body: &mut serde_json::Value, second: bool) -> bool;
-    /// Edits an API answer to `path` for `client` (`second`: not the first client).
-    fn answer(&self, path: &str, client: &str, second: bool, refused: bool, cursor: bool, body: &mut serde_json::Value);
-    /// Whether a refused creation is made anyway.
-    fn refused_creates(&self) -> bool;
-    /// The names of the active perturbations.
-    fn names(&self) -> Vec<&'static str>;
+/// An edit that is a departure's whole fault ([`Mutant::answer_edit`]).
+pub(super) type AnswerEdit = fn(Answer<'_>, &mut Value);
+
+/// Whether the answer is a page of an account's transactions (§4.3).
+fn is_page(a: &Answer<'_>) -> bool {
+    a.path.ends_with("/transactions")
 }
 
-/// The active perturbations of one sandbox (leaked: a sandbox lives as long as its run).
-#[derive(Clone, Copy)]
-pub(super) struct Perturbs(pub(super) &'static dyn Perturb);
-
-impl PartialEq for Perturbs {
-    fn eq(&self, other: &Self) -> bool {
-        std::ptr::addr_eq(self.0, other.0)
-    }
-}
-
-impl Eq for Perturbs {}
-
-impl std::fmt::Debug for Perturbs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.0.names()).finish()
-    }
-}
-
-impl Flavor {
-    pub(super) fn is(self, m: Mutant) -> bool {
-        self.mutant == Some(m)
-    }
-
-    pub(super) fn has(self, v: Variant) -> bool {
-        self.variant == Some(v)
-    }
-
-    /// Whether account and transaction ids are numbered per client (two variants, §2).
-    pub(super) fn per_client_ids(self) -> bool {
-        self.has(Variant::PerClientIds) || self.has(Variant::PerClientIdsAtCreation)
-    }
-
-    /// A fresh identifier with `prefix` (§2): 26 upper-case alphanumerics, a lower-case UUID
-    /// under [`Variant::UuidIds`], and the wrong prefix under the prefix mutants.
-    pub(super) fn new_id(self, prefix: &str) -> String {
-        use crate::spec::prefix as p;
-        let wrong = [
-            (Mutant::ConnectionPrefix, p::CONNECTION, "connection_"),
-            (Mutant::WidgetTokenPrefix, p::WIDGET_TOKEN, "tok_"),
-            (Mutant::AccountPrefix, p::ACCOUNT, "account_"),
-            (Mutant::TransactionPrefix, p::TRANSACTION, "tx_"),
-            (Mutant::EventPrefix, p::EVENT, "event_"),
-            (Mutant::ClientPrefix, p::CLIENT, "client_"),
-        ];
-        let prefix = wrong.iter().find(|(m, right, _)| self.is(*m) && *right == prefix).map_or(prefix, |w| w.2);
-        if self.has(Variant::UuidIds) {
-            let n: u128 = rand::rng().random();
-            let h = format!("{n:032x}");
-            format!("{prefix}{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
-        } else {
-            super::model::new_id(prefix)
-        }
-    }
-
-    /// The connection event type this flavor never sends, if any.
-    pub(super) fn suppressed_event(self) -> Option<&'static str> {
-        Some(match self.mutant? {
-            Mutant::NoCreatedEvent => "connection.created",
-            Mutant::NoConnectedEvent => "connection.connected",
-            Mutant::NoFailedAuthEvent => "connection.failed_auth",
-            Mutant::NoMfaRequiredEvent => "connection.mfa_required",
-            Mutant::NoErrorEvent => "connection.error",
-            Mutant::NoDisconnectedEvent => "connection.disconnected",
-            Mutant::NoAccountsUpdatedEvent => crate::spec::ACCOUNTS_UPDATED,
-            Mutant::NoTransactionDeletedEvent => crate::spec::TRANSACTION_DELETED,
-            _ => return None,
-        })
-    }
-
-    /// Default and maximum `limit` (§8 leaves both open).
-    pub(super) fn limits(self) -> (usize, usize) {
-        if self.has(Variant::SmallLimitRejected) || self.has(Variant::SmallLimitClamped) {
-            (7, 10)
-        } else {
-            (super::model::DEFAULT_LIMIT, super::model::MAX_LIMIT)
-        }
+/// `page-missing-has-more`.
+fn page_missing_has_more(a: Answer<'_>, page: &mut Value) {
+    if let Some(page) = page.as_object_mut().filter(|_| is_page(&a)) {
+        page.remove("has_more");
     }
 }
 
@@ -624,14 +563,5 @@ mod tests {
             }
         }
         assert!(Mutant::ALL.iter().filter(|m| m.seed_sensitive()).count() >= 37);
-    }
-
-    #[test]
-    fn ids_carry_the_prefix() {
-        let f = Flavor { variant: Some(Variant::UuidIds), ..Default::default() };
-        assert_eq!(f.new_id("conn_").len(), 5 + 36);
-        let f = Flavor { mutant: Some(Mutant::AccountPrefix), ..Default::default() };
-        assert!(f.new_id("acc_").starts_with("account_"));
-        assert!(f.new_id("txn_").starts_with("txn_"));
     }
 }

@@ -6,6 +6,8 @@
 //! - `api`: the `/v1` endpoints of §4 behind bearer keys (§5), the widget script route (§1),
 //!   and the sandbox's error answers (§7 leaves them open);
 //! - `control`: the `/sandbox/...` control routes (webhook registration, lifecycle actions);
+//! - `faults`, `flavor`: the mutants and variants, and the choice every hook sees; `edit_apply`
+//!   applies the mutants written as an edit of an answer;
 //! - `transitions`: the transition table of the sandbox (§3.2 leaves it open);
 //! - `model`: the in-memory records, identifiers (§2) and the transaction list order (§4.3);
 //! - `render`: every JSON body (account, page, event, error) built in one place;
@@ -21,7 +23,9 @@ mod aliases;
 mod api;
 mod conditions;
 mod control;
+mod edit_apply;
 mod faults;
+mod flavor;
 mod model;
 mod perturb;
 mod perturb_apply;
@@ -34,8 +38,8 @@ mod webhooks;
 mod widget;
 
 pub use conditions::Conditions;
-use faults::Flavor;
 pub use faults::{Mutant, Variant};
+use flavor::Flavor;
 pub use model::{DEFAULT_LIMIT, MAX_LIMIT};
 /// The generated perturbations (issue 49): the harness's own test machinery, no part of the
 /// library (`bankconf::internal::generated` judges them).
@@ -247,7 +251,12 @@ impl Sandbox {
         let local_addr = listener.local_addr().map_err(cannot_listen)?;
         let (outbox, delivery) = webhooks::start(flavor, config.conditions);
         let store = Store::new(by_key, first_client, outbox, flavor);
-        let shared = Arc::new(Shared { store: Mutex::new(store), service: config.service.clone(), flavor });
+        let shared = Arc::new(Shared {
+            store: Mutex::new(store),
+            service: config.service.clone(),
+            flavor,
+            edit_memory: Mutex::default(),
+        });
         let mut router = Router::new()
             .merge(api::routes(shared.clone()).layer(axum::middleware::from_fn_with_state(
                 conditions::Gate::new(config.conditions),
@@ -257,6 +266,9 @@ impl Sandbox {
             .fallback(api::fallback)
             .method_not_allowed_fallback(api::method_not_allowed)
             .with_state(shared.clone());
+        if flavor.answer_edit().is_some() {
+            router = router.layer(axum::middleware::from_fn_with_state(shared.clone(), edit_apply::answers));
+        }
         if config.conditions.connection_close {
             router = router.layer(axum::middleware::from_fn(conditions::close_connections));
         }

@@ -7,7 +7,7 @@
 //! variant (its cell is ruled) is the matrix's to say: `crate::generated` decides, the sandbox
 //! only generates and applies ([`super::perturb_apply`]).
 
-use super::faults::Flavor;
+use super::flavor::Flavor;
 use super::model::{Connection, Event, EventDetail};
 use super::render;
 use super::seed;

@@ -1,7 +1,7 @@
 //! Applies generated perturbations ([`super::perturb`]) where the sandbox's JSON leaves it:
 //! one layer over every API answer ([`answers`]) and one hook on every event ([`event`]).
 
-use super::faults::{Perturb, Perturbs};
+use super::flavor::{Perturb, Perturbs};
 use super::perturb::{self, Family, Perturbation, Role, Site};
 use super::shared::Shared;
 use axum::body::Body;

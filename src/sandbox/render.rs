@@ -1,7 +1,8 @@
 //! Every JSON body the sandbox sends is built here, one function per payload, so that a mutant
 //! or a variant ([`super::faults`]) only needs to change one place.
 
-use super::faults::{Flavor, Mutant, Variant};
+use super::faults::{Mutant, Variant};
+use super::flavor::Flavor;
 use super::model::{Account, Event, EventDetail, Transaction};
 use crate::spec::ConnectionState;
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -200,9 +201,6 @@ pub(crate) fn page(f: Flavor, items: &[&Transaction], has_more: bool, cursor: Op
         if let Some(cursor) = cursor {
             v["next_cursor"] = json!(cursor);
         }
-    }
-    if f.is(Mutant::PageMissingHasMore) {
-        v.as_object_mut().expect("object").remove("has_more");
     }
     extra(f, &mut v);
     v

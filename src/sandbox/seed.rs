@@ -14,7 +14,7 @@
 //! Debits are negative, credits positive (§2.3); dates lie in the past 60 days, several
 //! transactions share a date (so the id tie-break of the list order matters).
 
-use super::faults::Flavor;
+use super::flavor::Flavor;
 use super::model::{Account, Connection, Institution, Position, Transaction};
 use crate::spec::prefix;
 use chrono::{DateTime, Duration, NaiveDate, Utc};

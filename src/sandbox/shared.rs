@@ -1,9 +1,10 @@
 //! What the routes and the control handle share: the state behind one mutex.
 
-use super::faults::Flavor;
+use super::flavor::Flavor;
 use super::store::{ActionOutcome, Store};
 use super::transitions::{ActionArgs, ControlError};
 use crate::spec::Action;
+use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 /// The state shared by the routes and [`Control`](super::Control).
@@ -11,6 +12,8 @@ pub(crate) struct Shared {
     pub(crate) store: Mutex<Store>,
     pub(crate) service: String,
     pub(crate) flavor: Flavor,
+    /// What an answer edit remembers ([`super::faults::Answer::memory`]).
+    pub(crate) edit_memory: Mutex<HashMap<String, usize>>,
 }
 
 impl Shared {

@@ -13,7 +13,8 @@
 //! - [`Conditions`] can make every delivery late, or each one slow in that one-at-a-time queue.
 
 use super::conditions::Conditions;
-use super::faults::{Flavor, Mutant, Variant};
+use super::faults::{Mutant, Variant};
+use super::flavor::Flavor;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -10,7 +10,8 @@
 //! shape open) and returns `{close()}`. It does not change the connection's state: drive the
 //! lifecycle with the control routes.
 
-use super::faults::{Flavor, Mutant, Variant};
+use super::faults::{Mutant, Variant};
+use super::flavor::Flavor;
 use crate::spec::prefix;
 
 /// The file name under `/widget/` for a service.

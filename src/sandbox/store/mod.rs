@@ -4,7 +4,8 @@
 //! queue is unbounded, so sending never waits).
 
 use super::aliases::Aliases;
-use super::faults::{Flavor, Mutant, Variant};
+use super::faults::{Mutant, Variant};
+use super::flavor::Flavor;
 use super::model::{key_order, list_order, Account, Connection, Event, EventDetail, Transaction};
 use super::transitions::ActionArgs;
 use super::webhooks::Outbox;
@@ -386,7 +387,7 @@ impl Store {
 
     /// The account as reads show it: under mutant `event-before-data`, as it was before its
     /// update for a moment after the update was announced.
-    fn account_as_read(&self, account_id: &str) -> Option<&Account> {
+    pub(super) fn account_as_read(&self, account_id: &str) -> Option<&Account> {
         if let Some((event, before)) = self.unacked.get(account_id) {
             let readable = self.outbox.acked(event).map(|at| at + std::time::Duration::from_millis(500));
             if readable.is_none_or(|at| std::time::Instant::now() < at) {
