@@ -4,6 +4,7 @@
 
 use super::Reply;
 use crate::harness::fixtures::context::{Connected, RunContext};
+use crate::harness::setup::steps::Created;
 use crate::harness::fixtures::property;
 use crate::harness::transport::har;
 use crate::harness::transport::pagination::{self, fetch_page, Window};
@@ -396,21 +397,7 @@ const INSERTIONS: usize = 3;
 /// existed throughout (new ones may show or not). On a fresh connection, which no other case
 /// reads, in the account with the most transactions, in 4 pages or more.
 async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let created = ctx.connect_new().await?;
-    let mut longest: Option<(String, Vec<String>, usize)> = None;
-    for account in ctx.accounts_when_ready(&created.connection_id).await? {
-        let Some(id) = account.get("id").and_then(Value::as_str) else { continue };
-        let walk = pagination::walk(&ctx.api, id, None, None).await?;
-        let page = walk.pages.iter().map(|p| p.items.len()).max().unwrap_or(0);
-        if longest.as_ref().is_none_or(|(_, most, _)| walk.ids().len() > most.len()) {
-            longest = Some((id.to_string(), walk.ids(), page));
-        }
-    }
-    let Some((account, before, page)) = longest.filter(|(_, ids, _)| ids.len() >= 4) else {
-        return Err(Stop::ignore("no account of a new connection has 4 transactions to walk"));
-    };
-    // Never above the target's own page size, which §8 lets it cap.
-    let limit = (before.len() / 4).clamp(1, page.max(1)) as u64;
+    let (created, account, before, limit) = longest_account(&ctx, 4).await?;
     let (mut seen, mut cursor, mut first) = (Vec::new(), None::<String>, None);
     // The pages read: the evidence of what they listed.
     let mut pages = Vec::new();
@@ -432,25 +419,57 @@ async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), Stop> {
             ctx.drive(crate::spec::Action::UpdateAccounts, &created, Some(&account), None).await?;
         }
     }
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    for id in &seen {
-        *counts.entry(id).or_default() += 1;
-    }
     let walked = format!(
         "{} and following next_cursor, with update_accounts after each of the first {INSERTIONS} pages",
         first.unwrap_or_default()
     );
+    exactly_once(before.iter(), &seen, &walked, &pages).finish()
+}
+
+/// A fresh connection's account with the most transactions, if it has `at_least`: its
+/// connection, id, transactions as a walk lists them, and a `limit` that splits them into about
+/// four pages, never above the target's own page size (which §8 lets it cap). Walked after
+/// this, the account is read by no other case.
+async fn longest_account(ctx: &RunContext, at_least: usize) -> Result<(Created, String, Vec<String>, u64), Stop> {
+    let created = ctx.connect_new().await?;
+    let mut longest: Option<(String, Vec<String>, usize)> = None;
+    for account in ctx.accounts_when_ready(&created.connection_id).await? {
+        let Some(id) = account.get("id").and_then(Value::as_str) else { continue };
+        let walk = pagination::walk(&ctx.api, id, None, None).await?;
+        let page = walk.pages.iter().map(|p| p.items.len()).max().unwrap_or(0);
+        if longest.as_ref().is_none_or(|(_, most, _)| walk.ids().len() > most.len()) {
+            longest = Some((id.to_string(), walk.ids(), page));
+        }
+    }
+    let Some((account, before, page)) = longest.filter(|(_, ids, _)| ids.len() >= at_least) else {
+        return Err(Stop::ignore(format!("no account of a new connection has {at_least} transactions to walk")));
+    };
+    let limit = (before.len() / 4).clamp(1, page.max(1)) as u64;
+    Ok((created, account, before, limit))
+}
+
+/// Each of `expected` listed exactly once in `seen`, the ids a walk (`walked`, on `pages`) listed.
+fn exactly_once<'a>(
+    expected: impl Iterator<Item = &'a String>,
+    seen: &[String],
+    walked: &str,
+    pages: &[Option<u64>],
+) -> Problems {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for id in seen {
+        *counts.entry(id).or_default() += 1;
+    }
     let mut problems = Problems::default();
-    for id in &before {
+    for id in expected {
         match counts.get(id.as_str()).copied().unwrap_or(0) {
             1 => {}
             0 => {
-                problems.add(on_pages(&pages, format!("{walked}: {id} was never listed, though it existed throughout")))
+                problems.add(on_pages(pages, format!("{walked}: {id} was never listed, though it existed throughout")))
             }
-            n => problems.add(on_pages(&pages, format!("{walked}: {id} was listed {n} times"))),
+            n => problems.add(on_pages(pages, format!("{walked}: {id} was listed {n} times"))),
         }
     }
-    problems.finish()
+    problems
 }
 
 /// A finding resting on the answers of `pages` (their places in the answer log).
