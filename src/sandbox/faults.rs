@@ -11,7 +11,7 @@
 //! choice there. One whose whole fault is an edit of an answer is written here instead, beside
 //! its row (`=> edit`, see [`Answer`]), so that adding it touches this file alone.
 
-use super::model::Account;
+use super::model::{key_order, Account};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -209,6 +209,8 @@ departures! {
         #[seed]
         OffsetCursorUnderInsertions = "offset-cursor-under-insertions", "§4.3", ["transactions.walk-under-insertions"],
             "next_cursor is an offset into the list, so a transaction added between two page reads shifts the items after it";
+        OffsetAfterDeletion = "offset-after-deletion", "§4.3", ["transactions.walk-under-deletions", "state.nothing-vanishes"],
+            "a cursor is followed from where its item was when it was served, as an offset is: a deletion before it skips an item" => offset_after_deletion;
         CursorIgnored = "cursor-ignored", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
             "starting_after is ignored: always the first page";
         LimitIgnored = "limit-ignored", "§4.3", ["transactions.limit-respected"],
@@ -524,6 +526,27 @@ pub(super) type AnswerEdit = fn(Answer<'_>, &mut Value);
 /// Whether the answer is a page of an account's transactions (§4.3).
 fn is_page(a: &Answer<'_>) -> bool {
     a.path.ends_with("/transactions")
+}
+
+/// `offset-after-deletion`: each served cursor remembers how many removed transactions were
+/// listed before its item; followed, the page skips as many items as were removed there since.
+fn offset_after_deletion(a: Answer<'_>, page: &mut Value) {
+    let Some(account) = a.account.filter(|_| is_page(&a)) else { return };
+    let removed_before = |cursor: &str| {
+        let key = account.transactions.iter().find(|t| t.id == cursor).map(|t| (t.date, t.id.clone()));
+        let Some((date, id)) = key.or_else(|| account.tombstones.get(cursor).cloned()) else { return 0 };
+        let before = |(d, i): &(chrono::NaiveDate, String)| key_order((d, i), (&date, &id)).is_lt();
+        account.tombstones.values().filter(|t| before(t)).count()
+    };
+    if let (Some(cursor), Some(items)) = (a.starting_after, page.get_mut("data").and_then(Value::as_array_mut)) {
+        if let Some(then) = a.memory.get(cursor) {
+            let skip = removed_before(cursor).saturating_sub(*then);
+            items.drain(..skip.min(items.len()));
+        }
+    }
+    if let Some(next) = page.get("next_cursor").and_then(Value::as_str) {
+        a.memory.insert(next.to_string(), removed_before(next));
+    }
 }
 
 /// `page-missing-has-more`.

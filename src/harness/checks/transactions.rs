@@ -4,13 +4,14 @@
 
 use super::Reply;
 use crate::harness::fixtures::context::{Connected, RunContext};
-use crate::harness::setup::steps::Created;
 use crate::harness::fixtures::property;
+use crate::harness::rules::delivery;
+use crate::harness::setup::steps::Created;
 use crate::harness::transport::har;
 use crate::harness::transport::pagination::{self, fetch_page, Window};
 use crate::harness::vocab::outcome::{str_field, ErrorSource, Failure, Problems, Stop};
 use crate::schemas::{self, Schema};
-use crate::spec::prefix;
+use crate::spec::{prefix, Action};
 use proptest::prelude::*;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -27,6 +28,7 @@ super::cases! {
     HAS_MORE_HONEST = "transactions.has-more-honest" => has_more_honest;
     STATUS_POSTED = "transactions.status-posted" => reads_pages, responds [AccountTransactions => status_posted];
     WALK_UNDER_INSERTIONS = "transactions.walk-under-insertions" => walk_under_insertions;
+    WALK_UNDER_DELETIONS = "transactions.walk-under-deletions" => walk_under_deletions;
 }
 
 /// The flow of the response-checked cases: every page of every account of a CONNECTED
@@ -416,7 +418,7 @@ async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), Stop> {
         let next = page.next_cursor.ok_or_else(|| Stop::ignore("has_more without next_cursor: no walk to judge"))?;
         cursor = Some(next);
         if read < INSERTIONS {
-            ctx.drive(crate::spec::Action::UpdateAccounts, &created, Some(&account), None).await?;
+            ctx.drive(Action::UpdateAccounts, &created, Some(&account), None).await?;
         }
     }
     let walked = format!(
@@ -424,6 +426,71 @@ async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), Stop> {
         first.unwrap_or_default()
     );
     exactly_once(before.iter(), &seen, &walked, &pages).finish()
+}
+
+/// §4.3 rule 1 under deletions: a transaction removed between two page reads
+/// (`delete_transaction`, §6.3), one the walk already listed (before the cursor) and then one it
+/// has not reached (after it), neither hides nor repeats one that is still there. Each
+/// `transaction.deleted` is awaited before the next page, so that `state.deletions-hold` judges
+/// the later pages too. The cursor's own transaction is never removed: what answers a cursor
+/// naming a removed item is not shown (§4.3 places the items after an item; a removed one has
+/// no place).
+async fn walk_under_deletions(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let (created, account, before, limit) = longest_account(&ctx, 6).await?;
+    let (mut seen, mut cursor, mut first) = (Vec::<String>::new(), None::<String>, None);
+    let (mut pages, mut removed) = (Vec::new(), Vec::<String>::new());
+    for read in 0.. {
+        if read == pagination::MAX_LIMITED_PAGES {
+            return Err(Stop::ignore(format!("the walk stopped at its bound of {read} pages; not judged")));
+        }
+        let page = fetch_page(&ctx.api, &account, Some(limit), cursor.as_deref()).await?;
+        first.get_or_insert_with(|| page.request.clone());
+        pages.push(page.seq);
+        seen.extend(page.ids());
+        if !page.has_more {
+            break;
+        }
+        let next = page.next_cursor.ok_or_else(|| Stop::ignore("has_more without next_cursor: no walk to judge"))?;
+        // Never the page's last item, which an opaque cursor may name.
+        let listed = |id: &&String| seen.contains(id) && **id != next && Some(*id) != seen.last();
+        let pick = match removed.len() {
+            0 => before.iter().find(listed),
+            1 => before.iter().find(|id| !seen.contains(id) && !removed.contains(id)),
+            _ => None,
+        };
+        if let Some(id) = pick.cloned() {
+            remove_and_await(&ctx, &created, &account, &id).await?;
+            removed.push(id);
+        }
+        cursor = Some(next);
+    }
+    if removed.len() < 2 {
+        return Err(Stop::ignore(format!("the walk of {account} ended before both of its deletions; not judged")));
+    }
+    let walked = format!(
+        "{} and following next_cursor, with {} (listed) and {} (not yet) deleted between page reads",
+        first.unwrap_or_default(),
+        removed[0],
+        removed[1]
+    );
+    exactly_once(before.iter().filter(|id| !removed.contains(id)), &seen, &walked, &pages).finish()
+}
+
+/// Deletes `transaction` and waits (capped) for its `transaction.deleted`, when webhooks are heard.
+async fn remove_and_await(ctx: &RunContext, created: &Created, account: &str, transaction: &str) -> Result<(), Stop> {
+    let connection = &created.connection_id;
+    let receiver = ctx.receiver().ok();
+    let known = receiver.map(|r| delivery::identities(&r.for_connection(connection))).unwrap_or_default();
+    ctx.drive(Action::DeleteTransaction, created, Some(account), Some(transaction)).await?;
+    if let Some(receiver) = receiver {
+        let names = |d: &delivery::Delivery| d.data_str("transactionId") == Some(transaction);
+        let what = format!("{} for {transaction}", crate::spec::TRANSACTION_DELETED);
+        let done = |ds: &[delivery::Delivery]| {
+            delivery::step_event(ds, &known, crate::spec::TRANSACTION_DELETED, names).is_some_and(names)
+        };
+        receiver.wait_until(&what, connection, ctx.plan.event_wait(), done).await;
+    }
+    Ok(())
 }
 
 /// A fresh connection's account with the most transactions, if it has `at_least`: its
