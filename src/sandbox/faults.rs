@@ -462,6 +462,8 @@ departures! {
             "accounts of every other type carry empty positions and currencyBalances arrays";
         ShortConnected = "short-connected", "§6.2", [],
             "connection.connected is delivered in the short flat form";
+        ConnectedBothForms = "connected-both-forms", "§6.2", [],
+            "connection.connected is delivered in the short flat form as well as the full one";
         EmptyPreviousOnCreated = "empty-previous-on-created", "§6.2", [],
             "connection.created carries previousStatus \"\" instead of null";
         NoPreviousOnCreated = "no-previous-on-created", "§6.2", [],

@@ -206,13 +206,18 @@ pub(crate) fn page(f: Flavor, items: &[&Transaction], has_more: bool, cursor: Op
     v
 }
 
+/// The short flat form §6.2 shows for the `connection.connected` delivery (whole seconds).
+pub(crate) fn short_form(e: &Event) -> Value {
+    json!({ "event": e.kind, "connectionId": e.connection_id, "timestamp": timestamp(e.at) })
+}
+
 /// A webhook delivery: the envelope of §6.1 around the data object of §6.2. Connection events
 /// carry `previousStatus` (lower case, null for `connection.created`) and `error` (null, or
 /// `{code, message}` on entering the error state); account and transaction events carry
 /// `accountId` (and `transactionId`) instead.
 pub(crate) fn event(f: Flavor, e: &Event) -> Value {
     if f.has(Variant::ShortConnected) && e.kind == "connection.connected" {
-        return json!({ "event": e.kind, "connectionId": e.connection_id, "timestamp": timestamp(e.at) });
+        return short_form(e);
     }
     let at = timestamp_millis(e.at);
     let mut data = Map::new();

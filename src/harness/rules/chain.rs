@@ -38,6 +38,10 @@ pub(crate) fn ends(deliveries: &[Delivery]) -> Result<Vec<ConnectionState>, Chai
         }
         if d.is_short_form() {
             graph.short[index(state)] = true;
+            // One that is a copy of none of the full forms must be taken at least once.
+            if !copies_a_full_form(d, &events) {
+                graph.standalone[index(state)] = true;
+            }
             continue;
         }
         let previous = match d.body.pointer("/data/previousStatus") {
@@ -123,6 +127,23 @@ struct Graph {
     /// Pairs of states joined by a counted edge.
     joined: Vec<(usize, usize)>,
     short: [bool; STATES],
+    /// Short-form states with a short form that is a copy of no full form ([`copies_a_full_form`]).
+    standalone: [bool; STATES],
+}
+
+/// Whether the short form `short` may be another form of a full-form event of its type among
+/// `events`: §6.2 shows the short form as a form of the `connection.connected` delivery, so a
+/// server may send both for one change. Its `timestamp` has no milliseconds (cut or rounded:
+/// not shown), so a full form whose `occurredAt` is within a second of it may be the same event.
+fn copies_a_full_form(short: &Delivery, events: &[Delivery]) -> bool {
+    let Some(at) = short.data_str("timestamp").and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()) else {
+        return false;
+    };
+    events.iter().any(|d| {
+        !d.is_short_form()
+            && d.event_type() == short.event_type()
+            && d.occurred_at().is_some_and(|o| (o - at.to_utc()).num_milliseconds().abs() < 1000)
+    })
 }
 
 impl Graph {
@@ -158,7 +179,9 @@ impl Graph {
         match shorts.as_slice() {
             [] if need.iter().any(|n| *n != 0) => return false,
             [] => {}
-            // One short-form state: it cannot send (never into itself), and must be entered.
+            // One short-form state: it cannot send (never into itself), and must be entered,
+            // unless every short form of it may be a copy of a full form (then it need not).
+            [s] if need[*s] == 0 && !self.standalone[*s] => used[*s] = true,
             [s] => {
                 if need[*s] >= 0 {
                     return false;
@@ -274,6 +297,31 @@ mod tests {
             json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:00Z"}),
         );
         assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
+    }
+
+    /// §6.2 shows the short form as a form of the `connection.connected` delivery: sent beside
+    /// the full form of the same change, it is no second entry into CONNECTED (foreign-6's
+    /// `connected-short-form`, a disconnected connection's chain judged as ending connected).
+    #[test]
+    fn a_short_form_beside_its_full_form_is_no_second_connect() {
+        let mut events = happy();
+        events[3] = Delivery::new(
+            0,
+            json!({"id": "evt_4", "type": "connection.connected", "data": {"previousStatus": "verifying",
+                "connectionId": "conn_1", "occurredAt": "2026-01-01T00:00:03.400Z"}}),
+        );
+        events.push(Delivery::new(
+            9,
+            json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:00:03Z"}),
+        ));
+        events.push(event("evt_8", "connection.disconnected", json!("connected")));
+        assert!(ends(&events).unwrap().contains(&ConnectionState::Disconnected));
+        // A short form from another second is a reconnect of its own: the chain may not end there.
+        events[4] = Delivery::new(
+            9,
+            json!({"event": "connection.connected", "connectionId": "conn_1", "timestamp": "2026-01-01T00:09:00Z"}),
+        );
+        assert_eq!(ends(&events), Ok(vec![ConnectionState::Connected]));
     }
 
     #[test]

@@ -262,6 +262,10 @@ impl Store {
         }
         let body = Arc::new(body);
         self.events.push(body.clone());
+        // The variant sends the short form too, just before the full one (§6.2 shows both).
+        if self.flavor.has(Variant::ConnectedBothForms) && event.kind == ConnectionState::Connected.event_type() {
+            self.batch.push((Arc::new(render::short_form(&event)), event.client_id.clone()));
+        }
         self.batch.push((body, event.client_id));
         id
     }
