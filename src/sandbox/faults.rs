@@ -474,6 +474,8 @@ departures! {
             "the widget's open takes (token, connectionId, onSuccess), and throws given one object";
         WidgetPromise = "widget-promise", "§1", [],
             "the widget's open returns a promise";
+        WidgetPolls = "widget-polls", "§1", [],
+            "the widget asks for its session every 300 ms after onSuccess, for as long as the page lives";
         PerClientIds = "per-client-ids", "§2", [],
             "each client numbers its accounts and transactions from 1: the second client's ids equal the first's";
         WidgetFrame = "widget-frame", "§1", [],

@@ -70,6 +70,8 @@ pub(crate) fn script(service: &str, flavor: Flavor) -> String {
         script.replace(SUCCESS, FRAME_AND_SESSION)
     } else if flavor.is(Mutant::KeyInLateSession) {
         script.replace(SUCCESS, LATE_SESSION)
+    } else if flavor.has(Variant::WidgetPolls) {
+        script.replace(SUCCESS, &format!("{SUCCESS}\n    {POLL}"))
     } else {
         script
     }
@@ -92,6 +94,12 @@ const FRAME_AND_SESSION: &str = r#"var frame = document.createElement("iframe");
 const LATE_SESSION: &str = r#"setTimeout(function () {
       fetch(origin + "/widget/session?connectionId=" + encodeURIComponent(connectionId)).then(function () {}, function () {});
     }, 1400);"#;
+
+/// [`Variant::WidgetPolls`]'s widget: after `onSuccess`, it asks for the session every 300 ms for
+/// as long as the page lives, as a widget that watches the connection's status does.
+const POLL: &str = r#"setInterval(function () {
+      fetch(origin + "/widget/session?connectionId=" + encodeURIComponent(connectionId)).then(function () {}, function () {});
+    }, 300);"#;
 
 /// The frame page and the session the widget of [`Variant::WidgetFrame`] loads.
 pub(crate) const FRAME_FILE: &str = "frame.html";

@@ -271,8 +271,8 @@ async fn frontend_no_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.note(
         "bounds",
         "widget.frontend-no-key looked at what the widget's page received up to 1.5 s after `open` (0.2 s once \
-         onSuccess came), then until its requests settled (none in flight for 0.5 s; at most 10 s more, still \
-         loading then: not judged) and at the browser's events \
+         onSuccess came), then until its requests settled (none in flight for 0.5 s; a page that keeps asking, \
+         none in flight at 10 s more or within 2 s after; still loading then: not judged) and at the browser's events \
          within 1024 unread per listener (more are dropped): what came later or past them was not looked at"
             .to_string(),
     );

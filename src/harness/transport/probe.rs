@@ -15,6 +15,9 @@ use tokio::task::JoinHandle;
 /// XHR, any load), `postMessage` payloads and `onSuccess` arguments, each cut to
 /// [`MAX_RECEIVED_BYTES`], at most [`MAX_RECEIVED_TOTAL`] in all.
 const MAX_RECEIVED: usize = 32;
+/// Responses kept: more than payloads, since a widget that polls its status makes dozens in the
+/// probe's window (their bodies stay within [`MAX_RECEIVED_TOTAL`]).
+const MAX_RESPONSES: usize = 256;
 const MAX_RECEIVED_BYTES: usize = 256 * 1024;
 const MAX_RECEIVED_TOTAL: usize = 2 * 1024 * 1024;
 
@@ -311,7 +314,7 @@ struct Loads {
     /// The status of each response seen, by URL (bounded as `seen`).
     statuses: Arc<StdMutex<Vec<(String, u16)>>>,
     finished: Arc<StdMutex<std::collections::HashSet<String>>>,
-    /// Responses past [`MAX_RECEIVED`], not kept.
+    /// Responses past [`MAX_RESPONSES`], not kept.
     over: Arc<std::sync::atomic::AtomicUsize>,
     activity: Arc<StdMutex<Activity>>,
     task: JoinHandle<()>,
@@ -327,7 +330,7 @@ struct Activity {
 }
 
 /// Most requests of a page followed at once.
-const MAX_IN_FLIGHT: usize = 4 * MAX_RECEIVED;
+const MAX_IN_FLIGHT: usize = 4 * MAX_RESPONSES;
 
 /// How long the page's network stays idle before what it received is read.
 const QUIET: Duration = Duration::from_millis(500);
@@ -337,6 +340,10 @@ const SETTLE_CAP: Duration = Duration::from_secs(10);
 
 /// How long the probe lets the browser's events catch up before it looks at the page's requests.
 const GRACE: Duration = Duration::from_millis(200);
+
+/// How long past [`SETTLE_CAP`] a page that keeps requesting is given for a moment with nothing
+/// in flight: a poll's request is answered in far less, a stream never is.
+const DRAIN: Duration = Duration::from_secs(2);
 
 impl Activity {
     /// Follows a request's start and end; whether `method` is only about that.
@@ -395,7 +402,7 @@ impl Loads {
                 };
                 if let Some(text) = header_lines(given) {
                     let mut headers = h.lock().unwrap_or_else(|e| e.into_inner());
-                    if headers.len() < 2 * MAX_RECEIVED {
+                    if headers.len() < 2 * MAX_RESPONSES {
                         headers.push((id.to_string(), text));
                     }
                 }
@@ -406,19 +413,19 @@ impl Loads {
                     let Some(url) = event.params["response"]["url"].as_str() else { continue };
                     if let Some(status) = event.params["response"]["status"].as_u64() {
                         let mut statuses = st.lock().unwrap_or_else(|e| e.into_inner());
-                        if statuses.len() < MAX_RECEIVED {
+                        if statuses.len() < MAX_RESPONSES {
                             statuses.push((url.to_string(), u16::try_from(status).unwrap_or(0)));
                         }
                     }
                     let mut seen = s.lock().unwrap_or_else(|e| e.into_inner());
-                    if seen.len() < MAX_RECEIVED {
+                    if seen.len() < MAX_RESPONSES {
                         seen.push((id.to_string(), url.to_string()));
                     } else {
                         o.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                 } else {
                     let mut done = d.lock().unwrap_or_else(|e| e.into_inner());
-                    if done.len() < 4 * MAX_RECEIVED {
+                    if done.len() < 4 * MAX_RESPONSES {
                         done.insert(id.to_string());
                     }
                 }
@@ -440,7 +447,12 @@ impl Loads {
             if loading == 0 && idle >= QUIET {
                 return None;
             }
-            if Instant::now() >= until {
+            // A page that keeps asking (a status poll) never goes quiet: past the cap, it has
+            // settled once nothing is in flight, since every response it began was read.
+            if Instant::now() >= until && loading == 0 {
+                return None;
+            }
+            if Instant::now() >= until + DRAIN {
                 return Some(loading.max(1));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -462,7 +474,7 @@ impl Loads {
         let mut cut = Vec::new();
         let over = self.over.load(std::sync::atomic::Ordering::Relaxed);
         if over > 0 {
-            cut.push(format!("{over} response(s) past the {MAX_RECEIVED} kept"));
+            cut.push(format!("{over} response(s) past the {MAX_RESPONSES} kept"));
         }
         let mut out = self.header_texts(&seen);
         let mut total = 0;
