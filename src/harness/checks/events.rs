@@ -5,17 +5,18 @@
 
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::rules::chain;
-use crate::harness::rules::delivery::Delivery;
+use crate::harness::rules::delivery::{unique, Delivery};
 use crate::harness::rules::event_rules;
+use crate::harness::rules::invariants::{Record, Verdict};
 use crate::harness::vocab::outcome::{Problems, Stop};
 use crate::spec::Action;
 use std::sync::Arc;
 
 super::cases! {
-    SCHEMA = "events.schema" => schema;
+    SCHEMA = "events.schema" => schema, record [schema_everywhere];
     DELIVERIES_ARE_EVENTS = "events.deliveries-are-events" => deliveries_are_events;
-    ENVELOPE_AGREES = "events.envelope-agrees" => envelope_agrees;
-    UNIQUE_IDS = "events.unique-ids" => unique_ids;
+    ENVELOPE_AGREES = "events.envelope-agrees" => envelope_agrees, record [envelope_everywhere];
+    UNIQUE_IDS = "events.unique-ids" => unique_ids, record [ids_everywhere];
     CREATED_ANNOUNCED = "events.created-announced" => created_announced;
     PREVIOUS_STATUS_CHAIN = "events.previous-status-chain" => previous_status_chain;
     TIME_FOLLOWS_CHAIN = "events.time-follows-chain" => time_follows_chain;
@@ -70,11 +71,34 @@ pub(crate) fn offline(case: &str, deliveries: &[Delivery]) -> Option<Result<(), 
 
 /// Applies the delivery rule of `case` to the tour's deliveries, and to every delivery that
 /// names no connection (it may concern any of this run's, and no wait ever sees it).
-async fn over_tour(ctx: &RunContext, case: &str) -> Result<(), Stop> {
-    let mut deliveries = tour_deliveries(ctx).await?;
-    let receiver = ctx.receiver()?;
-    deliveries.extend(receiver.timeline().into_iter().map(|(_, d)| d).filter(|d| d.connection_id().is_none()));
-    DELIVERY_RULES.iter().filter(|(id, _)| *id == case).try_for_each(|(_, rule)| rule(&deliveries))
+/// The flow of a case whose [`DELIVERY_RULES`] rule judges the run's record: the tour, whose
+/// deliveries the rule must see; the rule itself runs over every delivery of the run once the
+/// flows ended, whichever flow caused it (a sync of a walk's account, a random sequence).
+async fn over_tour(ctx: &RunContext, _case: &str) -> Result<(), Stop> {
+    tour_deliveries(ctx).await?;
+    ctx.receiver().map(|_| ())
+}
+
+/// `rule` over every delivery of the record: how many events it judged, and its failure.
+fn over_record(rule: DeliveryRule, record: &Record) -> Verdict {
+    let deliveries: Vec<Delivery> = record.deliveries.iter().map(|h| h.delivery.clone()).collect();
+    let judged = unique(&deliveries).len();
+    match rule(&deliveries) {
+        Err(Stop::Fail(failure)) => (judged, vec![failure]),
+        _ => (judged, Vec::new()),
+    }
+}
+
+fn schema_everywhere(record: &Record) -> Verdict {
+    over_record(event_rules::schema, record)
+}
+
+fn envelope_everywhere(record: &Record) -> Verdict {
+    over_record(event_rules::envelope_agrees, record)
+}
+
+fn ids_everywhere(record: &Record) -> Verdict {
+    over_record(event_rules::ids_identify_events, record)
 }
 
 async fn unique_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
