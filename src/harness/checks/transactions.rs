@@ -400,32 +400,14 @@ const INSERTIONS: usize = 3;
 /// reads, in the account with the most transactions, in 4 pages or more.
 async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let (created, account, before, limit) = longest_account(&ctx, 4).await?;
-    let (mut seen, mut cursor, mut first) = (Vec::new(), None::<String>, None);
-    // The pages read: the evidence of what they listed.
-    let mut pages = Vec::new();
-    for read in 0.. {
-        if read == pagination::MAX_LIMITED_PAGES {
-            return Err(Stop::ignore(format!("the walk stopped at its bound of {read} pages; not judged")));
-        }
-        let page = fetch_page(&ctx.api, &account, Some(limit), cursor.as_deref()).await?;
-        first.get_or_insert_with(|| page.request.clone());
-        pages.push(page.seq);
-        seen.extend(page.ids());
-        if !page.has_more {
-            break;
-        }
-        // A page without a cursor to follow is has-more-honest's failure, not this one's.
-        let next = page.next_cursor.ok_or_else(|| Stop::ignore("has_more without next_cursor: no walk to judge"))?;
-        cursor = Some(next);
-        if read < INSERTIONS {
-            ctx.drive(Action::UpdateAccounts, &created, Some(&account), None).await?;
-        }
-    }
+    let walk =
+        interleaved_walk(&ctx, &created, &account, limit, |read, _, _| (read < INSERTIONS).then_some(Between::Insert))
+            .await?;
     let walked = format!(
         "{} and following next_cursor, with update_accounts after each of the first {INSERTIONS} pages",
-        first.unwrap_or_default()
+        walk.first
     );
-    exactly_once(before.iter(), &seen, &walked, &pages).finish()
+    exactly_once(before.iter(), &walk.seen, &walked, &walk.pages).finish()
 }
 
 /// §4.3 rule 1 under deletions: a transaction removed between two page reads
@@ -437,20 +419,8 @@ async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), Stop> {
 /// no place).
 async fn walk_under_deletions(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let (created, account, before, limit) = longest_account(&ctx, 6).await?;
-    let (mut seen, mut cursor, mut first) = (Vec::<String>::new(), None::<String>, None);
-    let (mut pages, mut removed) = (Vec::new(), Vec::<String>::new());
-    for read in 0.. {
-        if read == pagination::MAX_LIMITED_PAGES {
-            return Err(Stop::ignore(format!("the walk stopped at its bound of {read} pages; not judged")));
-        }
-        let page = fetch_page(&ctx.api, &account, Some(limit), cursor.as_deref()).await?;
-        first.get_or_insert_with(|| page.request.clone());
-        pages.push(page.seq);
-        seen.extend(page.ids());
-        if !page.has_more {
-            break;
-        }
-        let next = page.next_cursor.ok_or_else(|| Stop::ignore("has_more without next_cursor: no walk to judge"))?;
+    let mut removed = Vec::<String>::new();
+    let walk = interleaved_walk(&ctx, &created, &account, limit, |_, seen, next| {
         // Never the page's last item, which an opaque cursor may name.
         let listed = |id: &&String| seen.contains(id) && **id != next && Some(*id) != seen.last();
         let pick = match removed.len() {
@@ -458,27 +428,78 @@ async fn walk_under_deletions(ctx: Arc<RunContext>) -> Result<(), Stop> {
             1 => before.iter().find(|id| !seen.contains(id) && !removed.contains(id)),
             _ => None,
         };
-        if let Some(id) = pick.cloned() {
-            drive_and_await(&ctx, &created, Action::DeleteTransaction, Some(&account), Some(&id)).await?;
-            removed.push(id);
-        }
-        cursor = Some(next);
-    }
+        let id = pick.cloned()?;
+        removed.push(id.clone());
+        Some(Between::Remove(id))
+    })
+    .await?;
     if removed.len() < 2 {
         return Err(Stop::ignore(format!("the walk of {account} ended before both of its deletions; not judged")));
     }
     let walked = format!(
         "{} and following next_cursor, with {} (listed) and {} (not yet) deleted between page reads",
-        first.unwrap_or_default(),
-        removed[0],
-        removed[1]
+        walk.first, removed[0], removed[1]
     );
-    let verdict = exactly_once(before.iter().filter(|id| !removed.contains(id)), &seen, &walked, &pages);
+    let verdict = exactly_once(before.iter().filter(|id| !removed.contains(id)), &walk.seen, &walked, &walk.pages);
     let survivor = before.iter().find(|id| !removed.contains(id)).cloned().unwrap_or_default();
     if let Err(stop) = sync_after_deletions(&ctx, &created, &account, &survivor).await {
         ctx.note("not judged", format!("the sync of {account} after its walk under deletions: {stop}"));
     }
     verdict.finish()
+}
+
+/// A change a walk makes between two page reads of its account.
+enum Between {
+    /// `update_accounts`, not awaited (new transactions may show or not).
+    Insert,
+    /// `delete_transaction` of this one, its `transaction.deleted` awaited.
+    Remove(String),
+}
+
+/// What an interleaved walk listed: every id in order, its pages (the evidence) and its first
+/// request.
+struct Walked {
+    seen: Vec<String>,
+    pages: Vec<Option<u64>>,
+    first: String,
+}
+
+/// Walks `account` at `limit`, making the change `between` asks for after each page that has a
+/// next one (given the page's number, the ids listed so far and the cursor to follow).
+async fn interleaved_walk(
+    ctx: &RunContext,
+    created: &Created,
+    account: &str,
+    limit: u64,
+    mut between: impl FnMut(usize, &[String], &str) -> Option<Between>,
+) -> Result<Walked, Stop> {
+    let mut walked = Walked { seen: Vec::new(), pages: Vec::new(), first: String::new() };
+    let mut cursor = None::<String>;
+    for read in 0.. {
+        if read == pagination::MAX_LIMITED_PAGES {
+            return Err(Stop::ignore(format!("the walk stopped at its bound of {read} pages; not judged")));
+        }
+        let page = fetch_page(&ctx.api, account, Some(limit), cursor.as_deref()).await?;
+        if read == 0 {
+            walked.first = page.request.clone();
+        }
+        walked.pages.push(page.seq);
+        walked.seen.extend(page.ids());
+        if !page.has_more {
+            return Ok(walked);
+        }
+        // A page without a cursor to follow is has-more-honest's failure, not this one's.
+        let next = page.next_cursor.ok_or_else(|| Stop::ignore("has_more without next_cursor: no walk to judge"))?;
+        match between(read, &walked.seen, &next) {
+            Some(Between::Insert) => ctx.drive(Action::UpdateAccounts, created, Some(account), None).await?,
+            Some(Between::Remove(id)) => {
+                drive_and_await(ctx, created, Action::DeleteTransaction, Some(account), Some(&id)).await?
+            }
+            None => {}
+        }
+        cursor = Some(next);
+    }
+    Ok(walked)
 }
 
 /// Drives `action` (a deletion or an update) and waits (capped) for the event that announces it,
