@@ -389,6 +389,8 @@ departures! {
         #[seed]
         EventsToFirstAddress = "events-to-first-address", "§6", ["isolation.deliveries"],
             "every client's events go to the address registered first (the first client's), although each client registered its own";
+        DataEventsToFirstAddress = "data-events-to-first-address", "§6", ["isolation.deliveries"],
+            "every client's accounts.updated and transaction.deleted go to the address registered first (connection events go right)";
         #[seed]
         WidgetNeedsKey = "widget-needs-key", "§5", ["widget.served"],
             "the widget script answers 401 unless the request carries an API key, which no frontend holds";

@@ -131,7 +131,10 @@ async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor, conditions: Co
                 // The mutant sends every event to every address, whoever registered it.
                 let anywhere = flavor.is(Mutant::EventsToOtherClient);
                 // This one sends every event to the address registered first, and only there.
-                let first = flavor.is(Mutant::EventsToFirstAddress);
+                let first = flavor.is(Mutant::EventsToFirstAddress)
+                    // This one too, but only the account and transaction events.
+                    || (flavor.is(Mutant::DataEventsToFirstAddress)
+                        && !event["type"].as_str().is_some_and(|t| t.starts_with("connection.")));
                 let takes = |(i, w): &(usize, &Worker)| match first {
                     true => *i == 0,
                     false => anywhere || w.only.as_ref().is_none_or(|c| *c == of),

@@ -5,7 +5,6 @@
 use super::Reply;
 use crate::harness::fixtures::context::{Connected, RunContext};
 use crate::harness::fixtures::property;
-use crate::harness::rules::delivery;
 use crate::harness::setup::steps::Created;
 use crate::harness::transport::har;
 use crate::harness::transport::pagination::{self, fetch_page, Window};
@@ -493,43 +492,13 @@ async fn interleaved_walk(
         match between(read, &walked.seen, &next) {
             Some(Between::Insert) => ctx.drive(Action::UpdateAccounts, created, Some(account), None).await?,
             Some(Between::Remove(id)) => {
-                drive_and_await(ctx, created, Action::DeleteTransaction, Some(account), Some(&id)).await?
+                ctx.drive_and_await(created, Action::DeleteTransaction, Some(account), Some(&id)).await?
             }
             None => {}
         }
         cursor = Some(next);
     }
     Ok(walked)
-}
-
-/// Drives `action` (a deletion or an update) and waits (capped) for the event that announces it,
-/// naming `transaction` (or `account`, when given), when webhooks are heard.
-async fn drive_and_await(
-    ctx: &RunContext,
-    created: &Created,
-    action: Action,
-    account: Option<&str>,
-    transaction: Option<&str>,
-) -> Result<(), Stop> {
-    let connection = &created.connection_id;
-    let receiver = ctx.receiver().ok();
-    let known = receiver.map(|r| delivery::identities(&r.for_connection(connection))).unwrap_or_default();
-    ctx.drive(action, created, account, transaction).await?;
-    let Some(receiver) = receiver else { return Ok(()) };
-    let kind = if action == Action::DeleteTransaction {
-        crate::spec::TRANSACTION_DELETED
-    } else {
-        crate::spec::ACCOUNTS_UPDATED
-    };
-    let (field, named) = match transaction {
-        Some(t) => ("transactionId", Some(t)),
-        None => ("accountId", account),
-    };
-    let names = |d: &delivery::Delivery| named.is_none_or(|n| d.data_str(field) == Some(n));
-    let what = format!("{kind} for {}", named.unwrap_or(connection));
-    let done = |ds: &[delivery::Delivery]| delivery::step_event(ds, &known, kind, names).is_some_and(names);
-    receiver.wait_until(&what, connection, ctx.plan.event_wait(), done).await;
-    Ok(())
 }
 
 /// After a walk's deletions, more changes of the same account interleaved: a sync, a deletion
@@ -545,7 +514,7 @@ async fn sync_after_deletions(ctx: &RunContext, created: &Created, account: &str
         (Action::UpdateAccounts, None, None),
     ];
     for (action, on, transaction) in steps {
-        drive_and_await(ctx, created, action, on, transaction).await?;
+        ctx.drive_and_await(created, action, on, transaction).await?;
     }
     pagination::walk_again(&ctx.api, account).await.map(|_| ())
 }
