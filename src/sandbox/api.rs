@@ -377,7 +377,13 @@ async fn widget_script(
         if shared.flavor.is(Mutant::KeyInWidgetSession) || shared.flavor.is(Mutant::KeyInLateSession) {
             session["state"] = key().bytes().map(|b| format!("{b:02x}")).collect::<String>().into();
         }
-        return Json(session).into_response();
+        let mut answer = Json(session).into_response();
+        // A client's page (another origin) reads it, so it says any origin may (§1 item 2).
+        if !shared.flavor.is(Mutant::WidgetNoCors) {
+            let any = axum::http::HeaderValue::from_static("*");
+            answer.headers_mut().insert(axum::http::header::ACCESS_CONTROL_ALLOW_ORIGIN, any);
+        }
+        return answer;
     }
     if file != widget::file_name(&shared.service) || shared.flavor.is(Mutant::WidgetMissing) {
         return ApiError::not_found(format!("no widget file {file}")).into_response();

@@ -397,6 +397,8 @@ departures! {
         #[seed]
         WidgetCorpSameOrigin = "widget-corp-same-origin", "§1", ["widget.loads-cross-origin"],
             "the widget script is served with Cross-Origin-Resource-Policy: same-origin, so no client's page can load it";
+        WidgetNoCors = "widget-no-cors", "§1", ["widget.opens-cross-origin"],
+            "the widget fetches its session from the script's origin, answered with no Access-Control-Allow-Origin, so it fails in every client's page";
         #[seed]
         #[noisy]
         ChangeAfterAck = "change-after-ack", "§6.3", ["reactions.accounts-updated"],

@@ -66,6 +66,7 @@ pub(crate) fn script(service: &str, flavor: Flavor) -> String {
         || flavor.is(Mutant::KeyInWidgetFrame)
         || flavor.is(Mutant::KeyInWidgetCookie)
         || flavor.is(Mutant::KeyInWidgetSession)
+        || flavor.is(Mutant::WidgetNoCors)
     {
         script.replace(SUCCESS, FRAME_AND_SESSION)
     } else if flavor.is(Mutant::KeyInLateSession) {

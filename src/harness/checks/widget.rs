@@ -19,6 +19,7 @@ super::cases! {
     OPEN_ACCEPTS_TOKEN = "widget.open-accepts-token" => open_accepts_token;
     FRONTEND_NO_KEY = "widget.frontend-no-key" => frontend_no_key;
     LOADS_CROSS_ORIGIN = "widget.loads-cross-origin" => loads_cross_origin;
+    OPENS_CROSS_ORIGIN = "widget.opens-cross-origin" => opens_cross_origin;
 }
 
 /// The JavaScript MIME type essences browsers accept (WHATWG MIME Sniffing, RFC 9239).
@@ -109,6 +110,72 @@ async fn loads_cross_origin(ctx: Arc<RunContext>) -> Result<(), Stop> {
         format!(
             "{url}: a page of another origin (a client's frontend, holding no key) could not load the script, which \
              its own origin loads (a Cross-Origin-Resource-Policy or similar refusal)"
+        )
+    })
+}
+
+/// §1 item 2: the client's frontend, a page of its own origin, opens the widget, and the user
+/// authenticates there; a widget whose own requests the browser refuses for CORS in such a page
+/// cannot work for any client. Judged only once `open` was called with success from the
+/// script's own origin (`widget.open-accepts-token`), with a fresh connection's token (§4.1), so
+/// that every request is the widget's happy path. With `--header` values, a refusal may be the
+/// gateway's (a CORS preflight never carries them): not judged, naming both causes.
+async fn opens_cross_origin(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let url = script_url(&ctx);
+    // Beside the probe, not after it: a widget that keeps asking holds each page over 10 s.
+    let elsewhere = async {
+        let session = ctx.browser.get(ctx.plan.browser.as_deref()).await?;
+        let created = ctx.create_connection().await?;
+        let Some(token) = created.widget_token.as_deref() else {
+            let id = &created.connection_id;
+            return Err(Stop::ignore(format!("the creation of {id} gave no widgetToken (judged by create.*)")));
+        };
+        session.opens_elsewhere(&url, (token, &created.connection_id), &ctx.browser.headers).await
+    };
+    let (probe, opened) = tokio::join!(probe(&ctx), elsewhere);
+    if probe?.call.as_ref().is_none_or(|c| c.accepted.is_none()) {
+        return Err(Stop::ignore(
+            "`open` was not called with success from the script's own origin (see widget.open-accepts-token)",
+        ));
+    }
+    let opened = opened?;
+    if !opened.called {
+        return Err(Stop::ignore(format!(
+            "{url}: a page of another origin {} (widget.loads-cross-origin judges the load)",
+            if opened.found { "could not call `open`" } else { "found no global with `open`" }
+        )));
+    }
+    ctx.note(
+        "bounds",
+        "widget.opens-cross-origin watched the widget's requests up to 1.5 s after `open` (0.2 s once onSuccess came), \
+         then until they settled as widget.frontend-no-key's do: a refusal after that was not seen"
+            .to_string(),
+    );
+    let blocked: Vec<String> = opened.blocked.iter().map(|b| printable(b)).collect();
+    if !blocked.is_empty() && !ctx.browser.headers.pairs.is_empty() {
+        return Err(Stop::ignore(format!(
+            "the browser refused {} of the widget's requests for CORS in a page of another origin: {}; with --header \
+             values, either the target sends no CORS answer or the gateway refused a preflight (it never carries them)",
+            blocked.len(),
+            blocked.join("; ")
+        )));
+    }
+    if blocked.is_empty() && !opened.cut.is_empty() {
+        let cut: Vec<String> = opened.cut.iter().map(|c| printable(c)).collect();
+        return Err(Stop::Ignore(
+            IgnoreCause::Bound,
+            format!(
+                "no request of the widget was refused for CORS within the bounds, but they left out: {}",
+                cut.join("; ")
+            ),
+        ));
+    }
+    ensure(blocked.is_empty(), || {
+        format!(
+            "{url}: in a page of another origin (a client's frontend) that called `open`, the browser refused {} of the \
+             widget's requests for CORS, so it cannot work in any client's page: {}",
+            blocked.len(),
+            blocked.join("; ")
         )
     })
 }

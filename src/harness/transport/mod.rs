@@ -4,6 +4,7 @@ pub(crate) mod answers;
 pub(crate) mod browser;
 pub(crate) mod cdp;
 pub(crate) mod driver;
+pub(crate) mod elsewhere;
 pub(crate) mod files;
 pub(crate) mod har;
 pub(crate) mod http;

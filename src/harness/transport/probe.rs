@@ -233,79 +233,9 @@ impl Session {
     }
 }
 
-/// A client's frontend, as the browser sees one: a page with no credentials, served from a
-/// loopback port of its own (another origin than the service's; a `data:` page would be a
-/// public context, which the browser keeps from loading a loopback target's script).
-const ELSEWHERE_PAGE: &str = "<!doctype html><title>a client's frontend</title>";
-
-/// Serves [`ELSEWHERE_PAGE`] on 127.0.0.1, port 0, to every request, until aborted.
-async fn serve_elsewhere() -> std::io::Result<(String, JoinHandle<()>)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/", listener.local_addr()?);
-    let task = tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut head = [0u8; 4096];
-                let _ = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut head)).await;
-                let answer = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{ELSEWHERE_PAGE}",
-                    ELSEWHERE_PAGE.len()
-                );
-                let _ = stream.write_all(answer.as_bytes()).await;
-            });
-        }
-    });
-    Ok((url, task))
-}
-
-/// Adds `<script src>` to the page and answers whether it loaded (`__SRC__` replaced).
-const LOAD_JS: &str = r#"new Promise((done) => {
-  const s = document.createElement("script");
-  s.src = __SRC__;
-  s.onload = () => done(true);
-  s.onerror = () => done(false);
-  (document.head || document.documentElement).appendChild(s);
-})"#;
-
-impl Session {
-    /// Whether a page of another origin, holding no key, loads `src` with a plain
-    /// `<script src>` (§1 item 2: the client's frontend loads the widget).
-    /// Its requests to the target's origin carry `headers` (the run's `--header`); the page's
-    /// own origin never sees them.
-    pub async fn loads_elsewhere(&self, src: &str, headers: &PageHeaders) -> Result<bool, Stop> {
-        let run = async {
-            let browser_error = |e: CdpError| harness_error(format!("the browser: {e}"));
-            let (home, server) =
-                serve_elsewhere().await.map_err(|e| harness_error(format!("a page of another origin: {e}")))?;
-            // The page's server ends with this call, however it ends.
-            struct Ends(JoinHandle<()>);
-            impl Drop for Ends {
-                fn drop(&mut self) {
-                    self.0.abort();
-                }
-            }
-            let _server = Ends(server);
-            let page = self.page_sending(&home, headers).await.map_err(browser_error)?;
-            let quoted = serde_json::Value::from(src).to_string();
-            let result = page.evaluate::<bool>(&LOAD_JS.replace("__SRC__", &quoted)).await;
-            page.close().await;
-            result.map_err(|e| match e {
-                CdpError::Odd { reason, .. } => harness_error(format!("the browser's load answered oddly: {reason}")),
-                e => browser_error(e),
-            })
-        };
-        tokio::time::timeout(PROBE_TIMEOUT, run).await.map_err(|_| {
-            harness_error(format!(
-                "the browser did not finish loading {src} from another origin within {PROBE_TIMEOUT:?}"
-            ))
-        })?
-    }
-}
-
 /// The responses a page loads, from the DevTools network events: which requests finished, and
 /// their URLs (bounded), collected aside while the probe runs.
-struct Loads {
+pub(super) struct Loads {
     seen: Arc<StdMutex<Vec<(String, String)>>>,
     /// The response headers of each request seen, by request id, as `name: value` lines
     /// (`Set-Cookie` included: the raw headers come in `Network.responseReceivedExtraInfo`),
@@ -317,7 +247,39 @@ struct Loads {
     /// Responses past [`MAX_RESPONSES`], not kept.
     over: Arc<std::sync::atomic::AtomicUsize>,
     activity: Arc<StdMutex<Activity>>,
+    /// The requests the browser refused the page for CORS.
+    pub(super) blocked: Arc<StdMutex<Blocked>>,
     task: JoinHandle<()>,
+}
+
+/// The page's requests the browser refused for CORS (`corsErrorStatus` of a failed load): each
+/// URL with the browser's reason, bounded; the URLs of the requests begun, to name them.
+#[derive(Default)]
+pub(super) struct Blocked {
+    urls: Vec<(String, String)>,
+    pub(super) list: Vec<String>,
+    /// Refusals past [`MAX_RECEIVED`], not kept.
+    pub(super) over: usize,
+}
+
+impl Blocked {
+    fn saw(&mut self, event: &cdp::Event, id: &str) {
+        match event.method.as_str() {
+            "Network.requestWillBeSent" if self.urls.len() < MAX_IN_FLIGHT => {
+                let url: String = event.params["request"]["url"].as_str().unwrap_or("").chars().take(300).collect();
+                self.urls.push((id.to_string(), url));
+            }
+            "Network.loadingFailed" => {
+                let Some(reason) = event.params["corsErrorStatus"]["corsError"].as_str() else { return };
+                let url = self.urls.iter().find(|(i, _)| i == id).map_or("a request", |(_, u)| u.as_str());
+                match self.list.len() < MAX_RECEIVED {
+                    true => self.list.push(format!("{url} ({})", reason.chars().take(60).collect::<String>())),
+                    false => self.over += 1,
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The page's requests in flight, and when one last began or ended: the probe reads what the
@@ -336,7 +298,7 @@ const MAX_IN_FLIGHT: usize = 4 * MAX_RESPONSES;
 const QUIET: Duration = Duration::from_millis(500);
 
 /// How long after its own wait the probe waits at most for the page's requests to settle.
-const SETTLE_CAP: Duration = Duration::from_secs(10);
+pub(super) const SETTLE_CAP: Duration = Duration::from_secs(10);
 
 /// How long the probe lets the browser's events catch up before it looks at the page's requests.
 const GRACE: Duration = Duration::from_millis(200);
@@ -370,7 +332,7 @@ impl Drop for Loads {
 }
 
 impl Loads {
-    fn watch(page: &cdp::Page) -> Self {
+    pub(super) fn watch(page: &cdp::Page) -> Self {
         let mut events = page.events(&[
             "Network.responseReceived",
             "Network.responseReceivedExtraInfo",
@@ -390,9 +352,12 @@ impl Loads {
         let over = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (s, d, st, o, h) = (seen.clone(), done.clone(), statuses.clone(), over.clone(), headers.clone());
         let a = activity.clone();
+        let blocked: Arc<StdMutex<Blocked>> = Arc::default();
+        let b = blocked.clone();
         let task = tokio::spawn(async move {
             while let Some(event) = events.recv().await {
                 let Some(id) = event.params["requestId"].as_str() else { continue };
+                b.lock().unwrap_or_else(|e| e.into_inner()).saw(&event, id);
                 if a.lock().unwrap_or_else(|e| e.into_inner()).saw(&event.method, id) {
                     continue;
                 }
@@ -431,12 +396,12 @@ impl Loads {
                 }
             }
         });
-        Self { seen, headers, statuses, finished: done, over, activity, task }
+        Self { seen, headers, statuses, finished: done, over, activity, blocked, task }
     }
 
     /// Waits until the page's requests have settled: none in flight and none begun or ended for
     /// [`QUIET`], at most until `until`. `None` once settled; else how many were still loading.
-    async fn settle(&self, until: Instant) -> Option<usize> {
+    pub(super) async fn settle(&self, until: Instant) -> Option<usize> {
         // The events that came with the probe's answer are taken in first.
         tokio::time::sleep(GRACE).await;
         loop {
