@@ -33,7 +33,8 @@ const NAMES: [&str; 3] = ["chromium", "chromium-headless-shell", "google-chrome"
 /// At least 20 s: a cold Chromium on a loaded machine is slow to answer its first call.
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Cap on one probe of the script (navigation, load, grace for the global, the call of `open`).
+/// Cap on one call to the browser (a navigation, an evaluation: the probe's longest is the
+/// global's 10 s and `open`'s 1.7 s), and on a page of another origin loading the script.
 pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// One running browser; dropping it kills the process and waits (briefly) for it to exit, so

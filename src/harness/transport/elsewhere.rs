@@ -3,7 +3,7 @@
 //! as a client's frontend does; what the browser refused it for CORS, within bounds.
 
 use crate::harness::transport::browser::{harness_error, PageHeaders, Session, PROBE_TIMEOUT};
-use crate::harness::transport::probe::{Loads, SETTLE_CAP};
+use crate::harness::transport::probe::{Loads, GLOBAL_WAIT, PAGE_TIMEOUT, SETTLE_CAP};
 use crate::harness::vocab::errors::CdpError;
 use crate::harness::vocab::outcome::Stop;
 use serde::Deserialize;
@@ -112,9 +112,9 @@ const OPEN_JS: &str = r#"(async () => {
   });
   const openOf = (n) => { try { const v = window[n]; return v !== null && (typeof v === "object" || typeof v === "function") ? v.open : undefined; } catch (_) { return undefined; } };
   let global = null;
-  for (let i = 0; i < 20 && loaded; i++) {
+  for (const end = Date.now() + __GLOBAL_MS__; loaded; ) {
     global = Object.getOwnPropertyNames(window).filter((n) => !before.has(n)).find((n) => typeof openOf(n) === "function") || null;
-    if (global) break;
+    if (global || Date.now() >= end) break;
     await sleep(100);
   }
   let called = false, succeeded = false;
@@ -155,7 +155,11 @@ impl Session {
                 found: bool,
                 called: bool,
             }
-            let seen = page.evaluate::<Seen>(&OPEN_JS.replace("__ARGS__", &args)).await;
+            let seen = page
+                .evaluate::<Seen>(
+                    &OPEN_JS.replace("__ARGS__", &args).replace("__GLOBAL_MS__", &GLOBAL_WAIT.as_millis().to_string()),
+                )
+                .await;
             let unsettled = loads.settle(Instant::now() + SETTLE_CAP).await;
             page.close().await;
             let seen = seen.map_err(|e| match e {
@@ -172,9 +176,9 @@ impl Session {
             }
             Ok(Opened { found: seen.found, called: seen.called, blocked: blocked.list.clone(), cut })
         };
-        tokio::time::timeout(PROBE_TIMEOUT, run).await.map_err(|_| {
+        tokio::time::timeout(PAGE_TIMEOUT, run).await.map_err(|_| {
             harness_error(format!(
-                "the browser did not finish opening {src} from another origin within {PROBE_TIMEOUT:?}"
+                "the browser did not finish opening {src} from another origin within {PAGE_TIMEOUT:?}"
             ))
         })?
     }

@@ -2,7 +2,7 @@
 //! the script and called `open` ([`Probe`]), from the script's own origin and from another
 //! that holds no key, and everything it received, within bounds.
 
-use crate::harness::transport::browser::{harness_error, PageHeaders, Session, PROBE_TIMEOUT};
+use crate::harness::transport::browser::{harness_error, PageHeaders, Session};
 use crate::harness::transport::cdp::{self};
 use crate::harness::vocab::errors::CdpError;
 use crate::harness::vocab::outcome::Stop;
@@ -20,6 +20,15 @@ const MAX_RECEIVED: usize = 32;
 const MAX_RESPONSES: usize = 256;
 const MAX_RECEIVED_BYTES: usize = 256 * 1024;
 const MAX_RECEIVED_TOTAL: usize = 2 * 1024 * 1024;
+
+/// How long after the script's load a page looks for its global: when it appears is not shown
+/// (§1), and one that waits on a request of its own must not fail on a slow server or a busy
+/// machine; a global that never comes costs a failing target this much (mutant `widget-late-open`).
+pub(crate) const GLOBAL_WAIT: Duration = Duration::from_secs(10);
+
+/// Longest a page of the widget takes: the global's [`GLOBAL_WAIT`], `open`'s 1.7 s, the settle
+/// cap with its drain (12.2 s), and the page's load, with room for a busy machine.
+pub(super) const PAGE_TIMEOUT: Duration = Duration::from_secs(40);
 
 /// What the page saw when it ran the widget script.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -124,9 +133,9 @@ const PROBE_JS: &str = r#"(async () => {
   const added = () => Object.getOwnPropertyNames(window).filter((n) => !before.has(n));
   const openOf = (n) => { try { const v = window[n]; return v !== null && (typeof v === "object" || typeof v === "function") ? v.open : undefined; } catch (_) { return undefined; } };
   let global = null;
-  for (let i = 0; i < 20 && !loadFailed && errors.length === 0; i++) {
+  for (const end = Date.now() + __GLOBAL_MS__; !loadFailed && errors.length === 0; ) {
     global = added().find((n) => typeof openOf(n) === "function") || null;
-    if (global) break;
+    if (global || Date.now() >= end) break;
     await new Promise((r) => setTimeout(r, 100));
   }
   let call = null;
@@ -167,10 +176,10 @@ impl Session {
         credentials: Option<(&str, &str)>,
         headers: &PageHeaders,
     ) -> Result<Probe, Stop> {
-        tokio::time::timeout(PROBE_TIMEOUT, self.probe_unbounded(src, credentials, headers)).await.map_err(|_| {
+        tokio::time::timeout(PAGE_TIMEOUT, self.probe_unbounded(src, credentials, headers)).await.map_err(|_| {
             // A script that never returns control, or a machine too loaded: not provably
             // the target's fault, so an error rather than a failure.
-            harness_error(format!("the browser did not finish running {src} within {PROBE_TIMEOUT:?}"))
+            harness_error(format!("the browser did not finish running {src} within {PAGE_TIMEOUT:?}"))
         })?
     }
 
@@ -189,7 +198,8 @@ impl Session {
         let js = PROBE_JS
             .replace("__ARGS__", &args)
             .replace("__MAX_BYTES__", &MAX_RECEIVED_BYTES.to_string())
-            .replace("__MAX__", &MAX_RECEIVED.to_string());
+            .replace("__MAX__", &MAX_RECEIVED.to_string())
+            .replace("__GLOBAL_MS__", &GLOBAL_WAIT.as_millis().to_string());
         let result = page.evaluate::<Probe>(&js).await;
         // What the frames fetch and post after the probe's own wait: read once the page settles.
         let unsettled = loads.settle(Instant::now() + SETTLE_CAP).await;
