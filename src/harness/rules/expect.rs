@@ -172,6 +172,8 @@ pub(crate) fn stable(text: &str) -> String {
             (r"\b(seed) [0-9]+", "$1 …"),
             (r"--seed [0-9]+", "--seed …"),
             (r"\b(127\.0\.0\.1|localhost|\[::1\]|0\.0\.0\.0):[0-9]+", "$1:PORT"),
+            // The receiver's path segment, drawn for each run (`receiver::run_segment`).
+            (r"/run-[a-z0-9]{12}\b", "/run-…"),
             (r"\b[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(Z|[+-][0-9]{2}:[0-9]{2})?", "…T…"),
             (r"\b[0-9]+(\.[0-9]+)?(ns|µs|ms|s)\b", "…$2"),
             (r"\b[0-9]+(\.[0-9]+)? (ms|seconds?)\b", "… $2"),
@@ -288,6 +290,8 @@ mod tests {
     fn reasons_are_whole_and_without_run_ids() {
         let a = "GET http://127.0.0.1:41234/v1/connections/conn_01HZX9/accounts: acc_7Q has connectionId \
                  conn_01HZY0 (seed 1234567890123, waited 8.0s, 250ms, at 2026-11-23T17:27:28.123Z)";
+        let given = "the target was given http://127.0.0.1:41234/webhooks/run-0a1b2c3d4e5f/second-client";
+        assert_eq!(stable(given), "the target was given http://127.0.0.1:PORT/webhooks/run-…/second-client");
         let b = a.replace("41234", "5001").replace("01HZ", "99AB").replace("1234567890123", "7").replace("8.0s", "9s");
         assert_eq!(stable(a), stable(&b));
         assert_eq!(

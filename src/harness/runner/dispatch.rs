@@ -69,8 +69,10 @@ impl<'a, F: Fn(&CaseResult)> Board<'a, F> {
         self.results[i] = Some(result);
     }
 
-    /// The deferred cases concluded over `judged`, the record of the whole run.
-    fn conclude_deferred(&mut self, mut judged: BTreeMap<&'static str, Judged>, stopped: Option<Cause>) {
+    /// The deferred cases concluded over `judged`, the record of the whole run. In a `deaf` run
+    /// the findings an exploration reported under other cases are dropped: each rests on an
+    /// event that did not arrive, and no delivery ever did (the reporter ends in the diagnosis).
+    fn conclude_deferred(&mut self, mut judged: BTreeMap<&'static str, Judged>, stopped: Option<Cause>, deaf: bool) {
         let misnamed = checks::misnamed(self.ctx);
         let reused = checks::reused::reused(self.ctx);
         for i in 0..self.cases.len() {
@@ -78,7 +80,7 @@ impl<'a, F: Fn(&CaseResult)> Board<'a, F> {
             let case = self.cases[i];
             let mut found = responds(case).then(|| judged.remove(case.id.as_str()).unwrap_or_default());
             let reported = self.ctx.found_for(&case.id);
-            if !reported.is_empty() {
+            if !reported.is_empty() && !deaf {
                 found.get_or_insert_with(Default::default).problems.extend(reported);
             }
             if let Some(m) = &misnamed {
@@ -160,6 +162,11 @@ async fn dispatch<F: Fn(&CaseResult)>(ctx: &Arc<RunContext>, board: &mut Board<'
         let Ok((i, outcome, took)) = joined else { continue };
         board.settle(i, outcome, took);
     }
+    // The flows that awaited the diagnosis may all end before the select above sees it: the run
+    // is deaf all the same, whichever came first.
+    if let (None, false, Some(Err(diagnosis))) = (&ended.deaf, ended.aborted, ctx.heard_now()) {
+        ended.deaf = Some(diagnosis.to_string());
+    }
     ended
 }
 
@@ -218,6 +225,6 @@ pub(crate) async fn run_all(
     }
     let answered: Vec<&str> = cases.iter().filter(|c| responds(c)).map(|c| c.id.as_str()).collect();
     let judged = judge_record(&ctx, &answered, cancel, ended.deaf.is_some()).await;
-    board.conclude_deferred(judged, stopped);
+    board.conclude_deferred(judged, stopped, ended.deaf.is_some());
     board.finish()
 }

@@ -270,6 +270,13 @@ async fn end_notes(
                 r.refusals()
             ));
         }
+        if r.strays() > 0 {
+            notes.push(format!(
+                "{} webhook deliveries came to the listener at another path than this run's address (an earlier \
+                 run's late webhooks?): not judged",
+                r.strays()
+            ));
+        }
     }
     notes.extend(short_keys);
     notes.extend(ctx.api.throttle().note());

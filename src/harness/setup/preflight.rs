@@ -156,6 +156,7 @@ fn created(session: &Session, exchange: &Exchange) -> Option<Created> {
 fn silent_diagnosis(session: &Session) -> SilentReceiver {
     SilentReceiver {
         waited: first_wait(session),
+        strays: session.receiver.as_ref().map_or(0, |r| r.strays()),
         url: session.receiver.as_ref().map_or("?", |r| r.url()).to_string(),
         // The bound address: `:0` in the configuration says nothing about where to look.
         listening: session.receiver.as_ref().map_or(session.plan.webhook_listen, |r| r.listening()),

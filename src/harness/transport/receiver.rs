@@ -4,6 +4,9 @@
 //!
 //! It serves one address per client ([`Recipient`]): the second client's is the first's with
 //! [`SECOND_CLIENT_PATH`] appended, so a delivery says whose server the target sent it to.
+//! Both carry a path segment drawn for the run ([`run_segment`]): a delivery posted elsewhere on
+//! the port (an earlier run's late webhooks, or another process that had the port before) is a
+//! stray, counted and never judged: it proves nothing of this run's deliveries.
 
 use crate::harness::rules::delivery::{Delivery, Recipient};
 use crate::harness::transport::har::Recorder;
@@ -42,6 +45,10 @@ struct Store {
     bytes: std::sync::atomic::AtomicUsize,
     /// Deliveries refused for their size, or for the receiver's budget.
     refused: std::sync::atomic::AtomicUsize,
+    /// The path segment of this run's addresses ([`run_segment`]).
+    segment: String,
+    /// Deliveries posted to another path than this run's addresses ([`Receiver::strays`]).
+    strays: std::sync::atomic::AtomicUsize,
     /// The deliveries a case answers only once it has read ([`Receiver::hold`]).
     holds: Mutex<Vec<HoldSpec>>,
     /// How many deliveries name each connection: a wait looks at its connection's deliveries
@@ -130,6 +137,8 @@ impl Receiver {
             arrivals: Mutex::default(),
             bytes: Default::default(),
             refused: Default::default(),
+            segment: run_segment(),
+            strays: Default::default(),
             holds: Mutex::default(),
             counts: Mutex::default(),
         });
@@ -147,10 +156,11 @@ impl Receiver {
                 })
                 .await;
         });
-        let url = public_url.unwrap_or_else(|| {
+        let base = public_url.unwrap_or_else(|| {
             let host = if addr.ip().is_unspecified() { SocketAddr::from(([127, 0, 0, 1], addr.port())) } else { addr };
             format!("http://{host}/webhooks")
         });
+        let url = format!("{}/{}", base.trim_end_matches('/'), store.segment);
         *store.url.lock().unwrap_or_else(|e| e.into_inner()) = url.clone();
         Ok(Self {
             url,
@@ -320,13 +330,19 @@ impl Receiver {
         self.wait_until(&what, connection_id, timeout, |ds| ds.iter().any(|d| d.event_type() == Some(event_type))).await
     }
 
-    /// `; N deliveries were refused …` when the receiver refused any for their size, for the
-    /// message of a case that waited in vain; empty otherwise.
+    /// How many deliveries came to another path than this run's addresses: not kept, not
+    /// judged, and no proof that this run's deliveries arrive.
+    pub(crate) fn strays(&self) -> u64 {
+        self.store.strays.load(std::sync::atomic::Ordering::Relaxed) as u64
+    }
+
     /// How many deliveries the receiver refused (too large): they prove the path works.
     pub(crate) fn refused(&self) -> u64 {
         self.store.refused.load(std::sync::atomic::Ordering::Relaxed) as u64
     }
 
+    /// `; the receiver refused N …` when the receiver refused any for their size, for the
+    /// message of a case that waited in vain; empty otherwise.
     pub(crate) fn refusals(&self) -> String {
         match self.store.refused.load(std::sync::atomic::Ordering::Relaxed) {
             0 => String::new(),
@@ -354,6 +370,16 @@ impl Drop for Receiver {
     }
 }
 
+/// A path segment drawn afresh for each run (not from the seed: two runs of one seed may share
+/// a port's history), which this run's addresses carry and no other run's do.
+fn run_segment() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    let tail: String =
+        (0..12).map(|_| char::from(b"abcdefghijklmnopqrstuvwxyz0123456789"[rng.random_range(0..36)])).collect();
+    format!("run-{tail}")
+}
+
 /// The second client's address for a first client's `url`.
 fn second_url(url: &str) -> String {
     format!("{}{SECOND_CLIENT_PATH}", url.trim_end_matches('/'))
@@ -365,6 +391,11 @@ async fn receive(
     body: Result<Bytes, BytesRejection>,
 ) -> StatusCode {
     use std::sync::atomic::Ordering;
+    if !uri.path().split('/').any(|part| part == store.segment) {
+        // Answered as received, so that whoever sent it stops retrying; never kept.
+        store.strays.fetch_add(1, Ordering::Relaxed);
+        return StatusCode::NO_CONTENT;
+    }
     let first = store.url.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let to = if uri.path().trim_end_matches('/').ends_with(SECOND_CLIENT_PATH) {
         Recipient::Second
@@ -464,5 +495,23 @@ mod tests {
         }
         let to: Vec<Recipient> = receiver.timeline().into_iter().map(|(_, d)| d.to).collect();
         assert_eq!(to, [Recipient::First, Recipient::Second]);
+    }
+
+    /// A delivery posted to another path of the port (an earlier run's late webhook, or a
+    /// process that had the port before) is no delivery of this run's: never kept, and no
+    /// proof that deliveries arrive (the sweep's unreachable run, failed by one such stray).
+    #[tokio::test]
+    async fn a_delivery_to_another_runs_address_is_a_stray() {
+        let receiver = Receiver::start(([127, 0, 0, 1], 0).into(), None, Arc::default()).await.unwrap();
+        let other = format!("http://{}/webhooks/run-0000000000", receiver.listening());
+        let client = reqwest::Client::new();
+        for url in [other.clone(), format!("{other}{SECOND_CLIENT_PATH}"), format!("http://{}/", receiver.listening())]
+        {
+            let answer = client.post(&url).body(r#"{"type":"connection.created"}"#).send().await.unwrap();
+            assert!(answer.status().is_success(), "answered, so that its sender stops");
+        }
+        assert_eq!((receiver.strays(), receiver.arrived_so_far()), (3, 0));
+        client.post(format!("{}/", receiver.url())).body("{}").send().await.unwrap();
+        assert_eq!((receiver.strays(), receiver.arrived_so_far()), (3, 1), "a trailing slash is this run's address");
     }
 }

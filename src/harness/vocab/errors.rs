@@ -329,14 +329,30 @@ pub enum CaptureError {
     "no webhook delivery reached the receiver within {waited:?} of creating (and driving) a connection: the target \
      was given {url} (listening on {listening}). A target in a container or on another host needs \
      --webhook-public-url with an address it can reach, and --webhook-listen 0.0.0.0:PORT. The run stopped there: the \
-     event cases are not judged on zero deliveries, and the cases still running were left unjudged"
+     event cases are not judged on zero deliveries, and the cases still running were left unjudged{}",
+    strays_said(.strays)
 )]
 pub(crate) struct SilentReceiver {
     pub waited: Duration,
+    /// Deliveries that came to the port at another path than the run's address.
+    pub strays: u64,
     /// The receiver's address as the target was given it.
     pub url: String,
     /// The address bound (`:0` in the configuration says nothing about where to look).
     pub listening: SocketAddr,
+}
+
+/// What a silent run says of the deliveries that came to another path than its address: two
+/// causes, either of which it may be.
+fn strays_said(strays: &u64) -> String {
+    match strays {
+        0 => String::new(),
+        n => format!(
+            ". {n} {} came to the listener at another path than the run's address, not judged: an earlier run's late \
+             webhooks, or a proxy in front of --webhook-public-url that rewrites the path",
+            if *n == 1 { "delivery" } else { "deliveries" }
+        ),
+    }
 }
 
 /// `--service` names no widget script the target serves (§1): the widget cases end in this,
