@@ -162,7 +162,7 @@ departures! {
         DeletedReturnsOnNeighbourUpdate = "deleted-returns-on-neighbour-update", "§6", ["state.deletions-hold"],
             "a deleted transaction is listed again once any account of its connection is updated (the event names only that account)";
         #[seed]
-        TransactionVanishes = "transaction-vanishes", "§4.3", ["state.nothing-vanishes"],
+        TransactionVanishes = "transaction-vanishes", "§4.3", ["state.nothing-vanishes", "state.changes-announced"],
             "from the second listing of an account on, its oldest transaction is gone, with no transaction.deleted";
         #[seed]
         SilentBalanceChange = "silent-balance-change", "§1", ["state.changes-announced"],

@@ -37,13 +37,8 @@ impl Delivery {
 
     /// A delivery posted to `to`'s address.
     pub fn posted(seq: u64, body: Value, to: Recipient) -> Self {
-        let occurred = body
-            .get("data")
-            .unwrap_or(&body)
-            .get("occurredAt")
-            .and_then(Value::as_str)
-            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-            .map(|t| t.with_timezone(&Utc));
+        let occurred =
+            body.get("data").unwrap_or(&body).get("occurredAt").and_then(Value::as_str).and_then(event_moment);
         Self { seq, body, to, occurred }
     }
 
@@ -127,6 +122,22 @@ impl Delivery {
     /// A string field of `data` (or of the short form's flat object).
     pub fn data_str(&self, field: &str) -> Option<&str> {
         self.body.get("data").unwrap_or(&self.body).get(field).and_then(Value::as_str)
+    }
+}
+
+/// The moment an event's timestamp names (§6.1 `created_at`, §6.2 `occurredAt`, both written
+/// "with milliseconds"), or `None` when there is none to trust: no RFC 3339 text, or a fraction
+/// of one or two digits. Such a text fails `events.schema` in every run; read as a moment (`.5`
+/// written for 5 ms reads 500 ms late) it would contradict other events only where the server's
+/// clock happened to put it, failing other cases in some runs only (the Node target's
+/// `ms-unpadded`), so no time rule reads it.
+pub(crate) fn event_moment(text: &str) -> Option<DateTime<Utc>> {
+    let at = DateTime::parse_from_rfc3339(text).ok()?.with_timezone(&Utc);
+    // RFC 3339 puts the seconds at bytes 17..19 and any fraction right after them.
+    let fraction = text.get(19..).and_then(|rest| rest.strip_prefix('.'));
+    match fraction.map(|f| f.bytes().take_while(u8::is_ascii_digit).count()) {
+        Some(1 | 2) => None,
+        _ => Some(at),
     }
 }
 
@@ -234,5 +245,18 @@ mod tests {
         let found = step_event(&arrived, &none, "connection.connected", |_| true);
         assert_eq!(found.map(|d| d.dedup_key()), Some("evt_1".to_string()));
         assert_eq!(delivery("evt_4", "yesterday").occurred_at(), None);
+    }
+
+    /// A fraction of one or two digits is no moment (§6.2 "with milliseconds"): `.5` may have
+    /// been written for 5 ms. Three or more digits, or none, are read as written.
+    #[test]
+    fn an_unpadded_fraction_is_no_moment() {
+        assert_eq!(event_moment("2026-01-01T00:00:07.5Z"), None);
+        assert_eq!(event_moment("2026-01-01T00:00:07.45Z"), None);
+        let padded = event_moment("2026-01-01T00:00:07.005Z").unwrap();
+        assert_eq!(padded.timestamp_subsec_millis(), 5);
+        assert!(event_moment("2026-01-01T00:00:07.123456+00:00").is_some());
+        assert!(event_moment("2026-01-01T00:00:07Z").is_some());
+        assert_eq!(event_moment("yesterday"), None);
     }
 }

@@ -187,7 +187,8 @@ pub(super) fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
 /// §1 step 5 (later account or transaction changes are announced by webhook events): between
 /// two reads of the same view, an account's fields, a transaction's fields and the set of
 /// transactions of a complete listing change only when an event of the account (or of its
-/// connection) arrived after the earlier read was sent (at any time: deliveries may be late).
+/// connection) arrived after the earlier read was sent (at any time: deliveries may be late);
+/// a transaction gone from a listing is also explained by a `transaction.deleted` naming it.
 pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut judged = 0;
@@ -258,7 +259,16 @@ pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
             last.insert(key, (&page.answer, *item));
         }
     }
-    // New transactions: in a complete listing, absent from the one before it.
+    judged += listing_sets(model, &mut findings);
+    (judged, findings)
+}
+
+/// The set of each complete listing of an account's transactions, against the one before it: a
+/// transaction new to it, or gone from it. Which of the two a run shows depends on the order of
+/// its reads, so both are judged here (`state.nothing-vanishes` judges the gone ones against
+/// `transaction.deleted`). Returns how many pairs were judged.
+fn listing_sets(model: &Model, findings: &mut Vec<Finding>) -> usize {
+    let mut judged = 0;
     let listings = model.listings();
     for (i, later) in listings.iter().enumerate() {
         let account = later.first.account.as_str();
@@ -273,18 +283,28 @@ pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
         if model.announced(account, connection, &earlier.first.answer) {
             continue;
         }
-        if let Some(new) = later.ids.difference(&earlier.ids).next() {
-            findings.push(finding(
-                format!(
-                    "{} and following next_cursor: {new} is listed, {} did not list it, and no event of the account arrived in between",
-                    later.first.answer.sent.request, earlier.first.answer.sent.request
-                ),
-                &later.last.answer,
-                true,
-            ));
-        }
+        // A transaction.deleted that names it explains a gone one, whenever it arrived.
+        let named_deleted = |id: &&&str| {
+            model.events.iter().any(|e| e.kind == spec::TRANSACTION_DELETED && e.transaction.as_deref() == Some(**id))
+        };
+        let new = later.ids.difference(&earlier.ids).next();
+        let gone = earlier.ids.difference(&later.ids).find(|id| !named_deleted(id));
+        let before = &earlier.first.answer.sent.request;
+        let said = match (new, gone) {
+            (Some(id), _) => format!("{id} is listed, {before} did not list it"),
+            (None, Some(id)) => format!("{id} is not listed, {before} listed it"),
+            (None, None) => continue,
+        };
+        findings.push(finding(
+            format!(
+                "{} and following next_cursor: {said}, and no event of the account arrived in between",
+                later.first.answer.sent.request
+            ),
+            &later.last.answer,
+            true,
+        ));
     }
-    (judged, findings)
+    judged
 }
 
 /// Each view's reads of each account, in the order they were sent, with the fields kept.

@@ -23,6 +23,7 @@
 //! order of one connection's events is stated, and judged there.
 
 use super::{finding, Record, Verdict, MAX_FINDINGS};
+use crate::harness::rules::delivery::event_moment;
 use crate::harness::vocab::outcome::Failure;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
@@ -59,6 +60,11 @@ fn parsed(v: Option<&Value>) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(v?.as_str()?).ok().map(|t| t.with_timezone(&Utc))
 }
 
+/// An event timestamp written "with milliseconds" ([`event_moment`]).
+fn moment(v: Option<&Value>) -> Option<DateTime<Utc>> {
+    event_moment(v?.as_str()?)
+}
+
 pub(crate) fn judge(record: &Record) -> Verdict {
     let Some(bound) = offset_bound(record) else { return (0, Vec::new()) };
     let offset = bound.min(MAX_SKEW);
@@ -89,11 +95,11 @@ pub(crate) fn judge(record: &Record) -> Verdict {
     for heard in &record.deliveries {
         let d = &heard.delivery;
         let stamps = [
-            ("data.occurredAt", d.body.pointer("/data/occurredAt")),
-            ("created_at", d.body.get("created_at")),
-            ("timestamp", d.body.get("timestamp")),
+            ("data.occurredAt", moment(d.body.pointer("/data/occurredAt"))),
+            ("created_at", moment(d.body.get("created_at"))),
+            ("timestamp", parsed(d.body.get("timestamp"))),
         ];
-        for (field, at) in stamps.iter().filter_map(|(f, v)| Some((*f, parsed(*v)?))) {
+        for (field, at) in stamps.iter().filter_map(|(f, at)| Some((*f, (*at)?))) {
             judged += 1;
             let by = ahead(at, heard.arrived);
             if by > TOLERANCE && told.insert(d.dedup_key()) {
