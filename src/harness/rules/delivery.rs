@@ -83,7 +83,9 @@ impl Delivery {
     /// retry, whatever id it was sent under. Without `occurredAt`, two events of equal content
     /// may be a real revisit of a state, so there is no such key.
     fn content_key(&self) -> Option<String> {
-        let occurred = self.body.pointer("/data/occurredAt").and_then(Value::as_str).filter(|s| !s.is_empty());
+        // Only a moment to the millisecond (§6.2) tells a retry from another event of the same
+        // content: cut to the second, two changes within one second would read as one.
+        let occurred = self.body.pointer("/data/occurredAt").and_then(Value::as_str).filter(|s| to_the_millisecond(s));
         occurred?;
         let mut body = self.body.clone();
         if let Some(o) = body.as_object_mut() {
@@ -133,12 +135,22 @@ impl Delivery {
 /// `ms-unpadded`), so no time rule reads it.
 pub(crate) fn event_moment(text: &str) -> Option<DateTime<Utc>> {
     let at = DateTime::parse_from_rfc3339(text).ok()?.with_timezone(&Utc);
-    // RFC 3339 puts the seconds at bytes 17..19 and any fraction right after them.
-    let fraction = text.get(19..).and_then(|rest| rest.strip_prefix('.'));
-    match fraction.map(|f| f.bytes().take_while(u8::is_ascii_digit).count()) {
+    match fraction_digits(text) {
         Some(1 | 2) => None,
         _ => Some(at),
     }
+}
+
+/// How many digits the fraction of a second of RFC 3339 `text` has (`None`: no fraction). RFC
+/// 3339 puts the seconds at bytes 17..19 and any fraction right after them.
+fn fraction_digits(text: &str) -> Option<usize> {
+    let fraction = text.get(19..)?.strip_prefix('.')?;
+    Some(fraction.bytes().take_while(u8::is_ascii_digit).count())
+}
+
+/// Whether `text` is a moment written to the millisecond or finer, as §6.2 writes `occurredAt`.
+fn to_the_millisecond(text: &str) -> bool {
+    event_moment(text).is_some() && fraction_digits(text).is_some_and(|n| n >= 3)
 }
 
 /// Deliveries counted once per event: a duplicate (a retry, allowed by §6.3) has the same
@@ -258,5 +270,6 @@ mod tests {
         assert!(event_moment("2026-01-01T00:00:07.123456+00:00").is_some());
         assert!(event_moment("2026-01-01T00:00:07Z").is_some());
         assert_eq!(event_moment("yesterday"), None);
+        assert!(to_the_millisecond("2026-01-01T00:00:07.005Z") && !to_the_millisecond("2026-01-01T00:00:07Z"));
     }
 }

@@ -3,7 +3,7 @@
 //! (§4.3 rule 3), so the properties compare walks with each other, never with a sort order.
 
 use super::Reply;
-use crate::harness::fixtures::context::{Connected, RunContext};
+use crate::harness::fixtures::context::RunContext;
 use crate::harness::fixtures::property;
 use crate::harness::setup::steps::Created;
 use crate::harness::transport::har;
@@ -11,11 +11,13 @@ use crate::harness::transport::pagination::{self, fetch_page, Window};
 use crate::harness::vocab::outcome::{str_field, ErrorSource, Failure, Problems, Stop};
 use crate::schemas::{self, Schema};
 use crate::spec::{prefix, Action};
-use proptest::prelude::*;
+use reference::{Input, Reference};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
+
+mod reference;
 
 super::cases! {
     PAGE_SCHEMA = "transactions.page-schema" => reads_pages, responds [AccountTransactions => page_schema];
@@ -89,92 +91,6 @@ fn status_posted(reply: &Reply) -> Vec<String> {
         .collect()
 }
 
-/// One generated input: which account, which page size, which starting point.
-#[derive(Clone)]
-pub(crate) struct Input {
-    account: usize,
-    limit: u64,
-    /// Index of the item to start after, modulo the account's length.
-    position: usize,
-}
-
-/// Written in words in every report, not in Rust's syntax (`Input { account: 0, … }`).
-impl std::fmt::Debug for Input {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "account #{}, limit={}, starting after item #{}", self.account, self.limit, self.position)
-    }
-}
-
-/// The reference: each account and the ids of its default-limit walk.
-struct Reference {
-    accounts: Vec<(String, Vec<String>)>,
-    /// The longest page of the default-limit walks: the target serves pages this long, so a
-    /// `limit` up to it must be accepted.
-    default_page: usize,
-}
-
-impl Reference {
-    fn of(fixture: &Connected) -> Result<Self, Stop> {
-        let walks = fixture.walks()?;
-        let default_page = walks.iter().flat_map(|(_, w)| w.pages.iter().map(|p| p.items.len())).max().unwrap_or(0);
-        let accounts: Vec<(String, Vec<String>)> = walks.into_iter().map(|(id, w)| (id.to_string(), w.ids())).collect();
-        if accounts.is_empty() {
-            return Err(Stop::ignore("the connection has no account"));
-        }
-        Ok(Self { accounts, default_page })
-    }
-
-    /// Whether the target refuses `input.limit` as above its maximum (§8 leaves the maximum
-    /// open, and whether a larger limit is clamped or refused): a 4xx to a limit larger than
-    /// its default pages. Such inputs are discarded, not failed.
-    async fn limit_refused(&self, ctx: &RunContext, input: &Input) -> Result<bool, Stop> {
-        if input.limit <= self.default_page as u64 {
-            return Ok(false);
-        }
-        let (account, _) = self.account(input);
-        pagination::refuses_limit(&ctx.api, account, input.limit).await
-    }
-
-    /// The boundary inputs every run tries on every account, whatever the seed: `limit` 1, 2,
-    /// the item count − 1, the count, the count + 1, a divisor of the count and the default page,
-    /// each starting after the first, middle or last item in turn (so each of those is covered).
-    fn boundaries(&self) -> Vec<Input> {
-        let mut inputs = Vec::new();
-        for (account, (_, ids)) in self.accounts.iter().enumerate() {
-            let n = ids.len() as u64;
-            let divisor = (3..n).find(|d| n.is_multiple_of(*d)).or((2..n).find(|d| n.is_multiple_of(*d)));
-            let mut limits: Vec<u64> =
-                [Some(1), Some(2), n.checked_sub(1), Some(n), Some(n + 1), divisor, Some(self.default_page as u64)]
-                    .into_iter()
-                    .flatten()
-                    .filter(|l| *l >= 1)
-                    .collect();
-            limits.sort_unstable();
-            limits.dedup();
-            let positions = [0, ids.len() / 2, ids.len().saturating_sub(1)];
-            for (i, limit) in limits.into_iter().enumerate() {
-                inputs.push(Input { account, limit, position: positions[i % positions.len()] });
-            }
-        }
-        inputs
-    }
-
-    fn account(&self, input: &Input) -> (&str, &[String]) {
-        let (id, ids) = &self.accounts[input.account % self.accounts.len()];
-        (id, ids)
-    }
-
-    fn strategy(&self) -> impl Strategy<Value = Input, Tree: Send> {
-        let longest = self.accounts.iter().map(|(_, ids)| ids.len()).max().unwrap_or(0);
-        let max_limit = (longest as u64 + 2).clamp(3, 60);
-        (0..self.accounts.len(), 1..=max_limit, 0..1000usize).prop_map(|(account, limit, position)| Input {
-            account,
-            limit,
-            position,
-        })
-    }
-}
-
 /// Runs `test` over generated inputs against the fixture's accounts (see [`property::for_all`]).
 async fn property<F, Fut>(ctx: Arc<RunContext>, case_id: &'static str, test: F) -> Result<(), Stop>
 where
@@ -182,7 +98,7 @@ where
     Fut: Future<Output = Result<(), Stop>> + Send,
 {
     let fixture = ctx.connected().await?;
-    let reference = Arc::new(Reference::of(&fixture)?);
+    let reference = Arc::new(Reference::of(&ctx, &fixture)?);
     let test = Arc::new(test);
     // Deterministic coverage first: the boundaries, played concurrently; a failure names its
     // input, and needs no seed to replay.
@@ -294,10 +210,11 @@ async fn walk_exactly_once(ctx: Arc<RunContext>) -> Result<(), Stop> {
             sorted_expected.sort();
             sorted_got.sort();
             if let Some(d) = difference(&sorted_expected, &sorted_got) {
-                return Err(window.walk.fail(format!(
+                let failure = window.walk.fail(format!(
                     "{} and following next_cursor: {d}",
                     walk_request(account, Some(input.limit), after)
-                )));
+                ));
+                return reference.unless_changed(&ctx, account, failure).await;
             }
         }
         Ok(())
@@ -331,11 +248,14 @@ async fn starting_after(ctx: Arc<RunContext>) -> Result<(), Stop> {
         }
         match difference(window.expected(ids), &window.walk.ids()) {
             None => Ok(()),
-            Some(d) => Err(window.walk.fail(format!(
-                "{} (item {k} of {}) and following next_cursor: expected the items after it, in the same order; {d}",
-                walk_request(account, Some(input.limit), Some(&ids[k])),
-                ids.len()
-            ))),
+            Some(d) => {
+                let failure = window.walk.fail(format!(
+                    "{} (item {k} of {}) and following next_cursor: expected the items after it, in the same order; {d}",
+                    walk_request(account, Some(input.limit), Some(&ids[k])),
+                    ids.len()
+                ));
+                reference.unless_changed(&ctx, account, failure).await
+            }
         }
     })
     .await
@@ -343,51 +263,61 @@ async fn starting_after(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 async fn has_more_honest(ctx: Arc<RunContext>) -> Result<(), Stop> {
     property(ctx, HAS_MORE_HONEST, |ctx, reference, input| async move {
-        let (account, ids) = reference.account(&input);
-        for window in windows(&ctx, account, ids, input.limit).await? {
-            let walk = &window.walk;
-            // has_more true: another page exists, so the next page has items (§4.3 rule 2).
-            for pair in walk.pages.windows(2) {
-                if pair[1].items.is_empty() {
-                    return Err(pair[1].fail(
-                        format!(
-                            "{}: has_more was true, but the next page ({}) was empty",
-                            pair[0].request, pair[1].request
-                        ),
-                        &[&pair[0]],
-                    ));
-                }
-            }
-            // has_more false: nothing remains after the last item.
-            let Some(last) = walk.pages.last().filter(|_| walk.complete) else { continue };
-            if let Some(item) = last.items.last() {
-                let after = pagination::page(&ctx.api, account, Some(input.limit), Some(&item.id)).await?;
-                if !after.items.is_empty() {
-                    return Err(after.fail(
-                        format!(
-                            "{}: has_more was false, but {} still returned {} items",
-                            last.request,
-                            after.request,
-                            after.items.len()
-                        ),
-                        &[last],
-                    ));
-                }
-            }
-            let (seen, remaining) = (walk.ids().len(), window.expected(ids).len());
-            if seen < remaining {
-                return Err(last.fail(
+        let account = reference.account(&input).0.to_string();
+        match has_more_told(&ctx, &reference, &input).await {
+            Err(failure @ Stop::Fail(_)) => reference.unless_changed(&ctx, &account, failure).await,
+            other => other,
+        }
+    })
+    .await
+}
+
+/// §4.3 rule 2 on the walks of `input`: has_more true means a next page with items, false means
+/// nothing after the last item, nor fewer items than the reference has after the start.
+async fn has_more_told(ctx: &RunContext, reference: &Reference, input: &Input) -> Result<(), Stop> {
+    let (account, ids) = reference.account(input);
+    for window in windows(ctx, account, ids, input.limit).await? {
+        let walk = &window.walk;
+        // has_more true: another page exists, so the next page has items (§4.3 rule 2).
+        for pair in walk.pages.windows(2) {
+            if pair[1].items.is_empty() {
+                return Err(pair[1].fail(
                     format!(
-                        "{}: has_more was false after {seen} items, but at least {remaining} were to come",
-                        last.request
+                        "{}: has_more was true, but the next page ({}) was empty",
+                        pair[0].request, pair[1].request
                     ),
-                    &[],
+                    &[&pair[0]],
                 ));
             }
         }
-        Ok(())
-    })
-    .await
+        // has_more false: nothing remains after the last item.
+        let Some(last) = walk.pages.last().filter(|_| walk.complete) else { continue };
+        if let Some(item) = last.items.last() {
+            let after = pagination::page(&ctx.api, account, Some(input.limit), Some(&item.id)).await?;
+            if !after.items.is_empty() {
+                return Err(after.fail(
+                    format!(
+                        "{}: has_more was false, but {} still returned {} items",
+                        last.request,
+                        after.request,
+                        after.items.len()
+                    ),
+                    &[last],
+                ));
+            }
+        }
+        let (seen, remaining) = (walk.ids().len(), window.expected(ids).len());
+        if seen < remaining {
+            return Err(last.fail(
+                format!(
+                    "{}: has_more was false after {seen} items, but at least {remaining} were to come",
+                    last.request
+                ),
+                &[],
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Insertions a walk interleaves: `update_accounts` after each of its first pages.
