@@ -7,7 +7,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use bankconf::internal::schemas::{validate, Schema};
 use bankconf::internal::spec::{prefix, ACCOUNTS_UPDATED, ACCOUNT_TYPES, TRANSACTION_DELETED};
-use bankconf::sandbox::{ActionArgs, ControlError, Sandbox, SandboxConfig, DEFAULT_LIMIT, MAX_LIMIT};
+use bankconf::sandbox::{ActionArgs, ControlError, Sandbox, SandboxConfig, Variant, DEFAULT_LIMIT, MAX_LIMIT};
 use bankconf::{Action, ConnectionState};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -883,4 +883,24 @@ async fn driver_script() {
     let (code, _) = run(vec![("BANKCONF_ACTION", "disconnect".into()), base(), c()]).await;
     assert_eq!(code, Some(0));
     sb.stop().await;
+}
+
+/// Variant `background-sync`: 0.4 s after a connection connects, with no action of anyone's,
+/// one of its accounts gains a transaction and `accounts.updated` names it, 5 times (§1 item 5).
+#[tokio::test]
+async fn a_background_sync_adds_a_transaction_and_announces_it() {
+    let sb = Sandbox::start(SandboxConfig { variant: Some(Variant::BackgroundSync), ..SandboxConfig::default() })
+        .await
+        .unwrap();
+    let api = Api::new(&sb);
+    let key = &sb.clients[0].api_key;
+    let (conn, accounts) = connected(&sb, &api).await;
+    let account = id(&accounts[0]);
+    let before = api.all_transactions(key, &account, None).await.len();
+    let updated = |sb: &Sandbox| sb.control.events().iter().filter(|e| e["type"] == ACCOUNTS_UPDATED).count();
+    assert_eq!(updated(&sb), 0, "nothing synced yet");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let after = api.all_transactions(key, &account, None).await.len();
+    assert_eq!(after, before + 5, "the syncs added five transactions to {account} of {conn}");
+    assert_eq!(updated(&sb), 5, "and announced each");
 }

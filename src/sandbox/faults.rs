@@ -67,13 +67,7 @@ macro_rules! departures {
 
             /// `#[noisy]`: it breaks so much shared state that which *other* cases fail depends on
             /// timing: only [`Self::caught_by`] is then reproducible (`scripts/same-failures.sh`
-            /// compares only those). `duplicate-connection-ids`: a new connection replaces
-            /// whichever older one shares its id, and which one that is depends on the order in
-            /// which concurrent flows create theirs. `event-before-data` and `change-after-ack`:
-            /// the fault lasts a moment (2.5 s after each update; 0.5 s after its delivery is
-            /// acknowledged); the catching case reads as its event arrives, and whether a later
-            /// read (`state.deletions-hold`'s) still lands in the window depends on the
-            /// machine's speed.
+            /// compares only those). Each one's reason is in `docs/checks.md`.
             pub fn noisy(self) -> bool {
                 self.flags().contains(&"noisy")
             }
@@ -496,6 +490,8 @@ departures! {
             "one webhook address for all clients: a registration replaces it, whichever client registers (the driver says so)";
         ClockAhead = "clock-ahead", "§6.2", [],
             "the server's clock is 90 s ahead of the harness's, in every timestamp alike";
+        BackgroundSync = "background-sync", "§1", [],
+            "from 0.4 s after a connection first connects, it syncs on its own 5 times, 0.4 s apart: a transaction added each time, announced by accounts.updated";
     }
 }
 

@@ -1,5 +1,6 @@
 //! What the routes and the control handle share: the state behind one mutex.
 
+use super::faults::Variant;
 use super::flavor::Flavor;
 use super::store::{ActionOutcome, Store};
 use super::transitions::{ActionArgs, ControlError};
@@ -17,9 +18,14 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// The store; never held across an `.await`.
+    /// The store; never held across an `.await`. Under [`Variant::BackgroundSync`] the syncs
+    /// that are due run first, so that they happen whenever anyone looks.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        let mut store = self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if self.flavor.has(Variant::BackgroundSync) {
+            store.sync_due();
+        }
+        store
     }
 
     /// Registers `url` for the events of the client whose key is `key` (`None`: every
@@ -32,7 +38,7 @@ impl Shared {
                 Some(store.client_for_key(key).ok_or_else(|| ControlError::NotFound("no client has that key".into()))?)
             }
         };
-        if self.flavor.has(super::faults::Variant::SharedWebhookAddress) {
+        if self.flavor.has(Variant::SharedWebhookAddress) {
             // One address for every client: the new one replaces whatever was registered.
             for old in store.outbox_mut().urls().into_iter().filter(|u| u != url) {
                 store.outbox_mut().unregister(&old);

@@ -10,6 +10,11 @@ use crate::spec::{prefix, Action, ConnectionState, ACCOUNTS_UPDATED, TRANSACTION
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+/// [`Variant::BackgroundSync`]: a connection syncs this long after it first connects, and again
+/// after as long, [`SYNCS`] times in all: often enough to land inside the harness's walks.
+const SYNC_EVERY: std::time::Duration = std::time::Duration::from_millis(400);
+const SYNCS: u32 = 5;
+
 /// What a data change did: its account, its transaction, the event's detail and kind.
 type Change = (String, String, EventDetail, &'static str);
 
@@ -227,6 +232,22 @@ impl Store {
         for account in accounts {
             conn.account_ids.push(account.id.clone());
             self.accounts.insert(account.id.clone(), account);
+        }
+        if self.flavor.has(Variant::BackgroundSync) {
+            self.syncs_due.push((std::time::Instant::now() + SYNC_EVERY, conn_id.to_string(), SYNCS));
+        }
+    }
+
+    /// [`Variant::BackgroundSync`]: the syncs whose instant has come, each an `update_accounts`
+    /// of its own with its `accounts.updated` (§1 item 5). Run whenever the store is taken.
+    pub(in crate::sandbox) fn sync_due(&mut self) {
+        let now = std::time::Instant::now();
+        while let Some(i) = self.syncs_due.iter().position(|(at, ..)| *at <= now) {
+            let (at, conn_id, left) = self.syncs_due.swap_remove(i);
+            // A connection no longer CONNECTED does not sync: the action is refused, and that is all.
+            if self.apply(&conn_id, Action::UpdateAccounts, &ActionArgs::default()).is_ok() && left > 1 {
+                self.syncs_due.push((at + SYNC_EVERY, conn_id, left - 1));
+            }
         }
     }
 

@@ -94,6 +94,9 @@ pub(crate) struct Store {
     /// Mutant `change-after-ack`: an updated account as it was before its update, served until
     /// 0.5 s after the delivery of the event (its id) that announced the update is acknowledged.
     unacked: HashMap<String, (String, Account)>,
+    /// Variant `background-sync`: connections that sync on their own, each at its instant, with
+    /// the syncs it has left.
+    syncs_due: Vec<(std::time::Instant, String, u32)>,
 }
 
 impl Store {
@@ -118,6 +121,7 @@ impl Store {
             reads: Default::default(),
             returning: HashMap::new(),
             stale: HashMap::new(),
+            syncs_due: Vec::new(),
             resurrecting: HashMap::new(),
             unacked: HashMap::new(),
         }
