@@ -18,7 +18,7 @@ use crate::harness::setup::session::Session;
 use crate::harness::transport::har;
 use crate::harness::vocab::outcome::{ErrorSource, Failure, Stop};
 use crate::spec::{Action, ConnectionState};
-use plan::{sequences, Atlas, Plan};
+use plan::{sequences, Arrival, Atlas, Plan};
 use std::sync::{Arc, Mutex};
 use walk::{play, Pending, Walk};
 
@@ -43,7 +43,8 @@ const MOST_CONNECTIONS: usize = ConnectionState::ALL.len() * Action::ALL.len();
 /// (connections start there), or when all stopped and pairs remain. The graph follows the
 /// driver's answers, and no step waits for a webhook: the accounts of a state are judged once,
 /// by the first connection to reach it, which stops there and is judged at the end (§3.2,
-/// §4.2); those of the created and connected states by other cases. Every connection is judged
+/// §4.2), and once more by the first to reach it after being CONNECTED ([`Arrival`]); those of
+/// the created and connected states by other cases. Every connection is judged
 /// as in [`play`] once its events are in, all those waits at the same time: one lateness for
 /// the whole exploration. The graph goes into the reports.
 async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -52,10 +53,9 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
     {
         let mut atlas = lock(&atlas);
         atlas.graph.reached.push(ConnectionState::Created);
-        // Judged elsewhere: a new connection's accounts by `accounts.refused-before-connected`,
-        // a connected one's by every read of the shared connection. A connection stops at the
-        // first state it reaches whose accounts are not judged yet (`Atlas::plan`): not these.
-        atlas.judged.extend([ConnectionState::Created, ConnectionState::Connected]);
+        // A connection stops at the first arrival whose accounts are not judged yet
+        // (`Atlas::plan`): not these.
+        atlas.judged.extend(Arrival::JUDGED_ELSEWHERE);
     }
     let (wake, mut woken) = tokio::sync::mpsc::unbounded_channel();
     let mut exploring = tokio::task::JoinSet::new();
@@ -162,8 +162,9 @@ async fn explore(
             let explored = explore_with(&ctx, &atlas, me, &wake, &mut walk).await;
             // It ends here: its judgement judges the accounts of this state.
             let mut atlas = lock(&atlas);
-            if explored.is_ok() && !atlas.judged.contains(&walk.state()) {
-                atlas.judged.push(walk.state());
+            let arrival = Arrival { state: walk.state(), after_connected: walk.after_connected() };
+            if explored.is_ok() && !atlas.judged.contains(&arrival) {
+                atlas.judged.push(arrival);
             }
             (walk.actions.clone(), explored.map(|()| walk.finish().1))
         }
@@ -183,7 +184,7 @@ async fn explore_with(
 ) -> Result<(), Stop> {
     loop {
         let from = walk.state();
-        let Some(Plan { action, explore }) = lock(atlas).plan(me, from) else { return Ok(()) };
+        let Some(Plan { action, explore }) = lock(atlas).plan(me, from, walk.after_connected()) else { return Ok(()) };
         // It may have left the created state: time for a fresh connection, perhaps.
         let _ = wake.send(());
         let transition = walk.step(ctx, action).await?;

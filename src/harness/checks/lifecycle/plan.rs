@@ -13,11 +13,32 @@ use proptest::prelude::*;
 pub(super) struct Atlas {
     pub(super) graph: TransitionGraph,
     claimed: Vec<(ConnectionState, Action)>,
-    pub(super) judged: Vec<ConnectionState>,
+    pub(super) judged: Vec<Arrival>,
     pub(super) positions: Vec<(usize, ConnectionState)>,
     /// The unclaimed pairs when a connection was last started for what others left: another
     /// starts only once that shrank, so a target whose known paths fail cannot loop.
     leftover: Option<usize>,
+}
+
+/// Where a connection's accounts are judged: a state, and whether the connection was CONNECTED
+/// before it. Once it was, it has accounts that a server could go on serving in a state where
+/// §3.2 and §4.2 refuse them, and a state reached only from CREATED never shows that
+/// (`tests/foreign-8`'s `accounts-after-disconnect` serves them only after a connect).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Arrival {
+    pub(super) state: ConnectionState,
+    pub(super) after_connected: bool,
+}
+
+impl Arrival {
+    /// Where a connection's accounts are judged before any case does: a new connection's by
+    /// `accounts.refused-before-connected`, a connected one's by every read of the shared
+    /// connection.
+    pub(super) const JUDGED_ELSEWHERE: [Arrival; 3] = [
+        Arrival { state: ConnectionState::Created, after_connected: false },
+        Arrival { state: ConnectionState::Connected, after_connected: false },
+        Arrival { state: ConnectionState::Connected, after_connected: true },
+    ];
 }
 
 /// One step a connection is to take.
@@ -65,13 +86,14 @@ impl Atlas {
     /// those expected to keep the state, then those leading where work is), else the first
     /// step of the shortest known way to a state with untried actions; `None`: stop.
     ///
-    /// The first connection at a state whose accounts are not judged yet stops there: its
-    /// judgement at the end judges them, while every connection's events are awaited at once
-    /// (a wait for the events before leaving the state would add one lateness per state along
-    /// the connection). Another connection takes the state's untried actions.
-    pub(super) fn plan(&mut self, me: usize, from: ConnectionState) -> Option<Plan> {
-        if !self.judged.contains(&from) {
-            self.judged.push(from);
+    /// The first connection at an [`Arrival`] whose accounts are not judged yet stops there:
+    /// its judgement at the end judges them, while every connection's events are awaited at
+    /// once (a wait for the events before leaving the state would add one lateness per state
+    /// along the connection). Another connection takes the state's untried actions.
+    pub(super) fn plan(&mut self, me: usize, from: ConnectionState, after_connected: bool) -> Option<Plan> {
+        let arrival = Arrival { state: from, after_connected };
+        if !self.judged.contains(&arrival) {
+            self.judged.push(arrival);
             return None;
         }
         let rank = |a: &Action| match a.target_state() {
@@ -192,13 +214,14 @@ mod tests {
         let mut atlas = Atlas::default();
         atlas.graph.reached.push(Created);
         // As the case starts: other cases judge the accounts of these two states.
-        atlas.judged.extend([Created, Connected]);
+        atlas.judged.extend(Arrival::JUDGED_ELSEWHERE);
         let mut connections = 0;
         while atlas.wants_fresh() {
             connections += 1;
             atlas.positions.push((connections, Created));
             let mut state = Created;
-            while let Some(plan) = atlas.plan(connections, state) {
+            let mut after_connected = false;
+            while let Some(plan) = atlas.plan(connections, state, after_connected) {
                 let transition = target(state, plan.action);
                 if plan.explore {
                     atlas.record(state, plan.action, transition);
@@ -207,11 +230,13 @@ mod tests {
                 }
                 if let Transition::Accepted(to) = transition {
                     state = to;
+                    after_connected |= to == Connected;
                 }
                 atlas.at(connections, state);
             }
-            if !atlas.judged.contains(&state) {
-                atlas.judged.push(state);
+            let arrival = Arrival { state, after_connected };
+            if !atlas.judged.contains(&arrival) {
+                atlas.judged.push(arrival);
             }
             atlas.positions.clear();
         }
@@ -219,10 +244,14 @@ mod tests {
         // Data actions only from the connected state: never sent without a listed target.
         assert_eq!(atlas.graph.edges.len(), 6 * Action::ALL.len() - 5 * 2);
         assert_eq!(atlas.claimed.len(), atlas.graph.edges.len(), "each pair once");
-        assert!(atlas.graph.reached.iter().all(|s| atlas.judged.contains(s)));
-        // Each disconnection ends a connection (five), and so does the first arrival at each of
-        // the other states reached whose accounts are not judged yet (failed_auth, mfa_required,
-        // error): eight, and no more.
-        assert_eq!(connections, 8);
+        assert!(atlas.graph.reached.iter().all(|s| atlas.judged.iter().any(|a| a.state == *s)));
+        // The states a connection leaves CONNECTED for are judged with its accounts in being.
+        for state in [Error, Disconnected] {
+            assert!(atlas.judged.contains(&Arrival { state, after_connected: true }), "{state} after connected");
+        }
+        // Each disconnection ends a connection, and so does the first arrival at each of the
+        // other arrivals whose accounts are not judged yet: ten (eight when a state was judged
+        // once, whatever came before it), and no more.
+        assert_eq!(connections, 10);
     }
 }

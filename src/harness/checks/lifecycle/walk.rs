@@ -143,6 +143,12 @@ impl Walk {
         self.state
     }
 
+    /// Whether the driver's answers so far made the connection CONNECTED at some step.
+    pub(super) fn after_connected(&self) -> bool {
+        self.state == ConnectionState::Connected
+            || self.played.iter().any(|(_, _, t)| *t == Transition::Accepted(ConnectionState::Connected))
+    }
+
     /// Drives `action`; a refused or unsupported one changes nothing (not a failure).
     pub(super) async fn step(&mut self, ctx: &Session, action: Action) -> Result<Transition, Stop> {
         let receiver = ctx.receiver()?;
