@@ -107,7 +107,8 @@ pub(crate) fn judge_record(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'stati
 /// Identity: the reference reads of both clients, a single read of each of the shared
 /// connection's accounts that no other flow has read singly yet (§4.4), and the first account
 /// asked for under ids it does not have: its own part after the prefix behind another kind's
-/// prefix (§2: the prefix says the kind). Whatever these are answered with, the identity rule
+/// prefix or alone (§2: the prefix says the kind), and the ids of the connection and of a
+/// transaction. Whatever these are answered with, the identity rule
 /// judges it: an answer that shows an account under another id than the one asked for fails; a
 /// refusal, any status, is not judged (§7).
 async fn identity_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -119,10 +120,18 @@ async fn identity_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
         }
     }
     let first = fixture.account_ids().into_iter().next();
+    let mut asked = Vec::new();
     if let Some(rest) = first.as_deref().and_then(|a| a.strip_prefix(crate::spec::prefix::ACCOUNT)) {
-        for kind in [crate::spec::prefix::CONNECTION, crate::spec::prefix::TRANSACTION] {
-            ctx.api.get(&["v1", "accounts", &format!("{kind}{rest}")], &[]).await?;
-        }
+        asked.extend([crate::spec::prefix::CONNECTION, crate::spec::prefix::TRANSACTION].map(|k| format!("{k}{rest}")));
+        asked.push(rest.to_string());
+    }
+    // Ids of other objects that exist: the connection's own, and a transaction of its first
+    // account (a lookup that takes any id it knows, of whatever kind, shows another object).
+    asked.push(fixture.connection_id.clone());
+    let walks = fixture.walks.iter().filter_map(|(_, w)| w.as_ref().ok());
+    asked.extend(walks.flat_map(|w| w.ids()).next());
+    for id in asked {
+        ctx.api.get(&["v1", "accounts", &id], &[]).await?;
     }
     Ok(())
 }
@@ -237,8 +246,8 @@ fn token_of(ctx: &RunContext, connection: &str) -> Option<String> {
     })
 }
 
-/// Cause: three creations the service must refuse (no key, a malformed header, a key never
-/// issued), one after the other, while no creation of the run is in flight ([`MARGIN`] before
+/// Cause: creations the service must refuse (no key, a malformed header, a key never issued, a
+/// fresh connection's widget token), each twice, one after the other, while no creation of the run is in flight ([`MARGIN`] before
 /// and after: their effects cannot be confused with the run's own), then one of the run's own,
 /// whose `connection.created` is awaited: the refusals' effects have had the time to arrive,
 /// and the rule weighs them in every run (`inv::cause`).
@@ -247,10 +256,17 @@ async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let key = ctx.api.keys().next().unwrap_or_default().to_string();
     let prefix = key.find('_').map_or("unknown_", |i| &key[..=i]);
     let forged = format!("Bearer {prefix}bankconfNeverIssued0000000001");
+    let mut credentials = vec![Auth::Missing, Auth::Header("Bearer not a key".into()), Auth::Header(forged)];
+    // A fresh connection's widget token too (§5: the frontend's, never a key): redacted as one.
+    if let Some(token) = ctx.created().await.ok().and_then(|c| c.widget_token.clone()) {
+        ctx.redactor.add(&token);
+        credentials.push(Auth::Header(format!("Bearer {token}")));
+    }
     {
         let _quiet = ctx.api.quiet().await;
         tokio::time::sleep(MARGIN).await;
-        for auth in [Auth::Missing, Auth::Header("Bearer not a key".into()), Auth::Header(forged)] {
+        // Each twice: each kind of credential is an experiment of its own (`inv::cause`).
+        for auth in credentials.iter().flat_map(|a| [a.clone(), a.clone()]) {
             ctx.api.send(Method::POST, &["v1", "connections"], &[], auth).await?;
         }
         tokio::time::sleep(MARGIN).await;

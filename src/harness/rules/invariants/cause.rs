@@ -21,9 +21,9 @@
 //! a creation it awaits.
 
 use super::clock::offsets;
-use super::{finding, Endpoint, Record, Seen, Verdict};
+use super::{finding, Credential, Endpoint, Record, Seen, Verdict};
 use chrono::{DateTime, Duration, Utc};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 /// How far around a request its effect may be stamped: the two clocks' granularity and the
 /// harness's scheduling.
@@ -111,6 +111,37 @@ fn settled_after(record: &Record, at: DateTime<Utc>) -> bool {
     })
 }
 
+/// What a refused creation carried, for grouping (never printed: a header may hold a secret,
+/// so the label names its kind only). A server may leak through one credential only (a widget
+/// token taken for the key's client, `tests/foreign-9`'s `sess-token-create-leak`), so each
+/// kind is its own experiment.
+fn class(record: &Record, credential: &Credential) -> (u8, &'static str, String) {
+    match credential {
+        Credential::Missing => (0, "no key", String::new()),
+        Credential::NearKey => (1, "a near-miss key", String::new()),
+        Credential::Key(_) => (2, "a key of the run", String::new()),
+        Credential::Header(h) => {
+            let token = record.answers.iter().filter_map(|a| a.created.as_ref()?.1.as_deref()).any(|t| h.contains(t));
+            match token {
+                true => (3, "a widget token", h.clone()),
+                false => (4, "a key the service never issued", h.clone()),
+            }
+        }
+    }
+}
+
+/// One class's refusals: weighed (matched or settled), and those followed by an effect. Each
+/// class is matched on its own: an experiment's refusals come in one burst, closer together
+/// than the clocks tell apart, so a class followed one for one is named with those beside it.
+#[derive(Default)]
+struct Tally<'a> {
+    label: &'static str,
+    clear: Vec<&'a Seen>,
+    weighed: usize,
+    matched: Vec<(&'a Seen, u64)>,
+    used: HashSet<u64>,
+}
+
 pub(crate) fn judge(record: &Record) -> Verdict {
     let refused: Vec<&Seen> = record
         .answers
@@ -124,48 +155,56 @@ pub(crate) fn judge(record: &Record) -> Verdict {
     // How far an effect's interval may reach past the moment it happened: the offset's width.
     let reach = bounds.map_or(LATE, |(lo, hi)| hi - lo);
     let own: Vec<_> = record.creations().map(|(_, s)| (s.sent, s.answered)).collect();
-    let clear: Vec<&Seen> = refused
-        .iter()
-        .copied()
-        .filter(|r| !own.iter().any(|(f, t)| *f <= r.answered + reach && *t >= r.sent - reach))
-        .collect();
     let effects = effects(record, bounds);
-    let mut used = HashSet::new();
-    let mut matched = Vec::new();
-    let mut weighed = 0;
-    for r in &clear {
-        match effects.iter().find(|e| !used.contains(&e.seq) && overlaps(e, r.sent, r.answered, SLACK)) {
+    let mut tallies: BTreeMap<(u8, &'static str, String), Tally> = BTreeMap::new();
+    for r in refused.iter().copied() {
+        if own.iter().any(|(f, t)| *f <= r.answered + reach && *t >= r.sent - reach) {
+            continue;
+        }
+        let key = class(record, &r.credential);
+        let tally = tallies.entry(key.clone()).or_insert_with(|| Tally { label: key.1, ..Tally::default() });
+        tally.clear.push(r);
+        match effects.iter().find(|e| !tally.used.contains(&e.seq) && overlaps(e, r.sent, r.answered, SLACK)) {
             Some(e) => {
-                used.insert(e.seq);
-                matched.push((*r, e.seq));
-                weighed += 1;
+                tally.used.insert(e.seq);
+                tally.matched.push((r, e.seq));
+                tally.weighed += 1;
             }
-            None if settled_after(record, r.answered) => weighed += 1,
+            None if settled_after(record, r.answered) => tally.weighed += 1,
             None => {}
         }
     }
     // The background: effects outside every refusal's window (an effect inside one, clear or
     // not, may be its refusal's), as a rate over the time outside them, against how many would
-    // fall inside the clear refusals' windows by chance.
+    // fall inside a class's clear refusals' windows by chance.
     let start = record.answers.iter().map(|a| a.sent).min();
     let end = record.answers.iter().map(|a| a.answered).chain(record.deliveries.iter().map(|h| h.arrived)).max();
     let (Some(start), Some(end)) = (start, end) else { return (refused.len(), Vec::new()) };
     let background = effects.iter().filter(|e| !refused.iter().any(|r| overlaps(e, r.sent, r.answered, SLACK))).count();
     let outside = ((end - start) - covered(&refused)).num_milliseconds().max(1) as f64;
-    let expected = background as f64 * covered(&clear).num_milliseconds() as f64 / outside;
-    let followed = matched.len() >= MIN_MATCHED && matched.len() * 2 >= weighed;
-    if !followed || (matched.len() as f64) < 3.0 * expected + 2.0 {
+    let followed = |t: &Tally| {
+        let expected = background as f64 * covered(&t.clear).num_milliseconds() as f64 / outside;
+        t.matched.len() >= MIN_MATCHED
+            && t.matched.len() * 2 >= t.weighed
+            && (t.matched.len() as f64) >= 3.0 * expected + 2.0
+    };
+    let followed: Vec<&Tally> = tallies.values().filter(|t| followed(t)).collect();
+    if followed.is_empty() {
         return (refused.len(), Vec::new());
     }
-    let answers: Vec<u64> = matched.iter().map(|(r, _)| r.seq).take(6).collect();
-    let deliveries: Vec<u64> = matched.iter().map(|(_, d)| *d).take(6).collect();
+    let mut labels: Vec<&str> = followed.iter().map(|t| t.label).collect();
+    labels.dedup();
+    let t = followed[0];
+    let answers: Vec<u64> = t.matched.iter().map(|(r, _)| r.seq).take(6).collect();
+    let deliveries: Vec<u64> = t.matched.iter().map(|(_, d)| *d).take(6).collect();
     let detail = format!(
-        "refused creations (POST /v1/connections answered 4xx) were each followed, inside its own time window, by a \
-         connection.created of a connection the run never created, in {} of the {} whose effect could be told apart \
-         from the run's own creations ({} such events outside those windows in the whole run): a refused request has \
-         an effect (§5, §3.2)",
-        matched.len(),
-        weighed,
+        "refused creations (POST /v1/connections answered 4xx) with {} were each followed, inside its own time window, \
+         by a connection.created of a connection the run never created, in {} of the {} whose effect could be told \
+         apart from the run's own creations ({} such events outside those windows in the whole run): a refused request \
+         has an effect (§5, §3.2)",
+        labels.join(" or "),
+        t.matched.len(),
+        t.weighed,
         background
     );
     (refused.len(), vec![finding(detail, &answers, &deliveries)])

@@ -265,6 +265,40 @@ fn cause_weighs_clear_settled_refusals_only() {
     assert_eq!(cause::judge(&r).1.len(), 0, "3 of 7 weighed refusals followed: no finding");
 }
 
+/// Each kind of credential is an experiment of its own: refusals of one kind followed one for
+/// one fail, though those of the other kinds, more of them, had no effect (a widget token taken
+/// for its client's key, `tests/foreign-9`'s `sess-token-create-leak`).
+#[test]
+fn cause_judges_each_kind_of_credential_on_its_own() {
+    let mut r = a_run();
+    let token = "Bearer sess_of_conn_1".to_string();
+    r.answers
+        .iter_mut()
+        .filter(|a| a.created.is_some())
+        .for_each(|a| a.created = Some(("conn_1".into(), Some("sess_of_conn_1".into()))));
+    for (i, ms) in [(1u64, 8000), (2, 11_000)] {
+        add(&mut r, "POST", "v1/connections", Credential::Header(token.clone()), 401, ms, json!(null));
+        r.delivery(at(ms + 300), created_event(i, &format!("conn_x{i}"), ms + 20));
+    }
+    for ms in [14_000, 15_000, 16_000, 17_000, 18_000] {
+        add(&mut r, "POST", "v1/connections", Credential::Missing, 401, ms, json!(null));
+    }
+    add(
+        &mut r,
+        "POST",
+        "v1/connections",
+        Credential::Key(Client::First),
+        201,
+        22_000,
+        json!({"connectionId": "conn_late"}),
+    );
+    r.delivery(at(22_100), created_event(30, "conn_late", 22_020));
+    let found = cause::judge(&r).1;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].to_string().contains("with a widget token were"), "{}", found[0]);
+    assert!(!found[0].to_string().contains("sess_of"), "a token is never printed: {}", found[0]);
+}
+
 #[test]
 fn accounts_served_before_their_connection_connected_fail_and_only_they() {
     let mut r = a_run();
