@@ -128,6 +128,9 @@ pub(super) struct Listing<'a> {
     pub(super) first: &'a PageRead,
     pub(super) last: &'a PageRead,
     pub(super) ids: BTreeSet<&'a str>,
+    /// The ids it lists more than once: two items under one id, which names no one object
+    /// (§2; `invariants.identity` and `transactions.walk-exactly-once` judge that).
+    pub(super) twice: BTreeSet<&'a str>,
 }
 
 /// An id within one client's view ([`view`]).
@@ -416,12 +419,16 @@ impl Model {
         }
         let mut listings = Vec::new();
         'first: for first in self.pages.iter().filter(|p| p.cursor.is_none()) {
-            let (mut last, mut ids) = (first, BTreeSet::new());
+            let (mut last, mut ids, mut twice) = (first, BTreeSet::new(), BTreeSet::new());
             // Bounded by the pages read: each step moves to a later read.
             for _ in 0..=self.pages.len() {
-                ids.extend(last.items.iter().map(|(id, _, _)| id.as_str()));
+                for (id, _, _) in &last.items {
+                    if !ids.insert(id.as_str()) {
+                        twice.insert(id.as_str());
+                    }
+                }
                 if !last.has_more {
-                    listings.push(Listing { first, last, ids });
+                    listings.push(Listing { first, last, ids, twice });
                     continue 'first;
                 }
                 let Some(cursor) = &last.next_cursor else { continue 'first };

@@ -7,7 +7,7 @@ use crate::harness::checks::Finding;
 use crate::harness::transport::answers::Answer;
 use crate::spec;
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -234,12 +234,21 @@ pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
             }
         }
     }
-    // Transactions: each one's fields, as its pages show them.
+    // Transactions: each one's fields, as its pages show them. An id a listing holds twice
+    // names two items at once, so its reads differ without any change: left to the rules of
+    // identity, which fail it in every run (issue 51: `tests/foreign-9`'s `txn-id-from-count`
+    // failed this case in the runs whose pages split the two, two of five).
+    let listings = model.listings();
+    let twice: HashSet<InView> =
+        listings.iter().flat_map(|l| l.twice.iter().map(|id| (view(&l.first.answer), *id))).collect();
     let mut last: HashMap<InView, (&Arc<Answer>, u64)> = HashMap::new();
     for page in &model.pages {
         let connection = model.connection_of(view(&page.answer), &page.account);
         for (id, item, _) in &page.items {
             let key = (view(&page.answer), id.as_str());
+            if twice.contains(&key) {
+                continue;
+            }
             if let Some((before, old)) = last.get(&key) {
                 judged += 1;
                 if *old != *item
@@ -491,6 +500,17 @@ mod tests {
         let (_, findings) = one_owner(&log.model(&[]));
         assert_eq!(findings.len(), 1);
         assert!(findings[0].problem.contains("listed under account acc_1"), "{}", findings[0].problem);
+    }
+
+    #[test]
+    fn an_id_listed_twice_is_left_to_identity_by_changes_announced() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        log.page("acc_1", json!([txn("txn_1", 2.0)]));
+        assert_eq!(changes_announced(&log.model(&[])).1.len(), 1, "a change no event announced");
+        // Two items under txn_1 in one listing: its reads differ with no change at all.
+        log.page("acc_1", json!([txn("txn_1", 1.0), txn("txn_1", 2.0)]));
+        assert!(changes_announced(&log.model(&[])).1.is_empty());
     }
 
     #[test]

@@ -121,10 +121,10 @@ fn class(record: &Record, credential: &Credential) -> (u8, &'static str, String)
         Credential::NearKey => (1, "a near-miss key", String::new()),
         Credential::Key(_) => (2, "a key of the run", String::new()),
         Credential::Header(h) => {
-            let token = record.answers.iter().filter_map(|a| a.created.as_ref()?.1.as_deref()).any(|t| h.contains(t));
-            match token {
+            let mut tokens = record.answers.iter().filter_map(|a| a.created.as_ref()?.1.as_deref());
+            match tokens.any(|t| !t.is_empty() && h.contains(t)) {
                 true => (3, "a widget token", h.clone()),
-                false => (4, "a key the service never issued", h.clone()),
+                false => (4, "a header that holds no key of the run", h.clone()),
             }
         }
     }
