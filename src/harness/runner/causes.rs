@@ -68,29 +68,34 @@ pub(crate) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[
     causes
 }
 
-/// Connection ids a client was answered twice (`checks::reused`): the cases it left unjudged
-/// (their reason names it) and its owner.
+/// An id that names two objects for one client (`checks::reused`: a connection id answered
+/// twice, or an account id listed under two connections): the cases it left unjudged (their
+/// reason names it) and its owner.
 fn reused(results: &[CaseResult]) -> Option<RootCause> {
-    use crate::harness::checks::reused::{OWNER, SAID};
-    let cases: Vec<String> = results
-        .iter()
-        .filter(|r| match &r.outcome {
-            Outcome::Failed(f) => r.case.id == OWNER && f.problems.iter().any(|p| p.detail.contains(SAID)),
-            Outcome::Ignored { reason, .. } => reason.contains(SAID),
-            _ => false,
-        })
-        .map(|r| r.case.id.clone())
-        .collect();
-    let said = results.iter().find_map(|r| match &r.outcome {
-        Outcome::Failed(f) if r.case.id == OWNER => {
-            f.problems.iter().find(|p| p.detail.contains(SAID)).map(|p| p.text())
-        }
-        _ => None,
-    })?;
-    (!cases.is_empty()).then(|| RootCause {
-        cause: format!("{said}: every case that rests on which connection an id names was left unjudged"),
-        cases,
-    })
+    use crate::harness::checks::reused::{ACCOUNT_OWNER, OWNER, SAID, SAID_ACCOUNT};
+    [(OWNER, SAID, "connection"), (ACCOUNT_OWNER, SAID_ACCOUNT, "object")].into_iter().find_map(
+        |(owner, said, what)| {
+            let cases: Vec<String> = results
+                .iter()
+                .filter(|r| match &r.outcome {
+                    Outcome::Failed(f) => r.case.id == owner && f.problems.iter().any(|p| p.detail.contains(said)),
+                    Outcome::Ignored { reason, .. } => reason.contains(said),
+                    _ => false,
+                })
+                .map(|r| r.case.id.clone())
+                .collect();
+            let text = results.iter().find_map(|r| match &r.outcome {
+                Outcome::Failed(f) if r.case.id == owner => {
+                    f.problems.iter().find(|p| p.detail.contains(said)).map(|p| p.text())
+                }
+                _ => None,
+            })?;
+            (!cases.is_empty()).then(|| RootCause {
+                cause: format!("{text}: every case that rests on which {what} an id names was left unjudged"),
+                cases,
+            })
+        },
+    )
 }
 
 /// Events that name another connection than the one concerned (`rules::misnamed`), with the

@@ -27,6 +27,7 @@ fn deferred(case: &Case) -> bool {
         || checks::ON_EVENT_CONNECTION.contains(&case.id.as_str())
         || checks::reused::rests_on_connection_id(&case.id)
         || case.id == checks::reused::OWNER
+        || case.id == checks::reused::ACCOUNT_OWNER
 }
 
 /// The results of a run as its flows end, in catalogue order.
