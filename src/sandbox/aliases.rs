@@ -20,21 +20,36 @@ const ALIASED: [&str; 2] = [prefix::ACCOUNT, prefix::TRANSACTION];
 #[derive(Default)]
 pub(crate) struct Aliases {
     clients: HashMap<String, Table>,
+    /// [`super::Mutant::AccountIdPerConnection`]: an account listed with its connection is
+    /// numbered within that connection, so a client's connections list equal ids, and an id
+    /// reads back the account that took it last.
+    per_connection: bool,
 }
 
-/// One client's aliases: store id → alias, alias → store id, and the last number per prefix.
+/// One client's aliases: store id → alias, alias → store id, and the last number per prefix
+/// (and, for the mutant, per connection).
 #[derive(Default)]
 struct Table {
     alias: HashMap<String, String>,
     id: HashMap<String, String>,
     last: HashMap<&'static str, u64>,
+    per_connection: Option<HashMap<String, u64>>,
 }
 
 impl Aliases {
+    /// The tables of a sandbox; `per_connection` for [`super::Mutant::AccountIdPerConnection`].
+    pub(super) fn new(per_connection: bool) -> Self {
+        Self { per_connection, ..Self::default() }
+    }
+
     /// `value` as `client` sees it: every account and transaction id replaced by the client's
     /// alias for it, numbered in the order the client first sees them.
     pub(super) fn outward(&mut self, client: &str, value: &mut Value) {
-        let table = self.clients.entry(client.to_string()).or_default();
+        let per_connection = self.per_connection;
+        let table = self
+            .clients
+            .entry(client.to_string())
+            .or_insert_with(|| Table { per_connection: per_connection.then(HashMap::new), ..Table::default() });
         table.rewrite(value);
     }
 
@@ -54,9 +69,30 @@ impl Table {
                 }
             }
             Value::Array(items) => items.iter_mut().for_each(|v| self.rewrite(v)),
-            Value::Object(map) => map.values_mut().for_each(|v| self.rewrite(v)),
+            Value::Object(map) => {
+                self.number_in_connection(map);
+                map.values_mut().for_each(|v| self.rewrite(v))
+            }
             _ => {}
         }
+    }
+
+    /// For the mutant: an account object not yet aliased takes the next number of its
+    /// connection, which another connection's account of the client may hold already.
+    fn number_in_connection(&mut self, map: &serde_json::Map<String, Value>) {
+        let Some(counts) = self.per_connection.as_mut() else { return };
+        let (Some(Value::String(id)), Some(Value::String(connection))) = (map.get("id"), map.get("connectionId"))
+        else {
+            return;
+        };
+        if !id.starts_with(prefix::ACCOUNT) || self.alias.contains_key(id) || self.id.contains_key(id) {
+            return;
+        }
+        let n = counts.entry(connection.clone()).or_default();
+        *n += 1;
+        let alias = format!("{}N{:025}", prefix::ACCOUNT, *n);
+        self.alias.insert(id.clone(), alias.clone());
+        self.id.insert(alias, id.clone());
     }
 
     fn alias_of(&mut self, prefix: &'static str, id: &str) -> String {

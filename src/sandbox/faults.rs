@@ -407,10 +407,14 @@ departures! {
         #[seed]
         EventTimeInFuture = "event-time-in-future", "§6.2", ["invariants.clock"],
             "accounts.updated and transaction.deleted are stamped an hour ahead of the server's own clock";
+        #[seed]
         AccountsStampedAtFirstRead = "accounts-stamped-at-first-read", "§3.1", ["invariants.clock"],
             "an account's createdAt is the time its connection's accounts were first listed, after connection.connected";
         IdPrefixIgnored = "id-prefix-ignored", "§2", ["invariants.identity"],
             "GET /v1/accounts/{id} finds the account by the part of the id after the prefix: conn_X and txn_X answer acc_X";
+        #[seed]
+        AccountIdPerConnection = "account-id-per-connection", "§2.2", ["invariants.identity"],
+            "each connection numbers its accounts from 1: a client's connections list equal account ids, and an id reads the account that took it last";
         EventsInLocalZone = "events-in-local-zone", "§6.1", ["invariants.clock"],
             "every event is stamped in local time (UTC+2) written with `Z`: two hours ahead, its objects' times right";
         #[seed]

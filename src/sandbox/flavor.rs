@@ -58,9 +58,12 @@ impl Flavor {
         self.mutant.and_then(Mutant::answer_edit).or_else(|| self.variant.and_then(Variant::answer_edit))
     }
 
-    /// Whether account and transaction ids are numbered per client (two variants, §2).
+    /// Whether account and transaction ids are numbered per client (two variants, §2; and the
+    /// mutant that numbers accounts per connection).
     pub(super) fn per_client_ids(self) -> bool {
-        self.has(Variant::PerClientIds) || self.has(Variant::PerClientIdsAtCreation)
+        self.has(Variant::PerClientIds)
+            || self.has(Variant::PerClientIdsAtCreation)
+            || self.is(Mutant::AccountIdPerConnection)
     }
 
     /// A fresh identifier with `prefix` (§2): 26 upper-case alphanumerics, a lower-case UUID

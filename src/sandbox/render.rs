@@ -61,7 +61,8 @@ pub(crate) fn account(f: Flavor, a: &Account) -> Value {
         "balance": amount(a.balance_cents),
         "availableBalance": amount(a.available_cents),
         "accountNumber": format!("****{}", a.number_last4),
-        "createdAt": timestamp(a.created_at),
+        // With milliseconds: a read made late shows in it at once (`invariants.clock`).
+        "createdAt": timestamp_millis(a.created_at),
         "lastSyncedAt": timestamp(a.last_synced_at),
         "institution": {
             "id": a.institution.id,

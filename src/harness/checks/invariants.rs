@@ -108,7 +108,7 @@ pub(crate) fn judge_record(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'stati
 /// connection's accounts that no other flow has read singly yet (§4.4), and the first account
 /// asked for under ids it does not have: its own part after the prefix behind another kind's
 /// prefix or alone (§2: the prefix says the kind), and the ids of the connection and of a
-/// transaction. Whatever these are answered with, the identity rule
+/// transaction; and the accounts of a second connection of the client. Whatever these are answered with, the identity rule
 /// judges it: an answer that shows an account under another id than the one asked for fails; a
 /// refusal, any status, is not judged (§7).
 async fn identity_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -133,6 +133,14 @@ async fn identity_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
     for id in asked {
         ctx.api.get(&["v1", "accounts", &id], &[]).await?;
     }
+    // A second connection of the client, listed (the tour's that stays connected; other flows
+    // list it too): an account id the lists of two connections hold names two objects.
+    if let Some(kept) = ctx.tour().await.ok().as_deref().and_then(|t| t.stays_connected().cloned()) {
+        let path = ["v1", "connections", kept.connection_id.as_str(), "accounts"];
+        if ctx.api.answers().latest(&path).is_none() {
+            ctx.api.get(&path, &[]).await?;
+        }
+    }
     Ok(())
 }
 
@@ -149,11 +157,15 @@ async fn clock_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
     shared.and(late)
 }
 
-/// Longer than [`inv::clock::CREATED_SLACK`], plus 1 s for a `createdAt` written to the whole
-/// second (truncated, a stamp made at the read shows up to 1 s earlier: the sandbox writes it
-/// so, and a read 1.5 s late was then missed in about half the runs), plus a margin. Counted in
-/// the server's clock from the event's `occurredAt`, so the stamp is surely past the slack.
-const LATE_READ: std::time::Duration = std::time::Duration::from_millis(2250);
+/// Longer than [`inv::clock::CREATED_SLACK`] by a margin. Counted in the server's clock from
+/// the event's `occurredAt`, so the stamp is surely past the slack. Each stamp written to the
+/// whole second adds [`CUT`].
+const LATE_READ: std::time::Duration = std::time::Duration::from_millis(1250);
+
+/// What a stamp cut to the whole second may read early by: a `createdAt` made at the read then
+/// shows up to 1 s before it (a read 0.5 s past the slack was missed in about half the runs of
+/// a sandbox that wrote `createdAt` so).
+const CUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Creates and connects a connection, waits for its `connection.connected`, and reads its
 /// accounts for the first time once the server's clock has surely passed the event's
@@ -168,11 +180,15 @@ async fn late_first_read(ctx: &RunContext) -> Result<(), Stop> {
     let (_, seen) = receiver.wait_for_type(&created.connection_id, connected, ctx.plan.event_wait()).await;
     let stamps: Vec<_> =
         seen.iter().filter(|d| d.event_type() == Some(connected)).filter_map(|d| d.occurred_at()).collect();
-    // An event stamped to the whole second widens the rule's slack by a second: wait as much more.
-    let late = match stamps.iter().copied().any(inv::clock::whole_second) {
-        true => LATE_READ + std::time::Duration::from_secs(1),
-        false => LATE_READ,
-    };
+    // An event stamped to the whole second widens the rule's slack by a second; accounts whose
+    // `createdAt` is (every one the shared connection listed, or it listed none) may show the
+    // late stamp a second early: wait as much more for each.
+    let event_cut = stamps.iter().copied().any(inv::clock::whole_second);
+    let accounts_cut = ctx.connected().await.map_or(true, |c| {
+        let at = |a: &Value| a.get("createdAt")?.as_str()?.parse::<DateTime<Utc>>().ok();
+        c.accounts.iter().all(|a| at(a).is_none_or(inv::clock::whole_second))
+    });
+    let late = LATE_READ + CUT * (u32::from(event_cut) + u32::from(accounts_cut));
     let due = stamps.iter().min().zip(receiver.clock_floor());
     tokio::time::sleep(due.map_or(late, |(at, floor)| until_server_passes(*at, floor, late, chrono::Utc::now()))).await;
     ctx.accounts_when_ready(&created.connection_id).await.map(|_| ())
@@ -247,7 +263,7 @@ fn token_of(ctx: &RunContext, connection: &str) -> Option<String> {
 }
 
 /// Cause: creations the service must refuse (no key, a malformed header, a key never issued, a
-/// fresh connection's widget token), each twice, one after the other, while no creation of the run is in flight ([`MARGIN`] before
+/// fresh connection's widget token), each twice, one after the other, while no creation of the run is in flight ([`margin`] before
 /// and after: their effects cannot be confused with the run's own), then one of the run's own,
 /// whose `connection.created` is awaited: the refusals' effects have had the time to arrive,
 /// and the rule weighs them in every run (`inv::cause`).
@@ -264,12 +280,13 @@ async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
     }
     {
         let _quiet = ctx.api.quiet().await;
-        tokio::time::sleep(MARGIN).await;
+        let margin = margin(&record_of(&ctx));
+        tokio::time::sleep(margin).await;
         // Each twice: each kind of credential is an experiment of its own (`inv::cause`).
         for auth in credentials.iter().flat_map(|a| [a.clone(), a.clone()]) {
             ctx.api.send(Method::POST, &["v1", "connections"], &[], auth).await?;
         }
-        tokio::time::sleep(MARGIN).await;
+        tokio::time::sleep(margin).await;
     }
     let created = ctx.create_connection().await?;
     let receiver = ctx.receiver()?;
@@ -278,9 +295,24 @@ async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
     Ok(())
 }
 
-/// How long the cause experiment keeps apart from the run's creations on either side: more than
-/// the server's clock offset is uncertain by on a local target (a creation's event latency).
+/// How long the cause experiment keeps apart from the run's creations on either side, at most:
+/// more than the server's clock offset is uncertain by on a local target (a creation's event
+/// latency).
 const MARGIN: std::time::Duration = std::time::Duration::from_millis(400);
+
+/// The cause experiment's distance from the run's creations: twice the offset's uncertainty the
+/// record shows so far ([`inv::cause::reach_so_far`], which only narrows as the run goes on, so
+/// its refusals stay clear at the judgment), at least [`MARGIN_FLOOR`] for the scheduling, at
+/// most [`MARGIN`]; [`MARGIN`] while the record bounds no offset tightly. Each of the run's
+/// creations the experiment holds back waits this long twice, so a local target's few
+/// milliseconds are not made 400 ms.
+fn margin(record: &Record) -> std::time::Duration {
+    let Some(reach) = inv::cause::reach_so_far(record).and_then(|r| r.to_std().ok()) else { return MARGIN };
+    (reach * 2).clamp(MARGIN_FLOOR, MARGIN)
+}
+
+/// The least [`margin`]: the harness's own scheduling between a request and its record.
+const MARGIN_FLOOR: std::time::Duration = std::time::Duration::from_millis(50);
 
 #[cfg(test)]
 mod tests {

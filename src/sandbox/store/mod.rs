@@ -113,7 +113,7 @@ impl Store {
             events: Vec::new(),
             next_seed: 1,
             outbox,
-            aliases: Aliases::default(),
+            aliases: Aliases::new(flavor.is(Mutant::AccountIdPerConnection)),
             first_client,
             flavor,
             batch: Vec::new(),

@@ -276,14 +276,7 @@ type Lender = (String, Vec<String>);
 /// connected), with the ids of their first page.
 async fn other_connection_lenders(ctx: &RunContext) -> Result<Vec<Lender>, Stop> {
     let Ok(tour) = ctx.tour().await else { return Ok(Vec::new()) };
-    let stays_connected = |l: &&crate::harness::fixtures::tour::Leg| {
-        l.client == Auth::Primary
-            && l.path.first() == Some(&crate::spec::Action::Connect)
-            && !l.path.contains(&crate::spec::Action::Disconnect)
-    };
-    let Some(created) = tour.legs.iter().filter(stays_connected).find_map(|l| l.created.as_ref().ok()) else {
-        return Ok(Vec::new());
-    };
+    let Some(created) = tour.stays_connected() else { return Ok(Vec::new()) };
     let listed = ctx.api.get(&["v1", "connections", &created.connection_id, "accounts"], &[]).await?;
     let accounts: Vec<String> = match listed.success_json() {
         Ok(serde_json::Value::Array(items)) => {

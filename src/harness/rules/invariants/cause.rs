@@ -66,13 +66,31 @@ fn covered(refusals: &[&Seen]) -> Duration {
 /// The server's clock offset from the harness's, as bounds: the tightest the run's creations
 /// give, when they agree (a consistent clock); else the widest (instances whose clocks differ).
 fn offset_bounds(record: &Record) -> Option<(Duration, Duration)> {
-    let tight = offsets(record).fold(None, |acc: Option<(Duration, Duration)>, (lo, hi)| {
-        Some(acc.map_or((lo, hi), |(l, h)| (l.max(lo), h.min(hi))))
-    });
     let wide = offsets(record).fold(None, |acc: Option<(Duration, Duration)>, (lo, hi)| {
         Some(acc.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi))))
     });
-    tight.filter(|(lo, hi)| lo <= hi).or(wide)
+    tight(record).or(wide)
+}
+
+/// The tightest bounds every creation allows at once, if they agree.
+fn tight(record: &Record) -> Option<(Duration, Duration)> {
+    let tight = offsets(record).fold(None, |acc: Option<(Duration, Duration)>, (lo, hi)| {
+        Some(acc.map_or((lo, hi), |(l, h)| (l.max(lo), h.min(hi))))
+    });
+    tight.filter(|(lo, hi)| lo <= hi)
+}
+
+/// How far an effect's interval may reach past the moment it happened: the offset's width
+/// ([`LATE`] without one). A refusal this close to one of the run's creations is not clear.
+fn reach_of(bounds: Option<(Duration, Duration)>) -> Duration {
+    bounds.map_or(LATE, |(lo, hi)| hi - lo)
+}
+
+/// The [`reach_of`] the record shows so far, when the run's creations bound the offset tightly:
+/// more creations only narrow it, so a refusal kept this far from them stays clear at the
+/// judgment. `None` while no bound, or only the loose one (which more creations may widen).
+pub(crate) fn reach_so_far(record: &Record) -> Option<Duration> {
+    tight(record).map(|b| reach_of(Some(b)))
 }
 
 /// The effects: the first `connection.created` of each connection the run never created, with
@@ -152,8 +170,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         return (0, Vec::new());
     }
     let bounds = offset_bounds(record);
-    // How far an effect's interval may reach past the moment it happened: the offset's width.
-    let reach = bounds.map_or(LATE, |(lo, hi)| hi - lo);
+    let reach = reach_of(bounds);
     let own: Vec<_> = record.creations().map(|(_, s)| (s.sent, s.answered)).collect();
     let effects = effects(record, bounds);
     let mut tallies: BTreeMap<(u8, &'static str, String), Tally> = BTreeMap::new();

@@ -337,3 +337,17 @@ fn accounts_of_a_client_whose_events_are_misnamed_are_not_timed() {
     r.delivery(at(3000), connected_event(5, "conn_1", 2000));
     assert_eq!(available::judge(&r).1.len(), 1);
 }
+
+#[test]
+fn the_cause_experiment_keeps_as_far_apart_as_the_offset_is_uncertain() {
+    assert_eq!(cause::reach_so_far(&Record::default()), None, "no creation announced: no bound");
+    // Sent at 0, announced as occurred at 30, arrived at 200: the offset is within 200 ms.
+    assert_eq!(cause::reach_so_far(&a_run()), Some(chrono::Duration::milliseconds(200)));
+    // A creation whose bounds do not meet the first's (instances whose clocks differ): the loose
+    // bounds the judgment then takes may widen with more creations, so none is given.
+    let mut r = a_run();
+    let created = json!({"connectionId": "conn_9", "status": "CREATED", "widgetToken": "sess_9"});
+    add(&mut r, "POST", "v1/connections", Credential::Key(Client::First), 201, 1000, created);
+    r.delivery(at(1010), created_event(9, "conn_9", 5000));
+    assert_eq!(cause::reach_so_far(&r), None);
+}
