@@ -110,7 +110,23 @@ impl Delivery {
 
     /// What makes two deliveries one event (see [`unique`]): copies share it.
     pub fn identity(&self) -> String {
-        self.content_key().unwrap_or_else(|| format!("{}{}", self.dedup_key(), self.body))
+        self.content_key().unwrap_or_else(|| self.id_identity())
+    }
+
+    /// The identity by id and body alone, for an event whose `occurredAt` falls on a whole
+    /// second (`.000`): a server that cuts its stamps to the second writes two events of one
+    /// content within a second alike but for their ids, so the same content there is either a
+    /// retry under a new id or another event. The rules that find no reading with the first
+    /// take the second ([`unique_by_id`], [`step_event`]). Other events: [`Self::identity`].
+    pub fn second_identity(&self) -> String {
+        match self.body.pointer("/data/occurredAt").and_then(Value::as_str) {
+            Some(at) if at.ends_with(".000Z") => self.id_identity(),
+            _ => self.identity(),
+        }
+    }
+
+    fn id_identity(&self) -> String {
+        format!("{}{}", self.dedup_key(), self.body)
     }
 
     /// Whether the delivery is an event at all (§6.1): a JSON object that names its type, as
@@ -169,18 +185,28 @@ pub(crate) fn count(deliveries: &[Delivery], event_type: &str) -> usize {
     unique(deliveries).iter().filter(|d| d.event_type() == Some(event_type)).count()
 }
 
-/// Whether the deliveries hold `want` events of `event_type`, each counted once ([`count`]).
-/// A short form (§6.2) has no id and a timestamp of whole seconds: two events of one second
-/// cannot be told from a copy, so once one arrived it stands for any number.
+/// Whether the deliveries hold `want` events of `event_type`, each counted once ([`count`]),
+/// under either reading ([`unique_by_id`]: events stamped on a whole second, alike but for their
+/// ids, may be as many events). A short form (§6.2) has no id and a timestamp of whole seconds:
+/// two events of one second cannot be told from a copy, so once one arrived it stands for any
+/// number.
 pub(crate) fn holds(deliveries: &[Delivery], event_type: &str, want: usize) -> bool {
     count(deliveries, event_type) >= want
+        || unique_by_id(deliveries).iter().filter(|d| d.event_type() == Some(event_type)).count() >= want
         || deliveries.iter().any(|d| d.is_short_form() && d.event_type() == Some(event_type))
 }
 
 /// The identities of the events among `deliveries` (see [`Delivery::identity`]): what was
 /// known at some moment, so that a later copy of one of them is never taken for a new event.
 pub(crate) fn identities(deliveries: &[Delivery]) -> std::collections::HashSet<String> {
-    deliveries.iter().map(Delivery::identity).collect()
+    deliveries.iter().flat_map(|d| [d.identity(), d.second_identity()]).collect()
+}
+
+/// [`unique`] under the second reading ([`Delivery::second_identity`]): events stamped on a
+/// whole second are one only when their ids and bodies are.
+pub(crate) fn unique_by_id(deliveries: &[Delivery]) -> Vec<Delivery> {
+    let mut seen = std::collections::HashSet::new();
+    deliveries.iter().filter(|d| seen.insert(d.second_identity())).cloned().collect()
 }
 
 /// The one helper that answers "which event belongs to this step": an event of `event_type`
@@ -195,8 +221,14 @@ pub(crate) fn step_event<'a>(
     names: impl Fn(&Delivery) -> bool,
 ) -> Option<&'a Delivery> {
     let order = |d: &&Delivery| (d.occurred_at(), d.dedup_key());
+    let of_type = |d: &&Delivery| d.event_type() == Some(event_type);
     let mut candidates: Vec<&Delivery> =
-        deliveries.iter().filter(|d| d.event_type() == Some(event_type) && !known.contains(&d.identity())).collect();
+        deliveries.iter().filter(of_type).filter(|d| !known.contains(&d.identity())).collect();
+    if candidates.is_empty() {
+        // None new under the first reading: an event stamped on a whole second like a known
+        // one, under another id, may be this step's (the second reading).
+        candidates = deliveries.iter().filter(of_type).filter(|d| !known.contains(&d.second_identity())).collect();
+    }
     candidates.sort_by_key(order);
     candidates.iter().find(|d| names(d)).or(candidates.first()).copied()
 }
