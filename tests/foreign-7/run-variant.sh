@@ -11,7 +11,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 variant="${1:-none}"
 [ $# -gt 0 ] && shift
 service="${SERVICE:-acme}"
-bin="${BANKCONF_BIN:-/work/main/target/debug/bankconf}"
+bin="${BANKCONF_BIN:-$here/../../target/debug/bankconf}"
 
 gen_key() {
     python3 -c 'import secrets, string, sys
