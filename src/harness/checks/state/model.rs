@@ -4,6 +4,7 @@
 //! nothing; the rules that read it are [`super::rules`].
 
 use crate::harness::rules::delivery;
+use crate::harness::rules::invariants::clock;
 use crate::harness::transport::answers::{Answer, Auth};
 use crate::harness::transport::parsed::{Endpoint, Read};
 use crate::spec;
@@ -52,6 +53,8 @@ pub(crate) struct Model {
     /// `connection.created` (§3.1, §6.2; `events.previous-status-chain`'s finding): when they
     /// changed state cannot be told from them.
     unlinked: std::collections::HashSet<String>,
+    /// One moment in both clocks, to read an [`Instant`] as the wall time it was.
+    wall: (Instant, chrono::DateTime<chrono::Utc>),
 }
 
 impl std::ops::Deref for Model {
@@ -247,8 +250,13 @@ impl Model {
         reads: &Arc<Observed>,
         deliveries: &[(Instant, crate::harness::rules::delivery::Delivery)],
     ) -> Self {
-        let mut model =
-            Model { reads: reads.clone(), events: Vec::new(), posted: Vec::new(), unlinked: Default::default() };
+        let mut model = Model {
+            reads: reads.clone(),
+            events: Vec::new(),
+            posted: Vec::new(),
+            unlinked: Default::default(),
+            wall: (Instant::now(), chrono::Utc::now()),
+        };
         let mut by_connection: HashMap<&str, Vec<crate::harness::rules::delivery::Delivery>> = HashMap::new();
         for (_, d) in deliveries {
             if let Some(connection) = d.connection_id() {
@@ -297,6 +305,37 @@ impl Model {
     /// [`Model::unlinked`]).
     pub(super) fn unlinked(&self, connection: &str) -> bool {
         self.unlinked.contains(connection)
+    }
+
+    /// The server's clock's offset at most, as `invariants.clock` reads it
+    /// ([`clock::offset_bound`]): each of the run's creations against its `connection.created`,
+    /// the largest, capped at [`clock::MAX_SKEW`]; `None` while no creation was announced.
+    pub(super) fn clock_offset(&self) -> Option<chrono::Duration> {
+        let on_wall = |at: Instant| {
+            let (now, wall) = self.wall;
+            wall - chrono::Duration::from_std(now.saturating_duration_since(at)).unwrap_or_default()
+        };
+        let created = spec::ConnectionState::Created.event_type();
+        self.events
+            .iter()
+            .filter(|e| e.kind == created)
+            .filter_map(|e| Some(e.occurred? - on_wall(self.creation(e.connection.as_deref()?)?.sent_at)))
+            .max()
+            .map(|bound| bound.min(clock::MAX_SKEW))
+    }
+
+    /// Whether `at`, shown by `read`, is later than the server's clock could have read when it
+    /// answered ([`Model::clock_offset`]): a stamp from the future, `invariants.clock`'s to judge.
+    pub(super) fn stamped_ahead(
+        &self,
+        offset: Option<chrono::Duration>,
+        at: chrono::DateTime<chrono::Utc>,
+        read: &Answer,
+    ) -> bool {
+        let (now, wall) = self.wall;
+        let answered =
+            wall - chrono::Duration::from_std(now.saturating_duration_since(read.answered_at)).unwrap_or_default();
+        offset.is_some_and(|offset| at > answered + offset)
     }
 
     /// Every event at each address it was posted to, once per address.

@@ -393,9 +393,16 @@ fn same_moment(a: &Value, b: &Value) -> bool {
 /// §2.2 `lastSyncedAt` says when the account was last synced: a later read never shows an
 /// earlier time than a read answered before it was sent (a sync may come or not; time does not
 /// run back). Values that are not timestamps are the schema's to judge.
+///
+/// A value later than the server's clock when it was shown ([`Model::stamped_ahead`]) is no
+/// sync's time: the fault is that stamp, `invariants.clock`'s (up to its tolerance, clock slop
+/// that is open), and a later true time before it is no move back. Compared, it failed this
+/// case or not by whether the run's next sync came before the stamped moment (`tests/foreign-10`'s
+/// `account-createdat-future`, 3 runs of 5).
 pub(super) fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut judged = 0;
+    let offset = model.clock_offset();
     let time = |v: &Value| v.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
     for ((_, id), reads) in reads_of_accounts(model) {
         // The latest time a read showed, with the read (answered before the later ones were sent).
@@ -404,6 +411,9 @@ pub(super) fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
             // Every later read is judged: an account without the optional field keeps the rule.
             judged += usize::from(i > 0);
             let Some((at, value)) = fields.get(LAST_SYNCED_AT).and_then(|v| Some((time(v)?, v))) else { continue };
+            if model.stamped_ahead(offset, at.with_timezone(&chrono::Utc), answer) {
+                continue;
+            }
             match latest {
                 Some((earlier, before, old)) if at < before && earlier.answered_at <= answer.sent_at => {
                     findings.push(finding(
@@ -648,6 +658,28 @@ mod tests {
         let (judged, found) = sync_moves_forward(&log.model(&[]));
         assert_eq!((judged, found.len()), (2, 1));
         assert!(found[0].problem.contains("cannot move back"), "{}", found[0].problem);
+    }
+
+    #[test]
+    fn a_last_sync_from_the_future_is_the_clocks_not_a_move_back() {
+        let mut log = Log::new();
+        log.read("v1/connections", &[], json!({"connectionId": "conn_1"}));
+        if let Some(post) = Arc::get_mut(&mut log.answers[0]) {
+            post.sent.method = "POST".into();
+        }
+        let now = chrono::Utc::now();
+        let stamp = |d: chrono::Duration| (now + d).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let created = event(
+            "connection.created",
+            json!({"connectionId": "conn_1", "occurredAt": stamp(chrono::Duration::zero())}),
+        );
+        accounts(&mut log, &stamp(chrono::Duration::zero()), &stamp(chrono::Duration::hours(1)));
+        accounts(&mut log, &stamp(chrono::Duration::zero()), &stamp(chrono::Duration::zero()));
+        let model = log.model(&[(5, created.clone())]);
+        assert!(sync_moves_forward(&model).1.is_empty(), "the hour ahead was never a sync's time");
+        assert_eq!(sync_moves_forward(&log.model(&[])).1.len(), 1, "no creation announced: no clock to read");
+        accounts(&mut log, &stamp(chrono::Duration::zero()), &stamp(chrono::Duration::hours(-1)));
+        assert_eq!(sync_moves_forward(&log.model(&[(5, created)])).1.len(), 1, "a true time, then an earlier one");
     }
 
     #[test]
