@@ -494,6 +494,8 @@ departures! {
             "one webhook address for all clients: a registration replaces it, whichever client registers (the driver says so)";
         ClockAhead = "clock-ahead", "§6.2", [],
             "the server's clock is 90 s ahead of the harness's, in every timestamp alike";
+        WholeSecondClock = "whole-second-clock", "§6.2", [],
+            "the server's clock reads whole seconds: every timestamp is cut to the second, an event's `.000`";
         BackgroundSync = "background-sync", "§1", [],
             "from 0.4 s after a connection first connects, it syncs on its own 5 times, 0.4 s apart: a transaction added each time, announced by accounts.updated";
     }

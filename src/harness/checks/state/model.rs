@@ -307,21 +307,25 @@ impl Model {
         self.unlinked.contains(connection)
     }
 
-    /// The server's clock's offset at most, as `invariants.clock` reads it
-    /// ([`clock::offset_bound`]): each of the run's creations against its `connection.created`,
-    /// the largest, capped at [`clock::MAX_SKEW`]; `None` while no creation was announced.
+    /// The server's clock's offset at most ([`clock::offset_at_most`]): each of the run's
+    /// creations against its `connection.created`, capped at [`clock::MAX_SKEW`]; `None` while
+    /// no creation was announced.
     pub(super) fn clock_offset(&self) -> Option<chrono::Duration> {
-        let on_wall = |at: Instant| {
-            let (now, wall) = self.wall;
-            wall - chrono::Duration::from_std(now.saturating_duration_since(at)).unwrap_or_default()
-        };
         let created = spec::ConnectionState::Created.event_type();
-        self.events
-            .iter()
-            .filter(|e| e.kind == created)
-            .filter_map(|e| Some(e.occurred? - on_wall(self.creation(e.connection.as_deref()?)?.sent_at)))
-            .max()
-            .map(|bound| bound.min(clock::MAX_SKEW))
+        let mut intervals = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for e in self.events.iter().filter(|e| e.kind == created) {
+            let (Some(occurred), Some(connection)) = (e.occurred, e.connection.as_deref()) else { continue };
+            let Some(creation) = self.creation(connection).filter(|_| seen.insert(connection)) else { continue };
+            intervals.push((occurred - self.on_wall(e.arrived), occurred - self.on_wall(creation.sent_at)));
+        }
+        clock::offset_at_most(&intervals).map(|bound| bound.min(clock::MAX_SKEW))
+    }
+
+    /// The wall time an [`Instant`] of this run was.
+    fn on_wall(&self, at: Instant) -> chrono::DateTime<chrono::Utc> {
+        let (now, wall) = self.wall;
+        wall - chrono::Duration::from_std(now.saturating_duration_since(at)).unwrap_or_default()
     }
 
     /// Whether `at`, shown by `read`, is later than the server's clock could have read when it
@@ -332,10 +336,7 @@ impl Model {
         at: chrono::DateTime<chrono::Utc>,
         read: &Answer,
     ) -> bool {
-        let (now, wall) = self.wall;
-        let answered =
-            wall - chrono::Duration::from_std(now.saturating_duration_since(read.answered_at)).unwrap_or_default();
-        offset.is_some_and(|offset| at > answered + offset)
+        offset.is_some_and(|offset| at > self.on_wall(read.answered_at) + offset)
     }
 
     /// Every event at each address it was posted to, once per address.

@@ -43,6 +43,19 @@ pub(crate) fn offset_bound(record: &Record) -> Option<Duration> {
     offsets(record).map(|(_, hi)| hi).max()
 }
 
+/// The least upper bound of the server's clock offset that `intervals` (each creation's, as
+/// [`offsets`] gives them) allow together when they agree (one consistent clock: the smallest
+/// `occurredAt − sent`), else the largest (instances whose clocks differ). A stamp later than an
+/// answer's arrival plus this was ahead of the server's clock when it was shown.
+pub(crate) fn offset_at_most(intervals: &[(Duration, Duration)]) -> Option<Duration> {
+    let lo = intervals.iter().map(|(lo, _)| *lo).max()?;
+    let least = intervals.iter().map(|(_, hi)| *hi).min()?;
+    if lo <= least {
+        return Some(least);
+    }
+    intervals.iter().map(|(_, hi)| *hi).max()
+}
+
 /// For each of the run's creations announced: the server's offset lies between
 /// `occurredAt − arrived` and `occurredAt − sent`.
 pub(crate) fn offsets(record: &Record) -> impl Iterator<Item = (Duration, Duration)> + '_ {
