@@ -256,6 +256,8 @@ departures! {
             "`data.type` differs from the envelope `type`";
         DataEventIdMismatch = "data-event-id-mismatch", "§6.2", ["events.envelope-agrees"],
             "`data.eventId` differs from the envelope `id`";
+        RetryKeepsEventId = "retry-keeps-event-id", "§6.2", ["events.envelope-agrees"],
+            "every event is delivered twice, the copy under a new envelope `id` whose `data.eventId` keeps the first's";
         ReusedEventId = "reused-event-id", "§6.1", ["events.unique-ids"],
             "`accounts.updated` and `transaction.deleted` reuse the event id of the connection's `connection.connected`";
         #[seed]

@@ -228,11 +228,12 @@ async fn worker(
             });
             continue;
         }
-        if flavor.has(Variant::RetryNewId) {
-            // §6.3 allows retries; whether a retry keeps its id is not shown (§6.1).
+        if flavor.has(Variant::RetryNewId) || flavor.is(Mutant::RetryKeepsEventId) {
+            // §6.3 allows retries; whether a retry keeps its id is not shown (§6.1). The mutant
+            // forgets the copy's `data.eventId` (§6.2: the envelope's id).
             let mut copy = (*event).clone();
             if let Some(id) = copy.get("id").and_then(Value::as_str).map(|id| format!("{id}r")) {
-                if copy.pointer("/data/eventId").is_some() {
+                if copy.pointer("/data/eventId").is_some() && !flavor.is(Mutant::RetryKeepsEventId) {
                     copy["data"]["eventId"] = Value::String(id.clone());
                 }
                 copy["id"] = Value::String(id);

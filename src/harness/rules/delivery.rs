@@ -179,6 +179,16 @@ pub(crate) fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
     deliveries.iter().filter(|d| seen.insert(d.identity())).cloned().collect()
 }
 
+/// Each delivery whose body differs from every earlier one's. What holds of every delivery (its
+/// schema, its envelope against its data) is judged on each copy as it was sent: a retry may
+/// change its `id`, `created_at` and `data.eventId` ([`unique`] counts it once), and those must
+/// still be right (`tests/foreign-11`'s `retry-eventid-mismatch`, missed while only the first
+/// copy was judged). A byte-equal copy is judged once.
+pub(crate) fn distinct(deliveries: &[Delivery]) -> Vec<Delivery> {
+    let mut seen = std::collections::HashSet::new();
+    deliveries.iter().filter(|d| seen.insert(d.body.to_string())).cloned().collect()
+}
+
 /// How many events of `event_type` the deliveries hold, each counted once however many copies
 /// arrived (§6.3 leaves retries open: a copy is never a second event).
 pub(crate) fn count(deliveries: &[Delivery], event_type: &str) -> usize {

@@ -4,7 +4,7 @@
 //! counted once and arrival order is never trusted (§6.3).
 
 use crate::harness::rules::chain;
-use crate::harness::rules::delivery::{labels, unique, Delivery};
+use crate::harness::rules::delivery::{distinct, labels, Delivery};
 use crate::harness::vocab::outcome::{validate, Problems};
 use crate::harness::vocab::outcome::{Failure, Stop};
 use crate::schemas::Schema;
@@ -34,7 +34,7 @@ fn show(v: Option<&Value>) -> String {
 /// §6.1, §6.2: every delivery is JSON and validates against `webhook-event.json`.
 pub(crate) fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
     let mut problems = Problems::default();
-    for d in unique(deliveries) {
+    for d in distinct(deliveries) {
         if d.body.is_null() {
             problems.add(on([&d], format!("{}: body is not JSON", what(&d))));
         } else if let Some(batch) = d.body.as_array() {
@@ -106,7 +106,7 @@ pub(crate) fn ids_identify_events(deliveries: &[Delivery]) -> Result<(), Stop> {
 /// short form has no envelope and is not judged here.
 pub(crate) fn envelope_agrees(deliveries: &[Delivery]) -> Result<(), Stop> {
     let mut problems = Problems::default();
-    for d in unique(deliveries).iter().filter(|d| !d.is_short_form() && !d.body.is_null()) {
+    for d in distinct(deliveries).iter().filter(|d| !d.is_short_form() && !d.body.is_null()) {
         for (outer, inner) in [("type", "type"), ("id", "eventId")] {
             let (a, b) = (d.body.get(outer), d.body.pointer(&format!("/data/{inner}")));
             if a != b {
@@ -240,6 +240,16 @@ mod tests {
         );
         let e = envelope_agrees(&[bad]).unwrap_err().to_string();
         assert!(e.contains("data.eventId is \"evt_2\""), "{e}");
+    }
+
+    #[test]
+    fn a_retry_under_a_new_id_has_its_envelope_judged_too() {
+        let data = json!({"eventId": "evt_1", "type": "connection.created", "occurredAt": "2026-01-01T00:00:00.123Z"});
+        let first = d(json!({"id": "evt_1", "type": "connection.created", "data": data}));
+        assert!(envelope_agrees(&[first.clone(), first.clone()]).is_ok());
+        let retry = d(json!({"id": "evt_9", "type": "connection.created", "data": data}));
+        let e = envelope_agrees(&[first, retry]).unwrap_err().to_string();
+        assert!(e.contains("id is \"evt_9\" but data.eventId is \"evt_1\""), "{e}");
     }
 
     #[test]
