@@ -386,6 +386,9 @@ fn conclude(
             };
             Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason: format!("{reason}{own}") }
         }
+        // Blocked, and its own flow ended in an error: the error stands (the caller may find
+        // that the blocking finding explains it), never the findings the block set aside.
+        (flow @ Outcome::Error { .. }, Some(Judged { blocked: Some(_), .. })) => flow,
         (flow, Some(judged)) if !judged.problems.is_empty() => {
             // The flow's failure first: its evidence leads.
             let mut problems = Problems::default();
