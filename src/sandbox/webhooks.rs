@@ -188,6 +188,12 @@ async fn worker(
             let post = client.http.post(&url).header("content-type", "application/json").body(body);
             let _ = post.send().await;
         }
+        if flavor.is(Mutant::RetryKeepsEventId) {
+            // The retry goes out whatever the delivery conditions: its `data.eventId` is the
+            // first's, not its envelope's id (§6.2).
+            let (client, url, copy) = (client.clone(), url.clone(), retry_copy(&event, false));
+            tokio::spawn(async move { deliver(&client, &url, &copy).await });
+        }
         // Copies (same id), a late copy, a shuffled order: every delivery on its own, held as
         // the conditions say.
         let copies = conditions.delivery_copies.max(1);
@@ -228,17 +234,9 @@ async fn worker(
             });
             continue;
         }
-        if flavor.has(Variant::RetryNewId) || flavor.is(Mutant::RetryKeepsEventId) {
-            // §6.3 allows retries; whether a retry keeps its id is not shown (§6.1). The mutant
-            // forgets the copy's `data.eventId` (§6.2: the envelope's id).
-            let mut copy = (*event).clone();
-            if let Some(id) = copy.get("id").and_then(Value::as_str).map(|id| format!("{id}r")) {
-                if copy.pointer("/data/eventId").is_some() && !flavor.is(Mutant::RetryKeepsEventId) {
-                    copy["data"]["eventId"] = Value::String(id.clone());
-                }
-                copy["id"] = Value::String(id);
-            }
-            let (client, url) = (client.clone(), url.clone());
+        if flavor.has(Variant::RetryNewId) {
+            // §6.3 allows retries; whether a retry keeps its id is not shown (§6.1).
+            let (client, url, copy) = (client.clone(), url.clone(), retry_copy(&event, true));
             tokio::spawn(async move { deliver(&client, &url, &copy).await });
         }
         if flavor.has(Variant::DuplicateEvents) {
@@ -248,6 +246,19 @@ async fn worker(
         }
         deliver(&client, &url, &event).await;
     }
+}
+
+/// `event` sent again under a new id, as a retry that re-stamps it; its `data.eventId` follows
+/// the new id when `renumber_data` (else it keeps the first's: mutant `retry-keeps-event-id`).
+fn retry_copy(event: &Value, renumber_data: bool) -> Value {
+    let mut copy = event.clone();
+    if let Some(id) = copy.get("id").and_then(Value::as_str).map(|id| format!("{id}r")) {
+        if copy.pointer("/data/eventId").is_some() && renumber_data {
+            copy["data"]["eventId"] = Value::String(id.clone());
+        }
+        copy["id"] = Value::String(id);
+    }
+    copy
 }
 
 /// The `n`th delivery of the `non-event-deliveries` mutant: bodies that are no event (§6.1).
