@@ -223,17 +223,19 @@ impl fmt::Display for Action {
 }
 
 /// The account in an answer to `GET /v1/accounts/{accountId}`, whose shape §4.4 leaves open:
-/// the body itself when it is an object that carries `id` or `balance` (§2.2's fields), else the
-/// one object member of the body that carries an `id` (a wrapper such as `{"data": {…}}`, a
-/// choice an implementer is free to make). None: no account there, and nothing is judged of it.
+/// the body itself when it carries an `id` (§2.2's field), else the one object member of the
+/// body that carries an `id` (a wrapper such as `{"data": {…}}`, or `{"account": {…}, "balance":
+/// {…}}` beside other members: choices an implementer is free to make), else the body when it
+/// carries a `balance`. None: no account there, and nothing is judged of it.
 pub(crate) fn single_account(body: &serde_json::Value) -> Option<&serde_json::Map<String, serde_json::Value>> {
     let top = body.as_object()?;
-    if top.contains_key("id") || top.contains_key("balance") {
+    if top.contains_key("id") {
         return Some(top);
     }
     let mut inner = top.values().filter_map(|v| v.as_object().filter(|o| o.contains_key("id")));
     match (inner.next(), inner.next()) {
         (Some(one), None) => Some(one),
+        (None, _) if top.contains_key("balance") => Some(top),
         _ => None,
     }
 }
@@ -264,6 +266,8 @@ mod tests {
         assert_eq!(single_account(&bare).and_then(|a| a.get("balance")), Some(&serde_json::json!(2.0)));
         let wrapped = serde_json::json!({"result": {"id": "acc_1", "balance": 2.0}, "meta": {}});
         assert_eq!(single_account(&wrapped).and_then(|a| a.get("id")), Some(&serde_json::json!("acc_1")));
+        let beside = serde_json::json!({"account": {"id": "acc_1", "balance": 2.0}, "balance": {"current": 2.0}});
+        assert_eq!(single_account(&beside).and_then(|a| a.get("balance")), Some(&serde_json::json!(2.0)));
         let two = serde_json::json!({"a": {"id": "acc_1"}, "b": {"id": "acc_2"}});
         assert!(single_account(&two).is_none() && single_account(&serde_json::json!([1])).is_none());
     }

@@ -43,11 +43,13 @@ pub(crate) struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// What a mutant puts beside the message (`error.details`).
+    pub details: Option<serde_json::Value>,
 }
 
 impl ApiError {
     pub(super) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into() }
+        Self { status, code, message: message.into(), details: None }
     }
 
     fn unauthorized(message: &str) -> Self {
@@ -61,7 +63,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Json(render::error(self.code, &self.message));
+        let mut body = render::error(self.code, &self.message);
+        if let Some(details) = self.details {
+            body["error"]["details"] = details;
+        }
+        let body = Json(body);
         if self.status == StatusCode::UNAUTHORIZED {
             (self.status, [(WWW_AUTHENTICATE, "Bearer")], body).into_response()
         } else {
@@ -120,6 +126,9 @@ impl FromRequestParts<Arc<Shared>> for ClientId {
                 store.create_connection(&first);
             }
         }
+        if result.is_err() && state.flavor.is(Mutant::RefusedReadSyncs) {
+            refused_read_syncs(parts, state);
+        }
         // The auth mutants serve the first client where they should refuse.
         let accept = match &result {
             Err(e) if e.message.starts_with("missing") => state.flavor.is(Mutant::NoAuthRequired),
@@ -132,6 +141,17 @@ impl FromRequestParts<Arc<Shared>> for ClientId {
             _ => result,
         }
     }
+}
+
+/// [`Mutant::RefusedReadSyncs`]: the account a refused `GET /v1/accounts/{id}` names is synced
+/// before the key is looked at, as an `update_accounts` of its own (announced).
+fn refused_read_syncs(parts: &Parts, state: &Arc<Shared>) {
+    let path: Vec<&str> = parts.uri.path().trim_start_matches('/').split('/').collect();
+    let ["v1", "accounts", id] = path.as_slice() else { return };
+    let mut store = state.lock();
+    let Some(connection) = store.account_as_read(id).map(|a| a.connection_id.clone()) else { return };
+    let args = super::transitions::ActionArgs { account_id: Some(id.to_string()), transaction_id: None };
+    let _ = store.apply(&connection, crate::spec::Action::UpdateAccounts, &args);
 }
 
 /// [`Mutant::WidgetTokenOpensOwnData`]: a `widgetToken` as the Bearer key opens its own
@@ -258,8 +278,14 @@ async fn get_account(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let f = shared.flavor;
     let store = shared.lock();
-    let account =
-        store.own_account(&client, &account_id, f.is(Mutant::IsolationAccount)).map_err(|e| read_error(f, e))?;
+    let account = store.own_account(&client, &account_id, f.is(Mutant::IsolationAccount)).map_err(|e| {
+        let mut refused = read_error(f, e);
+        if let Some(theirs) = store.account_as_read(&account_id).filter(|_| f.is(Mutant::RefusalShowsAccount)) {
+            // Refused, with the account the key may not read beside the refusal.
+            refused.details = Some(render::single_account(f, theirs));
+        }
+        refused
+    })?;
     if f.is(Mutant::AccountEndpointMissing) {
         return Err(ApiError::not_found("no such endpoint"));
     }
@@ -280,6 +306,10 @@ async fn get_account(
         for field in ["name", "type", "currency"] {
             one[field] = theirs[field].clone();
         }
+    }
+    if f.has(Variant::AccountBesideBalance) {
+        let balance = serde_json::json!({"current": one["balance"], "available": one["availableBalance"]});
+        one = serde_json::json!({"account": one, "balance": balance});
     }
     Ok(Json(one))
 }

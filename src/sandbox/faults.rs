@@ -428,6 +428,11 @@ departures! {
         #[seed]
         RefusedRequestCreates = "refused-request-creates", "§5", ["invariants.cause"],
             "a refused POST /v1/connections still creates a connection of the first client (announced)";
+        RefusalShowsAccount = "refusal-shows-account", "§5", ["invariants.reach"],
+            "GET /v1/accounts/{id} of another client's account is refused (404) with that account in `error.details`";
+        #[seed]
+        RefusedReadSyncs = "refused-read-syncs", "§5", ["invariants.cause"],
+            "a refused GET /v1/accounts/{id} still syncs the account first (a transaction added, announced by accounts.updated)";
     }
 }
 
@@ -498,6 +503,8 @@ departures! {
             "the server's clock is 90 s ahead of the harness's, in every timestamp alike";
         WholeSecondClock = "whole-second-clock", "§6.2", [],
             "the server's clock reads whole seconds: every timestamp is cut to the second, an event's `.000`";
+        AccountBesideBalance = "account-beside-balance", "§4.4", [],
+            "GET /v1/accounts/{id} answers `{\"account\": {…}, \"balance\": {\"current\": …, \"available\": …}}`";
         BackgroundSync = "background-sync", "§1", [],
             "from 0.4 s after a connection first connects, it syncs on its own 5 times, 0.4 s apart: a transaction added each time, announced by accounts.updated";
     }

@@ -21,7 +21,7 @@ super::cases! {
     IDENTITY = "invariants.identity" => identity_reads, record [inv::identity::judge];
     CLOCK = "invariants.clock" => clock_reads, record [inv::clock::judge];
     REACH = "invariants.reach" => reach_probes, record [inv::reach::judge];
-    CAUSE = "invariants.cause" => refused_creations, record [inv::cause::judge];
+    CAUSE = "invariants.cause" => refused_requests, record [inv::cause::judge, inv::cause_read::judge];
 }
 
 /// The whole record of the run: every answer (a 2xx body of §4's endpoints parsed one at a
@@ -61,12 +61,13 @@ fn add_answer(record: &mut Record, answer: &Answer, on_wall: &impl Fn(Instant) -
         Auth::Header(h) => Credential::Header(h.clone()),
         Auth::NearKey(_) => Credential::NearKey,
     };
+    // A 2xx answer's body, and a refusal's as the log keeps it (its first 2 KiB: what it shows
+    // beside the refusal, `inv::reach`; a longer one does not parse and is not judged).
     let ok = (200..300).contains(&answer.status);
     let read = Endpoint::of(&answer.sent.method, &answer.segments).is_some();
-    let body = match answer.body.as_deref() {
-        Some(text) if ok && read && budget::too_dense(text.as_bytes()).is_none() => {
-            serde_json::from_str::<Value>(text).ok()
-        }
+    let kept = if ok { answer.body.as_deref() } else { answer.excerpt.as_deref() };
+    let body = match kept {
+        Some(text) if read && budget::too_dense(text.as_bytes()).is_none() => serde_json::from_str::<Value>(text).ok(),
         _ => None,
     };
     record.answer(inv::Exchange {
@@ -262,6 +263,69 @@ fn token_of(ctx: &RunContext, connection: &str) -> Option<String> {
     })
 }
 
+/// Cause: the two experiments side by side, creations and reads.
+async fn refused_requests(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let (created, read) = tokio::join!(refused_creations(ctx.clone()), refused_reads(ctx));
+    created.and(read)
+}
+
+/// The credentials the service must refuse: none, a malformed header, a key never issued.
+fn refused_credentials(ctx: &RunContext) -> Vec<Auth> {
+    let key = ctx.api.keys().next().unwrap_or_default().to_string();
+    let prefix = key.find('_').map_or("unknown_", |i| &key[..=i]);
+    let forged = format!("Bearer {prefix}bankconfNeverIssued0000000001");
+    vec![Auth::Missing, Auth::Header("Bearer not a key".into()), Auth::Header(forged)]
+}
+
+/// Cause, over reads: an account of the second client's connection (else the first's), which
+/// no flow drives, read (§4.4) and its transactions read (§4.3), twice each, with no key and
+/// with a key never issued, once the connection's deliveries have been quiet a while: what it
+/// announced on connecting is not in their windows. The rule (`inv::cause_read`) weighs them
+/// with every other refused read of the run (the reach probes' keys of the other client, the
+/// auth cases' headers).
+async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    let subject = match ctx.connected_second().await? {
+        Some(second) => second,
+        None => ctx.connected().await?,
+    };
+    let Some(account) = subject.account_ids().into_iter().next() else { return Ok(()) };
+    let credentials = refused_credentials(&ctx);
+    let (missing, forged) = (&credentials[0], &credentials[2]);
+    quiet_deliveries(&ctx, &subject.connection_id).await;
+    for auth in [missing, forged] {
+        for _ in 0..2 {
+            ctx.api.send(Method::GET, &["v1", "accounts", &account], &[], auth.clone()).await?;
+            ctx.api.send(Method::GET, &["v1", "accounts", &account, "transactions"], &[], auth.clone()).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Until no delivery about `connection` arrived for [`QUIET`], at most [`QUIET_CAP`]: a burst a
+/// server sends on connecting has passed (a steady background never ends, and the rule weighs
+/// it as a rate).
+async fn quiet_deliveries(ctx: &RunContext, connection: &str) {
+    let Some(receiver) = ctx.receiver.as_ref() else { return };
+    let started = Instant::now();
+    while started.elapsed() < QUIET_CAP {
+        let last = receiver
+            .timeline()
+            .into_iter()
+            .filter(|(_, d)| d.connection_id() == Some(connection))
+            .map(|(at, _)| at)
+            .max();
+        let quiet_for = last.map_or(started.elapsed(), |at| at.elapsed());
+        if quiet_for >= QUIET {
+            return;
+        }
+        tokio::time::sleep(QUIET - quiet_for).await;
+    }
+}
+
+/// How long the subject of the refused reads stays silent before them, and the longest wait.
+const QUIET: std::time::Duration = std::time::Duration::from_millis(1000);
+const QUIET_CAP: std::time::Duration = std::time::Duration::from_secs(4);
+
 /// Cause: creations the service must refuse (no key, a malformed header, a key never issued, a
 /// fresh connection's widget token), each twice, one after the other, while no creation of the run is in flight ([`margin`] before
 /// and after: their effects cannot be confused with the run's own), then one of the run's own,
@@ -269,10 +333,7 @@ fn token_of(ctx: &RunContext, connection: &str) -> Option<String> {
 /// and the rule weighs them in every run (`inv::cause`).
 async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let _ = ctx.heard().await;
-    let key = ctx.api.keys().next().unwrap_or_default().to_string();
-    let prefix = key.find('_').map_or("unknown_", |i| &key[..=i]);
-    let forged = format!("Bearer {prefix}bankconfNeverIssued0000000001");
-    let mut credentials = vec![Auth::Missing, Auth::Header("Bearer not a key".into()), Auth::Header(forged)];
+    let mut credentials = refused_credentials(&ctx);
     // A fresh connection's widget token too (§5: the frontend's, never a key): redacted as one.
     if let Some(token) = ctx.created().await.ok().and_then(|c| c.widget_token.clone()) {
         ctx.redactor.add(&token);

@@ -27,26 +27,30 @@ use std::collections::{BTreeMap, HashSet};
 
 /// How far around a request its effect may be stamped: the two clocks' granularity and the
 /// harness's scheduling.
-const SLACK: Duration = Duration::milliseconds(1000);
+pub(super) const SLACK: Duration = Duration::milliseconds(1000);
 /// Without an offset: how long after the refusal's answer its effect's event may arrive.
-const LATE: Duration = Duration::seconds(5);
+pub(super) const LATE: Duration = Duration::seconds(5);
 /// Fewest refusals followed one for one that make the experiment's verdict.
 const MIN_MATCHED: usize = 2;
 
 /// One effect: the delivery, and the interval in the harness's clock it happened in.
-struct Effect {
-    seq: u64,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
+pub(super) struct Effect {
+    pub seq: u64,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    /// The account and connection it names (a read's effect is one on what was read).
+    pub subject: (Option<String>, Option<String>),
+    /// Its event type.
+    pub kind: String,
 }
 
-fn overlaps(e: &Effect, from: DateTime<Utc>, to: DateTime<Utc>, slack: Duration) -> bool {
+pub(super) fn overlaps(e: &Effect, from: DateTime<Utc>, to: DateTime<Utc>, slack: Duration) -> bool {
     e.from <= to + slack && e.to >= from - slack
 }
 
-/// How long the windows of `refusals` ([sent, answered] ± [`SLACK`]) cover in all, overlaps once.
-fn covered(refusals: &[&Seen]) -> Duration {
-    let mut windows: Vec<_> = refusals.iter().map(|r| (r.sent - SLACK, r.answered + SLACK)).collect();
+/// How long the windows of `refusals` ([sent, answered] ± `slack`) cover in all, overlaps once.
+fn covered(refusals: &[&Seen], slack: Duration) -> Duration {
+    let mut windows: Vec<_> = refusals.iter().map(|r| (r.sent - slack, r.answered + slack)).collect();
     windows.sort();
     let mut total = Duration::zero();
     let mut open: Option<(DateTime<Utc>, DateTime<Utc>)> = None;
@@ -65,7 +69,7 @@ fn covered(refusals: &[&Seen]) -> Duration {
 
 /// The server's clock offset from the harness's, as bounds: the tightest the run's creations
 /// give, when they agree (a consistent clock); else the widest (instances whose clocks differ).
-fn offset_bounds(record: &Record) -> Option<(Duration, Duration)> {
+pub(super) fn offset_bounds(record: &Record) -> Option<(Duration, Duration)> {
     let wide = offsets(record).fold(None, |acc: Option<(Duration, Duration)>, (lo, hi)| {
         Some(acc.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi))))
     });
@@ -82,7 +86,7 @@ fn tight(record: &Record) -> Option<(Duration, Duration)> {
 
 /// How far an effect's interval may reach past the moment it happened: the offset's width
 /// ([`LATE`] without one). A refusal this close to one of the run's creations is not clear.
-fn reach_of(bounds: Option<(Duration, Duration)>) -> Duration {
+pub(super) fn reach_of(bounds: Option<(Duration, Duration)>) -> Duration {
     bounds.map_or(LATE, |(lo, hi)| hi - lo)
 }
 
@@ -112,7 +116,7 @@ fn effects(record: &Record, bounds: Option<(Duration, Duration)>) -> Vec<Effect>
                 (Some((lo, hi)), Some(at)) => (at - hi, (at - lo).min(h.arrived)),
                 _ => (h.arrived - LATE, h.arrived),
             };
-            Some(Effect { seq: h.delivery.seq, from, to })
+            Some(Effect { seq: h.delivery.seq, from, to, subject: (None, None), kind: String::new() })
         })
         .filter(|e| !own_windows.iter().any(|(f, t)| overlaps(e, *f, *t, Duration::zero())))
         .collect()
@@ -160,69 +164,119 @@ struct Tally<'a> {
     used: HashSet<u64>,
 }
 
-pub(crate) fn judge(record: &Record) -> Verdict {
-    let refused: Vec<&Seen> = record
-        .answers
-        .iter()
-        .filter(|a| a.endpoint == Endpoint::Create && (400..500).contains(&a.status) && ![408, 429].contains(&a.status))
-        .collect();
-    if refused.is_empty() {
-        return (0, Vec::new());
-    }
-    let bounds = offset_bounds(record);
-    let reach = reach_of(bounds);
-    let own: Vec<_> = record.creations().map(|(_, s)| (s.sent, s.answered)).collect();
-    let effects = effects(record, bounds);
+/// One experiment over the record (refused creations, refused reads): its refusals, the
+/// effects that could be theirs, and how each is told apart.
+pub(super) struct Experiment<'a> {
+    /// Every refusal of the kind, clear or not: their windows are left out of the background.
+    pub refused: Vec<&'a Seen>,
+    /// Whether a refusal is clear of the run's own activity, so that an effect in its window can
+    /// only be its own (or the background's).
+    pub clear: &'a dyn Fn(&Seen) -> bool,
+    pub effects: Vec<Effect>,
+    /// Whether `effect` could be `refusal`'s (the same object, for a read).
+    pub may_cause: &'a dyn Fn(&Seen, &Effect) -> bool,
+    /// Whether an unmatched clear refusal had the time to show its effect.
+    pub settled: &'a dyn Fn(&Seen) -> bool,
+    /// How far around a refusal's [sent, answered] its effect may be stamped.
+    pub slack: Duration,
+}
+
+/// What an experiment found: the first class followed one for one, with the labels of every
+/// class followed, the matched refusals and effects, how many were weighed, and the background.
+pub(super) struct Followed {
+    pub labels: Vec<&'static str>,
+    pub answers: Vec<u64>,
+    pub deliveries: Vec<u64>,
+    pub matched: usize,
+    pub weighed: usize,
+    pub background: usize,
+}
+
+/// Weighs one experiment: a class of clear refusals followed one for one (at least
+/// [`MIN_MATCHED`], half of those weighed, and well above what the background rate puts in
+/// their windows by chance).
+pub(super) fn weigh(record: &Record, x: &Experiment<'_>) -> Option<Followed> {
     let mut tallies: BTreeMap<(u8, &'static str, String), Tally> = BTreeMap::new();
-    for r in refused.iter().copied() {
-        if own.iter().any(|(f, t)| *f <= r.answered + reach && *t >= r.sent - reach) {
-            continue;
-        }
+    for r in x.refused.iter().copied().filter(|r| (x.clear)(r)) {
         let key = class(record, &r.credential);
         let tally = tallies.entry(key.clone()).or_insert_with(|| Tally { label: key.1, ..Tally::default() });
         tally.clear.push(r);
-        match effects.iter().find(|e| !tally.used.contains(&e.seq) && overlaps(e, r.sent, r.answered, SLACK)) {
+        let found = x
+            .effects
+            .iter()
+            .find(|e| !tally.used.contains(&e.seq) && overlaps(e, r.sent, r.answered, x.slack) && (x.may_cause)(r, e));
+        match found {
             Some(e) => {
                 tally.used.insert(e.seq);
                 tally.matched.push((r, e.seq));
                 tally.weighed += 1;
             }
-            None if settled_after(record, r.answered) => tally.weighed += 1,
+            None if (x.settled)(r) => tally.weighed += 1,
             None => {}
         }
     }
     // The background: effects outside every refusal's window (an effect inside one, clear or
     // not, may be its refusal's), as a rate over the time outside them, against how many would
     // fall inside a class's clear refusals' windows by chance.
-    let start = record.answers.iter().map(|a| a.sent).min();
-    let end = record.answers.iter().map(|a| a.answered).chain(record.deliveries.iter().map(|h| h.arrived)).max();
-    let (Some(start), Some(end)) = (start, end) else { return (refused.len(), Vec::new()) };
-    let background = effects.iter().filter(|e| !refused.iter().any(|r| overlaps(e, r.sent, r.answered, SLACK))).count();
-    let outside = ((end - start) - covered(&refused)).num_milliseconds().max(1) as f64;
+    let start = record.answers.iter().map(|a| a.sent).min()?;
+    let end = record.answers.iter().map(|a| a.answered).chain(record.deliveries.iter().map(|h| h.arrived)).max()?;
+    let background =
+        x.effects.iter().filter(|e| !x.refused.iter().any(|r| overlaps(e, r.sent, r.answered, x.slack))).count();
+    let outside = ((end - start) - covered(&x.refused, x.slack)).num_milliseconds().max(1) as f64;
     let followed = |t: &Tally| {
-        let expected = background as f64 * covered(&t.clear).num_milliseconds() as f64 / outside;
+        let expected = background as f64 * covered(&t.clear, x.slack).num_milliseconds() as f64 / outside;
         t.matched.len() >= MIN_MATCHED
             && t.matched.len() * 2 >= t.weighed
             && (t.matched.len() as f64) >= 3.0 * expected + 2.0
     };
     let followed: Vec<&Tally> = tallies.values().filter(|t| followed(t)).collect();
-    if followed.is_empty() {
-        return (refused.len(), Vec::new());
-    }
-    let mut labels: Vec<&str> = followed.iter().map(|t| t.label).collect();
+    let t = followed.first()?;
+    let mut labels: Vec<&'static str> = followed.iter().map(|t| t.label).collect();
     labels.dedup();
-    let t = followed[0];
-    let answers: Vec<u64> = t.matched.iter().map(|(r, _)| r.seq).take(6).collect();
-    let deliveries: Vec<u64> = t.matched.iter().map(|(_, d)| *d).take(6).collect();
+    Some(Followed {
+        labels,
+        answers: t.matched.iter().map(|(r, _)| r.seq).take(6).collect(),
+        deliveries: t.matched.iter().map(|(_, d)| *d).take(6).collect(),
+        matched: t.matched.len(),
+        weighed: t.weighed,
+        background,
+    })
+}
+
+/// Whether `r` was refused (a 4xx that is not a timeout or a rate limit: those say nothing).
+pub(super) fn refused(r: &Seen) -> bool {
+    (400..500).contains(&r.status) && ![408, 429].contains(&r.status)
+}
+
+/// The refused creations' experiment (refused reads: [`super::cause_read`]).
+pub(crate) fn judge(record: &Record) -> Verdict {
+    let refused: Vec<&Seen> = record.answers.iter().filter(|a| a.endpoint == Endpoint::Create && refused(a)).collect();
+    if refused.is_empty() {
+        return (0, Vec::new());
+    }
+    let bounds = offset_bounds(record);
+    let reach = reach_of(bounds);
+    let own: Vec<_> = record.creations().map(|(_, s)| (s.sent, s.answered)).collect();
+    let clear = |r: &Seen| !own.iter().any(|(f, t)| *f <= r.answered + reach && *t >= r.sent - reach);
+    let settled = |r: &Seen| settled_after(record, r.answered);
+    let x = Experiment {
+        refused: refused.clone(),
+        clear: &clear,
+        effects: effects(record, bounds),
+        may_cause: &|_, _| true,
+        settled: &settled,
+        slack: SLACK,
+    };
+    let Some(f) = weigh(record, &x) else { return (refused.len(), Vec::new()) };
     let detail = format!(
         "refused creations (POST /v1/connections answered 4xx) with {} were each followed, inside its own time window, \
          by a connection.created of a connection the run never created, in {} of the {} whose effect could be told \
          apart from the run's own creations ({} such events outside those windows in the whole run): a refused request \
          has an effect (§5, §3.2)",
-        labels.join(" or "),
-        t.matched.len(),
-        t.weighed,
-        background
+        f.labels.join(" or "),
+        f.matched,
+        f.weighed,
+        f.background
     );
-    (refused.len(), vec![finding(detail, &answers, &deliveries)])
+    (refused.len(), vec![finding(detail, &f.answers, &f.deliveries)])
 }

@@ -7,13 +7,14 @@
 //! - [`identity`]: one identifier names one object (§2);
 //! - [`clock`]: no timestamp records a moment after it was observed (§2.2, §2.3, §6.1, §6.2);
 //! - [`reach`]: a credential opens only what it may (§5);
-//! - [`cause`]: a refused request has no effect (§5, §7).
+//! - [`cause`] and [`cause_read`]: a refused creation, or read, has no effect (§5, §7).
 //!
 //! The record keeps, of each body, only what the invariants compare (ids, owners, a few fields,
 //! timestamps): never two bodies parsed at once, and never a secret in a message.
 
 pub(crate) mod available;
 pub(crate) mod cause;
+pub(crate) mod cause_read;
 pub(crate) mod clock;
 pub(crate) mod identity;
 pub(crate) mod reach;
@@ -140,6 +141,10 @@ pub(crate) struct Seen {
     pub objects: Vec<Object>,
     /// A creation's `connectionId` and `widgetToken` (§4.1), the token a secret.
     pub created: Option<(String, Option<String>)>,
+    /// What a refusal's body shows, anywhere in it: each object with an `id` and a value of
+    /// the other client's to compare ([`reach`]). No other rule reads them: a refusal is about
+    /// no object.
+    pub refusal_objects: Vec<Object>,
 }
 
 impl Seen {
@@ -206,6 +211,10 @@ impl Record {
             _ => (Endpoint::Other, ""),
         };
         let ok = (200..300).contains(&e.status);
+        let refusal_objects = match e.body.filter(|_| (400..500).contains(&e.status)) {
+            Some(b) => objects_within(b),
+            None => Vec::new(),
+        };
         let body = e.body.filter(|_| ok);
         let object = |kind, v: &Value, under: Option<&str>| {
             let id = v.get("id")?.as_str()?.to_string();
@@ -246,6 +255,7 @@ impl Record {
             answered: e.answered,
             objects,
             created,
+            refusal_objects,
         });
     }
 
@@ -263,6 +273,38 @@ impl Record {
     pub(crate) fn heard_by(&self, to: Recipient) -> Vec<Delivery> {
         self.deliveries.iter().filter(|h| h.delivery.to == to).map(|h| h.delivery.clone()).collect()
     }
+}
+
+/// Most objects kept of one refusal's body, and how deep it is searched.
+const REFUSAL_OBJECTS: usize = 32;
+const REFUSAL_DEPTH: usize = 6;
+
+/// The objects anywhere in a refusal's body that carry an `id` and a value the other client's
+/// objects could show (a transaction when it has an `amount`, else an account).
+fn objects_within(body: &Value) -> Vec<Object> {
+    fn walk(v: &Value, depth: usize, out: &mut Vec<Object>) {
+        if depth > REFUSAL_DEPTH || out.len() >= REFUSAL_OBJECTS {
+            return;
+        }
+        match v {
+            Value::Object(map) => {
+                if let Some(id) = map.get("id").and_then(Value::as_str) {
+                    let fields: BTreeMap<&'static str, Value> =
+                        IDENTIFYING.iter().chain(&CHANGING).filter_map(|f| Some((*f, map.get(*f)?.clone()))).collect();
+                    if !fields.is_empty() {
+                        let kind = if fields.contains_key("amount") { Kind::Transaction } else { Kind::Account };
+                        out.push(Object { kind, id: id.to_string(), listed_under: None, fields });
+                    }
+                }
+                map.values().for_each(|v| walk(v, depth + 1, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, depth + 1, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(body, 0, &mut out);
+    out
 }
 
 /// What one invariant concluded: how many observations it judged, and the ones that break it.

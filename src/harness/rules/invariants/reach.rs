@@ -7,7 +7,9 @@
 //!   judged field by field: a server that blanks one field of what it leaks still leaks the
 //!   rest. An answer about an object of the reader's own (an id its own connections showed it)
 //!   is its own, whatever the other client holds under the same id (ids may repeat across
-//!   clients, §2); a value the reader's own objects also show is no evidence either.
+//!   clients, §2); a value the reader's own objects also show is no evidence either. A
+//!   refusal's body is judged alike: an object it holds beside the refusal (`error.details`)
+//!   leaks as a 2xx answer would.
 
 use super::{finding, Client, Credential, Endpoint, Kind, Record, Seen, Verdict, MAX_FINDINGS};
 use serde_json::Value;
@@ -47,7 +49,11 @@ pub(crate) fn judge(record: &Record) -> Verdict {
                 };
                 if seen.ok() && !seen.objects.is_empty() {
                     judged += 1;
-                    found.extend(leak(seen, client, own, theirs));
+                    found.extend(leak(seen, &seen.objects, client, own, theirs));
+                }
+                if !seen.refusal_objects.is_empty() {
+                    judged += 1;
+                    found.extend(leak(seen, &seen.refusal_objects, client, own, theirs));
                 }
             }
         }
@@ -151,12 +157,13 @@ fn text(v: &Value) -> String {
     }
 }
 
-/// The other client's values a 2xx answer to `client` shows, about an object not of its own.
-fn leak(seen: &Seen, client: Client, own: &Tree, theirs: &Tree) -> Option<super::Failure> {
+/// The other client's values an answer to `client` shows (a 2xx answer's `objects`, or what a
+/// refusal's body holds), about an object not of its own.
+fn leak(seen: &Seen, objects: &[super::Object], client: Client, own: &Tree, theirs: &Tree) -> Option<super::Failure> {
     if own.ids.contains(seen.id.as_str()) || !theirs.ids.contains(seen.id.as_str()) {
         return None;
     }
-    for object in seen.objects.iter().filter(|o| !own.ids.contains(o.id.as_str())) {
+    for object in objects.iter().filter(|o| !own.ids.contains(o.id.as_str())) {
         let Some(versions) = theirs.objects.get(object.id.as_str()) else { continue };
         let leaked: Vec<&str> = PRIVATE
             .iter()
@@ -171,8 +178,9 @@ fn leak(seen: &Seen, client: Client, own: &Tree, theirs: &Tree) -> Option<super:
             continue;
         }
         let kind = if object.kind == Kind::Account { "account" } else { "transaction" };
+        let how = if seen.ok() { "got" } else { "the refusal shows" };
         let detail = format!(
-            "{} with {}'s key: expected no data of {}'s, got its {kind} {} with {} as that client was shown them \
+            "{} with {}'s key: expected no data of {}'s, {how} its {kind} {} with {} as that client was shown them \
              (§5: a key opens its own client's data; this reader was never shown these values)",
             seen.request,
             client.name(),

@@ -351,3 +351,59 @@ fn the_cause_experiment_keeps_as_far_apart_as_the_offset_is_uncertain() {
     r.delivery(at(1010), created_event(9, "conn_9", 5000));
     assert_eq!(cause::reach_so_far(&r), None);
 }
+
+fn updated_event(seq: u64, account: &str, ms: i64) -> Delivery {
+    Delivery::new(
+        seq,
+        json!({"id": format!("evt_{seq}"), "type": "accounts.updated", "created_at": stamp(ms),
+               "data": {"eventId": format!("evt_{seq}"), "type": "accounts.updated", "occurredAt": stamp(ms),
+                        "clientId": "cli_1", "connectionId": "conn_1", "accountId": account}}),
+    )
+}
+
+/// Refused reads (§5) each followed, inside its window, by a sync of the account they named
+/// fail; a background of syncs the client did not start (§1) and the sync a driver call asked
+/// for, however late, do not.
+#[test]
+fn cause_judges_refused_reads_by_what_followed_each() {
+    let mut r = a_run();
+    r.calls.push(Call { action: "connect", connection: Some("conn_1".into()), started: at(-100), done: true });
+    // The sync of connecting (explained by the driver's call) and one every 5 s from 20 s on.
+    r.delivery(at(900), updated_event(50, "acc_1", 880));
+    for i in 0..8 {
+        r.delivery(at(20_030 + i * 5000), updated_event(100 + i as u64, "acc_1", 20_000 + i * 5000));
+    }
+    // Refusals amid the background, one of them beside a sync: not followed one for one.
+    for ms in [21_000, 24_990, 28_000] {
+        add(&mut r, "GET", "v1/accounts/acc_1", Credential::Missing, 401, ms, json!(null));
+    }
+    assert_eq!(cause_read::judge(&r).1.len(), 0, "{:?}", cause_read::judge(&r).1);
+    // Three refusals each followed by a sync of the account they read.
+    for (i, ms) in [(1u64, 8000), (2, 10_000), (3, 12_000)] {
+        add(&mut r, "GET", "v1/accounts/acc_1", Credential::Header("Bearer not a key".into()), 401, ms, json!(null));
+        r.delivery(at(ms + 300), updated_event(60 + i, "acc_1", ms + 20));
+    }
+    let found = cause_read::judge(&r).1;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].to_string().contains("refused reads") && found[0].to_string().contains("in 3 of the 3"),
+        "{}",
+        found[0]
+    );
+}
+
+/// A refusal's body is an answer too (§5): the other client's account beside a 404 leaks as a
+/// 2xx answer would; the id asked for alone, echoed in the refusal, does not.
+#[test]
+fn a_refusal_that_shows_the_other_clients_data_leaks() {
+    let mut r = a_run();
+    let first = Credential::Key(Client::First);
+    let echo = json!({"error": {"code": "not_found", "message": "no account acc_2"}});
+    add(&mut r, "GET", "v1/accounts/acc_2", first.clone(), 404, 4000, echo);
+    assert_eq!(reach::judge(&r).1.len(), 0);
+    let details = json!({"error": {"code": "not_found", "details": {"account": {"id": "acc_2", "name": "Theirs", "balance": 99.25}}}});
+    add(&mut r, "GET", "v1/accounts/acc_2", first, 404, 4100, details);
+    let found = reach::judge(&r).1;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].to_string().contains("the refusal shows its account acc_2 with name, balance"), "{}", found[0]);
+}
