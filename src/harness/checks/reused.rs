@@ -138,7 +138,7 @@ pub(crate) const ACCOUNT_OWNER: &str = super::invariants::IDENTITY;
 pub(crate) fn rests_on_connection_id(id: &str) -> bool {
     const AREAS: [&str; 8] =
         ["accounts.", "account.", "auth.", "isolation.", "lifecycle.", "reactions.", "state.", "transactions."];
-    const CASES: [&str; 17] = [
+    const CASES: [&str; 18] = [
         "events.created-announced",
         "events.previous-status-chain",
         "events.time-follows-chain",
@@ -150,6 +150,7 @@ pub(crate) fn rests_on_connection_id(id: &str) -> bool {
         "events.distinct-client-ids",
         "events.single-client-id",
         "invariants.identity",
+        "invariants.cause",
         "invariants.clock",
         "invariants.reach",
         "robustness.bad-limit",
@@ -165,7 +166,8 @@ pub(crate) fn rests_on_connection_id(id: &str) -> bool {
 pub(crate) fn rests_on_account_id(id: &str) -> bool {
     const AREAS: [&str; 7] =
         ["accounts.", "account.", "isolation.", "lifecycle.", "reactions.", "state.", "transactions."];
-    AREAS.iter().any(|a| id.starts_with(a)) || ["invariants.clock", "invariants.reach"].contains(&id)
+    AREAS.iter().any(|a| id.starts_with(a))
+        || ["invariants.cause", "invariants.clock", "invariants.reach"].contains(&id)
 }
 
 /// What [`Reused`] makes of case `id`: its owner fails on it; a case resting on which connection
