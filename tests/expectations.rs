@@ -130,3 +130,26 @@ fn writing_expectations_twice_gives_identical_files() {
     assert!(!text.contains("127.0.0.1:") || text.contains("127.0.0.1:PORT"), "{text}");
     assert_eq!(String::from_utf8_lossy(&first), String::from_utf8_lossy(&second));
 }
+
+/// A walk under changes meets a fault of the pagination itself or not depending on how many
+/// items are there at each page read (issue 51): where a walk of an unchanging account failed,
+/// the walks under changes are not judged, and say which finding blocked them, in every run.
+#[test]
+fn walks_under_changes_derive_from_a_still_walks_failure() {
+    let report = temp_path("still-walk.json");
+    let cases =
+        ["transactions.has-more-honest", "transactions.walk-under-insertions", "transactions.walk-under-deletions"];
+    let mut args = vec!["run", "--sandbox-mutant", "has-more-false-early", "--skip-browser"];
+    args.extend(cases);
+    args.extend(["--report-json", report.to_str().unwrap()]);
+    let output = bankconf(&args);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let case = |id: &str| json["cases"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap().clone();
+    assert_eq!(case(cases[0])["outcome"], "failed");
+    for id in &cases[1..] {
+        assert_eq!(case(id)["outcome"], "ignored", "{id}");
+        let message = case(id)["message"].as_str().unwrap().to_string();
+        assert!(message.contains("transactions.has-more-honest found it broken"), "{id}: {message}");
+    }
+}

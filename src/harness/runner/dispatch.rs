@@ -84,6 +84,9 @@ impl<'a, F: Fn(&CaseResult)> Board<'a, F> {
             if !reported.is_empty() && !deaf {
                 found.get_or_insert_with(Default::default).problems.extend(reported);
             }
+            if let Some(failed) = self.still_walk_failed() {
+                checks::transactions::derive_under_changes(&case.id, failed, &mut found);
+            }
             if let Some(m) = &misnamed {
                 checks::derive_from_misnamed(&case.id, m, &mut found);
             }
@@ -103,6 +106,14 @@ impl<'a, F: Fn(&CaseResult)> Board<'a, F> {
             }
             self.show(i, result);
         }
+    }
+
+    /// The first walk of an account that does not change that failed, among the cases
+    /// concluded so far (`checks::transactions::derive_under_changes`).
+    fn still_walk_failed(&self) -> Option<&'static str> {
+        checks::transactions::STILL_WALKS.into_iter().find(|id| {
+            self.results.iter().flatten().any(|r| r.case.id == *id && matches!(r.outcome, Outcome::Failed(_)))
+        })
     }
 
     fn finish(self) -> Vec<CaseResult> {

@@ -2,7 +2,7 @@
 //! limits and starting points (proptest). The order of the list is not fixed by the spec
 //! (§4.3 rule 3), so the properties compare walks with each other, never with a sort order.
 
-use super::Reply;
+use super::{Judged, Reply};
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::fixtures::property;
 use crate::harness::setup::steps::Created;
@@ -30,6 +30,26 @@ super::cases! {
     STATUS_POSTED = "transactions.status-posted" => reads_pages, responds [AccountTransactions => status_posted];
     WALK_UNDER_INSERTIONS = "transactions.walk-under-insertions" => walk_under_insertions;
     WALK_UNDER_DELETIONS = "transactions.walk-under-deletions" => walk_under_deletions;
+}
+
+/// The walks of accounts that do not change: the properties over the shared fixture's accounts.
+pub(crate) const STILL_WALKS: [&str; 3] = [WALK_EXACTLY_ONCE, STARTING_AFTER, HAS_MORE_HONEST];
+/// The walks under changes, each resting on the pagination the still walks judge.
+const UNDER_CHANGES: [&str; 2] = [WALK_UNDER_INSERTIONS, WALK_UNDER_DELETIONS];
+
+/// What a still walk's failure (`failed`, the first of [`STILL_WALKS`] that failed) makes of
+/// case `id`: a walk under changes meets a fault of the pagination itself or not depending on
+/// how many items there are when each page is read (a `has_more` wrong with one item left shows
+/// at some lengths only), so it cannot tell its own fault apart and is not judged, in every run
+/// alike (issue 51). The catalogue lists the still walks first, so theirs are concluded by then.
+pub(crate) fn derive_under_changes(id: &str, failed: &str, found: &mut Option<Judged>) {
+    if UNDER_CHANGES.contains(&id) {
+        found.get_or_insert_with(Default::default).blocked = Some(format!(
+            "not judged: it rests on the pagination of an account that does not change, and {failed} found it \
+             broken (§4.3); a walk under changes meets that fault or not depending on how many items are there \
+             when each page is read"
+        ));
+    }
 }
 
 /// The flow of the response-checked cases: every page of every account of a CONNECTED

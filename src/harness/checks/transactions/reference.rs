@@ -60,7 +60,8 @@ impl Reference {
 
     /// The boundary inputs every run tries on every account, whatever the seed: `limit` 1, 2,
     /// the item count − 1, the count, the count + 1, a divisor of the count and the default page,
-    /// each starting after the first, middle or last item in turn (so each of those is covered).
+    /// each starting after the first, middle or last item in turn (so each of those is covered),
+    /// but `limit` n − 1 after the first item and 2 after the fourth from the end (issue 51).
     pub(super) fn boundaries(&self) -> Vec<Input> {
         let mut inputs = Vec::new();
         for (account, (_, ids)) in self.accounts.iter().enumerate() {
@@ -76,7 +77,14 @@ impl Reference {
             limits.dedup();
             let positions = [0, ids.len() / 2, ids.len().saturating_sub(1)];
             for (i, limit) in limits.into_iter().enumerate() {
-                inputs.push(Input { account, limit, position: positions[i % positions.len()] });
+                // A page after a starting point that ends at the end, and one that ends one item
+                // before it: a fault at the end of a list shows whatever the account's length.
+                let position = match limit {
+                    l if l + 1 == n => 0,
+                    2 if n >= 4 => ids.len() - 4,
+                    _ => positions[i % positions.len()],
+                };
+                inputs.push(Input { account, limit, position });
             }
         }
         inputs
@@ -126,5 +134,27 @@ impl Reference {
             limit,
             position,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whatever an account's length, its boundary inputs hold a page after a starting point
+    /// that ends at the end and one that ends one item before it (issue 51).
+    #[test]
+    fn boundaries_end_at_and_before_the_end_at_every_length() {
+        for n in 2..80usize {
+            let ids = (0..n).map(|i| format!("txn_{i}")).collect();
+            let reference = Reference { accounts: vec![("acc_1".into(), ids)], default_page: 25, since: None };
+            let left: Vec<i64> = reference
+                .boundaries()
+                .iter()
+                .map(|i| n as i64 - 1 - i.position.min(n - 1) as i64 - i.limit as i64)
+                .collect();
+            assert!(left.contains(&0), "n = {n}: no page ends at the end: {left:?}");
+            assert!(n < 3 || left.contains(&1), "n = {n}: no page ends one item before the end: {left:?}");
+        }
     }
 }
