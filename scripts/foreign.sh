@@ -17,8 +17,9 @@
 #
 # Environment: BIN, the bankconf to run (default target/debug/bankconf, built if missing);
 # PARALLEL, runs at a time (default 2); VARIANTS, a space-separated subset; SKIP_BROWSER=1;
-# FOREIGN_DIR, the foreign target's directory (default tests/foreign; tests/foreign-node, -3, -4, -5
-# and -6 are five more, three of them in Node.js), holding its run-variant.sh, VARIANTS.md and scores.tsv.
+# FOREIGN_DIR, the foreign target's directory (default tests/foreign; tests/foreign-node and
+# tests/foreign-3 to -14 are thirteen more, five of them in Node.js), holding its run-variant.sh,
+# VARIANTS.md and scores.tsv.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-score}
