@@ -10,7 +10,8 @@
 #                              (exit 1); a better outcome asks for `--bless`.
 #   scripts/foreign.sh same    every violation variant RUNS times (default 5: seeds 1 and 2 on a
 #                              quiet machine, seed 1 again, and seeds 1 and 2 under two busy
-#                              loops); each must write byte-identical expectations files (issue 51).
+#                              loops); each must write byte-identical expectations files (issue 51);
+#                              where they differ, the lines that differ from the first run's.
 #   --bless (with score)       rewrite tests/foreign/scores.tsv from this run. An outcome that
 #                              differs between runs is recorded by hand as `flaky` (never a
 #                              regression, and a finding of issue 51 to fix).
@@ -137,8 +138,18 @@ same() {
       differ=$((differ + 1))
       echo "DIFFER $v: $distinct different expectations files in $runs runs"
       for p in "${plan[@]:0:$runs}"; do
-        first=${first:-$out/$v.${p#* }.toml}
-        echo "    seed ${p% *} (${p#* }): exit $(cat "$out/$v.${p#* }.code"); failed: $(failed "$out/$v.${p#* }.toml")"
+        local file=$out/$v.${p#* }.toml
+        first=${first:-$file}
+        echo "    seed ${p% *} (${p#* }): exit $(cat "$out/$v.${p#* }.code"); failed: $(failed "$file")"
+        # What differs from the first run's file (a case ignored in one run only shows here, its
+        # reason with it): the runs' files are gone when the script ends.
+        if ! cmp -s "$first" "$file"; then
+          diff "$first" "$file" 2>/dev/null | grep -E '^[<>] (case|outcome|reason) = ' | head -n 12 | cut -c1-240 |
+            sed 's/^/        /'
+          # Why: the run's own lines for its ignored cases (the file keeps only their titles).
+          grep -A1 '^SKIP ' "$out/$v.${p#* }.log" 2>/dev/null | grep -v '^--' | head -n 8 | cut -c1-240 |
+            sed 's/^/        | /'
+        fi
       done
     fi
   done
