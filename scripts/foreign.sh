@@ -108,6 +108,9 @@ score() {
   [ "$regress" = 0 ]
 }
 
+# A run's own lines for its ignored cases (its expectations file keeps only their titles).
+skips() { grep -A1 '^SKIP ' "$1" 2>/dev/null | grep -v '^--' | head -n 8 | cut -c1-240 | sed 's/^/        | /'; }
+
 same() {
   local runs=${RUNS:-5}
   local plan=("1 a" "2 b" "1 c" "1 d-busy" "2 e-busy")
@@ -143,12 +146,13 @@ same() {
         echo "    seed ${p% *} (${p#* }): exit $(cat "$out/$v.${p#* }.code"); failed: $(failed "$file")"
         # What differs from the first run's file (a case ignored in one run only shows here, its
         # reason with it): the runs' files are gone when the script ends.
-        if ! cmp -s "$first" "$file"; then
+        if [ "$file" = "$first" ]; then
+          # The first run's own reasons too: it may be the odd one out.
+          skips "$out/$v.${p#* }.log"
+        elif ! cmp -s "$first" "$file"; then
           diff "$first" "$file" 2>/dev/null | grep -E '^[<>] (case|outcome|reason) = ' | head -n 12 | cut -c1-240 |
             sed 's/^/        /'
-          # Why: the run's own lines for its ignored cases (the file keeps only their titles).
-          grep -A1 '^SKIP ' "$out/$v.${p#* }.log" 2>/dev/null | grep -v '^--' | head -n 8 | cut -c1-240 |
-            sed 's/^/        | /'
+          skips "$out/$v.${p#* }.log"
         fi
       done
     fi
