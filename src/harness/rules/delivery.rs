@@ -15,6 +15,8 @@ pub struct Delivery {
     pub to: Recipient,
     /// `occurredAt`, read once ([`Delivery::occurred_at`]).
     occurred: Option<DateTime<Utc>>,
+    /// The unit `occurredAt` is written in ([`Delivery::occurred_unit`]).
+    unit: chrono::Duration,
 }
 
 /// The receiver serves one address per client: the one registered for the client under test,
@@ -37,9 +39,16 @@ impl Delivery {
 
     /// A delivery posted to `to`'s address.
     pub fn posted(seq: u64, body: Value, to: Recipient) -> Self {
-        let occurred =
-            body.get("data").unwrap_or(&body).get("occurredAt").and_then(Value::as_str).and_then(event_moment);
-        Self { seq, body, to, occurred }
+        let text = body.get("data").unwrap_or(&body).get("occurredAt").and_then(Value::as_str);
+        let occurred = text.and_then(event_moment);
+        // A clock that reads whole seconds may still write `.000`: a whole second is a second's
+        // worth, whatever the digits (variant `whole-second-clock`).
+        let unit = match (text, occurred) {
+            (_, Some(at)) if at.timestamp_subsec_nanos() == 0 => chrono::Duration::seconds(1),
+            (Some(text), _) => stamp_unit(text),
+            (None, _) => chrono::Duration::zero(),
+        };
+        Self { seq, body, to, occurred, unit }
     }
 
     /// `data.occurredAt` (§6.2), the server's own time of the event, as an instant: the one
@@ -48,6 +57,15 @@ impl Delivery {
     /// absent or no RFC 3339 date-time (`events.schema` judges the form).
     pub fn occurred_at(&self) -> Option<DateTime<Utc>> {
         self.occurred
+    }
+
+    /// The last digit's worth of `occurredAt` (1 ms for `.123Z`, 1 s with no fraction or on a
+    /// whole second): the
+    /// moment the server meant lies within one unit of the text either way, whether it cut or
+    /// rounded, so a bound drawn from the stamp is widened by it (a stamp cut to the
+    /// millisecond reads up to 1 ms before the request that caused it).
+    pub fn occurred_unit(&self) -> chrono::Duration {
+        self.unit
     }
 
     /// The connection the event concerns: `data.connectionId`, or the short form's `connectionId`.
@@ -162,6 +180,15 @@ pub(crate) fn event_moment(text: &str) -> Option<DateTime<Utc>> {
 fn fraction_digits(text: &str) -> Option<usize> {
     let fraction = text.get(19..)?.strip_prefix('.')?;
     Some(fraction.bytes().take_while(u8::is_ascii_digit).count())
+}
+
+/// One unit of the last digit of RFC 3339 `text`'s time: a second without a fraction, else
+/// 10^-digits s (at least a nanosecond).
+fn stamp_unit(text: &str) -> chrono::Duration {
+    match fraction_digits(text) {
+        None | Some(0) => chrono::Duration::seconds(1),
+        Some(n) => chrono::Duration::nanoseconds(10i64.pow(9u32.saturating_sub(n.min(9) as u32))),
+    }
 }
 
 /// Whether `text` is a moment written to the millisecond or finer, as §6.2 writes `occurredAt`.

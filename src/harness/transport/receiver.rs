@@ -230,11 +230,12 @@ impl Receiver {
 
     /// The most the server's clock is known to be ahead of this machine's (negative: behind):
     /// an event occurred before it arrived, so the offset is at least its `occurredAt` minus its
-    /// arrival, for every delivery so far. `None` before any delivery says when it occurred.
+    /// arrival (less the unit it is written in: a rounded stamp may read late), for every
+    /// delivery so far. `None` before any delivery says when it occurred.
     pub(crate) fn clock_floor(&self) -> Option<chrono::Duration> {
         let (now, wall) = (std::time::Instant::now(), chrono::Utc::now());
         let arrived = |at: std::time::Instant| wall - chrono::Duration::from_std(now - at).unwrap_or_default();
-        self.timeline().into_iter().filter_map(|(at, d)| Some(d.occurred_at()? - arrived(at))).max()
+        self.timeline().into_iter().filter_map(|(at, d)| Some(d.occurred_at()? - d.occurred_unit() - arrived(at))).max()
     }
 
     /// How many deliveries so far name `connection_id`.

@@ -100,6 +100,8 @@ pub(super) struct Event {
     pub(super) arrived: Instant,
     /// `data.occurredAt` (§6.2): the server's order of its events, whatever order they arrive in.
     occurred: Option<chrono::DateTime<chrono::Utc>>,
+    /// The unit `occurred` is written in ([`crate::harness::rules::delivery::Delivery::occurred_unit`]).
+    unit: chrono::Duration,
     /// The view (whose key) of the connection it names, when the run created it: ids may
     /// repeat across clients (§2), so an event speaks for its own client's reads only.
     view: Option<u8>,
@@ -291,6 +293,7 @@ impl Model {
                 arrived: *arrived,
                 view: owner,
                 occurred: d.occurred_at(),
+                unit: d.occurred_unit(),
                 kind: kind.to_string(),
                 previous: string(data, "previousStatus"),
                 connection: d.connection_id().map(str::to_string),
@@ -317,7 +320,12 @@ impl Model {
         for e in self.events.iter().filter(|e| e.kind == created) {
             let (Some(occurred), Some(connection)) = (e.occurred, e.connection.as_deref()) else { continue };
             let Some(creation) = self.creation(connection).filter(|_| seen.insert(connection)) else { continue };
-            intervals.push((occurred - self.on_wall(e.arrived), occurred - self.on_wall(creation.sent_at)));
+            intervals.push(clock::offset_interval(
+                occurred,
+                e.unit,
+                self.on_wall(creation.sent_at),
+                self.on_wall(e.arrived),
+            ));
         }
         clock::offset_at_most(&intervals).map(|bound| bound.min(clock::MAX_SKEW))
     }

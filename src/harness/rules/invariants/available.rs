@@ -24,8 +24,8 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(crate) const SLACK: Duration = Duration::milliseconds(250);
 
 /// The tightest upper bound of how far the server's clock is ahead of the harness's, from the
-/// run's creations and their `connection.created` (a stamp cut to the second reads up to 1 s
-/// early, so it bounds 1 s later).
+/// run's creations and their `connection.created` ([`super::clock::offset_interval`]: a stamp
+/// cut to its unit reads up to one unit early, so it bounds one unit later).
 fn offset_ceiling(record: &Record) -> Option<Duration> {
     let created = ConnectionState::Created.event_type();
     record
@@ -36,8 +36,7 @@ fn offset_ceiling(record: &Record) -> Option<Duration> {
                 .iter()
                 .find(|h| h.delivery.connection_id() == Some(connection) && h.delivery.event_type() == Some(created))?;
             let occurred = heard.delivery.occurred_at()?;
-            let cut = if super::clock::whole_second(occurred) { Duration::seconds(1) } else { Duration::zero() };
-            Some(occurred - seen.sent + cut)
+            Some(super::clock::offset_interval(occurred, heard.delivery.occurred_unit(), seen.sent, heard.arrived).1)
         })
         .min()
 }
