@@ -148,7 +148,16 @@ impl FromRequestParts<Arc<Shared>> for ClientId {
 fn refused_read_syncs(parts: &Parts, state: &Arc<Shared>) {
     let path: Vec<&str> = parts.uri.path().trim_start_matches('/').split('/').collect();
     let ["v1", "accounts", id] = path.as_slice() else { return };
+    sync_as_read(state, id, None);
+}
+
+/// Syncs account `id` as an `update_accounts` of its own (announced), unless it is `reader`'s
+/// own: a refresh on read that runs before the key or the owner is looked at.
+fn sync_as_read(state: &Arc<Shared>, id: &str, reader: Option<&str>) {
     let mut store = state.lock();
+    if reader.is_some_and(|client| store.own_account(client, id, false).is_ok()) {
+        return;
+    }
     let Some(connection) = store.account_as_read(id).map(|a| a.connection_id.clone()) else { return };
     let args = super::transitions::ActionArgs { account_id: Some(id.to_string()), transaction_id: None };
     let _ = store.apply(&connection, crate::spec::Action::UpdateAccounts, &args);
@@ -277,6 +286,9 @@ async fn get_account(
     Path(account_id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let f = shared.flavor;
+    if f.is(Mutant::OtherClientReadSyncs) {
+        sync_as_read(&shared, &account_id, Some(&client));
+    }
     let store = shared.lock();
     let account = store.own_account(&client, &account_id, f.is(Mutant::IsolationAccount)).map_err(|e| {
         let mut refused = read_error(f, e);

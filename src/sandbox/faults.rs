@@ -433,6 +433,9 @@ departures! {
         #[seed]
         RefusedReadSyncs = "refused-read-syncs", "§5", ["invariants.cause"],
             "a refused GET /v1/accounts/{id} still syncs the account first (a transaction added, announced by accounts.updated)";
+        #[seed]
+        OtherClientReadSyncs = "other-client-read-syncs", "§5", ["invariants.cause"],
+            "GET /v1/accounts/{id} with another client's key is refused (404), but syncs the account first (announced); other refusals do not";
     }
 }
 

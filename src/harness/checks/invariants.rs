@@ -277,23 +277,35 @@ fn refused_credentials(ctx: &RunContext) -> Vec<Auth> {
     vec![Auth::Missing, Auth::Header("Bearer not a key".into()), Auth::Header(forged)]
 }
 
-/// Cause, over reads: an account of the second client's connection (else the first's), which
-/// no flow drives, read (§4.4) and its transactions read (§4.3), twice each, with no key and
-/// with a key never issued, once the connection's deliveries have been quiet a while: what it
-/// announced on connecting is not in their windows. The rule (`inv::cause_read`) weighs them
-/// with every other refused read of the run (the reach probes' keys of the other client, the
-/// auth cases' headers).
+/// Cause, over reads: an account of a fresh connection of the first client, which no other
+/// flow reads or drives (else of the shared connection), read (§4.4) and its transactions read
+/// (§4.3), three times each (the first sync after a connect is taken for the connect's, whatever
+/// caused it), with no key, with a key never issued and with the second client's key, once the
+/// connection's deliveries have been quiet a while: what it announced on connecting is not in
+/// their windows, and no 2xx read of another flow makes their effects the run's own
+/// (issue 51: with the second client's connection as the subject, the state cases' reads of it
+/// fell beside the refusals under load, and mutant `other-client-read-syncs` passed in 1 run
+/// of 8). The rule (`inv::cause_read`) weighs them with every other refused read of the run
+/// (the reach probes' keys of the other client, the auth cases' headers).
 async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let subject = match ctx.connected_second().await? {
-        Some(second) => second,
-        None => ctx.connected().await?,
+    let (connection, account) = match ctx.connect_new().await {
+        Ok(created) => {
+            let accounts = ctx.accounts_when_ready(&created.connection_id).await?;
+            let first = accounts.iter().find_map(|a| a.get("id")?.as_str().map(str::to_string));
+            (created.connection_id, first)
+        }
+        Err(Stop::Ignore(..)) => {
+            let shared = ctx.connected().await?;
+            (shared.connection_id.clone(), shared.account_ids().into_iter().next())
+        }
+        Err(stop) => return Err(stop),
     };
-    let Some(account) = subject.account_ids().into_iter().next() else { return Ok(()) };
+    let Some(account) = account else { return Ok(()) };
     let credentials = refused_credentials(&ctx);
-    let (missing, forged) = (&credentials[0], &credentials[2]);
-    quiet_deliveries(&ctx, &subject.connection_id).await;
-    for auth in [missing, forged] {
-        for _ in 0..2 {
+    let other = ctx.api.has_second_key().then_some(Auth::Second);
+    quiet_deliveries(&ctx, &connection).await;
+    for auth in [Some(&credentials[0]), Some(&credentials[2]), other.as_ref()].into_iter().flatten() {
+        for _ in 0..3 {
             ctx.api.send(Method::GET, &["v1", "accounts", &account], &[], auth.clone()).await?;
             ctx.api.send(Method::GET, &["v1", "accounts", &account, "transactions"], &[], auth.clone()).await?;
         }

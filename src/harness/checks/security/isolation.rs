@@ -309,23 +309,16 @@ async fn second_client_lenders(ctx: &RunContext) -> Result<Vec<Lender>, Stop> {
 /// account of this connection, of another connection of this client, and of the other client,
 /// sent as `starting_after` never leads into that account's data. A refusal, an empty page or
 /// the asked account's own items pass. Every scope is tried without and with `limit`.
+/// The accounts asked for are those of [`RunContext::paged_connections`].
 pub(super) async fn foreign_cursor(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let fixture = ctx.connected().await?;
-    let walks = judged_walks(&fixture);
+    let fixtures = ctx.paged_connections().await?;
+    let mut walks = Vec::new();
     let mut problems = Problems::default();
     let mut probed = false;
-    for (i, (asked, _)) in walks.iter().enumerate() {
-        // The next other account with transactions lends its first and last as cursors.
-        let lender =
-            walks.iter().cycle().skip(i + 1).take(walks.len().saturating_sub(1)).find(|(_, w)| w.ids().len() > 1);
-        let Some((other, walk)) = lender else { continue };
-        let ids = walk.ids();
-        let foreign = [ids.clone(), vec![other.to_string()]].concat();
-        for (cursor, limit) in [(&ids[0], None), (&ids[ids.len() - 1], Some(2))] {
-            probed = true;
-            let whose = "another account of this connection";
-            probe_cursor(&ctx, (asked, limit), cursor, &foreign, whose, &mut problems).await?;
-        }
+    for fixture in &fixtures {
+        let own = judged_walks(fixture);
+        probed |= same_connection_cursors(&ctx, &own, &mut problems).await?;
+        walks.extend(own);
     }
     let scopes = [
         ("another connection of this client", other_connection_lenders(&ctx).await?),
@@ -357,14 +350,38 @@ pub(super) async fn foreign_cursor(ctx: Arc<RunContext>) -> Result<(), Stop> {
     problems.finish()
 }
 
+/// [`foreign_cursor`] within one connection: each account asked after the first and the last
+/// transaction of the next other account with transactions; whether any was asked.
+async fn same_connection_cursors(
+    ctx: &RunContext,
+    walks: &[(&str, &crate::harness::transport::pagination::Walk)],
+    problems: &mut Problems,
+) -> Result<bool, Stop> {
+    let mut probed = false;
+    for (i, (asked, _)) in walks.iter().enumerate() {
+        // The next other account with transactions lends its first and last as cursors.
+        let lender =
+            walks.iter().cycle().skip(i + 1).take(walks.len().saturating_sub(1)).find(|(_, w)| w.ids().len() > 1);
+        let Some((other, walk)) = lender else { continue };
+        let ids = walk.ids();
+        let foreign = [ids.clone(), vec![other.to_string()]].concat();
+        for (cursor, limit) in [(&ids[0], None), (&ids[ids.len() - 1], Some(2))] {
+            probed = true;
+            let whose = "another account of this connection";
+            probe_cursor(ctx, (asked, limit), cursor, &foreign, whose, problems).await?;
+        }
+    }
+    Ok(probed)
+}
+
 /// §5: the second client's key on the first client's account ids, in every request shape the
 /// harness itself sends (`limit`, `starting_after`, both): refused, or naming none of the first
 /// client's data. (`isolation.transactions` sends the bare shape.)
 pub(super) async fn request_shapes(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let fixture = ctx.connected().await?;
+    let fixtures = ctx.paged_connections().await?;
     let mut problems = Problems::default();
     let mut probed = false;
-    for (account, walk) in judged_walks(&fixture) {
+    for (account, walk) in fixtures.iter().flat_map(|f| judged_walks(f)) {
         let ids = walk.ids();
         let Some(cursor) = ids.first() else { continue };
         let secret = [ids.clone(), vec![account.to_string()]].concat();

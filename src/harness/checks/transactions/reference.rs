@@ -35,8 +35,12 @@ pub(super) struct Reference {
 }
 
 impl Reference {
-    pub(super) fn of(ctx: &RunContext, fixture: &Connected) -> Result<Self, Stop> {
-        let walks = fixture.walks()?;
+    /// The reference of every account of `fixtures` ([`RunContext::paged_connections`]).
+    pub(super) fn of(ctx: &RunContext, fixtures: &[std::sync::Arc<Connected>]) -> Result<Self, Stop> {
+        let mut walks = Vec::new();
+        for fixture in fixtures {
+            walks.extend(fixture.walks()?);
+        }
         let sent = walks.iter().flat_map(|(_, w)| &w.pages).filter_map(|p| ctx.api.answers().get(p.seq?));
         let since = sent.map(|answer| answer.sent_at).min();
         let default_page = walks.iter().flat_map(|(_, w)| w.pages.iter().map(|p| p.items.len())).max().unwrap_or(0);

@@ -152,9 +152,13 @@ fn class(record: &Record, credential: &Credential) -> (u8, &'static str, String)
     }
 }
 
-/// One class's refusals: weighed (matched or settled), and those followed by an effect. Each
-/// class is matched on its own: an experiment's refusals come in one burst, closer together
-/// than the clocks tell apart, so a class followed one for one is named with those beside it.
+/// One class's refusals (a kind of credential on one endpoint): weighed (matched or settled),
+/// and those followed by an effect. Each class is matched on its own: an experiment's refusals
+/// come in one burst, closer together than the clocks tell apart, so a class followed one for
+/// one is named with those beside it. A server may act on one endpoint's refusals only (a
+/// refresh on `GET /v1/accounts/{id}` that runs before the ownership check,
+/// `tests/foreign-15`'s `foreign-read-refresh`): the other endpoints' refusals, unmatched, must
+/// not outweigh it.
 #[derive(Default)]
 struct Tally<'a> {
     label: &'static str,
@@ -196,10 +200,10 @@ pub(super) struct Followed {
 /// [`MIN_MATCHED`], half of those weighed, and well above what the background rate puts in
 /// their windows by chance).
 pub(super) fn weigh(record: &Record, x: &Experiment<'_>) -> Option<Followed> {
-    let mut tallies: BTreeMap<(u8, &'static str, String), Tally> = BTreeMap::new();
+    let mut tallies: BTreeMap<((u8, &'static str, String), Endpoint), Tally> = BTreeMap::new();
     for r in x.refused.iter().copied().filter(|r| (x.clear)(r)) {
-        let key = class(record, &r.credential);
-        let tally = tallies.entry(key.clone()).or_insert_with(|| Tally { label: key.1, ..Tally::default() });
+        let key = (class(record, &r.credential), r.endpoint);
+        let tally = tallies.entry(key.clone()).or_insert_with(|| Tally { label: key.0 .1, ..Tally::default() });
         tally.clear.push(r);
         let found = x
             .effects

@@ -59,7 +59,7 @@ pub(crate) enum Credential {
 }
 
 /// The endpoints of §4 (and anything else, which the invariants only time).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Endpoint {
     Create,
     Accounts,
