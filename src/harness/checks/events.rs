@@ -84,8 +84,8 @@ fn over_record(rule: DeliveryRule, record: &Record) -> Verdict {
     let deliveries: Vec<Delivery> = record.deliveries.iter().map(|h| h.delivery.clone()).collect();
     let judged = unique(&deliveries).len();
     match rule(&deliveries) {
-        Err(Stop::Fail(failure)) => (judged, vec![failure]),
-        _ => (judged, Vec::new()),
+        Err(Stop::Fail(failure)) => (judged, vec![failure]).into(),
+        _ => (judged, Vec::new()).into(),
     }
 }
 

@@ -96,9 +96,12 @@ pub(crate) fn judge_record(ctx: &RunContext, cases: &[&str]) -> BTreeMap<&'stati
         .map(|r| {
             let mut judged = Judged::default();
             for rule in r.invariants {
-                let (n, found) = rule(&record);
-                judged.answers += n;
-                judged.problems.extend(found);
+                let verdict = rule(&record);
+                judged.answers += verdict.judged;
+                judged.problems.extend(verdict.found);
+                for why in verdict.unweighed {
+                    ctx.note("judged in part", format!("{}: {why}", r.id));
+                }
             }
             (r.id, judged)
         })
@@ -310,6 +313,17 @@ async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
             ctx.api.send(Method::GET, &["v1", "accounts", &account, "transactions"], &[], auth.clone()).await?;
         }
     }
+    settle(&ctx).await
+}
+
+/// One creation of the run after an experiment's refusals, whose `connection.created` is
+/// awaited: the refusals' effects have had the time to arrive, so the rule weighs them whichever
+/// flows ran after this one (`inv::cause::settled_after`).
+async fn settle(ctx: &RunContext) -> Result<(), Stop> {
+    let created = ctx.create_connection().await?;
+    let receiver = ctx.receiver()?;
+    let created_event = crate::spec::ConnectionState::Created.event_type();
+    receiver.wait_for_type(&created.connection_id, created_event, ctx.plan.event_wait()).await;
     Ok(())
 }
 
@@ -361,11 +375,7 @@ async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
         }
         tokio::time::sleep(margin).await;
     }
-    let created = ctx.create_connection().await?;
-    let receiver = ctx.receiver()?;
-    let created_event = crate::spec::ConnectionState::Created.event_type();
-    receiver.wait_for_type(&created.connection_id, created_event, ctx.plan.event_wait()).await;
-    Ok(())
+    settle(&ctx).await
 }
 
 /// How long the cause experiment keeps apart from the run's creations on either side, at most:

@@ -453,7 +453,8 @@ async fn interleaved_walk(
 
 /// After a walk's deletions, more changes of the same account interleaved: a sync, a deletion
 /// (of `survivor`, listed by the walk), a sync again, then a sync of an account the target picks
-/// (the driver may name none, docs/driver.md), and the account read again. No verdict of the walk's own: the rules over
+/// (the driver may name none, docs/driver.md), their events awaited at once (one webhook delay,
+/// not four), and the account read again. No verdict of the walk's own: the rules over
 /// the record judge what they show (a new transaction under an id already given:
 /// `invariants.identity`; an `accounts.updated` without its account: `events.schema`).
 async fn sync_after_deletions(ctx: &RunContext, created: &Created, account: &str, survivor: &str) -> Result<(), Stop> {
@@ -463,9 +464,7 @@ async fn sync_after_deletions(ctx: &RunContext, created: &Created, account: &str
         (Action::UpdateAccounts, Some(account), None),
         (Action::UpdateAccounts, None, None),
     ];
-    for (action, on, transaction) in steps {
-        ctx.drive_and_await(created, action, on, transaction).await?;
-    }
+    ctx.drive_all_and_await(created, &steps).await?;
     pagination::walk_again(&ctx.api, account).await.map(|_| ())
 }
 

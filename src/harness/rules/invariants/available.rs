@@ -94,7 +94,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         // No clock to compare a 2xx answer with (no creation announced): only the refusals
         // count, which keep the rule whatever the clock.
         let refused = record.answers.iter().filter(|a| a.endpoint == Endpoint::Accounts && !a.ok());
-        return (refused.filter(|a| first.contains_key(a.id.as_str())).count(), Vec::new());
+        return (refused.filter(|a| first.contains_key(a.id.as_str())).count(), Vec::new()).into();
     };
     let mut judged = 0;
     // Per connection: its early answers, the earliest first.
@@ -133,5 +133,5 @@ pub(crate) fn judge(record: &Record) -> Verdict {
             Some(finding(detail, &[seen.seq], &[event]).requested(&seen.request))
         })
         .collect();
-    (judged, found)
+    (judged, found).into()
 }

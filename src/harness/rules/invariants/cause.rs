@@ -123,7 +123,7 @@ fn effects(record: &Record, bounds: Option<(Duration, Duration)>) -> Vec<Effect>
 }
 
 /// Whether one of the run's creations was sent after `at` and its `connection.created` arrived.
-fn settled_after(record: &Record, at: DateTime<Utc>) -> bool {
+pub(super) fn settled_after(record: &Record, at: DateTime<Utc>) -> bool {
     let created = crate::spec::ConnectionState::Created.event_type();
     record.creations().filter(|(_, s)| s.sent > at).any(|(c, _)| {
         record
@@ -196,10 +196,43 @@ pub(super) struct Followed {
     pub background: usize,
 }
 
+/// What weighing one experiment came to: how many refusals were clear and how many weighed,
+/// over every class, and the class followed one for one, if one was.
+pub(super) struct Weighing {
+    pub clear: usize,
+    pub weighed: usize,
+    pub followed: Option<Followed>,
+}
+
+impl Weighing {
+    /// Why the experiment weighed nothing, if it did not (said in every report: the case passes
+    /// on its other experiment, or on none): `what` names its refusals.
+    pub(super) fn unweighed(&self, what: &str, reach: Duration) -> Option<String> {
+        let reach = reach.num_milliseconds() as f64 / 1000.0;
+        match (self.clear, self.weighed) {
+            (_, w) if w > 0 => None,
+            (0, _) => Some(format!(
+                "{what} weighed none: none was clear of the run's own activity by the server's clock offset's \
+                 uncertainty ({reach:.1} s, which late webhooks widen), so no effect could be told apart"
+            )),
+            _ => Some(format!(
+                "{what} weighed none: no delivery after them showed that their effects had the time to arrive"
+            )),
+        }
+    }
+}
+
 /// Weighs one experiment: a class of clear refusals followed one for one (at least
 /// [`MIN_MATCHED`], half of those weighed, and well above what the background rate puts in
 /// their windows by chance).
-pub(super) fn weigh(record: &Record, x: &Experiment<'_>) -> Option<Followed> {
+pub(super) fn weigh(record: &Record, x: &Experiment<'_>) -> Weighing {
+    let tallies = tallies(record, x);
+    let (clear, weighed) = tallies.iter().fold((0, 0), |(c, w), t| (c + t.clear.len(), w + t.weighed));
+    Weighing { clear, weighed, followed: followed(record, x, &tallies) }
+}
+
+/// One tally per class of the experiment's clear refusals, in the classes' order.
+fn tallies<'a>(record: &Record, x: &Experiment<'a>) -> Vec<Tally<'a>> {
     let mut tallies: BTreeMap<((u8, &'static str, String), Endpoint), Tally> = BTreeMap::new();
     for r in x.refused.iter().copied().filter(|r| (x.clear)(r)) {
         let key = (class(record, &r.credential), r.endpoint);
@@ -219,6 +252,11 @@ pub(super) fn weigh(record: &Record, x: &Experiment<'_>) -> Option<Followed> {
             None => {}
         }
     }
+    tallies.into_values().collect()
+}
+
+/// The first class of `tallies` followed one for one, with the labels of every such class.
+fn followed(record: &Record, x: &Experiment<'_>, tallies: &[Tally<'_>]) -> Option<Followed> {
     // The background: effects outside every refusal's window (an effect inside one, clear or
     // not, may be its refusal's), as a rate over the time outside them, against how many would
     // fall inside a class's clear refusals' windows by chance.
@@ -233,7 +271,7 @@ pub(super) fn weigh(record: &Record, x: &Experiment<'_>) -> Option<Followed> {
             && t.matched.len() * 2 >= t.weighed
             && (t.matched.len() as f64) >= 3.0 * expected + 2.0
     };
-    let followed: Vec<&Tally> = tallies.values().filter(|t| followed(t)).collect();
+    let followed: Vec<&Tally> = tallies.iter().filter(|t| followed(t)).collect();
     let t = followed.first()?;
     let mut labels: Vec<&'static str> = followed.iter().map(|t| t.label).collect();
     labels.dedup();
@@ -256,7 +294,7 @@ pub(super) fn refused(r: &Seen) -> bool {
 pub(crate) fn judge(record: &Record) -> Verdict {
     let refused: Vec<&Seen> = record.answers.iter().filter(|a| a.endpoint == Endpoint::Create && refused(a)).collect();
     if refused.is_empty() {
-        return (0, Vec::new());
+        return Verdict::default();
     }
     let bounds = offset_bounds(record);
     let reach = reach_of(bounds);
@@ -271,7 +309,9 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         settled: &settled,
         slack: SLACK,
     };
-    let Some(f) = weigh(record, &x) else { return (refused.len(), Vec::new()) };
+    let weighing = weigh(record, &x);
+    let unweighed = weighing.unweighed("the refused creations (§5)", reach).into_iter().collect();
+    let Some(f) = weighing.followed else { return Verdict { judged: refused.len(), found: Vec::new(), unweighed } };
     let detail = format!(
         "refused creations (POST /v1/connections answered 4xx) with {} were each followed, inside its own time window, \
          by a connection.created of a connection the run never created, in {} of the {} whose effect could be told \
@@ -282,5 +322,5 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         f.weighed,
         f.background
     );
-    (refused.len(), vec![finding(detail, &f.answers, &f.deliveries)])
+    Verdict { judged: refused.len(), found: vec![finding(detail, &f.answers, &f.deliveries)], unweighed }
 }

@@ -13,6 +13,9 @@
 //! - **The effects:** each `accounts.updated` and `transaction.deleted` once, naming the account read (or an account of
 //!   the connection read), left out when a 2xx read of it could explain it, or when it is the
 //!   first of its account after a driver call on its connection (however late it came).
+//! - **Settled:** an unmatched clear refusal counts against the finding once a delivery arrived
+//!   [`LATE`] after it, or a creation of the run sent after it had its `connection.created`
+//!   arrive (as [`super::cause`] settles; the experiment's flow makes one last).
 //! - **The window's slack** is the clock's grain: a second when every stamp the run was sent
 //!   falls on a whole second, else [`SLACK`].
 //!
@@ -20,7 +23,7 @@
 //! judged: a later read shows only the latest sync, never one per refusal, and a server may
 //! sync on its own at any time (`docs/checks.md`).
 
-use super::cause::{offset_bounds, overlaps, reach_of, refused, weigh, Effect, Experiment, LATE};
+use super::cause::{offset_bounds, overlaps, reach_of, refused, settled_after, weigh, Effect, Experiment, LATE};
 use super::clock::whole_second;
 use super::{finding, Client, Credential, Endpoint, Record, Seen, Verdict};
 use chrono::Duration;
@@ -95,7 +98,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         .filter(|a| reads.contains(&a.endpoint) && !a.id.is_empty() && refused(a) && owners.foreign(a))
         .collect();
     if refused.is_empty() {
-        return (0, Vec::new());
+        return Verdict::default();
     }
     let bounds = offset_bounds(record);
     let reach = reach_of(bounds);
@@ -129,7 +132,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         .filter(|e| !own.iter().any(|(o, f, t)| same(o, &e.subject) && overlaps(e, *f, *t, grain)))
         .collect();
     let last = record.deliveries.iter().map(|h| h.arrived).max();
-    let settled = |r: &Seen| last.is_some_and(|l| l >= r.answered + LATE);
+    let settled = |r: &Seen| last.is_some_and(|l| l >= r.answered + LATE) || settled_after(record, r.answered);
     let may_cause = |r: &Seen, e: &Effect| same(&owners.subject(r), &e.subject);
     let x = Experiment {
         refused: refused.clone(),
@@ -139,7 +142,9 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         settled: &settled,
         slack: grain,
     };
-    let Some(f) = weigh(record, &x) else { return (refused.len(), Vec::new()) };
+    let weighing = weigh(record, &x);
+    let unweighed = weighing.unweighed("the refused reads (§5)", reach).into_iter().collect();
+    let Some(f) = weighing.followed else { return Verdict { judged: refused.len(), found: Vec::new(), unweighed } };
     let detail = format!(
         "refused reads (GET of an account, its transactions or a connection's accounts, answered 4xx) with {} were \
          each followed, inside its own time window, by an accounts.updated or transaction.deleted of what it read, in {} of the {} whose \
@@ -150,7 +155,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         f.weighed,
         f.background
     );
-    (refused.len(), vec![finding(detail, &f.answers, &f.deliveries)])
+    Verdict { judged: refused.len(), found: vec![finding(detail, &f.answers, &f.deliveries)], unweighed }
 }
 
 /// The effects a driver call explains: after each call on a connection, the first event of

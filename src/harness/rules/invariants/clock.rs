@@ -94,7 +94,7 @@ fn moment(v: Option<&Value>) -> Option<DateTime<Utc>> {
 }
 
 pub(crate) fn judge(record: &Record) -> Verdict {
-    let Some(bound) = offset_bound(record) else { return (0, Vec::new()) };
+    let Some(bound) = offset_bound(record) else { return Verdict::default() };
     let offset = bound.min(MAX_SKEW);
     let ahead = |at: DateTime<Utc>, observed: DateTime<Utc>| at - (observed + offset);
     let (mut judged, mut found) = (0, Vec::new());
@@ -151,7 +151,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
     }
     judged += accounts_before_connected(record, &mut found);
     found.truncate(MAX_FINDINGS);
-    (judged, found)
+    (judged, found).into()
 }
 
 /// How far an account's `createdAt` may fall after the `connection.connected` that announced its

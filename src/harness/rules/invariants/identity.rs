@@ -39,7 +39,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         }
     }
     found.truncate(MAX_FINDINGS);
-    (judged, found)
+    (judged, found).into()
 }
 
 /// An answer about an object names the one asked for.

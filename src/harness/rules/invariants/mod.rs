@@ -307,8 +307,23 @@ fn objects_within(body: &Value) -> Vec<Object> {
     out
 }
 
-/// What one invariant concluded: how many observations it judged, and the ones that break it.
-pub(crate) type Verdict = (usize, Vec<Failure>);
+/// What one invariant concluded.
+#[derive(Debug, Default)]
+pub(crate) struct Verdict {
+    /// How many observations it judged.
+    pub judged: usize,
+    /// The ones that break it.
+    pub found: Vec<Failure>,
+    /// What it weighed none of, and why, when the record held the observations but not what
+    /// tells them apart (issue 51: said in every report, never a silent pass).
+    pub unweighed: Vec<String>,
+}
+
+impl From<(usize, Vec<Failure>)> for Verdict {
+    fn from((judged, found): (usize, Vec<Failure>)) -> Self {
+        Self { judged, found, unweighed: Vec::new() }
+    }
+}
 
 /// A finding resting on `answers` and `deliveries` (by `seq`).
 pub(crate) fn finding(detail: String, answers: &[u64], deliveries: &[u64]) -> Failure {

@@ -59,7 +59,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         }
     }
     found.truncate(MAX_FINDINGS);
-    (judged, found)
+    (judged, found).into()
 }
 
 /// A 2xx answer with data to a credential that is no key.

@@ -96,7 +96,7 @@ fn a_run() -> Record {
 }
 
 fn failures(record: &Record) -> [usize; 4] {
-    [identity::judge, clock::judge, reach::judge, cause::judge].map(|rule| rule(record).1.len())
+    [identity::judge, clock::judge, reach::judge, cause::judge].map(|rule| rule(record).found.len())
 }
 
 #[test]
@@ -132,7 +132,7 @@ fn observations_no_case_names_are_judged_by_all_four_invariants() {
     assert!(clock >= 1, "clock judged its createdAt");
     assert!(reach >= 2, "reach judged the widget token and the blanked leak: {reach}");
     assert_eq!(cause, 1, "cause judged the refusals and their effects");
-    let found = reach::judge(&r).1;
+    let found = reach::judge(&r).found;
     assert!(found.iter().any(|f| f.to_string().contains("its own connection")), "{found:?}");
     assert!(found.iter().any(|f| f.to_string().contains("balance, createdAt")), "{found:?}");
     assert!(found.iter().all(|f| !f.to_string().contains("sess_1")), "a token is never shown");
@@ -185,13 +185,13 @@ fn a_clock_hours_ahead_is_not_skew() {
     let hours = 2 * 3_600_000;
     r.deliveries.clear();
     r.delivery(at(200), created_event(0, "conn_1", hours + 30));
-    let found = clock::judge(&r).1;
+    let found = clock::judge(&r).found;
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].to_string().contains("this machine"), "both causes named: {found:?}");
     // Stamped two hours before the POST: the other direction.
     r.deliveries.clear();
     r.delivery(at(200), created_event(0, "conn_1", 30 - hours));
-    let found = clock::judge(&r).1;
+    let found = clock::judge(&r).found;
     assert!(found.iter().any(|f| f.to_string().contains("before the POST")), "{found:?}");
 }
 
@@ -208,11 +208,11 @@ fn accounts_listed_after_only_connect_were_created_by_connected() {
     let mut stamped = r;
     stamped.answers.retain(|a| a.request != "GET /v1/connections/conn_1/accounts");
     add(&mut stamped, "GET", "v1/connections/conn_1/accounts", Credential::Key(Client::First), 200, 3400, late);
-    let found = clock::judge(&stamped).1;
+    let found = clock::judge(&stamped).found;
     assert!(found.iter().any(|f| f.to_string().contains("after the connection.connected")), "{found:?}");
     // After another action (a sync may add accounts), the same read is open.
     stamped.calls.push(call("update_accounts", "conn_1", 1000));
-    assert!(clock::judge(&stamped).1.is_empty());
+    assert!(clock::judge(&stamped).found.is_empty());
 }
 
 /// An event stamped to the whole second may read up to 1 s early: an account created 1.8 s
@@ -227,7 +227,7 @@ fn a_whole_second_connected_widens_the_slack_by_a_second() {
             "currency": "EUR", "balance": 10.5, "createdAt": stamp(ms)}]);
         r.answers.retain(|a| a.request != "GET /v1/connections/conn_1/accounts");
         add(&mut r, "GET", "v1/connections/conn_1/accounts", Credential::Key(Client::First), 200, 4000, listed);
-        clock::judge(&r).1
+        clock::judge(&r).found
     };
     assert!(read(2800).is_empty(), "{:?}", read(2800));
     assert!(!read(3500).is_empty());
@@ -256,13 +256,43 @@ fn cause_weighs_clear_settled_refusals_only() {
     for ms in [20_000, 20_100, 20_200, 20_300] {
         add(&mut r, "POST", "v1/connections", Credential::Missing, 401, ms, json!(null));
     }
-    let (judged, found) = cause::judge(&r);
+    let Verdict { judged, found, .. } = cause::judge(&r);
     assert_eq!((judged, found.len()), (11, 1), "{found:?}");
     assert!(found[0].to_string().contains("in 3 of the 3"), "{}", found[0]);
     // Settled by a later creation whose event arrived, the four unmatched ones now weigh.
     add(&mut r, "POST", "v1/connections", first, 201, 22_000, json!({"connectionId": "conn_late"}));
     r.delivery(at(22_100), created_event(30, "conn_late", 22_020));
-    assert_eq!(cause::judge(&r).1.len(), 0, "3 of 7 weighed refusals followed: no finding");
+    assert_eq!(cause::judge(&r).found.len(), 0, "3 of 7 weighed refusals followed: no finding");
+}
+
+/// A refusal weighed by nothing is not a silent pass (issue 51): refusals made only beside the
+/// run's own creations, or with no creation after them, leave the experiment unweighed, and
+/// the verdict says why.
+#[test]
+fn cause_says_when_it_weighed_nothing() {
+    let mut r = a_run();
+    let first = Credential::Key(Client::First);
+    let created = json!({"connectionId": "conn_own", "status": "CREATED"});
+    add(&mut r, "POST", "v1/connections", first, 201, 12_000, created);
+    r.delivery(at(12_100), created_event(10, "conn_own", 12_020));
+    add(&mut r, "POST", "v1/connections", Credential::Missing, 401, 12_010, json!(null));
+    let v = cause::judge(&r);
+    assert_eq!((v.judged, v.found.len()), (1, 0));
+    assert!(v.unweighed.iter().any(|w| w.contains("none was clear")), "{:?}", v.unweighed);
+    // Clear, but made last: nothing showed that its effect had the time to arrive.
+    add(&mut r, "POST", "v1/connections", Credential::Missing, 401, 20_000, json!(null));
+    let v = cause::judge(&r);
+    assert!(v.unweighed.iter().any(|w| w.contains("had the time to arrive")), "{:?}", v.unweighed);
+    // Settled by a later creation: weighed, and nothing to say.
+    settle_at_22_s(&mut r);
+    assert!(cause::judge(&r).unweighed.is_empty());
+}
+
+/// A creation of the run at 22 s whose event arrives: every refusal before it is settled.
+fn settle_at_22_s(r: &mut Record) {
+    let created = json!({"connectionId": "conn_late"});
+    add(r, "POST", "v1/connections", Credential::Key(Client::First), 201, 22_000, created);
+    r.delivery(at(22_100), created_event(30, "conn_late", 22_020));
 }
 
 /// Each kind of credential is an experiment of its own: refusals of one kind followed one for
@@ -283,17 +313,8 @@ fn cause_judges_each_kind_of_credential_on_its_own() {
     for ms in [14_000, 15_000, 16_000, 17_000, 18_000] {
         add(&mut r, "POST", "v1/connections", Credential::Missing, 401, ms, json!(null));
     }
-    add(
-        &mut r,
-        "POST",
-        "v1/connections",
-        Credential::Key(Client::First),
-        201,
-        22_000,
-        json!({"connectionId": "conn_late"}),
-    );
-    r.delivery(at(22_100), created_event(30, "conn_late", 22_020));
-    let found = cause::judge(&r).1;
+    settle_at_22_s(&mut r);
+    let found = cause::judge(&r).found;
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].to_string().contains("with a widget token were"), "{}", found[0]);
     assert!(!found[0].to_string().contains("sess_of"), "a token is never printed: {}", found[0]);
@@ -304,13 +325,13 @@ fn accounts_served_before_their_connection_connected_fail_and_only_they() {
     let mut r = a_run();
     // conn_1 was read (200) at 1000 ms; its connection.connected occurred later.
     r.delivery(at(3000), connected_event(5, "conn_1", 2000));
-    let (judged, found) = available::judge(&r);
+    let Verdict { judged, found, .. } = available::judge(&r);
     assert_eq!((judged, found.len()), (2, 1), "{found:?}");
     assert!(found[0].to_string().contains("before its first connection.connected"), "{found:?}");
     // Within the slack (a state stored a moment before its event is stamped): not judged a fault.
     let mut r = a_run();
     r.delivery(at(1300), connected_event(5, "conn_1", 1050 + available::SLACK.num_milliseconds()));
-    assert_eq!(available::judge(&r).1.len(), 0);
+    assert_eq!(available::judge(&r).found.len(), 0);
     // An event that left CONNECTED before: an earlier connected period was not seen.
     let mut r = a_run();
     let mut left = connected_event(6, "conn_1", 1500);
@@ -319,7 +340,7 @@ fn accounts_served_before_their_connection_connected_fail_and_only_they() {
     left.body["data"]["previousStatus"] = json!("connected");
     r.delivery(at(1600), Delivery::new(6, left.body));
     r.delivery(at(3000), connected_event(5, "conn_1", 2000));
-    assert_eq!(available::judge(&r).1.len(), 0);
+    assert_eq!(available::judge(&r).found.len(), 0);
 }
 
 #[test]
@@ -329,13 +350,13 @@ fn accounts_of_a_client_whose_events_are_misnamed_are_not_timed() {
     let mut r = a_run();
     r.delivery(at(2500), created_event(4, "conn_1", 2400));
     r.delivery(at(3000), connected_event(5, "conn_1", 2000));
-    let (judged, found) = available::judge(&r);
+    let Verdict { judged, found, .. } = available::judge(&r);
     assert_eq!((judged, found.len()), (2, 0), "{found:?}");
     // A copy of its one announcement is no second one.
     let mut r = a_run();
     r.delivery(at(2500), created_event(0, "conn_1", 30));
     r.delivery(at(3000), connected_event(5, "conn_1", 2000));
-    assert_eq!(available::judge(&r).1.len(), 1);
+    assert_eq!(available::judge(&r).found.len(), 1);
 }
 
 #[test]
@@ -407,13 +428,13 @@ fn cause_judges_refused_reads_by_what_followed_each() {
     for ms in [21_000, 24_990, 28_000] {
         add(&mut r, "GET", "v1/accounts/acc_1", Credential::Missing, 401, ms, json!(null));
     }
-    assert_eq!(cause_read::judge(&r).1.len(), 0, "{:?}", cause_read::judge(&r).1);
+    assert_eq!(cause_read::judge(&r).found.len(), 0, "{:?}", cause_read::judge(&r).found);
     // Three refusals each followed by a sync of the account they read.
     for (i, ms) in [(1u64, 8000), (2, 10_000), (3, 12_000)] {
         add(&mut r, "GET", "v1/accounts/acc_1", Credential::Header("Bearer not a key".into()), 401, ms, json!(null));
         r.delivery(at(ms + 300), updated_event(60 + i, "acc_1", ms + 20));
     }
-    let found = cause_read::judge(&r).1;
+    let found = cause_read::judge(&r).found;
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(
         found[0].to_string().contains("refused reads") && found[0].to_string().contains("in 3 of the 3"),
@@ -430,10 +451,10 @@ fn a_refusal_that_shows_the_other_clients_data_leaks() {
     let first = Credential::Key(Client::First);
     let echo = json!({"error": {"code": "not_found", "message": "no account acc_2"}});
     add(&mut r, "GET", "v1/accounts/acc_2", first.clone(), 404, 4000, echo);
-    assert_eq!(reach::judge(&r).1.len(), 0);
+    assert_eq!(reach::judge(&r).found.len(), 0);
     let details = json!({"error": {"code": "not_found", "details": {"account": {"id": "acc_2", "name": "Theirs", "balance": 99.25}}}});
     add(&mut r, "GET", "v1/accounts/acc_2", first, 404, 4100, details);
-    let found = reach::judge(&r).1;
+    let found = reach::judge(&r).found;
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].to_string().contains("the refusal shows its account acc_2 with name, balance"), "{}", found[0]);
 }
