@@ -161,6 +161,8 @@ departures! {
         #[seed]
         SilentBalanceChange = "silent-balance-change", "§1", ["state.changes-announced"],
             "each read of a connection's accounts shows balances a cent higher than the read before, with no event";
+        QuickSyncUnannounced = "quick-sync-unannounced", "§1", ["state.changes-announced"],
+            "an `accounts.updated` within 10 s of its account's last one is dropped, the sync's new transaction kept (a rate limit on events, as `tests/foreign-16`'s `update-silenced` within 3 s)";
         #[seed]
         CreatedAtRestamped = "created-at-restamped", "§2.2", ["state.fixed-fields"],
             "`update_accounts` re-stamps the account's createdAt a day later (announced by accounts.updated)";
@@ -525,6 +527,8 @@ impl Mutant {
             Self::DeletedTransactionListed => &["reactions.transaction-deleted"],
             // The single reads of every listed account (§4.4).
             Self::AccountReadOtherFields => &["account.readable"],
+            // The walk under deletions' tail: a sync, a read, a quick sync, a read.
+            Self::QuickSyncUnannounced => &["transactions.walk-under-deletions"],
             _ => &[],
         }
     }

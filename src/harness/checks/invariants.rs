@@ -9,6 +9,7 @@ use crate::harness::fixtures::context::RunContext;
 use crate::harness::rules::invariants::{self as inv, Client, Credential, Record};
 use crate::harness::transport::answers::{Answer, Auth};
 use crate::harness::vocab::budget;
+use crate::harness::vocab::key_variant::KeyEdit;
 use crate::harness::vocab::outcome::Stop;
 use chrono::{DateTime, Utc};
 use reqwest::Method;
@@ -353,7 +354,7 @@ const QUIET: std::time::Duration = std::time::Duration::from_millis(1000);
 const QUIET_CAP: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// Cause: creations the service must refuse (no key, a malformed header, a key never issued, a
-/// fresh connection's widget token), each twice, one after the other, while no creation of the run is in flight ([`margin`] before
+/// fresh connection's widget token, two near misses of the key), each twice, one after the other, while no creation of the run is in flight ([`margin`] before
 /// and after: their effects cannot be confused with the run's own), then one of the run's own,
 /// whose `connection.created` is awaited: the refusals' effects have had the time to arrive,
 /// and the rule weighs them in every run (`inv::cause`).
@@ -365,6 +366,7 @@ async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
         ctx.redactor.add(&token);
         credentials.push(Auth::Header(format!("Bearer {token}")));
     }
+    credentials.extend(near_keys(&ctx));
     {
         let _quiet = ctx.api.quiet().await;
         let margin = margin(&record_of(&ctx));
@@ -376,6 +378,21 @@ async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
         tokio::time::sleep(margin).await;
     }
     settle(&ctx).await
+}
+
+/// Two near misses of the API key (its letters' case swapped, else one character more, and the
+/// key short of its last character), each redacted as the key: a server that compares keys
+/// loosely, or after it acted, creates for them (`tests/foreign-16`'s `near-miss-creates`,
+/// caught at first only when `auth.near-miss-key`'s refusals fell clear of the run's creations).
+fn near_keys(ctx: &RunContext) -> Vec<Auth> {
+    let keys: Vec<String> = ctx.api.keys().map(str::to_string).collect();
+    let Some(key) = keys.first() else { return Vec::new() };
+    let edits = super::security::near_misses(key).into_iter().map(|(edit, _)| edit);
+    let mut chosen: Vec<_> = edits.filter(|e| !keys.contains(&e.apply(key)) && !e.apply(key).is_empty()).collect();
+    // The case swap when there is one (the last listed), else one character more; then a cut.
+    chosen.sort_by_key(|e| !matches!(e, KeyEdit::SwapCase));
+    let (loose, cut) = (chosen.first().cloned(), chosen.iter().find(|e| matches!(e, KeyEdit::CutLast)).cloned());
+    [loose, cut].into_iter().flatten().inspect(|e| ctx.redactor.add(&e.apply(key))).map(Auth::NearKey).collect()
 }
 
 /// How long the cause experiment keeps apart from the run's creations on either side, at most:

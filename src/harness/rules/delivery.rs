@@ -143,7 +143,9 @@ impl Delivery {
         }
     }
 
-    fn id_identity(&self) -> String {
+    /// The identity by id and body: two events of one content under two ids are two (a wait
+    /// for the events of steps driven back to back, whose stamps may share a millisecond).
+    pub(crate) fn id_identity(&self) -> String {
         format!("{}{}", self.dedup_key(), self.body)
     }
 

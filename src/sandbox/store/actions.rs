@@ -78,14 +78,16 @@ impl Store {
         if kind == ACCOUNTS_UPDATED && self.flavor.is(Mutant::ConnectedReannounced) {
             outcome.event_ids.push(self.reannounce_connected(conn_id, &client_id, now));
         }
-        outcome.event_ids.push(self.emit(Event {
-            id,
-            kind,
-            at: now,
-            client_id,
-            connection_id: conn_id.to_string(),
-            detail,
-        }));
+        if !self.silenced(kind, &account_id, now) {
+            outcome.event_ids.push(self.emit(Event {
+                id,
+                kind,
+                at: now,
+                client_id,
+                connection_id: conn_id.to_string(),
+                detail,
+            }));
+        }
         if let (true, Some(event)) = (self.flavor.is(Mutant::ChangeAfterAck), outcome.event_ids.last()) {
             if let (ACCOUNTS_UPDATED, Some(before)) = (kind, before_update) {
                 self.unacked.insert(account_id.clone(), (event.clone(), before));
@@ -94,6 +96,21 @@ impl Store {
         outcome.account_id = Some(account_id);
         outcome.transaction_id = Some(transaction_id);
         Ok(outcome)
+    }
+
+    /// [`Mutant::QuickSyncUnannounced`]: an `accounts.updated` within 10 s of its account's last
+    /// one is dropped; the sync's change stays.
+    fn silenced(&mut self, kind: &str, account_id: &str, now: DateTime<Utc>) -> bool {
+        if kind != ACCOUNTS_UPDATED || !self.flavor.is(Mutant::QuickSyncUnannounced) {
+            return false;
+        }
+        match self.announced.get(account_id) {
+            Some(at) if now - *at < chrono::Duration::seconds(10) => true,
+            _ => {
+                self.announced.insert(account_id.to_string(), now);
+                false
+            }
+        }
     }
 
     /// [`Mutant::ConnectedReannounced`]: `connection.connected` again, with previousStatus

@@ -97,6 +97,8 @@ pub(crate) struct Store {
     /// Variant `background-sync`: connections that sync on their own, each at its instant, with
     /// the syncs it has left.
     syncs_due: Vec<(std::time::Instant, String, u32)>,
+    /// Mutant `quick-sync-unannounced`: when each account's last `accounts.updated` occurred.
+    announced: HashMap<String, DateTime<Utc>>,
 }
 
 impl Store {
@@ -122,6 +124,7 @@ impl Store {
             returning: HashMap::new(),
             stale: HashMap::new(),
             syncs_due: Vec::new(),
+            announced: HashMap::new(),
             resurrecting: HashMap::new(),
             unacked: HashMap::new(),
         }

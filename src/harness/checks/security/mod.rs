@@ -194,7 +194,7 @@ fn shapes(key: &str) -> Vec<(KeyEdit, String)> {
 }
 
 /// The near misses of `key`, each with what it is, for messages.
-fn near_misses(key: &str) -> Vec<(KeyEdit, &'static str)> {
+pub(crate) fn near_misses(key: &str) -> Vec<(KeyEdit, &'static str)> {
     let mut out = vec![
         (KeyEdit::Append('0'), "with the API key and one character more"),
         (KeyEdit::CutLast, "with the API key short of its last character"),
