@@ -19,7 +19,6 @@ mod rules;
 mod views;
 
 use crate::harness::fixtures::context::RunContext;
-use crate::harness::rules::delivery;
 use crate::harness::transport::answers::Auth;
 use crate::harness::transport::pagination;
 use crate::harness::vocab::outcome::Stop;
@@ -109,7 +108,6 @@ async fn neighbours(ctx: &RunContext) -> Result<(), Stop> {
     if ctx.driver.is_none() || ctx.receiver.is_none() {
         return Ok(());
     }
-    let receiver = ctx.receiver()?;
     // Connected without awaiting its connection.connected: the accounts are read once served,
     // and the one wait below covers every event of the scenario.
     let created = ctx.create_connection().await?;
@@ -138,24 +136,13 @@ async fn neighbours(ctx: &RunContext) -> Result<(), Stop> {
     };
     // Both steps driven in turn (the server's order), then both events awaited at once, so
     // that the read falls after both.
-    let known = delivery::identities(&receiver.for_connection(&id));
+    pagination::forget(&ctx.api, &a);
+    pagination::forget(&ctx.api, &b);
     let steps = [
-        (Action::DeleteTransaction, &a, Some(txn.as_str()), spec::TRANSACTION_DELETED),
-        (Action::UpdateAccounts, &b, None, spec::ACCOUNTS_UPDATED),
+        (Action::DeleteTransaction, Some(a.as_str()), Some(txn.as_str())),
+        (Action::UpdateAccounts, Some(b.as_str()), None),
     ];
-    for (action, account, transaction, _) in steps {
-        pagination::forget(&ctx.api, account);
-        ctx.drive(action, &created, Some(account), transaction).await?;
-    }
-    let what = format!("{} for {a} and {} for {b}", spec::TRANSACTION_DELETED, spec::ACCOUNTS_UPDATED);
-    receiver
-        .wait_until(&what, &id, ctx.plan.event_wait(), |ds| {
-            steps.iter().all(|(_, account, _, kind)| {
-                let names = |d: &delivery::Delivery| d.data_str("accountId") == Some(account.as_str());
-                delivery::step_event(ds, &known, kind, names).is_some_and(names)
-            })
-        })
-        .await;
+    ctx.drive_all_and_await(&created, &steps).await?;
     pagination::forget(&ctx.api, &a);
     pagination::walk(&ctx.api, &a, None, None).await?;
     Ok(())

@@ -47,6 +47,11 @@ pub(crate) struct Observed {
 pub(crate) struct Model {
     reads: Arc<Observed>,
     pub(super) events: Vec<Event>,
+    /// Events the first reading takes for copies of earlier ones, under ids of their own on a
+    /// whole-second stamp (`Delivery::second_identity`): another event there is as likely as a
+    /// retry, so they count where an event excuses a change ([`Model::announced`]), never where
+    /// one is a fault (two syncs of one account within a second, `variant whole-second-clock`).
+    second_reading: Vec<Event>,
     /// Every event at each address it was posted to (the same event at two addresses is two).
     posted: Vec<Posted>,
     /// The connections whose connection events do not link into one chain from
@@ -255,6 +260,7 @@ impl Model {
         let mut model = Model {
             reads: reads.clone(),
             events: Vec::new(),
+            second_reading: Vec::new(),
             posted: Vec::new(),
             unlinked: Default::default(),
             wall: (Instant::now(), chrono::Utc::now()),
@@ -273,6 +279,7 @@ impl Model {
         // Events are a set: each one counts from its first arrival, so a late copy of an earlier
         // event never stands in for an announcement that did not come.
         let mut seen = std::collections::HashSet::new();
+        let mut seen_second = std::collections::HashSet::new();
         let mut posted = std::collections::HashSet::new();
         for (arrived, d) in deliveries {
             let Some(kind) = d.event_type() else { continue };
@@ -285,11 +292,13 @@ impl Model {
                     client_id: string(data, "clientId"),
                 });
             }
-            if !seen.insert(d.identity()) {
+            let (first, second) = (seen.insert(d.identity()), seen_second.insert(d.second_identity()));
+            if !first && !second {
                 continue;
             }
             let owner = d.connection_id().and_then(|c| model.creation(c)).and_then(|a| view(a));
-            model.events.push(Event {
+            let events = if first { &mut model.events } else { &mut model.second_reading };
+            events.push(Event {
                 arrived: *arrived,
                 view: owner,
                 occurred: d.occurred_at(),
@@ -361,10 +370,10 @@ impl Model {
     }
 
     /// Whether an event that announces a change of `account` (of `connection`) arrived after
-    /// the read `since` was sent: its `accounts.updated`, or any event of its connection (a new
+    /// the read `since` was sent, under either reading of a whole-second stamp: its `accounts.updated`, or any event of its connection (a new
     /// connection or reconnection brings fresh data) that is not [`Model::old_news`] to it.
     pub(super) fn announced(&self, account: &str, connection: Option<&str>, since: &Answer) -> bool {
-        self.events.iter().any(|e| {
+        self.events.iter().chain(&self.second_reading).any(|e| {
             e.arrived >= since.sent_at
                 && ((e.kind == spec::ACCOUNTS_UPDATED && e.account.as_deref() == Some(account))
                     || (e.kind.starts_with("connection.")
