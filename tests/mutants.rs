@@ -86,6 +86,28 @@ fn main() -> ExitCode {
             .with_ignored_flag(true)
         })
     });
-    let trials: Vec<Trial> = trials.into_iter().chain(seed_trials).collect();
+    let driven_again = {
+        let runtime = runtime.clone();
+        Trial::test("sync-replaces-silently/deletion-driven-again", move || {
+            runtime.block_on(deletion_driven_again(event_timeout)).map_err(Failed::from)
+        })
+        .with_kind("mutant")
+    };
+    let trials: Vec<Trial> = trials.into_iter().chain(seed_trials).chain([driven_again]).collect();
     libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// Under `sync-replaces-silently`, the walk under deletions' last rounds drive a sync and then
+/// the deletion of the account's newest transaction, which the sync replaced: the target refuses
+/// it. The flow deletes the transaction the list shows now (`Session::delete_listed`), so those
+/// rounds are judged in every run, not left "not judged" by the order of the target's queue
+/// (issue 51; `tests/foreign-7`'s `silent-dedup-on-update`).
+async fn deletion_driven_again(event_timeout: f64) -> Result<(), String> {
+    let subject = Subject::Mutant(Mutant::SyncReplacesSilently);
+    let config = selftest::config_with_seed(subject, event_timeout, 1);
+    let report = bankconf::internal::runner::run_report(config, None).await;
+    match report.notes.iter().find(|n| n.contains("after its walk under deletions")) {
+        Some(note) => Err(format!("the walk's rounds were not judged: {note}")),
+        None => Ok(()),
+    }
 }

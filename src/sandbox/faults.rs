@@ -161,6 +161,8 @@ departures! {
         #[seed]
         SilentBalanceChange = "silent-balance-change", "§1", ["state.changes-announced"],
             "each read of a connection's accounts shows balances a cent higher than the read before, with no event";
+        SyncReplacesSilently = "sync-replaces-silently", "§6", ["state.nothing-vanishes"],
+            "`update_accounts` also re-imports the account's newest transaction under a new id: the old id vanishes with no transaction.deleted, and a deletion of it is refused (as `tests/foreign-7`'s `silent-dedup-on-update`)";
         QuickSyncUnannounced = "quick-sync-unannounced", "§1", ["state.changes-announced"],
             "an `accounts.updated` within 10 s of its account's last one is dropped, the sync's new transaction kept (a rate limit on events, as `tests/foreign-16`'s `update-silenced` within 3 s)";
         #[seed]
@@ -529,6 +531,8 @@ impl Mutant {
             Self::AccountReadOtherFields => &["account.readable"],
             // The walk under deletions' tail: a sync, a read, a quick sync, a read.
             Self::QuickSyncUnannounced => &["transactions.walk-under-deletions"],
+            // A sync and a deletion of the newest transaction, driven together (the walk's tail).
+            Self::SyncReplacesSilently => &["transactions.walk-under-deletions", "reactions.transaction-deleted"],
             _ => &[],
         }
     }

@@ -21,6 +21,14 @@ pub(crate) struct Created {
     pub answer: Option<u64>,
 }
 
+/// A deletion [`Session::delete_listed`] had accepted.
+pub(crate) struct Deleted {
+    /// The transaction whose deletion the target accepted.
+    pub transaction: String,
+    /// The account's list read before the second drive, when the first was refused.
+    pub relisted: Option<Vec<String>>,
+}
+
 impl Session {
     /// `POST /v1/connections` with the primary key (§4.1); the widget token is redacted from
     /// then on.
@@ -79,6 +87,33 @@ impl Session {
         let driven = self.api.recorder().driven(action, &args, driver.run(action, &args)).await;
         forget();
         driven.map_err(Stop::from)
+    }
+
+    /// Drives the deletion of `transaction`, a transaction `account` listed. Where the target
+    /// refuses it and the list no longer shows it, the target's own work replaced it between
+    /// the listing and the drive (a sync driven just before, still in its queue:
+    /// `tests/foreign-7`'s `silent-dedup-on-update`). Whether that work landed first is the
+    /// order of the target's queue, which must not decide whether a case is judged (issue 51):
+    /// the deletion is driven once more on the first transaction the list shows now.
+    pub(crate) async fn delete_listed(
+        &self,
+        created: &Created,
+        account: &str,
+        transaction: &str,
+    ) -> Result<Deleted, Stop> {
+        let refused = match self.drive(Action::DeleteTransaction, created, Some(account), Some(transaction)).await {
+            Ok(()) => return Ok(Deleted { transaction: transaction.to_string(), relisted: None }),
+            Err(refused @ Stop::Ignore(IgnoreCause::RefusedByTarget, _)) => refused,
+            Err(other) => return Err(other),
+        };
+        let listed = crate::harness::transport::pagination::walk(&self.api, account, None, None).await?.ids();
+        match listed.first() {
+            Some(now) if !listed.iter().any(|id| id == transaction) => {
+                self.drive(Action::DeleteTransaction, created, Some(account), Some(now)).await?;
+                Ok(Deleted { transaction: now.clone(), relisted: Some(listed.clone()) })
+            }
+            _ => Err(refused),
+        }
     }
 
     /// Creates a connection and drives it to CONNECTED; returns once its accounts are readable.
