@@ -257,6 +257,7 @@ impl Sandbox {
             flavor,
             edit_memory: Mutex::default(),
         });
+        Shared::start_syncs(&shared);
         let mut router = Router::new()
             .merge(api::routes(shared.clone()).layer(axum::middleware::from_fn_with_state(
                 conditions::Gate::new(config.conditions),

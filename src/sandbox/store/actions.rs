@@ -256,7 +256,8 @@ impl Store {
     }
 
     /// [`Variant::BackgroundSync`]: the syncs whose instant has come, each an `update_accounts`
-    /// of its own with its `accounts.updated` (§1 item 5). Run whenever the store is taken.
+    /// of its own with its `accounts.updated` (§1 item 5). Run on a clock of their own
+    /// (`Shared::start_syncs`), never by a request.
     pub(in crate::sandbox) fn sync_due(&mut self) {
         let now = std::time::Instant::now();
         while let Some(i) = self.syncs_due.iter().position(|(at, ..)| *at <= now) {
