@@ -34,9 +34,16 @@ enum Msg {
     Deliver(Arc<Value>, String),
 }
 
-/// When each event was first acknowledged (a 2xx answer), by event id: for
-/// [`Mutant::ChangeAfterAck`], whose change becomes readable only after that.
-pub(crate) type Acked = Arc<std::sync::Mutex<HashMap<String, std::time::Instant>>>;
+/// When each event was first posted, and first acknowledged (a 2xx answer), by event id: for
+/// [`Mutant::EventBeforeData`] and [`Mutant::ChangeAfterAck`], whose change becomes readable
+/// only a while after that.
+#[derive(Default)]
+pub(crate) struct Times {
+    posted: HashMap<String, std::time::Instant>,
+    acked: HashMap<String, std::time::Instant>,
+}
+
+pub(crate) type Acked = Arc<std::sync::Mutex<Times>>;
 
 /// The sending end of the delivery queue, kept in the store.
 pub(crate) struct Outbox {
@@ -56,7 +63,12 @@ struct Poster {
 impl Outbox {
     /// When the event `id` was first acknowledged, if it was.
     pub(super) fn acked(&self, id: &str) -> Option<std::time::Instant> {
-        self.acked.lock().unwrap_or_else(|e| e.into_inner()).get(id).copied()
+        self.acked.lock().unwrap_or_else(|e| e.into_inner()).acked.get(id).copied()
+    }
+
+    /// When the event `id` was first posted, if it was.
+    pub(super) fn posted(&self, id: &str) -> Option<std::time::Instant> {
+        self.acked.lock().unwrap_or_else(|e| e.into_inner()).posted.get(id).copied()
     }
 
     /// Adds a delivery address for `client`'s events (`None`: every client's); `false` if it
@@ -289,11 +301,16 @@ async fn deliver(client: &Poster, url: &str, event: &Value) {
         if attempt > 0 {
             tokio::time::sleep(BACKOFF[attempt - 1]).await;
         }
+        let id = event.get("id").and_then(Value::as_str);
+        if let Some(id) = id {
+            let mut times = client.acked.lock().unwrap_or_else(|e| e.into_inner());
+            times.posted.entry(id.to_string()).or_insert_with(std::time::Instant::now);
+        }
         match client.http.post(url).json(event).send().await {
             Ok(resp) if resp.status().is_success() => {
-                if let Some(id) = event.get("id").and_then(Value::as_str) {
-                    let mut acked = client.acked.lock().unwrap_or_else(|e| e.into_inner());
-                    acked.entry(id.to_string()).or_insert_with(std::time::Instant::now);
+                if let Some(id) = id {
+                    let mut times = client.acked.lock().unwrap_or_else(|e| e.into_inner());
+                    times.acked.entry(id.to_string()).or_insert_with(std::time::Instant::now);
                 }
                 last_error.clear();
                 break;

@@ -321,6 +321,18 @@ pub(crate) async fn judge_models(
         return BTreeMap::new();
     }
     let deliveries = || ctx.receiver.as_ref().map(|r| r.timeline()).unwrap_or_default();
+    // Reads a case found stale are that case's finding, never the state rules' (`state::set_aside`).
+    let kept;
+    let reads = match state::set_aside(reads, &ctx.stale_reads(), &deliveries()) {
+        Some((rest, lines)) => {
+            for line in lines {
+                ctx.note("set aside", line);
+            }
+            kept = Arc::new(rest);
+            &kept
+        }
+        None => reads,
+    };
     let judge = |model: &state::Model| {
         registrations
             .iter()

@@ -41,6 +41,20 @@ pub(crate) struct FirstDeliveries {
     pub since: std::time::Instant,
 }
 
+/// Reads of one account that a case already found stale: the account's `accounts.updated` came
+/// before its data (§6, §6.3), and reads sent from `from` (the event's arrival) to `until` (the
+/// answer that first showed the change) could show the data of before. The state rules set such
+/// reads aside (`checks::state::set_aside`): whether another case's read fell in such a window is
+/// the machine's timing, and the fault is the finding's, judged the same way every run.
+#[derive(Clone, Debug)]
+pub(crate) struct StaleReads {
+    pub account: String,
+    pub from: std::time::Instant,
+    pub until: std::time::Instant,
+    /// The case whose finding it is.
+    pub case: &'static str,
+}
+
 /// One run's access to the server under test.
 pub(crate) struct Session {
     /// The run's checked settings (never the flags themselves).
@@ -72,6 +86,8 @@ pub(crate) struct Session {
     pub widget_missing: Option<WidgetNotServed>,
     /// What the report's notes say of the run's own bounds, by topic (see [`Session::note`]).
     notes: std::sync::Mutex<BTreeMap<&'static str, BTreeSet<String>>>,
+    /// See [`StaleReads`].
+    stale: std::sync::Mutex<Vec<StaleReads>>,
 }
 
 impl Session {
@@ -127,6 +143,7 @@ impl Session {
             sandbox: Mutex::new(sandbox),
             unregistered: Default::default(),
             notes: Default::default(),
+            stale: Default::default(),
             connected_early: None,
             first_deliveries: None,
             widget_missing: None,
@@ -167,6 +184,16 @@ impl Session {
     /// the harness left unjudged by its own bounds is said, never silent.
     pub(crate) fn note(&self, topic: &'static str, item: String) {
         self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(topic).or_default().insert(item);
+    }
+
+    /// Records a window of reads a case found stale (see [`StaleReads`]).
+    pub(crate) fn found_stale(&self, window: StaleReads) {
+        self.stale.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(window);
+    }
+
+    /// The windows of [`Session::found_stale`].
+    pub(crate) fn stale_reads(&self) -> Vec<StaleReads> {
+        self.stale.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// The notes of [`Session::note`], one line per topic.

@@ -88,9 +88,12 @@ impl Store {
                 detail,
             }));
         }
-        if let (true, Some(event)) = (self.flavor.is(Mutant::ChangeAfterAck), outcome.event_ids.last()) {
-            if let (ACCOUNTS_UPDATED, Some(before)) = (kind, before_update) {
+        // The two mutants serve the account as it was until a while after its event went out.
+        if let (Some(event), ACCOUNTS_UPDATED, Some(before)) = (outcome.event_ids.last(), kind, before_update) {
+            if self.flavor.is(Mutant::ChangeAfterAck) {
                 self.unacked.insert(account_id.clone(), (event.clone(), before));
+            } else if self.flavor.is(Mutant::EventBeforeData) {
+                self.stale.insert(account_id.clone(), (event.clone(), before));
             }
         }
         outcome.account_id = Some(account_id);
@@ -165,10 +168,6 @@ impl Store {
     /// `update_accounts` on `account_id`: the account changed (a transaction added); the
     /// account, the transaction, and the event to announce.
     fn update_accounts(&mut self, conn_id: &str, account_id: String, client_id: &str, now: DateTime<Utc>) -> Change {
-        if self.flavor.is(Mutant::EventBeforeData) {
-            let until = std::time::Instant::now() + std::time::Duration::from_millis(2500);
-            self.stale.insert(account_id.clone(), (until, self.accounts[&account_id].clone()));
-        }
         let txn_id = self.update_account(conn_id, &account_id, now);
         for (owner, txn) in self.resurrecting.remove(conn_id).unwrap_or_default() {
             if let Some(account) = self.accounts.get_mut(&owner) {

@@ -86,8 +86,8 @@ pub(crate) struct Store {
     /// with its account, put back on the connection's next `update_accounts`.
     resurrecting: HashMap<String, Vec<(String, Transaction)>>,
     /// Mutant `event-before-data`: an updated account as it was before the update, served until
-    /// the instant given (the event goes out at once).
-    stale: HashMap<String, (std::time::Instant, Account)>,
+    /// 2.5 s after the event (its id) that announced the update was first posted.
+    stale: HashMap<String, (String, Account)>,
     /// Each client's connections in creation order (mutants `wrong-connection` and
     /// `events-name-other-connection`).
     made: HashMap<String, Vec<String>>,
@@ -402,8 +402,8 @@ impl Store {
         }
     }
 
-    /// The account as reads show it: under mutant `event-before-data`, as it was before its
-    /// update for a moment after the update was announced.
+    /// The account as reads show it: under mutants `change-after-ack` and `event-before-data`,
+    /// as it was before its update for a moment after the update was announced.
     pub(super) fn account_as_read(&self, account_id: &str) -> Option<&Account> {
         if let Some((event, before)) = self.unacked.get(account_id) {
             let readable = self.outbox.acked(event).map(|at| at + std::time::Duration::from_millis(500));
@@ -411,10 +411,13 @@ impl Store {
                 return Some(before);
             }
         }
-        match self.stale.get(account_id) {
-            Some((until, before)) if std::time::Instant::now() < *until => Some(before),
-            _ => self.accounts.get(account_id),
+        if let Some((event, before)) = self.stale.get(account_id) {
+            let readable = self.outbox.posted(event).map(|at| at + std::time::Duration::from_millis(2500));
+            if readable.is_none_or(|at| std::time::Instant::now() < at) {
+                return Some(before);
+            }
         }
+        self.accounts.get(account_id)
     }
 
     /// An account of this client. Readable whatever the connection's later status: only the

@@ -16,6 +16,7 @@
 
 mod model;
 mod rules;
+mod stale;
 mod views;
 
 use crate::harness::fixtures::context::RunContext;
@@ -26,6 +27,7 @@ use crate::spec::{self, Action};
 pub(crate) use model::Posted;
 pub(super) use model::{Model, Observed};
 use serde_json::Value;
+pub(super) use stale::set_aside;
 use std::sync::Arc;
 
 super::cases! {

@@ -28,7 +28,7 @@ pub(super) const LAST_SYNCED_AT: &str = "lastSyncedAt";
 
 /// What the model keeps of the run's reads: the few fields its rules compare, taken from each
 /// read once (`Observed::add`), so that the bodies need not be held.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Observed {
     pub(super) lists: Vec<ListRead>,
     pub(super) pages: Vec<PageRead>,
@@ -80,6 +80,7 @@ pub(crate) struct Posted {
 }
 
 /// A 2xx `GET /v1/connections/{id}/accounts`.
+#[derive(Clone)]
 pub(super) struct ListRead {
     pub(super) answer: Arc<Answer>,
     pub(super) connection: String,
@@ -88,6 +89,7 @@ pub(super) struct ListRead {
 }
 
 /// A 2xx `GET /v1/accounts/{id}/transactions`.
+#[derive(Clone)]
 pub(super) struct PageRead {
     pub(super) answer: Arc<Answer>,
     pub(super) account: String,
@@ -148,7 +150,12 @@ pub(super) type InView<'a> = (Option<u8>, &'a str);
 
 /// Whose view a read belongs to: only reads with either client's own key count.
 pub(super) fn view(answer: &Answer) -> Option<u8> {
-    match answer.sent.auth {
+    view_of(&answer.sent.auth)
+}
+
+/// The view of the reads made with `auth`: one per client's key, none for any other.
+pub(super) fn view_of(auth: &Auth) -> Option<u8> {
+    match auth {
         Auth::Primary => Some(0),
         Auth::Second => Some(1),
         _ => None,

@@ -523,6 +523,41 @@ mod tests {
         assert!(changes_announced(&log.model(&[])).1.is_empty());
     }
 
+    /// Reads of an account a case found stale (its event before its data) are that case's
+    /// finding: set aside, they fail no state rule, whichever of them fell in the window.
+    #[test]
+    fn reads_a_case_found_stale_are_set_aside() {
+        use crate::harness::setup::session::StaleReads;
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0), txn("txn_2", 2.0)]));
+        // Sent at 10 ms, after the deletion arrived (5 ms): the data of before.
+        log.page("acc_1", json!([txn("txn_1", 1.0), txn("txn_2", 2.0)]));
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        let deleted = event("transaction.deleted", json!({"accountId": "acc_1", "transactionId": "txn_2"}));
+        let deliveries = [(log.at(5), Delivery::new(0, deleted))];
+        let mut observed = crate::harness::checks::state::Observed::default();
+        crate::harness::transport::parsed::reads_of(&log.answers).for_each(|read| observed.add(&read));
+        assert_eq!(deletions_hold(&Model::of(&Arc::new(observed.clone()), &deliveries)).1.len(), 1);
+        let window = |account: &str, from: u64| StaleReads {
+            account: account.into(),
+            from: log.at(from),
+            until: log.at(from + 10),
+            case: "reactions.accounts-updated",
+        };
+        // Another account's window covers none of acc_1's reads.
+        let (kept, _) = super::super::set_aside(&observed, &[window("acc_2", 5)], &deliveries).expect("a window");
+        assert_eq!(deletions_hold(&Model::of(&Arc::new(kept), &deliveries)).1.len(), 1);
+        let (kept, said) = super::super::set_aside(&observed, &[window("acc_1", 5)], &deliveries).expect("a window");
+        assert!(deletions_hold(&Model::of(&Arc::new(kept), &deliveries)).1.is_empty());
+        assert!(said[0].starts_with("1 read ") && said[0].contains("reactions.accounts-updated"), "{said:?}");
+        // A window the case measured elsewhere stands for every accounts.updated of acc_1: the
+        // flow that drove this one judged no reaction.
+        let updated = event("accounts.updated", json!({"accountId": "acc_1"}));
+        let deliveries = [deliveries[0].clone(), (log.at(4), Delivery::new(1, updated))];
+        let (kept, _) = super::super::set_aside(&observed, &[window("acc_2", 50)], &deliveries).expect("a window");
+        assert!(deletions_hold(&Model::of(&Arc::new(kept), &deliveries)).1.is_empty());
+    }
+
     #[test]
     fn a_vanished_transaction_fails_unless_a_deletion_names_it() {
         let mut log = Log::new();
