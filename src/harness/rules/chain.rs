@@ -86,29 +86,14 @@ fn ends_of(events: &[Delivery], deliveries: &[Delivery]) -> Result<Vec<Connectio
 /// pass. Returns each contradiction, for messages.
 pub(crate) fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
     let events = unique(deliveries);
-    let state_of = |d: &Delivery| d.event_type().and_then(ConnectionState::from_event_type);
     let occurred = |d: &Delivery| {
         let at = d.occurred_at()?;
         Some((at, d.data_str("occurredAt").unwrap_or_default().to_string()))
     };
-    let mut entering: [Vec<&Delivery>; STATES] = Default::default();
-    let mut short = [false; STATES];
-    for d in &events {
-        let Some(state) = state_of(d) else { continue };
-        if d.is_short_form() {
-            short[index(state)] = true;
-        } else {
-            entering[index(state)].push(d);
-        }
-    }
+    let entries = Entries::of(&events);
     let mut out = Vec::new();
     for d in events.iter().filter(|d| !d.is_short_form() && state_of(d).is_some()) {
-        let Some(left) = d.body.pointer("/data/previousStatus").and_then(Value::as_str) else { continue };
-        let Some(left) = ConnectionState::from_lower(left).map(index) else { continue };
-        let [entered] = entering[left].as_slice() else { continue };
-        if short[left] {
-            continue;
-        }
+        let Some(entered) = entries.before(d) else { continue };
         if let (Some((at, text)), Some((before, before_text))) = (occurred(d), occurred(entered)) {
             if at < before {
                 out.push(format!(
@@ -120,6 +105,59 @@ pub(crate) fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The latest moment the chain lets `event` have entered its state: its own `occurredAt`, or a
+/// later one of an event the chain forces before it (the one event that entered the state it
+/// leaves, and so back), where that is later. A stamp the chain contradicts
+/// ([`time_contradictions`], failed there) is no moment to time what the state brought by.
+pub(crate) fn entered_by(deliveries: &[Delivery], event: &Delivery) -> Option<chrono::DateTime<chrono::Utc>> {
+    let events = unique(deliveries);
+    let entries = Entries::of(&events);
+    let mut latest = event.occurred_at()?;
+    let mut at = event;
+    for _ in 0..STATES {
+        let Some(before) = entries.before(at) else { break };
+        latest = latest.max(before.occurred_at().unwrap_or(latest));
+        at = before;
+    }
+    Some(latest)
+}
+
+fn state_of(d: &Delivery) -> Option<ConnectionState> {
+    d.event_type().and_then(ConnectionState::from_event_type)
+}
+
+/// Each state's entering events (short forms apart), for the orders every reading forces.
+struct Entries<'a> {
+    entering: [Vec<&'a Delivery>; STATES],
+    /// Whether a short form enters the state: it may be taken again, so nothing is forced.
+    short: [bool; STATES],
+}
+
+impl<'a> Entries<'a> {
+    fn of(events: &'a [Delivery]) -> Self {
+        let mut entries = Entries { entering: Default::default(), short: [false; STATES] };
+        for d in events {
+            let Some(state) = state_of(d) else { continue };
+            if d.is_short_form() {
+                entries.short[index(state)] = true;
+            } else {
+                entries.entering[index(state)].push(d);
+            }
+        }
+        entries
+    }
+
+    /// The event that entered the state `d` leaves, where exactly one did (and no short form).
+    fn before(&self, d: &Delivery) -> Option<&'a Delivery> {
+        let left = d.body.pointer("/data/previousStatus").and_then(Value::as_str)?;
+        let left = ConnectionState::from_lower(left).map(index)?;
+        match self.entering[left].as_slice() {
+            [entered] if !self.short[left] => Some(*entered),
+            _ => None,
+        }
+    }
 }
 
 fn index(state: ConnectionState) -> usize {
