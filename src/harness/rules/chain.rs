@@ -107,17 +107,19 @@ pub(crate) fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
     out
 }
 
-/// The latest moment the chain lets `event` have entered its state: its own `occurredAt`, or a
-/// later one of an event the chain forces before it (the one event that entered the state it
-/// leaves, and so back), where that is later. A stamp the chain contradicts
-/// ([`time_contradictions`], failed there) is no moment to time what the state brought by.
+/// The earliest moment the chain lets `event` have entered its state: its own `occurredAt`, or
+/// a later one of the events the chain puts before it (an event that entered the state it
+/// leaves, and so back), where that is later. Where several entered that state (a connection
+/// that went through it again later), the earliest stamped is taken: the event before it was
+/// one of them, so it entered no earlier. A stamp the chain contradicts ([`time_contradictions`],
+/// failed there) is no moment to time what the state brought by.
 pub(crate) fn entered_by(deliveries: &[Delivery], event: &Delivery) -> Option<chrono::DateTime<chrono::Utc>> {
     let events = unique(deliveries);
     let entries = Entries::of(&events);
     let mut latest = event.occurred_at()?;
     let mut at = event;
     for _ in 0..STATES {
-        let Some(before) = entries.before(at) else { break };
+        let Some(before) = entries.earliest_before(at) else { break };
         latest = latest.max(before.occurred_at().unwrap_or(latest));
         at = before;
     }
@@ -149,14 +151,26 @@ impl<'a> Entries<'a> {
         entries
     }
 
+    /// The events that entered the state `d` leaves, unless a short form may have (none then).
+    fn entering_left(&self, d: &Delivery) -> &[&'a Delivery] {
+        let left = d.body.pointer("/data/previousStatus").and_then(Value::as_str);
+        match left.and_then(ConnectionState::from_lower).map(index) {
+            Some(left) if !self.short[left] => &self.entering[left],
+            _ => &[],
+        }
+    }
+
     /// The event that entered the state `d` leaves, where exactly one did (and no short form).
     fn before(&self, d: &Delivery) -> Option<&'a Delivery> {
-        let left = d.body.pointer("/data/previousStatus").and_then(Value::as_str)?;
-        let left = ConnectionState::from_lower(left).map(index)?;
-        match self.entering[left].as_slice() {
-            [entered] if !self.short[left] => Some(*entered),
+        match self.entering_left(d) {
+            [entered] => Some(*entered),
             _ => None,
         }
+    }
+
+    /// Of the events that entered the state `d` leaves, the one stamped earliest.
+    fn earliest_before(&self, d: &Delivery) -> Option<&'a Delivery> {
+        self.entering_left(d).iter().filter(|e| e.occurred_at().is_some()).min_by_key(|e| e.occurred_at()).copied()
     }
 }
 
