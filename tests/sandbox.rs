@@ -189,12 +189,15 @@ impl Receiver {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         loop {
             let notified = self.notify.notified();
+            // Each event once: a retry (the sandbox's 2 s timeout met on a loaded machine) is
+            // the same event again.
+            let mut ids = std::collections::HashSet::new();
             let got: Vec<Value> = self
                 .events
                 .lock()
                 .unwrap()
                 .iter()
-                .filter(|e| e["data"]["connectionId"] == connection_id)
+                .filter(|e| e["data"]["connectionId"] == connection_id && ids.insert(e["id"].to_string()))
                 .cloned()
                 .collect();
             if got.len() >= n {

@@ -107,23 +107,24 @@ pub(crate) fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
     out
 }
 
-/// The earliest moment the chain lets `event` have entered its state: its own `occurredAt`, or
-/// a later one of the events the chain puts before it (an event that entered the state it
-/// leaves, and so back), where that is later. Where several entered that state (a connection
-/// that went through it again later), the earliest stamped is taken: the event before it was
-/// one of them, so it entered no earlier. A stamp the chain contradicts ([`time_contradictions`],
-/// failed there) is no moment to time what the state brought by.
-pub(crate) fn entered_by(deliveries: &[Delivery], event: &Delivery) -> Option<chrono::DateTime<chrono::Utc>> {
+/// Whether an event the chain puts before `event` (one that entered the state it leaves, and so
+/// back) is stamped later than `event`: its `occurredAt` then says no moment the state was
+/// entered at ([`time_contradictions`] fails it where the order is forced). Where several events
+/// entered a state (a connection that went through it again later), the earliest stamped is
+/// taken: the event before was one of them, so none earlier.
+pub(crate) fn contradicted(deliveries: &[Delivery], event: &Delivery) -> bool {
     let events = unique(deliveries);
     let entries = Entries::of(&events);
-    let mut latest = event.occurred_at()?;
+    let Some(stamp) = event.occurred_at() else { return false };
     let mut at = event;
     for _ in 0..STATES {
         let Some(before) = entries.earliest_before(at) else { break };
-        latest = latest.max(before.occurred_at().unwrap_or(latest));
+        if before.occurred_at().is_some_and(|t| t > stamp) {
+            return true;
+        }
         at = before;
     }
-    Some(latest)
+    false
 }
 
 fn state_of(d: &Delivery) -> Option<ConnectionState> {
