@@ -86,14 +86,29 @@ fn ends_of(events: &[Delivery], deliveries: &[Delivery]) -> Result<Vec<Connectio
 /// pass. Returns each contradiction, for messages.
 pub(crate) fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
     let events = unique(deliveries);
+    let state_of = |d: &Delivery| d.event_type().and_then(ConnectionState::from_event_type);
     let occurred = |d: &Delivery| {
         let at = d.occurred_at()?;
         Some((at, d.data_str("occurredAt").unwrap_or_default().to_string()))
     };
-    let entries = Entries::of(&events);
+    let mut entering: [Vec<&Delivery>; STATES] = Default::default();
+    let mut short = [false; STATES];
+    for d in &events {
+        let Some(state) = state_of(d) else { continue };
+        if d.is_short_form() {
+            short[index(state)] = true;
+        } else {
+            entering[index(state)].push(d);
+        }
+    }
     let mut out = Vec::new();
     for d in events.iter().filter(|d| !d.is_short_form() && state_of(d).is_some()) {
-        let Some(entered) = entries.before(d) else { continue };
+        let Some(left) = d.body.pointer("/data/previousStatus").and_then(Value::as_str) else { continue };
+        let Some(left) = ConnectionState::from_lower(left).map(index) else { continue };
+        let [entered] = entering[left].as_slice() else { continue };
+        if short[left] {
+            continue;
+        }
         if let (Some((at, text)), Some((before, before_text))) = (occurred(d), occurred(entered)) {
             if at < before {
                 out.push(format!(
@@ -105,74 +120,6 @@ pub(crate) fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
         }
     }
     out
-}
-
-/// Whether an event the chain puts before `event` (one that entered the state it leaves, and so
-/// back) is stamped later than `event`: its `occurredAt` then says no moment the state was
-/// entered at ([`time_contradictions`] fails it where the order is forced). Where several events
-/// entered a state (a connection that went through it again later), the earliest stamped is
-/// taken: the event before was one of them, so none earlier.
-pub(crate) fn contradicted(deliveries: &[Delivery], event: &Delivery) -> bool {
-    let events = unique(deliveries);
-    let entries = Entries::of(&events);
-    let Some(stamp) = event.occurred_at() else { return false };
-    let mut at = event;
-    for _ in 0..STATES {
-        let Some(before) = entries.earliest_before(at) else { break };
-        if before.occurred_at().is_some_and(|t| t > stamp) {
-            return true;
-        }
-        at = before;
-    }
-    false
-}
-
-fn state_of(d: &Delivery) -> Option<ConnectionState> {
-    d.event_type().and_then(ConnectionState::from_event_type)
-}
-
-/// Each state's entering events (short forms apart), for the orders every reading forces.
-struct Entries<'a> {
-    entering: [Vec<&'a Delivery>; STATES],
-    /// Whether a short form enters the state: it may be taken again, so nothing is forced.
-    short: [bool; STATES],
-}
-
-impl<'a> Entries<'a> {
-    fn of(events: &'a [Delivery]) -> Self {
-        let mut entries = Entries { entering: Default::default(), short: [false; STATES] };
-        for d in events {
-            let Some(state) = state_of(d) else { continue };
-            if d.is_short_form() {
-                entries.short[index(state)] = true;
-            } else {
-                entries.entering[index(state)].push(d);
-            }
-        }
-        entries
-    }
-
-    /// The events that entered the state `d` leaves, unless a short form may have (none then).
-    fn entering_left(&self, d: &Delivery) -> &[&'a Delivery] {
-        let left = d.body.pointer("/data/previousStatus").and_then(Value::as_str);
-        match left.and_then(ConnectionState::from_lower).map(index) {
-            Some(left) if !self.short[left] => &self.entering[left],
-            _ => &[],
-        }
-    }
-
-    /// The event that entered the state `d` leaves, where exactly one did (and no short form).
-    fn before(&self, d: &Delivery) -> Option<&'a Delivery> {
-        match self.entering_left(d) {
-            [entered] => Some(*entered),
-            _ => None,
-        }
-    }
-
-    /// Of the events that entered the state `d` leaves, the one stamped earliest.
-    fn earliest_before(&self, d: &Delivery) -> Option<&'a Delivery> {
-        self.entering_left(d).iter().filter(|e| e.occurred_at().is_some()).min_by_key(|e| e.occurred_at()).copied()
-    }
 }
 
 fn index(state: ConnectionState) -> usize {

@@ -215,37 +215,6 @@ fn accounts_listed_after_only_connect_were_created_by_connected() {
     assert!(clock::judge(&stamped).found.is_empty());
 }
 
-/// A `connection.connected` stamped before the `connection.verifying` the chain puts before it
-/// (`events.time-follows-chain`'s finding) times no account (issue 51): the accounts created
-/// 1.5 s after that stamp are not judged by it, every run.
-#[test]
-fn a_connected_stamped_before_its_chain_times_no_account() {
-    let read = |verifying: &[i64]| {
-        let mut r = a_run();
-        r.calls.push(call("connect", "conn_1", 300));
-        r.delivery(at(2000), connected_event(5, "conn_1", 400));
-        for (n, ms) in verifying.iter().enumerate() {
-            let mut event = created_event(6 + n as u64, "conn_1", *ms);
-            event.body["type"] = json!("connection.verifying");
-            event.body["data"]["type"] = json!("connection.verifying");
-            event.body["data"]["previousStatus"] = json!("credentials_submitted");
-            r.delivery(at(*ms + 100), Delivery::new(6 + n as u64, event.body));
-        }
-        let listed = json!([{"id": "acc_1", "connectionId": "conn_1", "name": "Mine", "type": "checking",
-            "currency": "EUR", "balance": 10.5, "createdAt": stamp(1900)}]);
-        r.answers.retain(|a| a.request != "GET /v1/connections/conn_1/accounts");
-        add(&mut r, "GET", "v1/connections/conn_1/accounts", Credential::Key(Client::First), 200, 2100, listed);
-        clock::judge(&r).found
-    };
-    assert!(!read(&[]).is_empty(), "1.5 s after connected, nothing before it known");
-    assert!(read(&[1600]).is_empty(), "{:?}", read(&[1600]));
-    // A verifying stamped before connected contradicts nothing.
-    assert!(!read(&[300]).is_empty());
-    // The connection went through verifying again later: the earliest entry counts.
-    assert!(read(&[9000, 1600]).is_empty(), "{:?}", read(&[9000, 1600]));
-    assert!(!read(&[300, 9000]).is_empty());
-}
-
 /// An event stamped to the whole second may read up to 1 s early: an account created 1.8 s
 /// after it is open, 2.5 s is not.
 #[test]
