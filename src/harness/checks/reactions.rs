@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 super::cases! {
-    ACCOUNTS_UPDATED = "reactions.accounts-updated" => accounts_updated;
+    ACCOUNTS_UPDATED = "reactions.accounts-updated" => accounts_updated, models [super::state::data_after_event];
     TRANSACTION_DELETED = "reactions.transaction-deleted" => transaction_deleted;
     ACCOUNT_BALANCE = "reactions.account-balance" => account_balance;
 }

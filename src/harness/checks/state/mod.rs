@@ -14,9 +14,12 @@
 //! and its [`rules`] (one function a case, failing the reads that contradict an earlier one);
 //! this file holds the cases' table and their flow.
 
+mod announced;
 mod model;
 mod rules;
 mod stale;
+#[cfg(test)]
+mod testlog;
 mod views;
 
 use crate::harness::fixtures::context::RunContext;
@@ -24,6 +27,7 @@ use crate::harness::transport::answers::Auth;
 use crate::harness::transport::pagination;
 use crate::harness::vocab::outcome::Stop;
 use crate::spec::{self, Action};
+pub(super) use announced::data_after_event;
 pub(crate) use model::Posted;
 pub(super) use model::{Model, Observed};
 use serde_json::Value;
@@ -36,7 +40,7 @@ super::cases! {
     SYNC_MOVES_FORWARD = "state.sync-moves-forward" => reread, models [rules::sync_moves_forward];
     DELETIONS_HOLD = "state.deletions-hold" => reread, models [rules::deletions_hold];
     NOTHING_VANISHES = "state.nothing-vanishes" => reread, models [rules::nothing_vanishes];
-    CHANGES_ANNOUNCED = "state.changes-announced" => reread, models [rules::changes_announced];
+    CHANGES_ANNOUNCED = "state.changes-announced" => reread, models [announced::changes_announced];
     DELETED_OWNER = "state.deleted-owner" => reread, models [views::deleted_owner];
     LIST_COMPLETE = "state.list-complete" => reread, models [views::list_complete];
     ACCOUNT_READ_AGREES = "state.account-read-agrees" => single_reads, models [views::account_read_agrees];

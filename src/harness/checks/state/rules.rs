@@ -7,14 +7,13 @@ use crate::harness::checks::Finding;
 use crate::harness::transport::answers::Answer;
 use crate::spec;
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Where an id was first seen: its owner, and the read that showed it.
 type FirstSeen<'a> = HashMap<InView<'a>, (&'a str, &'a Arc<Answer>)>;
 
-fn finding(problem: String, answer: &Arc<Answer>, awaits_event: bool) -> Finding {
+pub(super) fn finding(problem: String, answer: &Arc<Answer>, awaits_event: bool) -> Finding {
     Finding { problem: format!("{problem}{}", answer.whose()), answer: answer.clone(), awaits_event }
 }
 
@@ -184,138 +183,6 @@ pub(super) fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
     (judged, findings)
 }
 
-/// §1 step 5 (later account or transaction changes are announced by webhook events): between
-/// two reads of the same view, an account's fields, a transaction's fields and the set of
-/// transactions of a complete listing change only when an event of the account (or of its
-/// connection) arrived after the earlier read was sent (at any time: deliveries may be late);
-/// a transaction gone from a listing is also explained by a `transaction.deleted` naming it.
-pub(super) fn changes_announced(model: &Model) -> (usize, Vec<Finding>) {
-    let mut findings = Vec::new();
-    let mut judged = 0;
-    // Accounts: from the lists, and the balance of §4.4.
-    type Seen<'a> = (Instant, &'a Arc<Answer>, Value);
-    let mut accounts: HashMap<(Option<u8>, String), Vec<Seen>> = HashMap::new();
-    for list in &model.lists {
-        for (id, fields) in &list.accounts {
-            accounts.entry((view(&list.answer), id.clone())).or_default().push((
-                list.answer.sent_at,
-                &list.answer,
-                fields.clone(),
-            ));
-        }
-    }
-    for (answer, id, balance) in &model.balances {
-        accounts.entry((view(answer), id.clone())).or_default().push((
-            answer.sent_at,
-            answer,
-            serde_json::json!({ "balance": balance }),
-        ));
-    }
-    for ((v, id), mut seen) in accounts {
-        seen.sort_by_key(|(at, a, _)| (*at, a.seq));
-        let connection = model.connection_of(v, &id);
-        let mut last: HashMap<String, (&Arc<Answer>, Value)> = HashMap::new();
-        for (_, answer, fields) in &seen {
-            for (field, value) in fields.as_object().into_iter().flatten().filter(|(f, _)| *f != LAST_SYNCED_AT) {
-                if let Some((before, old)) = last.get(field) {
-                    judged += 1;
-                    if !same(old, value) && !model.announced(&id, connection, before) {
-                        findings.push(finding(
-                            format!(
-                                "{}: account {id} has {field} {value}, {} showed {old}, and no event of the account arrived in between",
-                                answer.sent.request, before.sent.request
-                            ),
-                            answer,
-                            true,
-                        ));
-                    }
-                }
-                last.insert(field.clone(), (answer, value.clone()));
-            }
-        }
-    }
-    // Transactions: each one's fields, as its pages show them. An id a listing holds twice
-    // names two items at once, so its reads differ without any change: left to the rules of
-    // identity, which fail it in every run (issue 51: `tests/foreign-9`'s `txn-id-from-count`
-    // failed this case in the runs whose pages split the two, two of five).
-    let listings = model.listings();
-    let twice: HashSet<InView> =
-        listings.iter().flat_map(|l| l.twice.iter().map(|id| (view(&l.first.answer), *id))).collect();
-    let mut last: HashMap<InView, (&Arc<Answer>, u64)> = HashMap::new();
-    for page in &model.pages {
-        let connection = model.connection_of(view(&page.answer), &page.account);
-        for (id, item, _) in &page.items {
-            let key = (view(&page.answer), id.as_str());
-            if twice.contains(&key) {
-                continue;
-            }
-            if let Some((before, old)) = last.get(&key) {
-                judged += 1;
-                if *old != *item
-                    && before.answered_at <= page.answer.sent_at
-                    && !model.announced(&page.account, connection, before)
-                {
-                    findings.push(finding(
-                        format!(
-                            "{}: transaction {id} reads differently than {} showed it, and no event of account {} arrived in between",
-                            page.answer.sent.request, before.sent.request, page.account
-                        ),
-                        &page.answer,
-                        true,
-                    ));
-                }
-            }
-            last.insert(key, (&page.answer, *item));
-        }
-    }
-    judged += listing_sets(model, &mut findings);
-    (judged, findings)
-}
-
-/// The set of each complete listing of an account's transactions, against the one before it: a
-/// transaction new to it, or gone from it. Which of the two a run shows depends on the order of
-/// its reads, so both are judged here (`state.nothing-vanishes` judges the gone ones against
-/// `transaction.deleted`). Returns how many pairs were judged.
-fn listing_sets(model: &Model, findings: &mut Vec<Finding>) -> usize {
-    let mut judged = 0;
-    let listings = model.listings();
-    for (i, later) in listings.iter().enumerate() {
-        let account = later.first.account.as_str();
-        let earlier = listings[..i].iter().rev().find(|l| {
-            l.first.account == account
-                && view(&l.first.answer) == view(&later.first.answer)
-                && l.last.answer.answered_at <= later.first.answer.sent_at
-        });
-        let Some(earlier) = earlier else { continue };
-        judged += 1;
-        let connection = model.connection_of(view(&later.first.answer), account);
-        if model.announced(account, connection, &earlier.first.answer) {
-            continue;
-        }
-        // A transaction.deleted that names it explains a gone one, whenever it arrived.
-        let named_deleted = |id: &&&str| {
-            model.events.iter().any(|e| e.kind == spec::TRANSACTION_DELETED && e.transaction.as_deref() == Some(**id))
-        };
-        let new = later.ids.difference(&earlier.ids).next();
-        let gone = earlier.ids.difference(&later.ids).find(|id| !named_deleted(id));
-        let before = &earlier.first.answer.sent.request;
-        let said = match (new, gone) {
-            (Some(id), _) => format!("{id} is listed, {before} did not list it"),
-            (None, Some(id)) => format!("{id} is not listed, {before} listed it"),
-            (None, None) => continue,
-        };
-        findings.push(finding(
-            format!(
-                "{} and following next_cursor: {said}, and no event of the account arrived in between",
-                later.first.answer.sent.request
-            ),
-            &later.last.answer,
-            true,
-        ));
-    }
-    judged
-}
-
 /// Each view's reads of each account, in the order they were sent, with the fields kept.
 fn reads_of_accounts(model: &Model) -> HashMap<InView<'_>, Vec<(&Arc<Answer>, &Value)>> {
     let mut reads: HashMap<InView, Vec<(&Arc<Answer>, &Value)>> = HashMap::new();
@@ -439,68 +306,11 @@ pub(super) fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::announced::changes_announced;
+    use super::super::testlog::{event, txn, Log};
     use super::*;
     use crate::harness::rules::delivery::Delivery;
-    use crate::harness::transport::answers::{Auth, Sent};
     use serde_json::json;
-    use std::time::Duration;
-
-    /// Reads one after another, a millisecond apart, each with the first client's key.
-    struct Log {
-        start: Instant,
-        answers: Vec<Arc<Answer>>,
-    }
-
-    impl Log {
-        fn new() -> Self {
-            Self { start: Instant::now(), answers: Vec::new() }
-        }
-
-        fn at(&self, ms: u64) -> Instant {
-            self.start + Duration::from_millis(ms)
-        }
-
-        fn read(&mut self, path: &str, query: &[(&str, &str)], body: Value) {
-            let n = self.answers.len() as u64;
-            let request = format!("GET /{path}");
-            self.answers.push(Arc::new(Answer {
-                seq: n,
-                sent: Sent { method: "GET".into(), url: request.clone(), auth: Auth::Primary, request },
-                segments: path.split('/').map(str::to_string).collect(),
-                query: query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-                status: 200,
-                body: Some(body.to_string()),
-                content_type: None,
-                excerpt: None,
-                sent_at: self.at(10 * n),
-                answered_at: self.at(10 * n + 1),
-                har: None,
-            }));
-        }
-
-        fn page(&mut self, account: &str, items: Value) {
-            self.read(&format!("v1/accounts/{account}/transactions"), &[], json!({"data": items, "has_more": false}));
-        }
-
-        fn model(&self, events: &[(u64, Value)]) -> Model {
-            let deliveries: Vec<(Instant, Delivery)> = events
-                .iter()
-                .enumerate()
-                .map(|(i, (ms, b))| (self.at(*ms), Delivery::new(i as u64, b.clone())))
-                .collect();
-            let mut observed = crate::harness::checks::state::Observed::default();
-            crate::harness::transport::parsed::reads_of(&self.answers).for_each(|read| observed.add(&read));
-            Model::of(&std::sync::Arc::new(observed), &deliveries)
-        }
-    }
-
-    fn txn(id: &str, amount: f64) -> Value {
-        json!({"id": id, "accountId": "acc_1", "amount": amount})
-    }
-
-    fn event(kind: &str, data: Value) -> Value {
-        json!({"id": "evt_1", "type": kind, "data": data})
-    }
 
     #[test]
     fn a_transaction_under_two_accounts_fails_one_owner() {

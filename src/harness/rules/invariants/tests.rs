@@ -213,6 +213,20 @@ fn accounts_listed_after_only_connect_were_created_by_connected() {
     // After another action (a sync may add accounts), the same read is open.
     stamped.calls.push(call("update_accounts", "conn_1", 1000));
     assert!(clock::judge(&stamped).found.is_empty());
+    // A server whose event times contradict its chain anywhere (a connected stamped before the
+    // verifying it follows, on another connection) says by them no moment any connection became
+    // CONNECTED: not weighed, and said.
+    stamped.calls.pop();
+    let contradicted = &mut stamped;
+    let mut verifying = created_event(20, "conn_2", 900);
+    verifying.body["type"] = json!("connection.verifying");
+    verifying.body["data"]["type"] = json!("connection.verifying");
+    verifying.body["data"]["previousStatus"] = json!("credentials_submitted");
+    contradicted.delivery(at(950), Delivery::new(20, verifying.body));
+    contradicted.delivery(at(960), connected_event(21, "conn_2", 800));
+    let v = clock::judge(contradicted);
+    assert!(v.found.is_empty(), "{:?}", v.found);
+    assert!(v.unweighed.iter().any(|w| w.contains("contradict its own chain on 1 connection ")), "{:?}", v.unweighed);
 }
 
 /// An event stamped to the whole second may read up to 1 s early: an account created 1.8 s
