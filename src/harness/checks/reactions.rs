@@ -14,8 +14,12 @@ super::cases! {
     ACCOUNT_BALANCE = "reactions.account-balance" => account_balance;
 }
 
+/// The tour's reaction (§6.3), then its reads made again: an update's data that shows only
+/// after the reaction read is judged over every read of the run (`state::data_after_event`),
+/// and these give it a later read whatever else the run selected.
 async fn accounts_updated(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    ctx.tour().await?.step(Action::UpdateAccounts)
+    ctx.tour().await?.step(Action::UpdateAccounts)?;
+    super::state::reread(ctx).await
 }
 
 /// §4.4 returns "the updated balance", and §6.3 sends the client there on accounts.updated; the

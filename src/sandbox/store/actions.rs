@@ -88,12 +88,18 @@ impl Store {
                 detail,
             }));
         }
-        // The two mutants serve the account as it was until a while after its event went out.
+        // The three mutants serve the account (or its transactions) as it was until a while after
+        // its event went out.
         if let (Some(event), ACCOUNTS_UPDATED, Some(before)) = (outcome.event_ids.last(), kind, before_update) {
             if self.flavor.is(Mutant::ChangeAfterAck) {
                 self.unacked.insert(account_id.clone(), (event.clone(), before));
             } else if self.flavor.is(Mutant::EventBeforeData) {
                 self.stale.insert(account_id.clone(), (event.clone(), before));
+            } else if self.flavor.is(Mutant::TransactionsAfterAck) {
+                // The new balance at once, the transactions of before.
+                let mut partial = self.accounts[&account_id].clone();
+                (partial.transactions, partial.tombstones) = (before.transactions, before.tombstones);
+                self.stale.insert(account_id.clone(), (event.clone(), partial));
             }
         }
         outcome.account_id = Some(account_id);
@@ -191,6 +197,14 @@ impl Store {
         } else {
             account.remove_transaction(index)
         };
+        // The transactions served of before lose the deleted one too.
+        if let Some((_, partial)) =
+            self.stale.get_mut(&account_id).filter(|_| self.flavor.is(Mutant::TransactionsAfterAck))
+        {
+            if let Some(at) = partial.transactions.iter().position(|t| t.id == txn.id) {
+                partial.remove_transaction(at);
+            }
+        }
         if self.flavor.is(Mutant::DeletedReturnsOnNeighbourUpdate) {
             self.resurrecting.entry(conn_id.to_string()).or_default().push((account_id.clone(), txn.clone()));
         }

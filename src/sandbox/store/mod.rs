@@ -86,7 +86,8 @@ pub(crate) struct Store {
     /// with its account, put back on the connection's next `update_accounts`.
     resurrecting: HashMap<String, Vec<(String, Transaction)>>,
     /// Mutant `event-before-data`: an updated account as it was before the update, served until
-    /// 2.5 s after the event (its id) that announced the update was first posted.
+    /// 2.5 s after the event (its id) that announced the update was first posted; mutant
+    /// `transactions-after-ack`: with the transactions of before only, until it is acknowledged.
     stale: HashMap<String, (String, Account)>,
     /// Each client's connections in creation order (mutants `wrong-connection` and
     /// `events-name-other-connection`).
@@ -403,7 +404,8 @@ impl Store {
     }
 
     /// The account as reads show it: under mutants `change-after-ack` and `event-before-data`,
-    /// as it was before its update for a moment after the update was announced.
+    /// as it was before its update for a moment after the update was announced (its
+    /// transactions only, under `transactions-after-ack`).
     pub(super) fn account_as_read(&self, account_id: &str) -> Option<&Account> {
         if let Some((event, before)) = self.unacked.get(account_id) {
             let readable = self.outbox.acked(event).map(|at| at + std::time::Duration::from_millis(500));
@@ -412,7 +414,10 @@ impl Store {
             }
         }
         if let Some((event, before)) = self.stale.get(account_id) {
-            let readable = self.outbox.posted(event).map(|at| at + std::time::Duration::from_millis(2500));
+            let readable = match self.flavor.is(Mutant::TransactionsAfterAck) {
+                true => self.outbox.acked(event),
+                false => self.outbox.posted(event).map(|at| at + std::time::Duration::from_millis(2500)),
+            };
             if readable.is_none_or(|at| std::time::Instant::now() < at) {
                 return Some(before);
             }

@@ -49,7 +49,7 @@ super::cases! {
 /// The flow of the state cases, run once for all four: the fixtures' and the tour's reads, then
 /// the same reads again, so that each rule has an earlier and a later read (within a few
 /// requests: each listed account's first walk at the default page size).
-async fn reread(ctx: Arc<RunContext>) -> Result<(), Stop> {
+pub(super) async fn reread(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.reread.get_or_init(|| reread_once(&ctx)).await.clone()
 }
 
