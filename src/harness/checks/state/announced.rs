@@ -15,8 +15,7 @@
 //! server failed one case in some runs and the other in the rest (issue 51; `tests/foreign-13`'s
 //! `update-lag`, `tests/foreign-17`'s `update-applied-late`).
 
-use super::model::{same, view, InView, Model, LAST_SYNCED_AT};
-use super::rules::finding;
+use super::model::{finding, same, view, InView, Model, LAST_SYNCED_AT};
 use crate::harness::checks::Finding;
 use crate::harness::transport::answers::Answer;
 use crate::spec;
@@ -341,5 +340,30 @@ mod tests {
         }
         let model = log.model(&[]);
         assert_eq!((changes_announced(&model).1.len(), data_after_event(&model).1.len()), (1, 0));
+    }
+
+    #[test]
+    fn an_id_listed_twice_is_left_to_identity_by_changes_announced() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        log.page("acc_1", json!([txn("txn_1", 2.0)]));
+        assert_eq!(changes_announced(&log.model(&[])).1.len(), 1, "a change no event announced");
+        // Two items under txn_1 in one listing: its reads differ with no change at all.
+        log.page("acc_1", json!([txn("txn_1", 1.0), txn("txn_1", 2.0)]));
+        assert!(changes_announced(&log.model(&[])).1.is_empty());
+    }
+
+    #[test]
+    fn changes_need_an_announcement_that_may_come_late_and_numbers_compare_by_value() {
+        let mut log = Log::new();
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        log.page("acc_1", json!([{"amount": 1, "accountId": "acc_1", "id": "txn_1"}]));
+        assert!(changes_announced(&log.model(&[])).1.is_empty(), "1 and 1.0, keys in any order: one reading");
+        log.page("acc_1", json!([txn("txn_1", 2.0), txn("txn_9", 9.0)]));
+        let (_, found) = changes_announced(&log.model(&[]));
+        assert_eq!(found.len(), 2, "a changed amount and a new transaction");
+        assert!(found.iter().all(|f| f.awaits_event));
+        let updated = event("accounts.updated", json!({"accountId": "acc_1", "connectionId": "conn_1"}));
+        assert!(changes_announced(&log.model(&[(900, updated)])).1.is_empty());
     }
 }

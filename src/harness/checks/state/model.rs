@@ -3,6 +3,7 @@
 //! each read in its client's view and each event once, from its first arrival. It judges
 //! nothing; the rules that read it are [`super::rules`].
 
+use crate::harness::checks::Finding;
 use crate::harness::rules::delivery;
 use crate::harness::rules::invariants::clock;
 use crate::harness::transport::answers::{Answer, Auth};
@@ -541,4 +542,9 @@ pub(super) fn same(a: &Value, b: &Value) -> bool {
         }
         _ => a == b,
     }
+}
+
+/// A model rule's finding on `answer`, naming whose read it was.
+pub(super) fn finding(problem: String, answer: &Arc<Answer>, awaits_event: bool) -> Finding {
+    Finding { problem: format!("{problem}{}", answer.whose()), answer: answer.clone(), awaits_event }
 }

@@ -2,7 +2,7 @@
 //! ...): each goes through the [`Model`] and fails the reads that contradict what the target
 //! said before, or what its events announced.
 
-use super::model::{same, view, Event, InView, Model, CREATED_AT, LAST_SYNCED_AT};
+use super::model::{finding, same, view, Event, InView, Model, CREATED_AT, LAST_SYNCED_AT};
 use crate::harness::checks::Finding;
 use crate::harness::transport::answers::Answer;
 use crate::spec;
@@ -12,10 +12,6 @@ use std::sync::Arc;
 
 /// Where an id was first seen: its owner, and the read that showed it.
 type FirstSeen<'a> = HashMap<InView<'a>, (&'a str, &'a Arc<Answer>)>;
-
-pub(super) fn finding(problem: String, answer: &Arc<Answer>, awaits_event: bool) -> Finding {
-    Finding { problem: format!("{problem}{}", answer.whose()), answer: answer.clone(), awaits_event }
-}
 
 /// §2.2, §2.3: an account belongs to one connection and a transaction to one account, in every
 /// read of a client's view.
@@ -306,7 +302,6 @@ pub(super) fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::announced::changes_announced;
     use super::super::testlog::{event, txn, Log};
     use super::*;
     use crate::harness::rules::delivery::Delivery;
@@ -320,17 +315,6 @@ mod tests {
         let (_, findings) = one_owner(&log.model(&[]));
         assert_eq!(findings.len(), 1);
         assert!(findings[0].problem.contains("listed under account acc_1"), "{}", findings[0].problem);
-    }
-
-    #[test]
-    fn an_id_listed_twice_is_left_to_identity_by_changes_announced() {
-        let mut log = Log::new();
-        log.page("acc_1", json!([txn("txn_1", 1.0)]));
-        log.page("acc_1", json!([txn("txn_1", 2.0)]));
-        assert_eq!(changes_announced(&log.model(&[])).1.len(), 1, "a change no event announced");
-        // Two items under txn_1 in one listing: its reads differ with no change at all.
-        log.page("acc_1", json!([txn("txn_1", 1.0), txn("txn_1", 2.0)]));
-        assert!(changes_announced(&log.model(&[])).1.is_empty());
     }
 
     /// Reads of an account a case found stale (its event before its data) are that case's
@@ -458,20 +442,6 @@ mod tests {
         ] {
             assert_eq!(deletions_hold(&log.model(&events)).1.len(), 1, "removed again after the resync");
         }
-    }
-
-    #[test]
-    fn changes_need_an_announcement_that_may_come_late_and_numbers_compare_by_value() {
-        let mut log = Log::new();
-        log.page("acc_1", json!([txn("txn_1", 1.0)]));
-        log.page("acc_1", json!([{"amount": 1, "accountId": "acc_1", "id": "txn_1"}]));
-        assert!(changes_announced(&log.model(&[])).1.is_empty(), "1 and 1.0, keys in any order: one reading");
-        log.page("acc_1", json!([txn("txn_1", 2.0), txn("txn_9", 9.0)]));
-        let (_, found) = changes_announced(&log.model(&[]));
-        assert_eq!(found.len(), 2, "a changed amount and a new transaction");
-        assert!(found.iter().all(|f| f.awaits_event));
-        let updated = event("accounts.updated", json!({"accountId": "acc_1", "connectionId": "conn_1"}));
-        assert!(changes_announced(&log.model(&[(900, updated)])).1.is_empty());
     }
 
     fn accounts(log: &mut Log, created: &str, synced: &str) {
