@@ -144,7 +144,7 @@ departures! {
             "accounts.updated goes out at once, but the update becomes readable only 2.5 s after the event was first posted";
         #[seed]
         TransactionsAfterAck = "transactions-after-ack", "§6.3", ["reactions.accounts-updated"],
-            "an update's balance is readable with its accounts.updated, its new transactions only once the delivery is acknowledged";
+            "an update's balance is readable with its accounts.updated, its new transactions only once the delivery is acknowledged and 1 s after its first posting";
         AccountBalanceStale = "account-balance-stale", "§4.4", ["reactions.account-balance"],
             "GET /v1/accounts/{id} keeps serving the balance of before accounts.updated";
         // What reads imply over time (the state model)

@@ -415,7 +415,13 @@ impl Store {
         }
         if let Some((event, before)) = self.stale.get(account_id) {
             let readable = match self.flavor.is(Mutant::TransactionsAfterAck) {
-                true => self.outbox.acked(event),
+                // Not before 1 s after the first posting either: a copy of the delivery is
+                // acknowledged at once, whatever the reaction read holds.
+                true => self
+                    .outbox
+                    .acked(event)
+                    .zip(self.outbox.posted(event))
+                    .map(|(acked, posted)| acked.max(posted + std::time::Duration::from_secs(1))),
                 false => self.outbox.posted(event).map(|at| at + std::time::Duration::from_millis(2500)),
             };
             if readable.is_none_or(|at| std::time::Instant::now() < at) {
