@@ -137,7 +137,10 @@ same() {
     total=$((total + 1))
     local first="" distinct
     distinct=$(for p in "${plan[@]:0:$runs}"; do md5sum <"$out/$v.${p#* }.toml" 2>/dev/null || echo missing; done | sort -u | wc -l)
-    if [ "$distinct" != 1 ]; then
+    if [ "$distinct" = 1 ]; then
+      # One file: what it holds, so that a violation missed alike in every run shows too.
+      echo "same $v: exit $(cat "$out/$v.a.code" 2>/dev/null); failed: $(failed "$out/$v.a.toml")"
+    else
       differ=$((differ + 1))
       echo "DIFFER $v: $distinct different expectations files in $runs runs"
       for p in "${plan[@]:0:$runs}"; do
