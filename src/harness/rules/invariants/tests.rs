@@ -357,6 +357,53 @@ fn accounts_served_before_their_connection_connected_fail_and_only_they() {
     assert_eq!(available::judge(&r).found.len(), 0);
 }
 
+/// An event of `state` on `connection`, occurred at `ms`.
+fn state_event(seq: u64, connection: &str, state: &str, previous: &str, ms: i64) -> Delivery {
+    let mut event = connected_event(seq, connection, ms);
+    event.body["type"] = json!(format!("connection.{state}"));
+    event.body["data"]["type"] = json!(format!("connection.{state}"));
+    event.body["data"]["previousStatus"] = json!(previous);
+    Delivery::new(seq, event.body)
+}
+
+/// conn_1 connected (at 900), then `disconnect` driven at 4000 and announced at 4200 (arrived
+/// 4300); its accounts read with a 2xx at `read`.
+fn disconnected_then_read(read: i64) -> Record {
+    let mut r = a_run();
+    r.delivery(at(950), connected_event(5, "conn_1", 900));
+    r.calls.push(call("connect", "conn_1", 300));
+    r.calls.push(call("disconnect", "conn_1", 4000));
+    r.delivery(at(4300), state_event(6, "conn_1", "disconnected", "connected", 4200));
+    add(&mut r, "GET", "v1/connections/conn_1/accounts", Credential::Key(Client::First), 200, read, json!([]));
+    r
+}
+
+#[test]
+fn accounts_served_after_an_announced_disconnect_fail_by_local_order() {
+    let Verdict { found, .. } = available::judge(&disconnected_then_read(4500));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].to_string().contains("after connection.disconnected arrived"), "{}", found[0]);
+    // Sent before the event arrived: the state may not have been stored yet.
+    assert_eq!(available::judge(&disconnected_then_read(4250)).found.len(), 0);
+    // A later event before the next action (the target moved on, here back to CONNECTED).
+    let mut r = disconnected_then_read(4500);
+    r.delivery(at(4700), state_event(7, "conn_1", "connected", "disconnected", 4600));
+    assert_eq!(available::judge(&r).found.len(), 0);
+    // ... but an event of the next action does not excuse the read before it.
+    let mut r = disconnected_then_read(4500);
+    r.calls.push(call("connect", "conn_1", 5000));
+    r.delivery(at(5300), state_event(7, "conn_1", "connected", "disconnected", 5200));
+    assert_eq!(available::judge(&r).found.len(), 1);
+    // An older announcement of the state, heard again after the action began: not its own.
+    let mut r = disconnected_then_read(4500);
+    r.delivery(at(3000), state_event(6, "conn_1", "disconnected", "connected", 4200));
+    assert_eq!(available::judge(&r).found.len(), 0);
+    // An action the target did not do, or a read by the other client: not judged here.
+    let mut r = disconnected_then_read(4500);
+    r.calls.last_mut().expect("a call").done = false;
+    assert_eq!(available::judge(&r).found.len(), 0);
+}
+
 #[test]
 fn accounts_of_a_client_whose_events_are_misnamed_are_not_timed() {
     // conn_1 announced created twice (another connection's events named it): its moment of
