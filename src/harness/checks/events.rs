@@ -20,7 +20,8 @@ super::cases! {
     CREATED_ANNOUNCED = "events.created-announced" => created_announced;
     PREVIOUS_STATUS_CHAIN = "events.previous-status-chain" => previous_status_chain;
     TIME_FOLLOWS_CHAIN = "events.time-follows-chain" => time_follows_chain;
-    CONNECTED_ANNOUNCED = "events.connected-announced" => connected_announced;
+    CONNECTED_ANNOUNCED = "events.connected-announced" => connected_announced,
+        record [crate::harness::rules::invariants::settled::judge_connected];
     FAILED_AUTH_ANNOUNCED = "events.failed-auth-announced" => failed_auth_announced;
     MFA_REQUIRED_ANNOUNCED = "events.mfa-required-announced" => mfa_required_announced;
     ERROR_ANNOUNCED = "events.error-announced" => error_announced;

@@ -14,16 +14,13 @@
 //! connections announced created twice): their moments cannot be told from the events
 //! (`events.created-announced` judges the naming).
 //!
-//! And after CONNECTED was left ([`after_leaving`]): a 2xx accounts list sent for after the
-//! event announcing the state a driven action asked for (`fail_auth`, `require_mfa`, `error`,
-//! `disconnect`) had arrived, that event the connection's last until its next action, fails
-//! too. Local order alone tells it (the event arrived before the request was sent), so no clock
-//! is weighed; a read that met the state only for a moment is the timed rule's above.
+//! And after CONNECTED was left ([`super::settled`]): a 2xx list sent after the event of the
+//! state the connection's last driven action asked for had arrived.
 
-use super::{finding, Endpoint, Heard, Record, Verdict, MAX_FINDINGS};
+use super::{finding, Endpoint, Record, Verdict, MAX_FINDINGS};
 use crate::spec::ConnectionState;
 use chrono::{DateTime, Duration, Utc};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// How long before its `connection.connected` occurred a connection's accounts may already be
 /// served: the state stored, the event not yet stamped.
@@ -47,24 +44,9 @@ fn offset_ceiling(record: &Record) -> Option<Duration> {
         .min()
 }
 
-/// The clients one of whose connections was announced created by two distinct events: their
-/// events' names are shifted, so no connection of theirs can be timed by its own events.
-fn misnamed(record: &Record) -> BTreeSet<Option<super::Client>> {
-    let created = ConnectionState::Created.event_type();
-    record
-        .creations()
-        .filter(|(connection, _)| {
-            let heard = record.deliveries.iter().map(|h| &h.delivery);
-            let announced = heard.filter(|d| d.connection_id() == Some(connection) && d.event_type() == Some(created));
-            announced.map(|d| d.identity()).collect::<BTreeSet<_>>().len() > 1
-        })
-        .map(|(_, seen)| seen.client())
-        .collect()
-}
-
 /// For each connection the run created: when its first `connection.connected` occurred, with
 /// the delivery; `None` when an event shows it was CONNECTED before that one, or when its
-/// client's events are [`misnamed`].
+/// client's events are [`super::settled::misnamed`].
 fn first_connected(record: &Record) -> BTreeMap<&str, Option<(DateTime<Utc>, u64)>> {
     let connected = ConnectionState::Connected.event_type();
     let mut first: BTreeMap<&str, Option<(DateTime<Utc>, u64)>> = record.creations().map(|(c, _)| (c, None)).collect();
@@ -85,7 +67,7 @@ fn first_connected(record: &Record) -> BTreeMap<&str, Option<(DateTime<Utc>, u64
             *slot = None;
         }
     }
-    let misnamed = misnamed(record);
+    let misnamed = super::settled::misnamed(record);
     for (connection, seen) in record.creations() {
         if let Some(slot) = first.get_mut(connection).filter(|_| misnamed.contains(&seen.client())) {
             *slot = None;
@@ -139,91 +121,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
             Some(finding(detail, &[seen.seq], &[event]).requested(&seen.request))
         })
         .collect();
-    let after: Vec<_> = after_leaving(record, &first).into_iter().take(MAX_FINDINGS - found.len()).collect();
+    let after: Vec<_> =
+        super::settled::served_after_leaving(record).into_iter().take(MAX_FINDINGS - found.len()).collect();
     (judged, found.into_iter().chain(after).collect()).into()
-}
-
-/// One connection's events as [`after_leaving`] orders them: when each arrived, when it
-/// occurred, the state it announces, its identity and its `seq`.
-type Announced<'a> = (DateTime<Utc>, DateTime<Utc>, ConnectionState, String, &'a Heard);
-
-/// The 2xx accounts lists of a connection answered after it left CONNECTED, by local order: the
-/// last state action driven on it before the answer (`L`, which the target did) asks for a state
-/// other than CONNECTED; an event announcing that state arrived after `L` began and before the
-/// request was sent; and that event is the connection's latest (by `occurredAt`, no other
-/// event of a later moment arriving before the next state action began). A server that moved
-/// on its own, or whose `L` had not yet taken effect (an older copy of the same state's event),
-/// shows a later event and is not judged; one that announced the state before storing it, or
-/// moved to CONNECTED without announcing it, is (both causes named).
-fn after_leaving(
-    record: &Record,
-    first: &BTreeMap<&str, Option<(DateTime<Utc>, u64)>>,
-) -> Vec<crate::harness::vocab::outcome::Failure> {
-    let misnamed = misnamed(record);
-    let owners: BTreeMap<&str, Option<super::Client>> = record.creations().map(|(c, s)| (c, s.client())).collect();
-    let mut found = BTreeMap::new();
-    for seen in record.answers.iter().filter(|a| a.endpoint == Endpoint::Accounts && a.ok()) {
-        let connection = seen.id.as_str();
-        let Some(owner) = owners.get(connection).filter(|o| o.is_some() && **o == seen.client()) else { continue };
-        if !first.contains_key(connection) || misnamed.contains(owner) || found.contains_key(connection) {
-            continue;
-        }
-        if let Some(f) = served_after_leaving(record, connection, seen) {
-            found.insert(connection, f);
-        }
-    }
-    found.into_values().collect()
-}
-
-/// [`after_leaving`]'s finding on one answer, if it is one.
-fn served_after_leaving(
-    record: &Record,
-    connection: &str,
-    seen: &super::Seen,
-) -> Option<crate::harness::vocab::outcome::Failure> {
-    let state_calls = || {
-        record.calls.iter().filter(move |c| {
-            c.connection.as_deref() == Some(connection)
-                && crate::spec::Action::parse(c.action).and_then(|a| a.target_state()).is_some()
-        })
-    };
-    let last = state_calls().filter(|c| c.started < seen.answered).max_by_key(|c| c.started)?;
-    let target = crate::spec::Action::parse(last.action)?.target_state()?;
-    if !last.done || target == ConnectionState::Connected {
-        return None;
-    }
-    let next = state_calls().filter(|c| c.started >= seen.answered).map(|c| c.started).min();
-    let events: Vec<Announced> = record
-        .deliveries
-        .iter()
-        .filter(|h| h.delivery.connection_id() == Some(connection) && next.is_none_or(|n| h.arrived < n))
-        .filter_map(|h| {
-            let state = ConnectionState::from_event_type(h.delivery.event_type()?)?;
-            Some((h.arrived, h.delivery.occurred_at()?, state, h.delivery.identity(), h))
-        })
-        .collect();
-    // Not heard before the action began (an older announcement of the same state, copied).
-    let older = |identity: &String| {
-        record.deliveries.iter().any(|h| h.arrived <= last.started && h.delivery.identity() == *identity)
-    };
-    let (arrived, occurred, _, identity, heard) = events
-        .iter()
-        .filter(|(arrived, _, state, _, _)| *state == target && *arrived > last.started && *arrived < seen.sent)
-        .filter(|e| !older(&e.3))
-        .min_by_key(|e| e.0)?;
-    // The latest: no other event of it occurred at or after that moment.
-    if events.iter().any(|(_, at, _, other, _)| at >= occurred && other != identity) {
-        return None;
-    }
-    let detail = format!(
-        "the accounts of {connection} were served (status {}) {} ms after {} arrived, the state the {} action \
-         asked for, and before any other event of it (§3.2, §4.2: only when CONNECTED): either the target \
-         serves accounts in that state, or it announced the state before storing it, or moved back to \
-         CONNECTED unannounced (§6)",
-        seen.status,
-        (seen.sent - *arrived).num_milliseconds(),
-        target.event_type(),
-        last.action
-    );
-    Some(finding(detail, &[seen.seq], &[heard.delivery.seq]).requested(&seen.request))
 }

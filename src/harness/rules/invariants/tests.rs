@@ -405,6 +405,25 @@ fn accounts_served_after_an_announced_disconnect_fail_by_local_order() {
 }
 
 #[test]
+fn accounts_refused_after_connected_arrived_fail_the_announcement() {
+    let refused_at = |ms: i64, status: u16| {
+        let mut r = a_run();
+        r.calls.push(call("connect", "conn_1", 300));
+        r.delivery(at(950), connected_event(5, "conn_1", 900));
+        add(&mut r, "GET", "v1/connections/conn_1/accounts", Credential::Key(Client::First), status, ms, json!({}));
+        settled::judge_connected(&r).found
+    };
+    let found = refused_at(1200, 409);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].to_string().contains("refused (status 409) 250 ms after connection.connected"), "{}", found[0]);
+    // Sent before it arrived, or a rate limit (never evidence): not judged.
+    assert_eq!(refused_at(940, 409).len(), 0);
+    assert_eq!(refused_at(1200, 429).len(), 0);
+    // And the served list of a connection its last action left CONNECTED is no finding here.
+    assert_eq!(settled::judge_connected(&disconnected_then_read(4500)).found.len(), 0);
+}
+
+#[test]
 fn accounts_of_a_client_whose_events_are_misnamed_are_not_timed() {
     // conn_1 announced created twice (another connection's events named it): its moment of
     // CONNECTED cannot be told, so its early read is not judged a fault.
