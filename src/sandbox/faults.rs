@@ -244,6 +244,8 @@ departures! {
             "connection.created is never sent";
         NoConnectedEvent = "no-connected-event", "§3.1", ["events.connected-announced"],
             "connection.connected is never sent";
+        ConnectedBeforeStored = "connected-before-stored", "§3.1", ["events.connected-announced"],
+            "`connection.connected` is sent 1.5 s before CONNECTED is stored: the accounts are refused meanwhile";
         NoFailedAuthEvent = "no-failed-auth-event", "§3.1", ["events.failed-auth-announced"],
             "connection.failed_auth is never sent";
         NoMfaRequiredEvent = "no-mfa-required-event", "§3.1", ["events.mfa-required-announced"],

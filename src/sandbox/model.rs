@@ -47,6 +47,9 @@ pub(crate) struct Connection {
     pub institution: Institution,
     /// Deterministic per connection: seeded from the connection counter.
     pub rng: StdRng,
+    /// Until when a CONNECTED status is not yet stored for reads: the mutant
+    /// `connected-before-stored` announces CONNECTED before it stores it.
+    pub stored_from: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// §2.2 `creditLimit`, `currencyBalances`, `positions`: present only on some account types.

@@ -381,6 +381,7 @@ fn samples() -> Vec<(Site, Vec<Value>)> {
         account_ids: Vec::new(),
         institution: seed::INSTITUTIONS[0].clone(),
         rng: rand::rngs::StdRng::seed_from_u64(1),
+        stored_from: None,
     };
     let accounts = seed::accounts(&mut conn, now, f);
     let txns: Vec<&super::model::Transaction> = accounts.iter().flat_map(|a| a.transactions.iter()).collect();

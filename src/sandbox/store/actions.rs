@@ -152,7 +152,11 @@ impl Store {
             if to == ConnectionState::Connected {
                 self.ensure_accounts(conn_id, now);
             }
-            self.connections.get_mut(conn_id).expect("exists").status = to;
+            let conn = self.connections.get_mut(conn_id).expect("exists");
+            conn.status = to;
+            // The mutant's worker announces CONNECTED at once and stores it 1.5 s later.
+            conn.stored_from = (self.flavor.is(Mutant::ConnectedBeforeStored) && to == ConnectionState::Connected)
+                .then(|| now + chrono::Duration::milliseconds(crate::sandbox::webhooks::ANNOUNCED_LATE_MS as i64));
             let leaving_mfa = previous == ConnectionState::MfaRequired;
             let announced_previous = match self.flavor.mutant {
                 Some(Mutant::PreviousStatusAfterMfa) if leaving_mfa => ConnectionState::Verifying,

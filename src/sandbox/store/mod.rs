@@ -362,6 +362,7 @@ impl Store {
             account_ids: Vec::new(),
             institution: seed::INSTITUTIONS[(seed as usize - 1) % seed::INSTITUTIONS.len()].clone(),
             rng: StdRng::seed_from_u64(rng_seed),
+            stored_from: None,
         }
     }
 
@@ -462,6 +463,9 @@ impl Store {
         };
         if conn.status != ConnectionState::Connected && !served {
             return Err(ReadError::NotConnected(conn.status));
+        }
+        if conn.stored_from.is_some_and(|from| self.now() < from) {
+            return Err(ReadError::NotConnected(ConnectionState::Verifying));
         }
         // The mutant's list leaves out the connection's last account (of two or more).
         let hidden = match self.flavor.is(Mutant::AccountsListPartial) && conn.account_ids.len() > 1 {
