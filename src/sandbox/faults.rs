@@ -275,7 +275,7 @@ departures! {
         VerifyingAfterMfaSilent = "verifying-after-mfa-silent", "§3.1", ["lifecycle.transition-graph"],
             "re-entering `verifying` from `mfa_required` is not announced";
         #[seed]
-        AccountsAfterDisconnected = "accounts-after-disconnected", "§3.2", ["lifecycle.transition-graph", "accounts.refused-before-connected"],
+        AccountsAfterDisconnected = "accounts-after-disconnected", "§3.2", ["accounts.refused-before-connected"],
             "accounts are still served once the connection is `disconnected`";
         ForeignTransactionAfterUpdate = "foreign-transaction-after-update", "§2.3", ["transactions.account-id"],
             "the transaction `update_accounts` adds names another account of the connection as `accountId`";

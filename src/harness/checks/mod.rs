@@ -20,6 +20,7 @@ mod accounts;
 mod connections;
 pub(crate) mod events;
 pub(crate) mod invariants;
+pub(crate) mod last_look;
 mod lifecycle;
 mod reactions;
 pub(crate) mod reused;

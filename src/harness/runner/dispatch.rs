@@ -236,6 +236,12 @@ pub(crate) async fn run_all(
         board.settle_the_rest(unfinished, began.elapsed());
     }
     let answered: Vec<&str> = cases.iter().filter(|c| responds(c)).map(|c| c.id.as_str()).collect();
+    if !ended.aborted && ended.deaf.is_none() {
+        tokio::select! {
+            () = checks::last_look::last_look(&ctx, &answered) => {}
+            _ = cancel.fired() => {}
+        }
+    }
     let judged = judge_record(&ctx, &answered, cancel, ended.deaf.is_some()).await;
     board.conclude_deferred(judged, stopped, ended.deaf.is_some());
     board.finish()

@@ -98,6 +98,11 @@ pub struct RunConfig {
     /// delivery latency observed in the run and a busy queue, up to 120 s (see docs/driver.md "Waiting for events").
     #[arg(long, env = "BANKCONF_EVENT_TIMEOUT", default_value_t = 5.0)]
     pub event_timeout: f64,
+    /// Seconds the run watches a connection announced CONNECTED before its last look at the
+    /// accounts (a state left unannounced within them is seen in every run; default 15 for a
+    /// target, 2 for the embedded sandbox).
+    #[arg(long, env = "BANKCONF_OBSERVE_FOR")]
+    pub observe_for: Option<f64>,
     /// Seconds one HTTP request may take.
     #[arg(long, env = "BANKCONF_REQUEST_TIMEOUT", default_value_t = 10.0)]
     pub request_timeout: f64,
@@ -181,6 +186,7 @@ impl RunConfig {
             seed: None,
             cases: 6,
             event_timeout: 5.0,
+            observe_for: None,
             request_timeout: 10.0,
             driver_timeout: 30.0,
             deadline: DEFAULT_DEADLINE,
@@ -310,7 +316,13 @@ impl RunConfig {
             (None, None, Some(command)) => DriverPlan::Command(command.clone()),
             (None, None, None) => DriverPlan::NoneGiven,
         };
+        let observe_for = match (self.observe_for, &target) {
+            (Some(s), _) => Duration::from_secs_f64(if s.is_finite() { s.clamp(0.0, 3600.0) } else { 15.0 }),
+            (None, Target::Embedded { .. }) => Duration::from_secs(2),
+            (None, Target::Remote { .. }) => Duration::from_secs(15),
+        };
         Ok(RunPlan {
+            observe_for,
             target,
             driver,
             gate: self.gate(),

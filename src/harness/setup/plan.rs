@@ -101,6 +101,9 @@ pub(crate) struct RunPlan {
     pub headers: Headers,
     pub ca_cert: Option<PathBuf>,
     pub insecure: bool,
+    /// `--observe-for`: how long the first connection announced CONNECTED is watched before
+    /// the run's last look ([`crate::harness::checks::last_look`]).
+    pub observe_for: Duration,
     pub rate_limit: f64,
     pub concurrency: usize,
     /// The settings a rerun command repeats ([`RunConfig::rerun_settings`]).

@@ -193,6 +193,11 @@ impl AnswerLog {
     /// The connections this run created (its 2xx answers to `POST /v1/connections` that name
     /// one, §4.1), in the order they were created.
     pub(crate) fn created_connections(&self) -> Vec<String> {
+        self.creations().into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// [`Self::created_connections`], each with the credentials that created it (its owner's).
+    pub(crate) fn creations(&self) -> Vec<(String, Auth)> {
         let all = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         all.answers
             .iter()
@@ -201,7 +206,7 @@ impl AnswerLog {
             })
             .filter_map(|a| {
                 let body: serde_json::Value = serde_json::from_str(a.body.as_deref()?).ok()?;
-                Some(body.get("connectionId")?.as_str()?.to_string())
+                Some((body.get("connectionId")?.as_str()?.to_string(), a.sent.auth.clone()))
             })
             .collect()
     }

@@ -38,8 +38,16 @@ pub(super) mod owners {
     pub(crate) const SCHEMA: &str = "events.schema";
     pub(crate) const ENVELOPE: &str = "events.envelope-agrees";
     pub(crate) const CHAIN: &str = "events.previous-status-chain";
-    /// Accounts served exactly in the announced CONNECTED state, in every state reached.
-    pub(crate) const ACCOUNTS_FOLLOW_STATE: &str = "lifecycle.transition-graph";
+    /// The graph's own: the states on its way (credentials_submitted, verifying) announced.
+    pub(crate) const GRAPH: &str = "lifecycle.transition-graph";
+    /// Accounts served in a state announced other than CONNECTED, in every state reached.
+    pub(crate) const ACCOUNTS_SERVED: &str = "accounts.refused-before-connected";
+    /// Accounts refused once CONNECTED was announced (the event announces them available).
+    pub(crate) const ACCOUNTS_REFUSED: &str = "events.connected-announced";
+    /// The owners that also judge every accounts read of the run (`rules::invariants::settled`
+    /// and the last look): whether one of the walk's reads met the fault (a state a target
+    /// leaves unannounced after some seconds) is the run's pace, so only they fail for it.
+    pub(crate) const OVER_EVERY_READ: [&str; 2] = [ACCOUNTS_SERVED, ACCOUNTS_REFUSED];
     pub(crate) const ACCOUNT_PREFIX: &str = "accounts.id-prefix";
     pub(crate) const ACCOUNTS_UPDATED: &str = "reactions.accounts-updated";
     pub(crate) const TRANSACTION_DELETED: &str = "reactions.transaction-deleted";
@@ -58,18 +66,19 @@ pub(super) mod owners {
             "accounts.updated" => ACCOUNTS_UPDATED,
             "transaction.deleted" => TRANSACTION_DELETED,
             // credentials_submitted and verifying: announced on every path the graph explores.
-            _ => ACCOUNTS_FOLLOW_STATE,
+            _ => GRAPH,
         }
     }
 
     /// Every owner, for the runner to hold their results until the exploration ended.
-    pub(crate) const ALL: [&str; 14] = [
+    pub(crate) const ALL: [&str; 15] = [
         SCHEMA,
         TRANSACTIONS_WALK,
         "events.disconnected-announced",
         ENVELOPE,
         CHAIN,
-        ACCOUNTS_FOLLOW_STATE,
+        GRAPH,
+        ACCOUNTS_SERVED,
         ACCOUNT_PREFIX,
         ACCOUNTS_UPDATED,
         TRANSACTION_DELETED,
@@ -406,7 +415,8 @@ async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result
                 exchange.summary()
             )
         };
-        return Err(trace.fail(owners::ACCOUNTS_FOLLOW_STATE, id, problem, &deliveries));
+        let owner = if served { owners::ACCOUNTS_SERVED } else { owners::ACCOUNTS_REFUSED };
+        return Err(trace.fail(owner, id, problem, &deliveries));
     }
     if served {
         if let Ok(Value::Array(accounts)) = exchange.success_json() {
