@@ -532,6 +532,8 @@ impl Mutant {
             Self::DeletedTransactionListed => &["reactions.transaction-deleted"],
             // The single reads of every listed account (§4.4).
             Self::AccountReadOtherFields => &["account.readable"],
+            // The walk's disconnects and its reads after them (reported under the owner).
+            Self::AccountsAfterDisconnected => &["lifecycle.transition-graph"],
             // The walk under deletions' tail: a sync, a read, a quick sync, a read.
             Self::QuickSyncUnannounced => &["transactions.walk-under-deletions"],
             // A sync and a deletion of the newest transaction, driven together (the walk's tail).
