@@ -153,15 +153,21 @@ where
     // Random inputs on top.
     let strategy = reference.strategy();
     let run = ctx.clone();
-    property::for_all(&ctx, case_id, strategy, move |input| {
-        let (ctx, reference, test) = (run.clone(), reference.clone(), test.clone());
-        async move {
-            if reference.limit_refused(&ctx, &input).await? {
-                return Err(Stop::ignore("limit above the target's maximum (§8)"));
+    property::for_all(
+        &ctx,
+        case_id,
+        strategy,
+        move |input| {
+            let (ctx, reference, test) = (run.clone(), reference.clone(), test.clone());
+            async move {
+                if reference.limit_refused(&ctx, &input).await? {
+                    return Err(Stop::ignore("limit above the target's maximum (§8)"));
+                }
+                test(ctx, reference, input).await
             }
-            test(ctx, reference, input).await
-        }
-    })
+        },
+        |_| true,
+    )
     .await
 }
 
