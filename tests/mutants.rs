@@ -12,6 +12,7 @@
 
 use bankconf::internal::selftest::{self, Options, Subject};
 use bankconf::sandbox::{Mutant, Variant};
+use bankconf::Outcome;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -95,7 +96,14 @@ fn main() -> ExitCode {
         })
         .with_kind("mutant")
     };
-    let trials: Vec<Trial> = trials.into_iter().chain(seed_trials).chain([driven_again]).collect();
+    let shared_id = {
+        let runtime = runtime.clone();
+        Trial::test("transaction-in-two-accounts/what-rests-on-it", move || {
+            runtime.block_on(shared_transaction_id(event_timeout)).map_err(Failed::from)
+        })
+        .with_kind("mutant")
+    };
+    let trials: Vec<Trial> = trials.into_iter().chain(seed_trials).chain([driven_again, shared_id]).collect();
     libtest_mimic::run(&args, trials).exit_code()
 }
 
@@ -112,4 +120,34 @@ async fn deletion_driven_again(event_timeout: f64) -> Result<(), String> {
         Some(note) => Err(format!("the walk's rounds were not judged: {note}")),
         None => Ok(()),
     }
+}
+
+/// Under `transaction-in-two-accounts`, one transaction id is listed under two accounts: the
+/// state rules and reactions that key transactions by id cannot tell which one a read or event
+/// concerns, so each is ignored naming `state.one-owner`'s finding, in every run alike (issue 51;
+/// `tests/foreign`'s `txn-id-per-account` failed `reactions.accounts-updated` in 1 run of 5);
+/// the rules over accounts alone are still judged.
+async fn shared_transaction_id(event_timeout: f64) -> Result<(), String> {
+    let subject = Subject::Mutant(Mutant::TransactionInTwoAccounts);
+    let mut config = selftest::config_with_seed(subject, event_timeout, 1);
+    config.ids = ["state.", "reactions."].map(String::from).to_vec();
+    let report = bankconf::internal::runner::run_report(config, None).await;
+    let said = "one client was shown one transaction id in the pages of two accounts";
+    let outcome = |id: &str| report.results.iter().find(|r| r.case.id == id).map(|r| r.outcome.clone());
+    let mut wrong = Vec::new();
+    match outcome("state.one-owner") {
+        Some(Outcome::Failed(f)) if f.problems.first().is_some_and(|p| p.detail.contains(said)) => {}
+        other => wrong.push(format!("state.one-owner: {other:?}")),
+    }
+    for id in ["state.changes-announced", "state.deletions-hold", "reactions.accounts-updated"] {
+        match outcome(id) {
+            Some(Outcome::Ignored { reason, .. }) if reason.contains(said) => {}
+            other => wrong.push(format!("{id}: {other:?}")),
+        }
+    }
+    match outcome("state.list-complete") {
+        Some(Outcome::Passed) => {}
+        other => wrong.push(format!("state.list-complete (over accounts alone): {other:?}")),
+    }
+    if wrong.is_empty() { Ok(()) } else { Err(wrong.join("\n")) }
 }

@@ -11,38 +11,60 @@ use super::{connections, Judged};
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::transport::answers::Auth;
 use crate::harness::vocab::outcome::{CaseResult, ErrorSource, Failure, IgnoreCause, Outcome};
+use serde_json::Value;
 
 /// One id that names two objects for one client: a connection id answered by two or more
-/// creations under one key, or an account id listed by two connections' lists under one key.
+/// creations under one key, an account id listed by two connections' lists, or a transaction id
+/// listed in the pages of two accounts, under one key.
 #[derive(Clone, Debug)]
 pub(crate) struct Reused {
     /// The id named twice.
     pub id: String,
     /// The answers that named it, by answer-log `seq`.
     pub answers: Vec<u64>,
-    /// The two connections whose lists showed it, for an account id; `None` for a connection id.
-    pub listed_by: Option<(String, String)>,
+    /// What kind of object the id names, and the two owners that listed it.
+    pub named: Named,
+}
+
+/// The kind of id a [`Reused`] names twice.
+#[derive(Clone, Debug)]
+pub(crate) enum Named {
+    /// A connection id answered by two creations.
+    Connection,
+    /// An account id listed by the lists of these two connections.
+    Account(String, String),
+    /// A transaction id listed in the pages of these two accounts.
+    Transaction(String, String),
 }
 
 /// What every message of the finding says, and what a case it blocked is known by.
 pub(crate) const SAID: &str = "a creation answered a connection id the same client was answered before";
 /// The same, for an account id listed under two connections.
 pub(crate) const SAID_ACCOUNT: &str = "one client was shown one account id in the lists of two connections";
+/// The same, for a transaction id listed under two accounts.
+pub(crate) const SAID_TRANSACTION: &str = "one client was shown one transaction id in the pages of two accounts";
 
 impl std::fmt::Display for Reused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.listed_by {
-            None => write!(
+        match &self.named {
+            Named::Connection => write!(
                 f,
                 "{} creations of one client (POST /v1/connections) answered connectionId {}: {SAID}, and a creation \
                  makes a new connection (§4.1, §3.2), so what an answer or event naming it concerns cannot be told",
                 self.answers.len(),
                 self.id
             ),
-            Some((a, b)) => write!(
+            Named::Account(a, b) => write!(
                 f,
                 "the accounts of {a} and of {b} (GET /v1/connections/{{id}}/accounts) both listed {}: {SAID_ACCOUNT}, \
                  and an account belongs to one connection (§2.2), so what a read naming it concerns cannot be told",
+                self.id
+            ),
+            Named::Transaction(a, b) => write!(
+                f,
+                "the transactions of {a} and of {b} (GET /v1/accounts/{{id}}/transactions) both listed {}: \
+                 {SAID_TRANSACTION}, and a transaction belongs to one account (§2.3), so what a read or event naming \
+                 it concerns cannot be told",
                 self.id
             ),
         }
@@ -52,25 +74,28 @@ impl std::fmt::Display for Reused {
 impl Reused {
     /// Whether case `id` rests on which object this id names.
     pub(crate) fn blocks(&self, id: &str) -> bool {
-        match self.listed_by {
-            None => rests_on_connection_id(id),
-            Some(_) => rests_on_account_id(id),
+        match self.named {
+            Named::Connection => rests_on_connection_id(id),
+            Named::Account(..) => rests_on_account_id(id),
+            Named::Transaction(..) => rests_on_transaction_id(id),
         }
     }
 
     /// The case that fails on it.
     pub(crate) fn owner(&self) -> &'static str {
-        match self.listed_by {
-            None => OWNER,
-            Some(_) => ACCOUNT_OWNER,
+        match self.named {
+            Named::Connection => OWNER,
+            Named::Account(..) => ACCOUNT_OWNER,
+            Named::Transaction(..) => TRANSACTION_OWNER,
         }
     }
 }
 
 /// The first connection id (in creation order) that two 2xx creations under one key answered;
-/// else the first account id that two connections' 2xx lists under one key listed.
+/// else the first account id that two connections' 2xx lists under one key listed; else the
+/// first transaction id that two accounts' 2xx pages under one key listed.
 pub(crate) fn reused(ctx: &RunContext) -> Option<Reused> {
-    reused_connection(ctx).or_else(|| shared_account(ctx))
+    reused_connection(ctx).or_else(|| shared_account(ctx)).or_else(|| shared_transaction(ctx))
 }
 
 fn reused_connection(ctx: &RunContext) -> Option<Reused> {
@@ -87,7 +112,7 @@ fn reused_connection(ctx: &RunContext) -> Option<Reused> {
     }
     made.iter().find_map(|(auth, id, _)| {
         let answers: Vec<u64> = made.iter().filter(|(a, i, _)| a == auth && i == id).map(|(_, _, s)| *s).collect();
-        (answers.len() > 1).then(|| Reused { id: id.clone(), answers, listed_by: None })
+        (answers.len() > 1).then(|| Reused { id: id.clone(), answers, named: Named::Connection })
     })
 }
 
@@ -95,31 +120,51 @@ fn reused_connection(ctx: &RunContext) -> Option<Reused> {
 /// showed under one key. Which connection a read of it then reaches depends on which flow
 /// created when (`tests/foreign-9`'s `account-id-per-client-index` wrote 4 files in 5 runs).
 fn shared_account(ctx: &RunContext) -> Option<Reused> {
-    // (key, account id) → the first connection that listed it, with that answer.
+    let listed = |segments: &[String], body: &Value| match segments {
+        [v1, connections, connection, accounts] if (v1.as_str(), connections.as_str(), accounts.as_str()) == ("v1", "connections", "accounts") => {
+            Some((connection.clone(), body.as_array()?.clone()))
+        }
+        _ => None,
+    };
+    listed_twice(ctx, listed).map(|(id, answers, a, b)| Reused { id, answers, named: Named::Account(a, b) })
+}
+
+/// The first transaction id (in answer order) that the 2xx pages (§4.3) of two accounts showed
+/// under one key. The state model keys a client's reads by id, so which account's transaction
+/// a read or event concerns would depend on which was read when (`tests/foreign`'s
+/// `txn-id-per-account` and `tests/foreign-10`'s `txn-ids-shared-across-connections` failed
+/// `reactions.accounts-updated` in some runs of 5).
+fn shared_transaction(ctx: &RunContext) -> Option<Reused> {
+    let listed = |segments: &[String], body: &Value| match segments {
+        [v1, accounts, account, transactions] if (v1.as_str(), accounts.as_str(), transactions.as_str()) == ("v1", "accounts", "transactions") => {
+            Some((account.clone(), body.get("data")?.as_array()?.clone()))
+        }
+        _ => None,
+    };
+    listed_twice(ctx, listed).map(|(id, answers, a, b)| Reused { id, answers, named: Named::Transaction(a, b) })
+}
+
+/// The first id (in answer order) that the 2xx GET answers `listed` reads as (owner, items) show
+/// under two owners for one key: the id, the two answers and the two owners.
+fn listed_twice(
+    ctx: &RunContext,
+    listed: impl Fn(&[String], &Value) -> Option<(String, Vec<Value>)>,
+) -> Option<(String, Vec<u64>, String, String)> {
+    // (key, id) → the first owner that listed it, with that answer.
     let mut first: Vec<(Auth, String, String, u64)> = Vec::new();
     for a in ctx.api.answers().all() {
-        let [v1, connections, connection, accounts] = a.segments.as_slice() else { continue };
-        if (v1.as_str(), connections.as_str(), accounts.as_str()) != ("v1", "connections", "accounts")
-            || a.sent.method != "GET"
-            || !(200..300).contains(&a.status)
-        {
+        if a.sent.method != "GET" || !(200..300).contains(&a.status) {
             continue;
         }
-        let Some(body) = a.body.as_deref().and_then(|b| serde_json::from_str::<serde_json::Value>(b).ok()) else {
-            continue;
-        };
-        let ids = body.as_array().into_iter().flatten().filter_map(|x| x.get("id").and_then(serde_json::Value::as_str));
-        for id in ids {
-            match first.iter().find(|(auth, account, _, _)| *auth == a.sent.auth && account == id) {
-                Some((_, _, other, seq)) if other != connection => {
-                    return Some(Reused {
-                        id: id.to_string(),
-                        answers: vec![*seq, a.seq],
-                        listed_by: Some((other.clone(), connection.clone())),
-                    });
+        let Some(body) = a.body.as_deref().and_then(|b| serde_json::from_str::<Value>(b).ok()) else { continue };
+        let Some((owner, items)) = listed(&a.segments, &body) else { continue };
+        for id in items.iter().filter_map(|x| x.get("id").and_then(Value::as_str)) {
+            match first.iter().find(|(auth, seen, _, _)| *auth == a.sent.auth && seen == id) {
+                Some((_, _, other, seq)) if *other != owner => {
+                    return Some((id.to_string(), vec![*seq, a.seq], other.clone(), owner));
                 }
                 Some(_) => {}
-                None => first.push((a.sent.auth.clone(), id.to_string(), connection.clone(), a.seq)),
+                None => first.push((a.sent.auth.clone(), id.to_string(), owner.clone(), a.seq)),
             }
         }
     }
@@ -131,6 +176,8 @@ pub(crate) const OWNER: &str = connections::FRESH_IDS;
 /// The case that fails on an account id listed under two connections (§2.2, the identity
 /// rulings of `docs/checks.md`).
 pub(crate) const ACCOUNT_OWNER: &str = super::invariants::IDENTITY;
+/// The case that fails on a transaction id listed under two accounts (§2.3).
+pub(crate) const TRANSACTION_OWNER: &str = super::state::ONE_OWNER;
 
 /// Whether case `id` rests on which connection an id names: its flow reads, drives or opens a
 /// connection (or its accounts, transactions, events) by the id a creation answered. The rest
@@ -168,6 +215,24 @@ pub(crate) fn rests_on_account_id(id: &str) -> bool {
         ["accounts.", "account.", "isolation.", "lifecycle.", "reactions.", "state.", "transactions."];
     AREAS.iter().any(|a| id.starts_with(a))
         || ["invariants.cause", "invariants.clock", "invariants.reach"].contains(&id)
+}
+
+/// Whether case `id` rests on which transaction an id names: the state rules that key a
+/// client's reads of transactions and the events naming them by id, and the reactions judged
+/// over them or acting on a transaction by id. The rules over accounts alone, a walk of one
+/// account, and the isolation cases (ids may repeat across clients, §2) do not.
+pub(crate) fn rests_on_transaction_id(id: &str) -> bool {
+    use super::{reactions, state};
+    [
+        state::DELETIONS_HOLD,
+        state::NOTHING_VANISHES,
+        state::CHANGES_ANNOUNCED,
+        state::FIXED_FIELDS,
+        state::DELETED_OWNER,
+        reactions::ACCOUNTS_UPDATED,
+        reactions::TRANSACTION_DELETED,
+    ]
+    .contains(&id)
 }
 
 /// What [`Reused`] makes of case `id`: its owner fails on it; a case resting on which connection

@@ -69,11 +69,18 @@ pub(crate) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[
 }
 
 /// An id that names two objects for one client (`checks::reused`: a connection id answered
-/// twice, or an account id listed under two connections): the cases it left unjudged (their
+/// twice, an account id listed under two connections, or a transaction id under two accounts): the cases it left unjudged (their
 /// reason names it) and its owner.
 fn reused(results: &[CaseResult]) -> Option<RootCause> {
-    use crate::harness::checks::reused::{ACCOUNT_OWNER, OWNER, SAID, SAID_ACCOUNT};
-    [(OWNER, SAID, "connection"), (ACCOUNT_OWNER, SAID_ACCOUNT, "object")].into_iter().find_map(
+    use crate::harness::checks::reused::{
+        ACCOUNT_OWNER, OWNER, SAID, SAID_ACCOUNT, SAID_TRANSACTION, TRANSACTION_OWNER,
+    };
+    let kinds = [
+        (OWNER, SAID, "connection"),
+        (ACCOUNT_OWNER, SAID_ACCOUNT, "object"),
+        (TRANSACTION_OWNER, SAID_TRANSACTION, "transaction"),
+    ];
+    kinds.into_iter().find_map(
         |(owner, said, what)| {
             let cases: Vec<String> = results
                 .iter()

@@ -28,6 +28,7 @@ fn deferred(case: &Case) -> bool {
         || checks::reused::rests_on_connection_id(&case.id)
         || case.id == checks::reused::OWNER
         || case.id == checks::reused::ACCOUNT_OWNER
+        || case.id == checks::reused::TRANSACTION_OWNER
 }
 
 /// The results of a run as its flows end, in catalogue order.
