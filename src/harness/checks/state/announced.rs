@@ -221,14 +221,15 @@ fn listing_sets(model: &Model, kind: Kind, findings: &mut Vec<Finding>) -> usize
         let Some(earlier) = earlier else { continue };
         judged += 1;
         let connection = model.connection_of(v, account);
-        if model.announced(account, connection, &earlier.first.answer) {
-            continue;
-        }
-        // A transaction.deleted that names it explains a gone one, whenever it arrived.
+        // An event of the account in between explains a new one. Only a transaction.deleted
+        // that names it explains a gone one, whenever it arrived (as `state.nothing-vanishes`
+        // rules): an update arriving in between is no excuse, so the verdict does not follow
+        // which event met which read (`tests/foreign-6`'s `cursor-cached-offset`, issue 51).
+        let announced = model.announced(account, connection, &earlier.first.answer);
         let named_deleted = |id: &&&str| {
             model.events.iter().any(|e| e.kind == spec::TRANSACTION_DELETED && e.transaction.as_deref() == Some(**id))
         };
-        let new = later.ids.difference(&earlier.ids).next();
+        let new = later.ids.difference(&earlier.ids).next().filter(|_| !announced);
         let gone = earlier.ids.difference(&later.ids).find(|id| !named_deleted(id));
         let before = &earlier.first.answer.sent.request;
         let said = match (new, gone) {
@@ -236,10 +237,8 @@ fn listing_sets(model: &Model, kind: Kind, findings: &mut Vec<Finding>) -> usize
             (None, Some(id)) => format!("{id} is not listed, {before} listed it"),
             (None, None) => continue,
         };
-        let said = format!(
-            "{} and following next_cursor: {said}, and no event of the account arrived in between",
-            later.first.answer.sent.request
-        );
+        let how = if new.is_some() { "no event of the account arrived in between" } else { "no transaction.deleted names it" };
+        let said = format!("{} and following next_cursor: {said}, and {how}", later.first.answer.sent.request);
         // The listings of the account so far, up to the earlier one, each without the ids a
         // transaction.deleted names: a removal so announced is no change an update could show.
         let kept = |l: &super::model::Listing<'_>| -> BTreeSet<String> {
@@ -253,7 +252,10 @@ fn listing_sets(model: &Model, kind: Kind, findings: &mut Vec<Finding>) -> usize
             .collect();
         sent.sort_by_key(|(at, _)| *at);
         sent.push((earlier.first.answer.sent_at, kept(earlier)));
-        let (found, message) = classify(late(model, v, account, &sent, |a, b| a == b), said, account);
+        // A gone one is never an update's late data: an update sends the client for new
+        // transactions (§6.3), a removal has its transaction.deleted (§6).
+        let late = new.is_some() && late(model, v, account, &sent, |a, b| a == b);
+        let (found, message) = classify(late, said, account);
         if found == kind {
             findings.push(finding(message, &later.last.answer, true));
         }
@@ -329,6 +331,25 @@ mod tests {
         let deleted = event("transaction.deleted", json!({"accountId": "acc_1", "transactionId": "txn_2"}));
         let model = log.model(&[(15, updated()), (25, deleted)]);
         assert_eq!((changes_announced(&model).1.len(), data_after_event(&model).1.len()), (0, 1));
+    }
+
+    /// A transaction gone from a listing, with no `transaction.deleted` naming it, is unannounced
+    /// whenever an update of the account arrived: the verdict does not follow which event met
+    /// which read (issue 51).
+    #[test]
+    fn a_gone_transaction_is_unannounced_whenever_an_update_arrived() {
+        for arrived in [None, Some(5), Some(15), Some(25)] {
+            let mut log = Log::new();
+            log.page("acc_1", json!([txn("txn_1", 1.0), txn("txn_2", 2.0)]));
+            log.page("acc_1", json!([txn("txn_1", 1.0), txn("txn_2", 2.0)]));
+            log.page("acc_1", json!([txn("txn_1", 1.0)]));
+            let events: Vec<(u64, Value)> = arrived.map(|at| (at, updated())).into_iter().collect();
+            let model = log.model(&events);
+            let found = changes_announced(&model).1;
+            assert_eq!(found.len(), 1, "update arrived at {arrived:?} ms");
+            assert!(found[0].problem.contains("no transaction.deleted names it"), "{}", found[0].problem);
+            assert!(data_after_event(&model).1.is_empty(), "update arrived at {arrived:?} ms");
+        }
     }
 
     /// With no update of the account before the earlier read, a change is unannounced.
