@@ -149,5 +149,9 @@ async fn shared_transaction_id(event_timeout: f64) -> Result<(), String> {
         Some(Outcome::Passed) => {}
         other => wrong.push(format!("state.list-complete (over accounts alone): {other:?}")),
     }
-    if wrong.is_empty() { Ok(()) } else { Err(wrong.join("\n")) }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join("\n"))
+    }
 }

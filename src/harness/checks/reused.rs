@@ -121,7 +121,9 @@ fn reused_connection(ctx: &RunContext) -> Option<Reused> {
 /// created when (`tests/foreign-9`'s `account-id-per-client-index` wrote 4 files in 5 runs).
 fn shared_account(ctx: &RunContext) -> Option<Reused> {
     let listed = |segments: &[String], body: &Value| match segments {
-        [v1, connections, connection, accounts] if (v1.as_str(), connections.as_str(), accounts.as_str()) == ("v1", "connections", "accounts") => {
+        [v1, connections, connection, accounts]
+            if (v1.as_str(), connections.as_str(), accounts.as_str()) == ("v1", "connections", "accounts") =>
+        {
             Some((connection.clone(), body.as_array()?.clone()))
         }
         _ => None,
@@ -136,7 +138,9 @@ fn shared_account(ctx: &RunContext) -> Option<Reused> {
 /// `reactions.accounts-updated` in some runs of 5).
 fn shared_transaction(ctx: &RunContext) -> Option<Reused> {
     let listed = |segments: &[String], body: &Value| match segments {
-        [v1, accounts, account, transactions] if (v1.as_str(), accounts.as_str(), transactions.as_str()) == ("v1", "accounts", "transactions") => {
+        [v1, accounts, account, transactions]
+            if (v1.as_str(), accounts.as_str(), transactions.as_str()) == ("v1", "accounts", "transactions") =>
+        {
             Some((account.clone(), body.get("data")?.as_array()?.clone()))
         }
         _ => None,

@@ -80,29 +80,27 @@ fn reused(results: &[CaseResult]) -> Option<RootCause> {
         (ACCOUNT_OWNER, SAID_ACCOUNT, "object"),
         (TRANSACTION_OWNER, SAID_TRANSACTION, "transaction"),
     ];
-    kinds.into_iter().find_map(
-        |(owner, said, what)| {
-            let cases: Vec<String> = results
-                .iter()
-                .filter(|r| match &r.outcome {
-                    Outcome::Failed(f) => r.case.id == owner && f.problems.iter().any(|p| p.detail.contains(said)),
-                    Outcome::Ignored { reason, .. } => reason.contains(said),
-                    _ => false,
-                })
-                .map(|r| r.case.id.clone())
-                .collect();
-            let text = results.iter().find_map(|r| match &r.outcome {
-                Outcome::Failed(f) if r.case.id == owner => {
-                    f.problems.iter().find(|p| p.detail.contains(said)).map(|p| p.text())
-                }
-                _ => None,
-            })?;
-            (!cases.is_empty()).then(|| RootCause {
-                cause: format!("{text}: every case that rests on which {what} an id names was left unjudged"),
-                cases,
+    kinds.into_iter().find_map(|(owner, said, what)| {
+        let cases: Vec<String> = results
+            .iter()
+            .filter(|r| match &r.outcome {
+                Outcome::Failed(f) => r.case.id == owner && f.problems.iter().any(|p| p.detail.contains(said)),
+                Outcome::Ignored { reason, .. } => reason.contains(said),
+                _ => false,
             })
-        },
-    )
+            .map(|r| r.case.id.clone())
+            .collect();
+        let text = results.iter().find_map(|r| match &r.outcome {
+            Outcome::Failed(f) if r.case.id == owner => {
+                f.problems.iter().find(|p| p.detail.contains(said)).map(|p| p.text())
+            }
+            _ => None,
+        })?;
+        (!cases.is_empty()).then(|| RootCause {
+            cause: format!("{text}: every case that rests on which {what} an id names was left unjudged"),
+            cases,
+        })
+    })
 }
 
 /// Events that name another connection than the one concerned (`rules::misnamed`), with the

@@ -237,7 +237,11 @@ fn listing_sets(model: &Model, kind: Kind, findings: &mut Vec<Finding>) -> usize
             (None, Some(id)) => format!("{id} is not listed, {before} listed it"),
             (None, None) => continue,
         };
-        let how = if new.is_some() { "no event of the account arrived in between" } else { "no transaction.deleted names it" };
+        let how = if new.is_some() {
+            "no event of the account arrived in between"
+        } else {
+            "no transaction.deleted names it"
+        };
         let said = format!("{} and following next_cursor: {said}, and {how}", later.first.answer.sent.request);
         // The listings of the account so far, up to the earlier one, each without the ids a
         // transaction.deleted names: a removal so announced is no change an update could show.
