@@ -365,10 +365,11 @@ class Service:
 
     def _event_id(self, conn):
         if CFG.event_ids == "time-seq":
-            # sortable ids: creation time in milliseconds, then the connection's event counter
+            # sortable ids, ULID style: 10 characters of timestamp, then the connection's event
+            # counter (the timestamp is time.time() truncated, i.e. seconds, not milliseconds)
             seq = conn.event_seq
             conn.event_seq += 1
-            return "evt_" + to_crockford(int(time.time() * 1000), 10) + to_crockford(seq, 16)
+            return "evt_" + to_crockford(int(time.time()), 10) + to_crockford(seq, 16)
         return new_id("evt_")
 
     def emit(self, conn, etype, **extra):
