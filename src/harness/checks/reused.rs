@@ -12,6 +12,7 @@ use crate::harness::fixtures::context::RunContext;
 use crate::harness::transport::answers::Auth;
 use crate::harness::vocab::outcome::{CaseResult, ErrorSource, Failure, IgnoreCause, Outcome};
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// One id that names two objects for one client: a connection id answered by two or more
 /// creations under one key, an account id listed by two connections' lists, or a transaction id
@@ -148,27 +149,40 @@ fn shared_transaction(ctx: &RunContext) -> Option<Reused> {
     listed_twice(ctx, listed).map(|(id, answers, a, b)| Reused { id, answers, named: Named::Transaction(a, b) })
 }
 
+/// Id → the first owner that listed it, with that answer's `seq`.
+type FirstOwners = HashMap<String, (String, u64)>;
+
 /// The first id (in answer order) that the 2xx GET answers `listed` reads as (owner, items) show
 /// under two owners for one key: the id, the two answers and the two owners.
 fn listed_twice(
     ctx: &RunContext,
     listed: impl Fn(&[String], &Value) -> Option<(String, Vec<Value>)>,
 ) -> Option<(String, Vec<u64>, String, String)> {
-    // (key, id) → the first owner that listed it, with that answer.
-    let mut first: Vec<(Auth, String, String, u64)> = Vec::new();
+    // Per key, id → the first owner that listed it, with that answer: a map, as the pages of a
+    // long account list thousands of ids.
+    let mut first: Vec<(Auth, FirstOwners)> = Vec::new();
     for a in ctx.api.answers().all() {
         if a.sent.method != "GET" || !(200..300).contains(&a.status) {
             continue;
         }
         let Some(body) = a.body.as_deref().and_then(|b| serde_json::from_str::<Value>(b).ok()) else { continue };
         let Some((owner, items)) = listed(&a.segments, &body) else { continue };
+        let seen = match first.iter().position(|(auth, _)| *auth == a.sent.auth) {
+            Some(i) => &mut first[i].1,
+            None => {
+                first.push((a.sent.auth.clone(), HashMap::new()));
+                &mut first.last_mut().expect("just pushed").1
+            }
+        };
         for id in items.iter().filter_map(|x| x.get("id").and_then(Value::as_str)) {
-            match first.iter().find(|(auth, seen, _, _)| *auth == a.sent.auth && seen == id) {
-                Some((_, _, other, seq)) if *other != owner => {
+            match seen.get(id) {
+                Some((other, seq)) if *other != owner => {
                     return Some((id.to_string(), vec![*seq, a.seq], other.clone(), owner));
                 }
                 Some(_) => {}
-                None => first.push((a.sent.auth.clone(), id.to_string(), owner.clone(), a.seq)),
+                None => {
+                    seen.insert(id.to_string(), (owner.clone(), a.seq));
+                }
             }
         }
     }
