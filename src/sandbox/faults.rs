@@ -285,6 +285,8 @@ departures! {
             "every client's events carry one and the same `clientId`";
         SecondClientNoCreated = "second-client-no-created", "§3.2", ["events.created-announced", "events.previous-status-chain"],
             "connections of any client but the first are never announced by `connection.created`";
+        CreatedEventLazy = "created-event-lazy", "§3.2", ["events.created-announced"],
+            "`connection.created` is sent when the connection's first action is driven: one never driven is never announced";
         TwoClientIds = "two-client-ids", "§6.2", ["events.single-client-id"],
             "account and transaction events carry another clientId than connection events";
         WrongConnection = "wrong-connection", "§6.2", ["events.created-announced"],

@@ -238,8 +238,13 @@ pub(crate) async fn run_all(
     }
     let answered: Vec<&str> = cases.iter().filter(|c| responds(c)).map(|c| c.id.as_str()).collect();
     if !ended.aborted && ended.deaf.is_none() {
+        let selected: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+        let ends = futures::future::join(
+            checks::last_look::last_look(&ctx, &answered),
+            checks::events::creations_announced(&ctx, &selected),
+        );
         tokio::select! {
-            () = checks::last_look::last_look(&ctx, &answered) => {}
+            _ = ends => {}
             _ = cancel.fired() => {}
         }
     }

@@ -198,6 +198,11 @@ impl AnswerLog {
 
     /// [`Self::created_connections`], each with the credentials that created it (its owner's).
     pub(crate) fn creations(&self) -> Vec<(String, Auth)> {
+        self.created().into_iter().map(|c| (c.id, c.auth)).collect()
+    }
+
+    /// [`Self::creations`], each with the answer that named it.
+    pub(crate) fn created(&self) -> Vec<Creation> {
         let all = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         all.answers
             .iter()
@@ -206,8 +211,18 @@ impl AnswerLog {
             })
             .filter_map(|a| {
                 let body: serde_json::Value = serde_json::from_str(a.body.as_deref()?).ok()?;
-                Some((body.get("connectionId")?.as_str()?.to_string(), a.sent.auth.clone()))
+                let id = body.get("connectionId")?.as_str()?.to_string();
+                Some(Creation { id, auth: a.sent.auth.clone(), seq: a.seq, answered_at: a.answered_at })
             })
             .collect()
     }
+}
+
+/// One connection the run created: its id, the credentials that created it, and the answer.
+#[derive(Clone, Debug)]
+pub(crate) struct Creation {
+    pub id: String,
+    pub auth: Auth,
+    pub seq: u64,
+    pub answered_at: Instant,
 }

@@ -44,6 +44,9 @@ impl Store {
             .map(|c| c.status)
             .ok_or_else(|| ControlError::NotFound(format!("connection {conn_id}")))?;
         let now = self.now();
+        if self.unannounced.remove(conn_id) {
+            self.connection_event(conn_id, ConnectionState::Created, None, now);
+        }
         let mut outcome = ActionOutcome {
             connection_id: conn_id.to_string(),
             action,

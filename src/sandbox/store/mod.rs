@@ -100,6 +100,8 @@ pub(crate) struct Store {
     syncs_due: Vec<(std::time::Instant, String, u32)>,
     /// Mutant `quick-sync-unannounced`: when each account's last `accounts.updated` occurred.
     announced: HashMap<String, DateTime<Utc>>,
+    /// Mutant `created-event-lazy`: connections whose `connection.created` waits for an action.
+    unannounced: std::collections::HashSet<String>,
 }
 
 impl Store {
@@ -126,6 +128,7 @@ impl Store {
             stale: HashMap::new(),
             syncs_due: Vec::new(),
             announced: HashMap::new(),
+            unannounced: Default::default(),
             resurrecting: HashMap::new(),
             unacked: HashMap::new(),
         }
@@ -344,7 +347,11 @@ impl Store {
         let body = render::connection_created(f, &conn.id, conn.status, &conn.widget_token);
         self.connections.insert(id.clone(), conn);
         self.made.entry(client_id.to_string()).or_default().push(id.clone());
-        self.connection_event(&id, ConnectionState::Created, None, self.now());
+        if f.is(Mutant::CreatedEventLazy) {
+            self.unannounced.insert(id.clone());
+        } else {
+            self.connection_event(&id, ConnectionState::Created, None, self.now());
+        }
         if f.has(Variant::ForeignConnectionEvents) {
             self.foreign_connection(client_id, seed);
         }
