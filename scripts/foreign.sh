@@ -19,7 +19,7 @@
 # Environment: BIN, the bankconf to run (default target/debug/bankconf, built if missing);
 # PARALLEL, runs at a time (default 2); VARIANTS, a space-separated subset; SKIP_BROWSER=1;
 # FOREIGN_DIR, the foreign target's directory (default tests/foreign; tests/foreign-node and
-# tests/foreign-3 to -22 are twenty-one more, eight of them in Node.js), holding its run-variant.sh,
+# tests/foreign-3 to -23 are twenty-two more, nine of them in Node.js), holding its run-variant.sh,
 # VARIANTS.md and scores.tsv.
 set -uo pipefail
 cd "$(dirname "$0")/.."
