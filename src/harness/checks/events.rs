@@ -146,8 +146,8 @@ const MOST_CREATIONS: usize = 256;
 /// sends `connection.created` only when a connection is first driven never announces the
 /// connections no action reached: `tests/foreign-23`'s `created-event-lazy`). A creation whose
 /// event has not arrived is awaited (the event wait, all at once); one still missing is reported
-/// to `events.created-announced` only when deliveries about the same client's other connections,
-/// posted later, did arrive: the target demonstrably delivered that client's events after it.
+/// to `events.created-announced` only when deliveries about the same client's other connections
+/// arrived after it was answered: the target demonstrably delivered that client's events since.
 /// Otherwise it is not judged: deliveries may have stopped, or never had that client's address.
 pub(crate) async fn creations_announced(ctx: &RunContext, selected: &[&str]) {
     if !selected.contains(&CREATED_ANNOUNCED) || !matches!(ctx.webhooks, Webhooks::Registered) {
@@ -203,8 +203,9 @@ pub(crate) async fn creations_announced(ctx: &RunContext, selected: &[&str]) {
             CREATED_ANNOUNCED,
             Failure::from(format!(
                 "POST /v1/connections answered {} ({whose}), and no {created} naming it arrived in the {waited:.0} s \
-                 after, while {later} delivery(ies) about the same client's other connections, posted later, did: a creation is announced (§3.2), whether or not \
-                 anything drives the connection (an announcement later than the run is not told from none)",
+                 after, while {later} delivery(ies) about the same client's other connections arrived after it: a \
+                 creation is announced (§3.2), whether or not anything drives the connection (an announcement \
+                 later than the run is not told from none)",
                 c.id
             ))
             .on_answer(Some(c.seq)),
