@@ -100,6 +100,15 @@ for ci in "${!CONDITIONS[@]}"; do
     echo "pass legal-$n --seed $seed ${CONDITIONS[$ci]} $flavor" >>"$jobs_file"
   done
 done
+# A server that re-enters states on repeated actions, announced (issue 71: a legal reading the
+# lifecycle exploration once failed under some seeds only): under every seed, plain and under
+# each delivery condition.
+for seed in "${seeds[@]}"; do
+  echo "pass reentered-$seed --seed $seed --sandbox-variant reentered-states" >>"$jobs_file"
+  for ci in "${!CONDITIONS[@]}"; do
+    echo "pass reentered-$seed-$ci --seed $seed ${CONDITIONS[$ci]} --sandbox-variant reentered-states" >>"$jobs_file"
+  done
+done
 for c in "${CONDITIONS[@]}"; do
   for m in $MUTANTS; do
     n=$((n + 1))

@@ -517,6 +517,8 @@ departures! {
             "the server's clock reads whole seconds: every timestamp is cut to the second, an event's `.000`";
         AccountBesideBalance = "account-beside-balance", "§4.4", [],
             "GET /v1/accounts/{id} answers `{\"account\": {…}, \"balance\": {\"current\": …, \"available\": …}}`";
+        ReenteredStates = "reentered-states", "§3.2", [],
+            "an action leading to the state a connection is in is accepted and re-enters it, announced again with that state as previousStatus";
         BackgroundSync = "background-sync", "§1", [],
             "from 0.4 s after a connection first connects, it syncs on its own 5 times, 0.4 s apart: a transaction added each time, announced by accounts.updated";
     }
@@ -540,6 +542,9 @@ impl Mutant {
             Self::QuickSyncUnannounced => &["transactions.walk-under-deletions"],
             // A sync and a deletion of the newest transaction, driven together (the walk's tail).
             Self::SyncReplacesSilently => &["transactions.walk-under-deletions", "reactions.transaction-deleted"],
+            // Re-announced on each sync: more than the one connect of a connection synced three
+            // times (the walk under deletions' tail) explains (a re-entry per action, §6).
+            Self::ConnectedReannounced => &["transactions.walk-under-deletions"],
             _ => &[],
         }
     }

@@ -54,6 +54,7 @@ LEGAL = {
     "error-codes", "id-format", "order-asc", "webhook-delay", "dup-shuffle", "clock-ahead",
     "rate-limit", "small-pages", "extra-fields", "account-minimal-shape", "next-cursor-always",
     "direct-failures", "short-connected", "widget-immediate-success", "strict-transitions",
+    "reenter-announced",
 }
 
 ARGS = None
@@ -377,9 +378,19 @@ BASE_FROM = {
 }
 
 
+REENTERS = {"connect": "connected", "fail_auth": "failed_auth", "require_mfa": "mfa_required",
+            "error": "error", "disconnect": "disconnected"}
+
+
 def do_action(conn, action, body):
     """Returns (status code, json body)."""
     st = conn["status"]
+    target = REENTERS.get(action)
+    if is_("reenter-announced") and target == st:
+        # The user did it again (wrong credentials again, another MFA prompt): the connection
+        # re-enters the state it is in, announced with that state as previousStatus.
+        set_status(conn, st, error=AUTH_ERR if st == "failed_auth" else (ERR_ERR if st == "error" else None))
+        return 200, {"status": st.upper()}
     allowed = (STRICT if is_("strict-transitions") else BASE_FROM).get(action)
     if allowed is not None and st not in allowed:
         return 409, {"error": "invalid_state", "message": f"cannot {action} from {st}"}

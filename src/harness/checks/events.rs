@@ -20,7 +20,7 @@ super::cases! {
     ENVELOPE_AGREES = "events.envelope-agrees" => envelope_agrees, record [envelope_everywhere];
     UNIQUE_IDS = "events.unique-ids" => unique_ids, record [ids_everywhere];
     CREATED_ANNOUNCED = "events.created-announced" => created_announced;
-    PREVIOUS_STATUS_CHAIN = "events.previous-status-chain" => previous_status_chain;
+    PREVIOUS_STATUS_CHAIN = "events.previous-status-chain" => previous_status_chain, record [reentries_everywhere];
     TIME_FOLLOWS_CHAIN = "events.time-follows-chain" => time_follows_chain;
     CONNECTED_ANNOUNCED = "events.connected-announced" => connected_announced,
         record [crate::harness::rules::invariants::settled::judge_connected];
@@ -90,6 +90,37 @@ fn over_record(rule: DeliveryRule, record: &Record) -> Verdict {
         Err(Stop::Fail(failure)) => (judged, vec![failure]).into(),
         _ => (judged, Vec::new()).into(),
     }
+}
+
+/// Every connection the run created: its events that announce re-entering a state
+/// ([`chain::reentries`]) are no more than the accepted driver calls on it that lead to that
+/// state (§6, §3.1; the ruling in `docs/checks.md`, "A state re-entered"). Judged over the whole
+/// record at the end, whichever flow drove the connection: a late event only ever lowers the
+/// count, so the order of arrival cannot fail a server.
+fn reentries_everywhere(record: &Record) -> Verdict {
+    let deliveries: Vec<Delivery> = record.deliveries.iter().map(|h| h.delivery.clone()).collect();
+    let (groups, _) = event_rules::by_connection(&deliveries);
+    let created: std::collections::HashSet<&str> = record.creations().map(|(c, _)| c).collect();
+    let mut verdict = Verdict::default();
+    if record.calls_cut {
+        verdict.unweighed.push("re-entered states: the driver calls were more than the record keeps".to_string());
+        return verdict;
+    }
+    for (connection, ds) in groups.iter().filter(|(c, _)| created.contains(c.as_str())) {
+        verdict.judged += 1;
+        let accepted = |state: ConnectionState| {
+            record
+                .calls
+                .iter()
+                .filter(|c| c.done && c.connection.as_deref() == Some(connection.as_str()))
+                .filter(|c| Action::parse(c.action).and_then(Action::target_state) == Some(state))
+                .count()
+        };
+        for (problem, events) in chain::unexplained_reentries(ds, accepted) {
+            verdict.found.push(event_rules::on(&events, format!("connection {connection}: {problem}")));
+        }
+    }
+    verdict
 }
 
 fn schema_everywhere(record: &Record) -> Verdict {

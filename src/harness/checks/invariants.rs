@@ -39,10 +39,9 @@ pub(crate) fn record_of(ctx: &RunContext) -> Record {
     for (arrived, delivery) in ctx.receiver.as_ref().map(|r| r.timeline()).unwrap_or_default() {
         record.delivery(on_wall(arrived), delivery);
     }
-    record.calls = ctx
-        .api
-        .recorder()
-        .calls()
+    let calls = ctx.api.recorder().calls();
+    record.calls_cut = calls.len() >= crate::harness::transport::har::MAX_CALLS;
+    record.calls = calls
         .into_iter()
         .map(|c| inv::Call {
             action: c.action,

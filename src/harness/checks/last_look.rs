@@ -3,9 +3,10 @@
 //! (`rules::invariants::settled`) weigh these reads too. A connection that leaves CONNECTED by
 //! itself, unannounced, some seconds after it was connected (`tests/foreign-21`'s
 //! `silent-session-expiry`, 10 s) showed it to no read of a run whose reads of it all fell
-//! before (missed at first sight). The look waits until the first connection announced
-//! CONNECTED has been so for `--observe-for` seconds: a change within them shows in every run,
-//! whatever the pace; one later than the whole run is never seen (the notes say how long).
+//! before (missed at first sight). The look comes when the run's work is done, with no floor of
+//! its own (issue 72): the notes say how long the states were watched. `--observe-for` asks for
+//! a soak: the look then waits until the first connection announced CONNECTED has been so that
+//! long, so a change within it shows in every run, whatever the pace.
 //!
 //! A read that disagrees with the state the connection's events end in waits (bounded) for an
 //! event still in flight that explains it, as a client would: a target's own change, announced
@@ -51,10 +52,11 @@ pub(crate) async fn last_look(ctx: &RunContext, cases: &[&str]) {
     ctx.note(
         "last look",
         format!(
-            "the accounts of {} connection(s) read once more at the end, {:.1} s after the first was announced \
-             CONNECTED (--observe-for {:.0}): a state left unannounced later than that is not seen",
-            looked.len(),
+            "states watched for {:.1} s after CONNECTED: the accounts of {} connection(s) read once more at the \
+             end, when the run's work was done (--observe-for {:.0} s at least): a state left unannounced later \
+             than that is not seen (a longer --observe-for soaks)",
             first.elapsed().as_secs_f64(),
+            looked.len(),
             observe.as_secs_f64()
         ),
     );

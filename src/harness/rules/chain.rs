@@ -64,9 +64,9 @@ fn ends_of(events: &[Delivery], deliveries: &[Delivery]) -> Result<Vec<Connectio
                 return Err(ChainError::BadPreviousStatus { event: d.label(), got });
             }
         };
-        if previous == state {
-            return Err(ChainError::NoChange { event: d.label() });
-        }
+        // A state re-entered (`previousStatus` the state announced) is an edge into itself: it
+        // links where the state was entered before (whether an action of the run explains it
+        // is [`reentries`]'s question, over the driver's calls).
         graph.edge(index(previous), index(state));
     }
     if !created {
@@ -77,6 +77,52 @@ fn ends_of(events: &[Delivery], deliveries: &[Delivery]) -> Result<Vec<Connectio
         return Err(ChainError::NoOrder { events: crate::harness::rules::delivery::labels(deliveries) });
     }
     Ok(ends)
+}
+
+/// The connection events among `deliveries` that announce re-entering the state they name
+/// (`previousStatus` the state announced), one each (copies count once), by state. §3.2 shows no
+/// transition but creation, so an action that leads to the state a connection is in may be
+/// accepted and re-enter it, announced (§6.2: `previousStatus` is the status it was in) or not;
+/// but §6 emits a connection event when the status changes, so each such event needs an action
+/// of the run that leads to its state ([`unexplained_reentries`]).
+pub(crate) fn reentries(deliveries: &[Delivery]) -> Vec<(ConnectionState, Vec<Delivery>)> {
+    let mut by_state: Vec<(ConnectionState, Vec<Delivery>)> = Vec::new();
+    for d in unique(deliveries) {
+        let Some(state) = d.event_type().and_then(ConnectionState::from_event_type) else { continue };
+        let previous = d.data_str("previousStatus").and_then(ConnectionState::from_lower);
+        if d.is_short_form() || previous != Some(state) {
+            continue;
+        }
+        match by_state.iter_mut().find(|(s, _)| *s == state) {
+            Some((_, ds)) => ds.push(d),
+            None => by_state.push((state, vec![d])),
+        }
+    }
+    by_state
+}
+
+/// The re-entries among `deliveries` ([`reentries`]) that outnumber the accepted actions
+/// `accepted(state)` counts as leading to their state: each action re-enters its state at most
+/// once, so the surplus announces a change that did not happen (§6, §3.1). A generous count (an
+/// action that changed the state counts too): a server is never failed for a re-entry some
+/// action of the run could have caused, whatever order its events arrived in.
+pub(crate) fn unexplained_reentries(
+    deliveries: &[Delivery],
+    accepted: impl Fn(ConnectionState) -> usize,
+) -> Vec<(ChainError, Vec<Delivery>)> {
+    reentries(deliveries)
+        .into_iter()
+        .filter(|(state, events)| events.len() > accepted(*state))
+        .map(|(state, events)| {
+            let error = ChainError::NoChange {
+                event: events[0].label(),
+                count: events.len(),
+                actions: accepted(state),
+                state: state.lower(),
+            };
+            (error, events)
+        })
+        .collect()
 }
 
 /// §6.2 `occurredAt` says when an event occurred, and the chain orders the events (§3.1): an
@@ -315,11 +361,22 @@ mod tests {
     }
 
     #[test]
-    fn an_event_that_changes_no_status_is_reported() {
+    fn a_reentered_state_links_where_it_was_entered_and_needs_an_action() {
         let mut events = happy();
         events.push(event("evt_9", "connection.connected", json!("connected")));
-        let err = resolve(&events).unwrap_err();
-        assert!(matches!(err, ChainError::NoChange { .. }), "{err}");
+        assert_eq!(resolve(&events), Ok(ConnectionState::Connected));
+        // With no action leading to CONNECTED, nothing re-entered it; one action may have.
+        let surplus = unexplained_reentries(&events, |_| 0);
+        assert_eq!(surplus.len(), 1);
+        assert!(matches!(surplus[0].0, ChainError::NoChange { count: 1, actions: 0, .. }), "{}", surplus[0].0);
+        assert!(unexplained_reentries(&events, |s| usize::from(s == ConnectionState::Connected)).is_empty());
+        // Two re-entries need two.
+        events.push(event("evt_10", "connection.connected", json!("connected")));
+        assert_eq!(unexplained_reentries(&events, |_| 1).len(), 1);
+        // A re-entry of a state never entered links nowhere.
+        let mut events = happy();
+        events.push(event("evt_9", "connection.failed_auth", json!("failed_auth")));
+        assert!(resolve(&events).unwrap_err().to_string().contains("no order"));
     }
 
     #[test]

@@ -98,9 +98,10 @@ pub struct RunConfig {
     /// delivery latency observed in the run and a busy queue, up to 120 s (see docs/driver.md "Waiting for events").
     #[arg(long, env = "BANKCONF_EVENT_TIMEOUT", default_value_t = 5.0)]
     pub event_timeout: f64,
-    /// Seconds the run watches a connection announced CONNECTED before its last look at the
-    /// accounts (a state left unannounced within them is seen in every run; default 15 for a
-    /// target, 2 for the embedded sandbox).
+    /// Seconds, at least, the run watches a connection announced CONNECTED before its last look
+    /// at the accounts: a soak (a state left unannounced within them is seen in every run). By
+    /// default none: the last look comes when the run's work is done, and the notes say how long
+    /// the states were watched.
     #[arg(long, env = "BANKCONF_OBSERVE_FOR")]
     pub observe_for: Option<f64>,
     /// Seconds one HTTP request may take.
@@ -316,10 +317,11 @@ impl RunConfig {
             (None, None, Some(command)) => DriverPlan::Command(command.clone()),
             (None, None, None) => DriverPlan::NoneGiven,
         };
-        let observe_for = match (self.observe_for, &target) {
-            (Some(s), _) => Duration::from_secs_f64(if s.is_finite() { s.clamp(0.0, 3600.0) } else { 15.0 }),
-            (None, Target::Embedded { .. }) => Duration::from_secs(2),
-            (None, Target::Remote { .. }) => Duration::from_secs(15),
+        // No floor by default: the last look comes when the run's work is done (issue 72); a
+        // soak is asked for (a nightly profile), never paid by every run.
+        let observe_for = match self.observe_for {
+            Some(s) if s.is_finite() => Duration::from_secs_f64(s.clamp(0.0, 3600.0)),
+            _ => Duration::ZERO,
         };
         Ok(RunPlan {
             observe_for,

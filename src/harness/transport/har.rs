@@ -88,7 +88,7 @@ pub(crate) struct Recorder {
 }
 
 /// Most driver calls kept for the timeline.
-const MAX_CALLS: usize = 10_000;
+pub(crate) const MAX_CALLS: usize = 10_000;
 
 /// A driver call, as the HTML report's timeline draws it.
 #[derive(Clone, Debug)]

@@ -257,10 +257,15 @@ pub(crate) enum ChainError {
     BadPreviousStatus { event: String, got: String },
     #[error("no connection.created event: the chain has no start")]
     NoStart,
-    /// An event whose `previousStatus` is the state it announces: no status changed (§6: a
-    /// connection event is emitted when the status changes; §3.1: it announces entering a state).
-    #[error("{event}: previousStatus is the state the event announces entering: the status did not change (§6, §3.1)")]
-    NoChange { event: String },
+    /// Events whose `previousStatus` is the state they announce (re-entries), more of them than
+    /// the run's accepted actions leading to that state: no status changed (§6: a connection
+    /// event is emitted when the status changes; §3.1: it announces entering a state).
+    #[error(
+        "{event}: previousStatus is the state the event announces entering ({count} such event(s) re-entering \
+         {state}), and the run drove {actions} accepted action(s) on this connection that lead to {state}: \
+         the status did not change (§6, §3.1)"
+    )]
+    NoChange { event: String, count: usize, actions: usize, state: &'static str },
     /// The events admit no order that links them all.
     #[error(
         "no order of these events links each previousStatus to the state announced before it, from \

@@ -148,8 +148,13 @@ impl Store {
         now: DateTime<Utc>,
         event_ids: &mut Vec<String>,
     ) -> Result<ConnectionState, ControlError> {
-        let path =
-            transition_path(from, action).ok_or_else(|| ControlError::NotPossible(format!("{action} from {from}")))?;
+        // The variant accepts an action leading to the state the connection is in, and
+        // announces re-entering it (§3.2 shows no such transition: docs/checks.md's ruling).
+        let path = match action.target_state() {
+            Some(to) if to == from && self.flavor.has(Variant::ReenteredStates) => vec![to],
+            _ => transition_path(from, action)
+                .ok_or_else(|| ControlError::NotPossible(format!("{action} from {from}")))?,
+        };
         let mut previous = from;
         for to in path {
             if to == ConnectionState::Connected {

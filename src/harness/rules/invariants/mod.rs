@@ -185,6 +185,8 @@ pub(crate) struct Record {
     pub answers: Vec<Seen>,
     pub deliveries: Vec<Heard>,
     pub calls: Vec<Call>,
+    /// The driver calls were more than the recorder keeps: `calls` is not all of them.
+    pub calls_cut: bool,
 }
 
 /// One exchange as the checks layer hands it over (`body`: a 2xx answer's, parsed).
