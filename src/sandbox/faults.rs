@@ -445,6 +445,14 @@ departures! {
         #[seed]
         OtherClientReadSyncs = "other-client-read-syncs", "§5", ["invariants.cause"],
             "GET /v1/accounts/{id} with another client's key is refused (404), but syncs the account first (announced); other refusals do not";
+        EncodingLabelLies = "encoding-label-lies", "§4", ["http.content-coding"],
+            "GET /v1/accounts/{id} says Content-Encoding: gzip of a body that is plain JSON";
+        JsonLabelledHtml = "json-labelled-html", "§4", ["http.json-media-type"],
+            "the accounts list (§4.2) is labelled Content-Type: text/html";
+        KeyHintInRefusal = "key-hint-in-refusal", "§5", ["auth.secret-stays-with-owner"],
+            "a 401 says `did you mean` with a client's whole API key";
+        OtherKeyInEvents = "other-key-in-events", "§5", ["auth.secret-stays-with-owner"],
+            "every event carries `data.verification`: the API key of another client than its own";
     }
 }
 
@@ -517,36 +525,12 @@ departures! {
             "the server's clock reads whole seconds: every timestamp is cut to the second, an event's `.000`";
         AccountBesideBalance = "account-beside-balance", "§4.4", [],
             "GET /v1/accounts/{id} answers `{\"account\": {…}, \"balance\": {\"current\": …, \"available\": …}}`";
+        GzipAnswers = "gzip-answers", "§4", [],
+            "every JSON answer is gzipped, with Content-Encoding: gzip (no Accept-Encoding was sent: any coding is acceptable)";
         ReenteredStates = "reentered-states", "§3.2", [],
             "an action leading to the state a connection is in is accepted and re-enters it, announced again with that state as previousStatus";
         BackgroundSync = "background-sync", "§1", [],
             "from 0.4 s after a connection first connects, it syncs on its own 5 times, 0.4 s apart: a transaction added each time, announced by accounts.updated";
-    }
-}
-
-impl Mutant {
-    /// Cases whose flows make the reads that show this mutant, beyond the cases that judge it
-    /// ([`Mutant::caught_by`]): the self-test runs both.
-    pub fn shown_by(self) -> &'static [&'static str] {
-        match self {
-            Self::ForeignTransactionAfterUpdate | Self::BalanceStringAfterUpdate => &["reactions.accounts-updated"],
-            // A fresh connection's list, an update, the list again: the drop shows in one flow.
-            Self::AccountDropsAfterUpdate => &["reactions.account-balance"],
-            // The tour's reaction read after `transaction.deleted` (§6.3).
-            Self::DeletedTransactionListed => &["reactions.transaction-deleted"],
-            // The single reads of every listed account (§4.4).
-            Self::AccountReadOtherFields => &["account.readable"],
-            // The walk's disconnects and its reads after them (reported under the owner).
-            Self::AccountsAfterDisconnected => &["lifecycle.transition-graph"],
-            // The walk under deletions' tail: a sync, a read, a quick sync, a read.
-            Self::QuickSyncUnannounced => &["transactions.walk-under-deletions"],
-            // A sync and a deletion of the newest transaction, driven together (the walk's tail).
-            Self::SyncReplacesSilently => &["transactions.walk-under-deletions", "reactions.transaction-deleted"],
-            // Re-announced on each sync: more than the one connect of a connection synced three
-            // times (the walk under deletions' tail) explains (a re-entry per action, §6).
-            Self::ConnectedReannounced => &["transactions.walk-under-deletions"],
-            _ => &[],
-        }
     }
 }
 

@@ -81,6 +81,11 @@ fn add_answer(record: &mut Record, answer: &Answer, on_wall: &impl Fn(Instant) -
         answered: on_wall(answer.answered_at),
         body: body.as_ref(),
     });
+    if let Some(seen) = record.answers.last_mut() {
+        seen.content_type.clone_from(&answer.content_type);
+        seen.coding = answer.coding.clone();
+        seen.revealed.clone_from(&answer.revealed);
+    }
 }
 
 /// Runs the invariants of `cases` over the run's record, built once.
@@ -348,6 +353,9 @@ async fn quiet_deliveries(ctx: &RunContext, connection: &str) {
     }
 }
 
+/// How long the cause experiment waits for the run's first delivery before it goes on without.
+const HEARD_SOON: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How long the subject of the refused reads stays silent before them, and the longest wait.
 const QUIET: std::time::Duration = std::time::Duration::from_millis(1000);
 const QUIET_CAP: std::time::Duration = std::time::Duration::from_secs(4);
@@ -358,7 +366,13 @@ const QUIET_CAP: std::time::Duration = std::time::Duration::from_secs(4);
 /// whose `connection.created` is awaited: the refusals' effects have had the time to arrive,
 /// and the rule weighs them in every run (`inv::cause`).
 async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let _ = ctx.heard().await;
+    // A delivery heard narrows the margin ([`margin`]); none heard soon leaves it at its widest,
+    // the safe side, rather than waiting out a late queue here as well as in [`settle`] (two
+    // late waits in turn: issue 72).
+    if let Ok(receiver) = ctx.receiver() {
+        let soon = Instant::now() + HEARD_SOON;
+        while receiver.arrived_so_far() == 0 && receiver.next_arrival(soon).await {}
+    }
     let mut credentials = refused_credentials(&ctx);
     // A fresh connection's widget token too (§5: the frontend's, never a key): redacted as one.
     if let Some(token) = ctx.created().await.ok().and_then(|c| c.widget_token.clone()) {

@@ -19,6 +19,7 @@
 mod accounts;
 mod connections;
 pub(crate) mod events;
+mod http;
 pub(crate) mod invariants;
 pub(crate) mod last_look;
 mod lifecycle;
@@ -122,7 +123,7 @@ pub(crate) struct Reply<'a> {
 }
 
 /// Every checks file, named by its area (the catalogue file `cases/<area>.toml`).
-pub(crate) const AREAS: [(&str, &[Registration]); 11] = [
+pub(crate) const AREAS: [(&str, &[Registration]); 12] = [
     ("connections", connections::CASES),
     ("accounts", accounts::CASES),
     ("transactions", transactions::CASES),
@@ -134,6 +135,7 @@ pub(crate) const AREAS: [(&str, &[Registration]); 11] = [
     ("robustness", robustness::CASES),
     ("state", state::CASES),
     ("invariants", invariants::CASES),
+    ("http", http::CASES),
 ];
 
 /// Whether `case` may receive a finding another case's exploration made about its rule

@@ -17,6 +17,9 @@ pub struct Delivery {
     occurred: Option<DateTime<Utc>>,
     /// The unit `occurredAt` is written in ([`Delivery::occurred_unit`]).
     unit: chrono::Duration,
+    /// It carried the other client's API key, whole or a piece, in a header or its body, as
+    /// the receiver searched it on arrival (§5 item 2; the text itself is never kept).
+    pub other_clients_key: bool,
 }
 
 /// The receiver serves one address per client: the one registered for the client under test,
@@ -48,7 +51,7 @@ impl Delivery {
             (Some(text), _) => stamp_unit(text),
             (None, _) => chrono::Duration::zero(),
         };
-        Self { seq, body, to, occurred, unit }
+        Self { seq, body, to, occurred, unit, other_clients_key: false }
     }
 
     /// `data.occurredAt` (§6.2), the server's own time of the event, as an instant: the one

@@ -373,6 +373,8 @@ async fn register(
     let receiver = Receiver::start(plan.webhook_listen, plan.webhook_public_url.clone(), recorder)
         .await
         .map_err(|e| SetupError::ReceiverStart(format!("{e:#}")))?;
+    use crate::harness::rules::invariants::Client;
+    receiver.know_keys(api.client_key(Client::First), api.client_key(Client::Second));
     let args = webhook_args(&receiver, api.has_second_key());
     let call = driver.run(DriverAction::RegisterWebhook, &args);
     let webhooks = match api.recorder().driven(DriverAction::RegisterWebhook, &args, call).await {

@@ -2,6 +2,8 @@
 //! (within a budget) as the evidence the response checks judge and the reports cite. The client
 //! that fills it is [`crate::harness::transport::http`].
 
+use crate::harness::rules::http::Coding;
+use crate::harness::rules::invariants::Client;
 use crate::harness::vocab::key_variant::KeyEdit;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -74,6 +76,11 @@ pub(crate) struct Answer {
     pub answered_at: Instant,
     /// The id of its entry in the HAR (`_id`), when one is recorded.
     pub har: Option<u64>,
+    /// Its `Content-Encoding`, and what decoding it gave (the rules over the record judge it).
+    pub coding: Coding,
+    /// The clients whose API key the answer carried (headers or body, before redaction), other
+    /// than the one the request itself sent ([`crate::harness::rules::secrets::revealed`]).
+    pub revealed: Vec<Client>,
 }
 
 impl Answer {

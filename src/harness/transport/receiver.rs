@@ -54,6 +54,8 @@ struct Store {
     /// How many deliveries name each connection: a wait looks at its connection's deliveries
     /// again only when this count moved, not on every arrival of the run.
     counts: Mutex<std::collections::HashMap<String, u64>>,
+    /// Each client's API key, to search every delivery for the other's ([`Receiver::know_keys`]).
+    keys: Mutex<Vec<(Recipient, String)>>,
 }
 
 /// Longest a held delivery waits for its answer: below the usual delivery timeouts (the
@@ -119,6 +121,15 @@ impl Drop for Waiting {
 }
 
 impl Receiver {
+    /// The clients' API keys, which every delivery is searched for: a delivery to one client's
+    /// address that carries the other's key is kept as such ([`Delivery::other_clients_key`]).
+    pub(crate) fn know_keys(&self, first: Option<&str>, second: Option<&str>) {
+        let mut keys = self.store.keys.lock().unwrap_or_else(|e| e.into_inner());
+        keys.clear();
+        keys.extend(first.map(|k| (Recipient::First, k.to_string())));
+        keys.extend(second.map(|k| (Recipient::Second, k.to_string())));
+    }
+
     /// Starts listening on `listen`. The URL given to the target is `public_url` when set (a
     /// target in a container or on another host), else this address (loopback for `0.0.0.0`).
     pub(crate) async fn start(
@@ -141,6 +152,7 @@ impl Receiver {
             strays: Default::default(),
             holds: Mutex::default(),
             counts: Mutex::default(),
+            keys: Mutex::default(),
         });
         let (tx, arrivals) = watch::channel(0u64);
         let app = Router::new()
@@ -389,6 +401,7 @@ fn second_url(url: &str) -> String {
 async fn receive(
     State((store, tx)): State<(Arc<Store>, Arc<watch::Sender<u64>>)>,
     uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> StatusCode {
     use std::sync::atomic::Ordering;
@@ -423,6 +436,7 @@ async fn receive(
         return refuse(StatusCode::INSUFFICIENT_STORAGE);
     }
     let parsed = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let other_clients_key = carries_other_key(&store, to, &headers, &body);
     let held;
     {
         let mut all = store.deliveries.lock().unwrap_or_else(|e| e.into_inner());
@@ -431,7 +445,8 @@ async fn receive(
             return refuse(StatusCode::INSUFFICIENT_STORAGE);
         }
         let seq = all.len() as u64;
-        let delivery = Delivery::posted(seq, parsed, to);
+        let mut delivery = Delivery::posted(seq, parsed, to);
+        delivery.other_clients_key = other_clients_key;
         store.recorder.delivery(&url, &body, StatusCode::NO_CONTENT.as_u16(), delivery.connection_id(), Some(seq));
         store.arrivals.lock().unwrap_or_else(|e| e.into_inner()).push(std::time::Instant::now());
         held = held_by(&store, &delivery);
@@ -445,6 +460,25 @@ async fn receive(
         let _ = tokio::time::timeout(HOLD_CAP, released.wait_for(|r| *r)).await;
     }
     StatusCode::NO_CONTENT
+}
+
+/// Whether a delivery posted to `to`'s address carries the other client's API key, whole or a
+/// piece, in a header or its body (§5 item 2: a key stays on its own client's backend). The
+/// text is searched as received and never kept.
+fn carries_other_key(store: &Store, to: Recipient, headers: &axum::http::HeaderMap, body: &[u8]) -> bool {
+    let keys = store.keys.lock().unwrap_or_else(|e| e.into_inner());
+    let others: Vec<((), &str)> =
+        keys.iter().filter(|(owner, _)| *owner != to).map(|(_, k)| ((), k.as_str())).collect();
+    if others.is_empty() {
+        return false;
+    }
+    let headers: Vec<(&str, String)> =
+        headers.iter().map(|(n, v)| (n.as_str(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
+    let text = crate::harness::rules::secrets::searched(
+        headers.iter().map(|(n, v)| (*n, v.as_str())),
+        &String::from_utf8_lossy(body),
+    );
+    !crate::harness::rules::secrets::revealed(&text, None, &others).is_empty()
 }
 
 /// The hold `delivery` answers to, if any: taken from the list (it holds one delivery).

@@ -100,7 +100,7 @@ struct CaseFile {
 }
 
 /// The catalogue files by area, in the order cases are listed.
-const FILES: [(&str, &str); 12] = [
+const FILES: [(&str, &str); 13] = [
     ("connections", include_str!("../../../cases/connections.toml")),
     ("accounts", include_str!("../../../cases/accounts.toml")),
     ("transactions", include_str!("../../../cases/transactions.toml")),
@@ -112,6 +112,7 @@ const FILES: [(&str, &str); 12] = [
     ("robustness", include_str!("../../../cases/robustness.toml")),
     ("state", include_str!("../../../cases/state.toml")),
     ("invariants", include_str!("../../../cases/invariants.toml")),
+    ("http", include_str!("../../../cases/http.toml")),
     ("check-events", include_str!("../../../cases/check-events.toml")),
 ];
 

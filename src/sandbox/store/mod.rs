@@ -10,6 +10,7 @@ use super::model::{key_order, list_order, Account, Connection, Event, EventDetai
 use super::transitions::ActionArgs;
 use super::webhooks::Outbox;
 mod actions;
+mod leaks;
 
 use super::{render, seed};
 use crate::spec::{prefix, Action, ConnectionState, ACCOUNTS_UPDATED, TRANSACTION_DELETED};
@@ -271,6 +272,7 @@ impl Store {
             event.kind = ConnectionState::Error.event_type();
         }
         let mut body = render::event(self.flavor, &event);
+        self.leak_other_key(&mut body, &event.client_id);
         if let Some(p) = self.flavor.perturb {
             let second = self.first_client.as_deref() != Some(event.client_id.as_str());
             if !p.0.event(&mut body, second) {

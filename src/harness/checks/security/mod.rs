@@ -5,6 +5,7 @@
 mod isolation;
 
 use crate::harness::fixtures::context::{Connected, RunContext};
+use crate::harness::rules::invariants::{Record, Verdict, MAX_FINDINGS};
 use crate::harness::transport::answers::Auth;
 use crate::harness::vocab::key_variant::KeyEdit;
 use crate::harness::vocab::outcome::{Problems, Stop};
@@ -27,6 +28,7 @@ super::cases! {
     FOREIGN_CURSOR = "isolation.foreign-cursor" => foreign_cursor;
     REQUEST_SHAPES = "isolation.request-shapes" => request_shapes;
     DELIVERIES = "isolation.deliveries" => separate_addresses, models [deliveries_isolated];
+    SECRET_STAYS = "auth.secret-stays-with-owner" => refused_reads, record [secrets_everywhere];
 }
 
 /// Every endpoint of §4, with the fixture's ids.
@@ -204,6 +206,66 @@ pub(crate) fn near_misses(key: &str) -> Vec<(KeyEdit, &'static str)> {
         out.push((KeyEdit::SwapCase, "with the API key in swapped letter case"));
     }
     out
+}
+
+/// Reads that a key's leak would answer: the reference's, and the accounts list asked with a
+/// key of the service's shape that was never issued and with none (a "did you mean" helper, a
+/// debugging header). The rule judges every answer and delivery of the run.
+async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    ctx.reference_reads().await?;
+    let connected = ctx.connected().await?;
+    let path = ["v1", "connections", &connected.connection_id, "accounts"];
+    let unknown = ctx.api.keys().next().map(|key| {
+        let public = key.rfind('_').map_or(0, |at| at + 1);
+        format!("Bearer {}{}", &key[..public], "Z".repeat(key.len().saturating_sub(public).max(8)))
+    });
+    for auth in unknown.map(Auth::Header).into_iter().chain([Auth::Missing]) {
+        ctx.api.send(Method::GET, &path, &[], auth).await?;
+    }
+    Ok(())
+}
+
+/// §5 item 2 over every byte received: no answer carries an API key other than the one its
+/// request sent (an error's "did you mean", a debugging header), and no delivery to one client's
+/// address carries the other client's key. Searched on arrival, before any redaction, whole
+/// or a piece, plain, escaped or encoded (`rules::secrets`); the text is never kept.
+fn secrets_everywhere(record: &Record) -> Verdict {
+    use crate::harness::rules::invariants::{finding, Client};
+    let mut verdict = Verdict::default();
+    let whose = |c: &Client| match c {
+        Client::First => "the first client's",
+        Client::Second => "the second client's",
+    };
+    for seen in &record.answers {
+        verdict.judged += 1;
+        if !seen.revealed.is_empty() && verdict.found.len() < MAX_FINDINGS {
+            let keys: Vec<&str> = seen.revealed.iter().map(whose).collect();
+            let detail = format!(
+                "{} ({}) answered a request that did not carry it with {} API key (whole or a piece, in a header \
+                 or the body): a key stays on its client's backend (§5)",
+                seen.request,
+                seen.status,
+                keys.join(" and ")
+            );
+            verdict.found.push(finding(detail, &[seen.seq], &[]));
+        }
+    }
+    for heard in &record.deliveries {
+        verdict.judged += 1;
+        if heard.delivery.other_clients_key && verdict.found.len() < MAX_FINDINGS {
+            let to = match heard.delivery.to {
+                crate::harness::rules::delivery::Recipient::First => "the first client's",
+                crate::harness::rules::delivery::Recipient::Second => "the second client's",
+            };
+            let detail = format!(
+                "a delivery to {to} webhook address ({}) carried the other client's API key (whole or a piece, in a \
+                 header or the body): a key stays on its own client's backend (§5)",
+                heard.delivery.label()
+            );
+            verdict.found.push(finding(detail, &[], &[heard.delivery.seq]));
+        }
+    }
+    verdict
 }
 
 #[cfg(test)]

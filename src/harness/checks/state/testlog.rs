@@ -38,6 +38,8 @@ impl Log {
             sent_at: self.at(10 * n),
             answered_at: self.at(10 * n + 1),
             har: None,
+            coding: Default::default(),
+            revealed: Vec::new(),
         }));
     }
 

@@ -3,7 +3,7 @@
 //! (§4.3 rule 3), so the properties compare walks with each other, never with a sort order.
 
 use super::{Judged, Reply};
-use crate::harness::fixtures::context::{RunContext, LONG_ACCOUNT_DRAWS};
+use crate::harness::fixtures::context::{Driven, RunContext, LONG_ACCOUNT_DRAWS};
 use crate::harness::fixtures::property;
 use crate::harness::setup::steps::Created;
 use crate::harness::transport::har;
@@ -367,13 +367,16 @@ async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 /// §4.3 rule 1 under deletions: a transaction removed between two page reads
 /// (`delete_transaction`, §6.3), one the walk already listed (before the cursor) and then one it
-/// has not reached (after it), neither hides nor repeats one that is still there. Each
-/// `transaction.deleted` is awaited before the next page, so that `state.deletions-hold` judges
-/// the later pages too. The cursor's own transaction is never removed: what answers a cursor
-/// naming a removed item is not shown (§4.3 places the items after an item; a removed one has
-/// no place).
+/// has not reached (after it), neither hides nor repeats one that is still there. No
+/// `transaction.deleted` is awaited within the walk: the driver's answer says the deletion was
+/// done, and the walk needs no event; both are awaited with the first round of the changes
+/// after it (one late wait, not one per deletion: issue 72), and `state.deletions-hold` judges
+/// every page read after one arrived. The cursor's own transaction is never removed: what
+/// answers a cursor naming a removed item is not shown (§4.3 places the items after an item; a
+/// removed one has no place).
 async fn walk_under_deletions(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let (created, account, before, limit) = longest_account(&ctx, 6).await?;
+    let known = ctx.known_events(&created);
     let mut removed = Vec::<String>::new();
     let walk = interleaved_walk(&ctx, &created, &account, limit, |_, seen, next| {
         // Never the page's last item, which an opaque cursor may name.
@@ -397,7 +400,15 @@ async fn walk_under_deletions(ctx: Arc<RunContext>) -> Result<(), Stop> {
     );
     let verdict = exactly_once(before.iter().filter(|id| !removed.contains(id)), &walk.seen, &walked, &walk.pages);
     let survivor = before.iter().find(|id| !removed.contains(id)).cloned().unwrap_or_default();
-    if let Err(stop) = sync_after_deletions(&ctx, &created, &account, &survivor).await {
+    let deletions = removed
+        .iter()
+        .map(|id| Driven {
+            action: Action::DeleteTransaction,
+            account: Some(account.clone()),
+            transaction: Some(id.clone()),
+        })
+        .collect();
+    if let Err(stop) = sync_after_deletions(&ctx, &created, &account, &survivor, (known, deletions)).await {
         ctx.note("not judged", format!("the sync of {account} after its walk under deletions: {stop}"));
     }
     verdict.finish()
@@ -407,7 +418,7 @@ async fn walk_under_deletions(ctx: Arc<RunContext>) -> Result<(), Stop> {
 enum Between {
     /// `update_accounts`, not awaited (new transactions may show or not).
     Insert,
-    /// `delete_transaction` of this one, its `transaction.deleted` awaited.
+    /// `delete_transaction` of this one, its `transaction.deleted` awaited after the walk.
     Remove(String),
 }
 
@@ -448,7 +459,7 @@ async fn interleaved_walk(
         match between(read, &walked.seen, &next) {
             Some(Between::Insert) => ctx.drive(Action::UpdateAccounts, created, Some(account), None).await?,
             Some(Between::Remove(id)) => {
-                ctx.drive_and_await(created, Action::DeleteTransaction, Some(account), Some(&id)).await?
+                ctx.drive(Action::DeleteTransaction, created, Some(account), Some(&id)).await?
             }
             None => {}
         }
@@ -467,15 +478,26 @@ async fn interleaved_walk(
 /// of the walk's own: the rules over the record judge what they show (a new transaction under
 /// an id already given: `invariants.identity`; an `accounts.updated` without its account:
 /// `events.schema`).
-async fn sync_after_deletions(ctx: &RunContext, created: &Created, account: &str, survivor: &str) -> Result<(), Stop> {
-    let rounds = [
-        [(Action::UpdateAccounts, Some(account), None), (Action::DeleteTransaction, Some(account), Some(survivor))],
-        [(Action::UpdateAccounts, Some(account), None), (Action::UpdateAccounts, None, None)],
-    ];
-    for steps in rounds {
-        ctx.drive_all_and_await(created, &steps).await?;
-        pagination::walk_again(&ctx.api, account).await?;
-    }
+///
+/// The first round's wait also awaits the walk's own deletions (`before`: the events heard
+/// before the walk, and its deletions), so the whole case waits for its events twice: the read
+/// between the rounds must come after the first round's events, or a late one would explain a
+/// change the second round made unannounced.
+async fn sync_after_deletions(
+    ctx: &RunContext,
+    created: &Created,
+    account: &str,
+    survivor: &str,
+    (known, mut driven): (std::collections::HashSet<String>, Vec<Driven>),
+) -> Result<(), Stop> {
+    let first =
+        [(Action::UpdateAccounts, Some(account), None), (Action::DeleteTransaction, Some(account), Some(survivor))];
+    driven.extend(ctx.drive_steps(created, &first).await?);
+    ctx.await_steps(created, &known, &driven).await;
+    pagination::walk_again(&ctx.api, account).await?;
+    let second = [(Action::UpdateAccounts, Some(account), None), (Action::UpdateAccounts, None, None)];
+    ctx.drive_all_and_await(created, &second).await?;
+    pagination::walk_again(&ctx.api, account).await?;
     Ok(())
 }
 

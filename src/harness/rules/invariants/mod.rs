@@ -146,6 +146,12 @@ pub(crate) struct Seen {
     /// the other client's to compare ([`reach`]). No other rule reads them: a refusal is about
     /// no object.
     pub refusal_objects: Vec<Object>,
+    /// What the bytes received said of themselves: the `Content-Type` (cut), the coding and
+    /// whose API keys the answer carried besides the request's own (`rules::http`,
+    /// `rules::secrets`; set by the checks layer beside [`Record::answer`]).
+    pub content_type: Option<String>,
+    pub coding: crate::harness::rules::http::Coding,
+    pub revealed: Vec<Client>,
 }
 
 impl Seen {
@@ -259,6 +265,9 @@ impl Record {
             objects,
             created,
             refusal_objects,
+            content_type: None,
+            coding: crate::harness::rules::http::Coding::Identity,
+            revealed: Vec::new(),
         });
     }
 

@@ -3,6 +3,7 @@
 
 use super::retry::{closed_unanswered, retry_wait, unanswered, IDLE_RESENDS};
 use super::{describe, Api};
+use crate::harness::rules::http::Coding;
 use crate::harness::transport::har::Exchanged;
 use crate::harness::vocab::budget;
 use crate::harness::vocab::outcome::{Failure, IgnoreCause, Stop};
@@ -29,6 +30,30 @@ pub(crate) struct Exchange {
     pub seq: Option<u64>,
     /// The id of its HAR entry, when one is recorded.
     pub har: Option<u64>,
+    /// Every header of the answer, as received (at most [`MAX_HEADERS`], values cut to
+    /// [`MAX_HEADER_VALUE`] bytes): secrets and all, so it is never shown, only searched
+    /// ([`crate::harness::rules::secrets`]) and redacted into the answer log.
+    pub headers: Vec<(String, String)>,
+    /// Its `Content-Encoding` and what decoding gave ([`crate::harness::rules::http::decode`]):
+    /// `body` is the decoded content.
+    pub coding: Coding,
+}
+
+/// Most headers kept of one answer, and the longest value kept of each.
+pub(crate) const MAX_HEADERS: usize = 64;
+pub(crate) const MAX_HEADER_VALUE: usize = 2048;
+
+/// The headers of `response` as [`Exchange::headers`] keeps them.
+fn headers_of(response: &reqwest::Response) -> Vec<(String, String)> {
+    response
+        .headers()
+        .iter()
+        .take(MAX_HEADERS)
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes());
+            (name.as_str().to_string(), redact::shorten(&value, MAX_HEADER_VALUE))
+        })
+        .collect()
 }
 
 impl Exchange {
@@ -191,6 +216,9 @@ impl Api {
                 }
             }
             let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
+            let headers = headers_of(&response);
+            let content_encoding =
+                response.headers().get("content-encoding").and_then(|v| v.to_str().ok()).map(str::to_string);
             let read = self.read_body(&mut response, &endpoint, &request).await?;
             drop(permit);
             let body = match read {
@@ -203,10 +231,11 @@ impl Api {
                 }
             };
             self.throttle.answered(&endpoint);
+            let (body, coding) = crate::harness::rules::http::decode(content_encoding.as_deref(), body);
             let invalid_utf8 = std::str::from_utf8(&body).err().map(|e| e.valid_up_to());
             let body = String::from_utf8_lossy(&body).into_owned();
             let har = record(content_type.as_deref(), &body);
-            return Ok(Exchange { request, status, content_type, body, invalid_utf8, seq: None, har });
+            return Ok(Exchange { request, status, content_type, body, invalid_utf8, seq: None, har, headers, coding });
         }
     }
 

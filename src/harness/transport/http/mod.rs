@@ -3,6 +3,9 @@
 //! `exchange` sends one request and reads its answer; `retry` decides what an unanswered one
 //! is worth.
 
+use crate::harness::rules::http::Coding;
+use crate::harness::rules::invariants::Client;
+use crate::harness::rules::secrets;
 use crate::harness::transport::answers::{Answer, AnswerLog, Auth, Sent, EXCERPT};
 use crate::harness::transport::har::Recorder;
 use crate::harness::transport::reach::Transport;
@@ -176,6 +179,14 @@ impl Api {
     }
 
     /// The keys this run holds (for checks that a key is not exposed; never print them).
+    /// The API key of `client`, if the run has it.
+    pub(crate) fn client_key(&self, client: Client) -> Option<&str> {
+        match client {
+            Client::First => self.key.as_deref(),
+            Client::Second => self.second_key.as_deref(),
+        }
+    }
+
     pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
         self.key.iter().chain(self.second_key.iter()).map(String::as_str)
     }
@@ -254,6 +265,7 @@ impl Api {
         };
         let sent = Sent { method: method.to_string(), url: url.to_string(), auth, request: describe(&method, &url) };
         let sent_at = Instant::now();
+        let sent_authorization = authorization.clone();
         let mut result = self.exchange(&self.client, method, url, authorization, "application/json").await;
         let (status, body, har) = match &result {
             Ok(x) => (x.status, x.is_success().then(|| x.body.clone()), x.har),
@@ -266,6 +278,7 @@ impl Api {
             ),
             Err(_) => (None, None),
         };
+        let (coding, revealed) = self.whole(&result, sent_authorization.as_deref());
         let seq = self.answers.push(Answer {
             seq: 0,
             sent,
@@ -278,6 +291,8 @@ impl Api {
             sent_at,
             answered_at: Instant::now(),
             har,
+            coding,
+            revealed,
         });
         match &mut result {
             Ok(x) => x.seq = seq,
@@ -286,6 +301,19 @@ impl Api {
             Err(_) => {}
         }
         result
+    }
+
+    /// What the answer log keeps of an answer beyond its body: its coding, and whose keys it
+    /// carried besides what `sent` (the request's credential) sent, searched in its headers and
+    /// whole body before any redaction (the text itself is not kept).
+    fn whole(&self, result: &Result<Exchange, Stop>, sent: Option<&str>) -> (Coding, Vec<Client>) {
+        let Ok(x) = result else { return (Coding::Identity, Vec::new()) };
+        let keys: Vec<(Client, &str)> = [(Client::First, &self.key), (Client::Second, &self.second_key)]
+            .into_iter()
+            .filter_map(|(c, k)| Some((c, k.as_deref()?)))
+            .collect();
+        let text = secrets::searched(x.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), &x.body);
+        (x.coding.clone(), secrets::revealed(&text, sent, &keys))
     }
 
     /// The run's exchanges so far (this client's and its clones').
@@ -312,8 +340,22 @@ impl Api {
         let content_type =
             result.as_ref().ok().and_then(|x| x.content_type.as_deref()).map(|t| redact::shorten(t, 200));
         let (body, excerpt) = (None, None);
-        let answer =
-            Answer { seq: 0, sent, segments, query, status, body, content_type, excerpt, sent_at, answered_at, har };
+        let (coding, revealed) = self.whole(&result, None);
+        let answer = Answer {
+            seq: 0,
+            sent,
+            segments,
+            query,
+            status,
+            body,
+            content_type,
+            excerpt,
+            sent_at,
+            answered_at,
+            har,
+            coding,
+            revealed,
+        };
         let seq = self.answers.push(answer);
         match &mut result {
             Ok(x) => x.seq = seq,

@@ -1,0 +1,61 @@
+//! HTTP itself (RFC 9110) on every answer of the run, whichever case made it: what the bytes
+//! received say of themselves, judged apart from what any case reads in them (issue 73). The
+//! rules are `rules::http`; the transport decodes each body and keeps what it found.
+
+use crate::harness::fixtures::context::RunContext;
+use crate::harness::rules::http;
+use crate::harness::rules::invariants::{finding, Endpoint, Record, Seen, Verdict, MAX_FINDINGS};
+use crate::harness::vocab::outcome::Stop;
+use std::sync::Arc;
+
+super::cases! {
+    CONTENT_CODING = "http.content-coding" => reads, record [coding_everywhere];
+    JSON_MEDIA_TYPE = "http.json-media-type" => reads, record [media_types_everywhere];
+}
+
+/// The reads of every endpoint that every run makes (the reference's, and one single read of
+/// each account, §4.4, where none was made): the rules judge every answer of the run.
+async fn reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    ctx.reference_reads().await?;
+    for id in ctx.connected().await?.account_ids() {
+        if ctx.api.answers().latest(&["v1", "accounts", &id]).is_none() {
+            ctx.api.get(&["v1", "accounts", &id], &[]).await?;
+        }
+    }
+    Ok(())
+}
+
+/// `problem` of each answer it finds one in, over every answer of the record.
+fn over_answers(record: &Record, judged: impl Fn(&Seen) -> bool, problem: impl Fn(&Seen) -> Option<String>) -> Verdict {
+    let (mut verdict, mut more) = (Verdict::default(), 0);
+    for seen in record.answers.iter().filter(|s| judged(s)) {
+        verdict.judged += 1;
+        match problem(seen) {
+            Some(_) if verdict.found.len() >= MAX_FINDINGS => more += 1,
+            Some(p) => {
+                verdict.found.push(finding(format!("{} ({}): {p}", seen.request, seen.status), &[seen.seq], &[]))
+            }
+            None => {}
+        }
+    }
+    if more > 0 {
+        verdict.found.push(finding(format!("and {more} more answers with a problem of the same rule"), &[], &[]));
+    }
+    verdict
+}
+
+/// Every answer whose `Content-Encoding` names a coding its bytes do not decode as (RFC 9110
+/// §8.4; §4: bodies are JSON). A coding the harness does not decode is not judged.
+fn coding_everywhere(record: &Record) -> Verdict {
+    over_answers(record, |s| s.status != 0, |s| http::coding_problem(&s.coding))
+}
+
+/// Every 2xx answer of §4's endpoints that labels its body (§4: bodies are JSON; RFC 9110 §8.3).
+/// Error answers are not judged: their bodies are not shown (§7).
+fn media_types_everywhere(record: &Record) -> Verdict {
+    over_answers(
+        record,
+        |s| s.ok() && s.status != 204 && s.endpoint != Endpoint::Other,
+        |s| http::media_type_problem(s.content_type.as_deref()),
+    )
+}
