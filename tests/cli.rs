@@ -529,6 +529,52 @@ fn without_a_browser_the_run_says_how_to_get_one_and_skip_browser_is_on_purpose(
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
 }
 
+/// An exclusion is part of the verdict (issue 76): `--exclude isolation` leaves the isolation
+/// cases out as `--skip-browser` leaves the browser cases (INCOMPLETE, exit 3, never a bare
+/// PASSED), every report names it, and an expectations file that expects them ignored makes the
+/// gate pass again, saying so. A narrowing filter (a rerun) keeps its exit code, the cases it
+/// did not choose counted.
+#[test]
+fn an_exclusion_ends_as_a_skipped_browser_does_and_every_report_names_it() {
+    let (json, md) = (temp_path("excluded.json"), temp_path("excluded.md"));
+    let args = ["auth.", "isolation.", "--exclude", "isolation", "--report-json", json.to_str().unwrap()];
+    let output = run(&[&args[..], &["--report-md", md.to_str().unwrap()]].concat());
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(3), "{out}");
+    let last = String::from_utf8_lossy(&output.stdout).trim_end().lines().last().unwrap_or_default().to_string();
+    assert!(last.starts_with("INCOMPLETE: ") && last.contains("left out by --exclude isolation ("), "{last}");
+    assert!(out.contains("  - left out on purpose (--exclude isolation): "), "how to complete the run: {out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let left_out = &report["selection"]["left_out"][0];
+    assert_eq!(left_out["by"], "--exclude isolation", "{report:#}");
+    assert!(left_out["gating"].as_array().is_some_and(|g| !g.is_empty()), "{report:#}");
+    assert_eq!(report["selection"]["whole"], false);
+    let isolation = report["cases"].as_array().unwrap().iter().find(|c| c["id"] == "isolation.account").unwrap();
+    assert_eq!(isolation["outcome"], "ignored", "{isolation:#}");
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("**Not the whole catalogue:**") && md.contains("left out by --exclude isolation"), "{md}");
+    // Expected ignored, the exclusion passes the gate, and the line still says what was left out.
+    let expect = temp_path("excluded.toml");
+    let lines: String = bankconf::internal::catalogue::all()
+        .iter()
+        .filter(|c| c.id.starts_with("isolation."))
+        .map(|c| {
+            format!("[[expect]]\ncase = \"{}\"\noutcome = \"ignored\"\nreason = \"one client in staging\"\n", c.id)
+        })
+        .collect();
+    std::fs::write(&expect, lines).unwrap();
+    let output = run(&["auth.", "isolation.", "--exclude", "isolation", "--expect", expect.to_str().unwrap()]);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}");
+    assert!(out.contains("PASSED with ") && out.contains("expected in "), "{out}");
+    // A rerun of one case: its own exit code, the others counted as not selected.
+    let output = run(&["auth.missing-key"]);
+    let last = String::from_utf8_lossy(&output.stdout).trim_end().lines().last().unwrap_or_default().to_string();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let others = catalogue_len() - 1;
+    assert!(last.starts_with("PASSED (") && last.ends_with(&format!("; {others} cases not selected)")), "{last}");
+}
+
 /// An empty `BANKCONF_*` variable is unset, for every variable `run --help` names: CI templates
 /// write `BANKCONF_BROWSER=` for "none".
 #[test]

@@ -9,6 +9,7 @@ pub(crate) mod junit;
 pub(crate) mod libtest;
 pub(crate) mod markdown;
 pub(crate) mod progress;
+pub(crate) mod selection;
 pub(crate) mod terminal;
 
 /// The run every format renders (its data sits below the runner, in [`super::rules::verdict`]).

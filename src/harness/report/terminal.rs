@@ -330,14 +330,17 @@ fn render_summary_raw(report: &Report, paint: Paint, note: &str) -> String {
         let _ = write!(out, "{verdict}{sep}{decided}");
         return out;
     }
+    // What the run left out, and how, closes the line: never a bare PASSED for a part.
+    let left_out = super::selection::LeftOut::of(report).suffix(report);
     let _ = write!(
         out,
-        "{verdict}{sep}{decided} ({} passed, {} failed, {} errors, {} ignored in {:.2}s)",
+        "{verdict}{sep}{decided} ({} passed, {} failed, {} errors, {} ignored in {:.2}s{})",
         c.passed,
         c.failed,
         c.errors,
         c.ignored,
-        report.duration.as_secs_f64()
+        report.duration.as_secs_f64(),
+        visible(&left_out)
     );
     out
 }
