@@ -156,7 +156,7 @@ pub mod internal {
         }
         /// The terminal's lines and summary.
         pub mod terminal {
-            pub use crate::harness::report::terminal::{render_summary, Lines, Paint};
+            pub use crate::harness::report::terminal::{render_quiet_summary, render_summary, Lines, Paint};
         }
     }
     /// What a run did, in time (the HTML report's timelines and evidence).

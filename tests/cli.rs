@@ -575,6 +575,35 @@ fn an_exclusion_ends_as_a_skipped_browser_does_and_every_report_names_it() {
     assert!(last.starts_with("PASSED (") && last.ends_with(&format!("; {others} cases not selected)")), "{last}");
 }
 
+/// `-q` prints the failed cases and the closing block alone (a passing run: its verdict line);
+/// `--report-json -` writes the report to standard output and the terminal's lines to standard
+/// error; two reports cannot both go there.
+#[test]
+fn quiet_prints_failures_and_the_closing_block_and_a_report_can_go_to_standard_output() {
+    let output = run(&["-q", "--sandbox-mutant", "transaction-prefix", "transactions."]);
+    let out = String::from_utf8_lossy(&output.stdout).to_string();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    for noise in ["PASS ", "bankconf: ", "note: ", "latency of", "level  "] {
+        assert!(!out.contains(noise), "{noise:?} in a quiet run:\n{out}");
+    }
+    assert!(out.starts_with("FAIL  transactions."), "{out}");
+    assert!(out.contains("to act on, gating first:") && out.contains("rerun: "), "{out}");
+    assert!(out.trim_end().lines().last().unwrap_or_default().starts_with("FAILED: "), "{out}");
+    let output = run(&["--quiet", "auth."]);
+    let out = String::from_utf8_lossy(&output.stdout).to_string();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(out.trim().lines().count() == 1 && out.starts_with("PASSED ("), "{out}");
+    let output = run(&["auth.", "--report-json", "-"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&output)));
+    assert_eq!(report["verdict"], "PASSED");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("PASSED ("), "the terminal's lines on stderr");
+    assert!(!std::path::Path::new("-").exists(), "a file named - was written");
+    let output = run(&["auth.", "--report-json", "-", "--report-md", "-"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("two reports cannot both go to standard output"), "{}", text(&output));
+}
+
 /// An empty `BANKCONF_*` variable is unset, for every variable `run --help` names: CI templates
 /// write `BANKCONF_BROWSER=` for "none".
 #[test]

@@ -85,6 +85,10 @@ pub struct RunConfig {
     /// Report files: `--report-json`, `--report-junit`, `--report-md`.
     #[command(flatten)]
     pub(crate) outputs: OutputPaths,
+    /// Print only the failures and errors as they come, then the closing block (what to act on,
+    /// what would complete the run, the verdict line): for CI logs. The reports are whole.
+    #[arg(short, long, env = "BANKCONF_QUIET")]
+    pub quiet: bool,
     /// Levels whose failures decide the exit code.
     #[arg(long, env = "BANKCONF_GATE", value_delimiter = ',', default_value = "must,security", value_parser = super::completing::levels(), hide_possible_values = true)]
     pub gate: Vec<Level>,
@@ -183,6 +187,7 @@ impl RunConfig {
             webhook_public_url: None,
             connection_id: None,
             outputs: OutputPaths::default(),
+            quiet: false,
             gate: vec![Level::Must, Level::Security],
             seed: None,
             cases: 6,
@@ -391,7 +396,8 @@ fn secs(s: f64) -> Duration {
 /// Where the report files go: the flags shared by `run` and `check-events`.
 #[derive(Args, Clone, Debug, Default)]
 pub struct OutputPaths {
-    /// Write the JSON report (`schemas/report.json`) to this file.
+    /// Write the JSON report (`schemas/report.json`) to this file (`-`: standard output, the
+    /// terminal's lines then on standard error; so for every `--report-*`).
     #[arg(long, env = "BANKCONF_REPORT_JSON", value_name = "FILE")]
     pub report_json: Option<PathBuf>,
     /// Write a JUnit XML report to this file (non-gating failures are not JUnit failures).
