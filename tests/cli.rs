@@ -423,14 +423,16 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
         let resolved = std::fs::canonicalize(program).unwrap_or_else(|e| panic!("{mutant}: {rerun}: {e}"));
         assert_eq!(resolved, std::fs::canonicalize(BIN).unwrap(), "{mutant}: {rerun}");
         let again = temp_path(&format!("{mutant}-again.json"));
-        let status = std::process::Command::new("sh")
+        // Its output captured, as every child's of this suite (an inherited stdout printed the
+        // rerun's `FAILED: 1 gating failure` into a `cargo test` that passes).
+        let rerun_output = std::process::Command::new("sh")
             .arg("-c")
             .arg(format!("{rerun} --report-json {}", again.display()))
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .status()
+            .output()
             .unwrap();
-        assert_eq!(status.code(), Some(1), "{mutant}: {rerun}");
+        assert_eq!(rerun_output.status.code(), Some(1), "{mutant}: {rerun}\n{}", text(&rerun_output));
         let again: Value = serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
         let outcome = again["cases"].as_array().unwrap().iter().find(|c| c["id"] == case["id"]).unwrap();
         assert_eq!(outcome["outcome"], "failed", "{mutant}: {rerun}");
