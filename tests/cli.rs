@@ -821,11 +821,9 @@ fn a_target_behind_a_private_ca_passes_with_ca_cert_and_headers_stay_secret() {
     let Some((ca, cert, key)) = private_ca(&dir) else { return };
     let server = serve(&[]);
     let front = tls_front(&server.url, &cert, &key);
-    // The example driver reaches the sandbox with curl, told of the CA the usual way.
-    let driver = format!("CURL_CA_BUNDLE={} ./examples/sandbox-driver.sh", ca.display());
-    let mut args = external(&front.url, KEY, SECOND_KEY);
-    let at = args.iter().position(|a| *a == "--driver").unwrap();
-    args[at + 1] = &driver;
+    // The example driver reaches the sandbox with curl, and inherits the run's trust: with
+    // --ca-cert, its CURL_CA_BUNDLE (and the other trust variables) name the CA.
+    let args = external(&front.url, KEY, SECOND_KEY);
     let mut cases = vec!["create.", "auth.", "widget.served"];
     if bankconf::internal::browser::find(None).is_some() {
         cases.push("widget.script-runs");
@@ -903,9 +901,14 @@ fn a_target_behind_a_private_ca_passes_with_ca_cert_and_headers_stay_secret() {
     let output = proxied("127.0.0.1,localhost");
     assert_eq!(output.status.code(), Some(0), "NO_PROXY: {}", text(&output));
 
+    // --insecure gives the driver nothing to trust: it is told of the CA its own way.
+    let driver = format!("CURL_CA_BUNDLE={} ./examples/sandbox-driver.sh", ca.display());
+    let mut insecure = args.clone();
+    let at = insecure.iter().position(|a| *a == "--driver").unwrap();
+    insecure[at + 1] = &driver;
     let page = dir.join("insecure.html");
     let html_flags = ["--insecure", "--report-json", &paths[0], "--report-html", page.to_str().unwrap()];
-    let output = run(&[&args[..], &html_flags, &["create.status-created"]].concat());
+    let output = run(&[&insecure[..], &html_flags, &["create.status-created"]].concat());
     let out = text(&output);
     assert_eq!(output.status.code(), Some(0), "{out}");
     assert!(out.contains("--insecure"), "the terminal says verification was off:\n{out}");

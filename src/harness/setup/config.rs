@@ -139,7 +139,8 @@ pub struct RunConfig {
     #[arg(long, env = "BANKCONF_CONCURRENCY", default_value_t = 8)]
     pub concurrency: usize,
     /// A PEM file of CA certificates trusted beside the system's (a staging server behind an
-    /// internal CA); given to every client that reaches the target.
+    /// internal CA); given to every client that reaches the target, and to a --driver command as
+    /// CURL_CA_BUNDLE, SSL_CERT_FILE, REQUESTS_CA_BUNDLE and NODE_EXTRA_CA_CERTS (each unless set).
     #[arg(long, env = "BANKCONF_CA_CERT", value_name = "FILE")]
     pub ca_cert: Option<PathBuf>,
     /// Do not verify the target's TLS certificate at all (said in every report).
