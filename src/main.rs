@@ -30,7 +30,8 @@ const RUN_AFTER: &str = "EXIT STATUS:
   130, 143  interrupted (SIGINT, SIGTERM): the reports written are whole, marked interrupted
 
 ENVIRONMENT:
-  Every option has a BANKCONF_* variable (listed with it); the command line wins over it.
+  Each option with a BANKCONF_* variable names it (the selection, CASE, --section, --level and
+  --exclude, and --list have none); the command line wins over it.
   NO_COLOR, CLICOLOR, CLICOLOR_FORCE  colour of the terminal report";
 
 #[derive(Subcommand)]
@@ -167,7 +168,7 @@ fn main() -> ExitCode {
             emit(&String::from_utf8_lossy(&script))
         }
         Command::Man { dir } => {
-            match std::fs::create_dir_all(&dir).and_then(|()| clap_mangen::generate_to(man_command(), &dir)) {
+            match std::fs::create_dir_all(&dir).and_then(|()| write_man_pages(man_command(), &dir)) {
                 Ok(()) => EXIT_PASSED,
                 Err(e) => {
                     eprintln!("bankconf man: cannot write {}: {e}", dir.display());
@@ -265,6 +266,29 @@ async fn serve(config: SandboxConfig) -> i32 {
 /// and cannot name the commit that holds it).
 fn man_command() -> clap::Command {
     Cli::command().version(env!("CARGO_PKG_VERSION"))
+}
+
+/// Writes the man page of `command` and of each of its visible subcommands into `dir`, each
+/// `.TH` line naming bankconf and its version (`bankconf 0.1.0`) and, when `SOURCE_DATE_EPOCH`
+/// is set (scripts/package.sh sets it to the release's), that day: docs/man is written without
+/// it, so that the committed pages do not change from run to run (tests/docs.rs).
+fn write_man_pages(command: clap::Command, dir: &std::path::Path) -> std::io::Result<()> {
+    let date = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+        .map(|t| t.format("%Y-%m-%d").to_string())
+        .unwrap_or_default();
+    let source = format!("bankconf {}", env!("CARGO_PKG_VERSION"));
+    let mut command = command.disable_help_subcommand(true);
+    command.build();
+    fn each(command: clap::Command, dir: &std::path::Path, date: &str, source: &str) -> std::io::Result<()> {
+        for sub in command.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+            each(sub, dir, date, source)?;
+        }
+        clap_mangen::Man::new(command).date(date).source(source).generate_to(dir).map(drop)
+    }
+    each(command, dir, &date, &source)
 }
 
 /// Writes `text` to stdout. A closed pipe (`bankconf run --list | head`) is not an error.

@@ -72,6 +72,25 @@ fn the_man_pages_are_current() {
     }
 }
 
+/// `bankconf-run.1` names each option's `BANKCONF_*` variable, as its ENVIRONMENT section says,
+/// and every page's `.TH` line names bankconf's version (no date: the committed pages do not
+/// change from run to run; a release's archive dates them, scripts/package.sh).
+#[test]
+fn the_man_pages_name_each_variable_and_the_version() {
+    let page = read(Path::new("docs/man/bankconf-run.1"));
+    for (flag, env) in run_flags() {
+        if let Some(env) = env {
+            assert!(page.contains(&format!("\\fB{env}\\fR environment variable")), "{flag}: {env} not in the man page");
+        }
+    }
+    let version = format!("\"bankconf {}\"", env!("CARGO_PKG_VERSION"));
+    for entry in std::fs::read_dir("docs/man").unwrap() {
+        let text = read(&entry.unwrap().path());
+        let th = text.lines().find(|l| l.starts_with(".TH ")).unwrap_or_default();
+        assert!(th.contains(&version), "{th}");
+    }
+}
+
 /// The Markdown files a newcomer reads.
 fn markdown_files() -> Vec<PathBuf> {
     let mut files = vec![PathBuf::from("README.md"), PathBuf::from("cases/README.md")];
