@@ -118,6 +118,11 @@ pub mod internal {
             pub use crate::harness::setup::completing::{case_ids, levels, mutants, variants, Completing};
         }
         pub use crate::harness::vocab::errors::UnknownName;
+        /// `bankconf.toml` and its profiles.
+        pub mod file {
+            pub use crate::harness::setup::profile::{print_config, ConfigChoice, ConfigFile, FromFile, DEFAULT_FILE};
+            pub use crate::harness::vocab::errors::ConfigFileError;
+        }
     }
     /// The driver over HTTP.
     pub mod driver {

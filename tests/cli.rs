@@ -606,6 +606,74 @@ fn quiet_prints_failures_and_the_closing_block_and_a_report_can_go_to_standard_o
     assert!(text(&output).contains("two reports cannot both go to standard output"), "{}", text(&output));
 }
 
+/// `bankconf.toml` (found in the working directory, or `--config FILE`) and its profiles set
+/// `run`'s options; variables and flags override them; `--print-config` says where each setting
+/// came from and never shows a key; keys stay out of the file (it names their variables).
+#[test]
+fn a_settings_file_and_its_profiles_set_run_options_and_flags_and_variables_override_them() {
+    let dir = temp_path("settings");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bankconf.toml");
+    std::fs::write(
+        &file,
+        "gate = [\"must\"]\ncase = [\"auth.\"]\nexclude = [\"auth.widget-token\"]\n\n\
+         [profile.ci]\nquiet = true\nreport-json = \"ci.json\"\n\n\
+         [profile.staging]\nbase-url = \"http://127.0.0.1:9\"\napi-key-env = \"STAGING_KEY\"\n",
+    )
+    .unwrap();
+    let in_dir = |args: &[&str], env: &[(&str, &str)]| {
+        Command::new(BIN)
+            .arg("run")
+            .args(args)
+            .current_dir(&dir)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(env.iter().copied())
+            .output()
+            .expect("run bankconf")
+    };
+    // Found in the working directory: the profile's quiet run of the file's cases, gated by
+    // `must` alone (the security case excluded does not gate, and is still named).
+    let output = in_dir(&["--profile", "ci"], &[]);
+    let out = String::from_utf8_lossy(&output.stdout).to_string();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(out.trim().lines().count() <= 3 && out.contains("left out by --exclude auth.widget-token"), "{out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("ci.json")).unwrap()).unwrap();
+    assert!(report["cases"].as_array().unwrap().iter().all(|c| c["id"].as_str().unwrap().starts_with("auth.")));
+    // Where each setting came from: file, profile, variable, flag; the key never shown.
+    const SECRET: &str = "bankconf_test_staging0000000000000001";
+    let env = [("STAGING_KEY", SECRET), ("BANKCONF_CASES", "9")];
+    let output = in_dir(&["--profile", "staging", "--print-config", "--gate", "must,security"], &env);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}");
+    assert!(!out.contains(SECRET), "a key was printed: {out}");
+    let line = |key: &str| out.lines().find(|l| l.starts_with(&format!("{key} = "))).unwrap_or_default().to_string();
+    assert!(line("base-url").ends_with("# profile staging (bankconf.toml)"), "{out}");
+    assert!(line("api-key").contains("[redacted]") && line("api-key").contains("STAGING_KEY"), "{out}");
+    assert!(line("case").ends_with("# file bankconf.toml"), "{out}");
+    assert!(line("cases").ends_with("# env BANKCONF_CASES"), "{out}");
+    assert!(line("gate").ends_with("# flag"), "{out}");
+    assert!(line("quiet").ends_with("# default"), "{out}");
+    // Mistakes stop the run before it starts (exit 2), naming the file.
+    let bad = dir.join("bad.toml");
+    for (text_of_file, said) in [
+        ("api-key = \"k\"\n", "keys stay out of the file"),
+        ("base-ulr = \"http://x\"\n", "did you mean \"base-url\""),
+        ("driver = [\"a\", \"b\"]\n", "one value"),
+        ("skip-browser = \"yes\"\n", "true or false"),
+        ("api-key-env = \"NOT_SET_ANYWHERE\"\n", "NOT_SET_ANYWHERE, which is not set"),
+    ] {
+        std::fs::write(&bad, text_of_file).unwrap();
+        let output = run(&["--config", bad.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(2), "{text_of_file}: {}", text(&output));
+        assert!(text(&output).contains(said), "{text_of_file}: {}", text(&output));
+    }
+    let output = in_dir(&["--profile", "nightly"], &[]);
+    assert!(text(&output).contains("no profile \"nightly\" (its profiles: ci, staging)"), "{}", text(&output));
+    let output = run(&["--profile", "ci"]);
+    assert_eq!(output.status.code(), Some(2), "no file, a profile: {}", text(&output));
+}
+
 /// An empty `BANKCONF_*` variable is unset, for every variable `run --help` names: CI templates
 /// write `BANKCONF_BROWSER=` for "none".
 #[test]

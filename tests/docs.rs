@@ -17,6 +17,8 @@ fn read(path: &Path) -> String {
 /// The non-hidden flags of `bankconf run`, each with its environment variable.
 fn run_flags() -> BTreeMap<String, Option<String>> {
     let command = bankconf::RunConfig::augment_args(clap::Command::new("run"));
+    // `--config`, `--profile`, `--print-config`: declared beside it, as `--list`.
+    let command = bankconf::internal::config::file::ConfigChoice::augment_args(command);
     let mut flags: BTreeMap<String, Option<String>> = command
         .get_arguments()
         .filter(|a| !a.is_hide_set())
