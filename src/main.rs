@@ -233,6 +233,16 @@ fn with_settings_file() -> Result<Cli, u8> {
             (cli, given)
         }
     };
+    // The printed commands name the keys as $BANKCONF_API_KEY and $BANKCONF_SECOND_API_KEY.
+    for (id, flag, name) in [
+        ("api_key", "api-key-env", "BANKCONF_API_KEY"),
+        ("second_api_key", "second-api-key-env", "BANKCONF_SECOND_API_KEY"),
+    ] {
+        let held = from.origins.get(id).and_then(|o| o.split(&format!("{flag} = ")).nth(1));
+        if let (Some(variable), false) = (held, print) {
+            eprintln!("bankconf: the key comes from ${variable} ({flag}); the printed commands name it ${name}: export {name}=\"${variable}\" before pasting one");
+        }
+    }
     if print {
         let source = file.as_ref().map_or_else(|| "no settings file".to_string(), ConfigFile::describe);
         emit(&format!(
