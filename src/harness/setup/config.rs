@@ -162,10 +162,13 @@ pub struct RunConfig {
     /// Select cases by level (repeatable).
     #[arg(long = "level", value_parser = super::completing::levels(), hide_possible_values = true)]
     pub levels: Vec<Level>,
-    /// Select cases by id or id prefix (`transactions.`).
+    /// Select cases by id or id prefix (`transactions.`): a narrowed run (a rerun), judged on
+    /// those cases alone; the reports count the others as not selected.
     #[arg(value_name = "CASE", value_parser = super::completing::case_ids(), hide_possible_values = true)]
     pub ids: Vec<String>,
-    /// Leave out cases by id or id prefix (repeatable), whatever else selects them.
+    /// Leave out cases by id or id prefix (repeatable), whatever else selects them, on purpose:
+    /// each is reported ignored with the flag, and a gating one makes the run INCOMPLETE (exit 3)
+    /// unless an expectations file expects it ignored.
     #[arg(long = "exclude", value_name = "CASE", value_parser = super::completing::case_ids(), hide_possible_values = true)]
     pub excluded: Vec<String>,
 }
