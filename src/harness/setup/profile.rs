@@ -269,7 +269,8 @@ pub fn print_config(matches: &ArgMatches, from: &FromFile) -> String {
             .iter()
             .map(|v| match key.as_str() {
                 "api-key" | "second-api-key" => "[redacted]".to_string(),
-                "header" => format!("{}: [redacted]", v.split(':').next().unwrap_or_default().trim()),
+                // The name alone; a line with no name is all value.
+                "header" => v.split_once(':').map_or("[redacted]".into(), |(n, _)| format!("{}: [redacted]", n.trim())),
                 _ => v.clone(),
             })
             .collect();
@@ -291,5 +292,23 @@ fn quoted(v: &str) -> String {
         v.to_string()
     } else {
         toml::Value::String(v.to_string()).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--print-config` never shows a key or a header's value, even a header line with no name.
+    #[test]
+    fn print_config_redacts_every_secret() {
+        let argv = ["run", "--api-key", "k-secret-1", "--header", "X-A: h-secret-2", "--header", "h-secret-3"];
+        let matches = run_command().try_get_matches_from(argv).unwrap();
+        let printed = print_config(&matches, &FromFile::default());
+        for secret in ["k-secret-1", "h-secret-2", "h-secret-3"] {
+            assert!(!printed.contains(secret), "{secret} printed:\n{printed}");
+        }
+        assert!(printed.contains("header = [\"X-A: [redacted]\", \"[redacted]\"]"), "{printed}");
+        assert!(printed.contains("cases = 6") && printed.contains("# default"), "{printed}");
     }
 }
