@@ -54,7 +54,9 @@ strip=${STRIP:-strip}
 if command -v "$strip" >/dev/null 2>&1; then
     "$strip" "$dir/bankconf" 2>/dev/null || echo "package.sh: $strip could not strip $bin (left as built)" >&2
 fi
-"$runs" man "$dir/man"
+# The release's day on each man page's .TH line (docs/man, written without it, has none).
+epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}
+SOURCE_DATE_EPOCH="$epoch" "$runs" man "$dir/man"
 "$runs" completions bash > "$dir/completions/bankconf.bash"
 "$runs" completions zsh > "$dir/completions/_bankconf"
 "$runs" completions fish > "$dir/completions/bankconf.fish"
@@ -63,8 +65,8 @@ fi
 cp "$root/LICENSE-MIT" "$root/LICENSE-APACHE" "$root/README.md" "$dir/"
 
 mkdir -p "$out"
-# The same inputs, the same archive: fixed dates, modes, owners and order, gzip without a time.
-epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}
+# The same inputs, the same archive: fixed dates (epoch, above), modes, owners and order, gzip
+# without a time.
 find "$dir" -type d -exec chmod 755 {} +
 find "$dir" -type f ! -name bankconf -exec chmod 644 {} +
 gnu_tar=""

@@ -201,8 +201,7 @@ impl Conformance {
     /// (exit code 2).
     pub async fn run(self) -> Report {
         let outputs = self.config.outputs.clone();
-        let har = self.config.har.as_deref().map_or(Ok(()), report::writable);
-        let writable = report::check_writable(&outputs).and(har);
+        let writable = report::check_writable(&outputs, self.config.har.as_deref());
         let mut report = runner::run_report(
             self.config,
             self.progress.then(|| {

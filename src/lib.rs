@@ -118,6 +118,11 @@ pub mod internal {
             pub use crate::harness::setup::completing::{case_ids, levels, mutants, variants, Completing};
         }
         pub use crate::harness::vocab::errors::UnknownName;
+        /// `bankconf.toml` and its profiles.
+        pub mod file {
+            pub use crate::harness::setup::profile::{print_config, ConfigChoice, ConfigFile, FromFile, DEFAULT_FILE};
+            pub use crate::harness::vocab::errors::ConfigFileError;
+        }
     }
     /// The driver over HTTP.
     pub mod driver {
@@ -156,7 +161,7 @@ pub mod internal {
         }
         /// The terminal's lines and summary.
         pub mod terminal {
-            pub use crate::harness::report::terminal::{render_summary, Lines, Paint};
+            pub use crate::harness::report::terminal::{render_quiet_summary, render_summary, Lines, Paint};
         }
     }
     /// What a run did, in time (the HTML report's timelines and evidence).

@@ -2,10 +2,11 @@
 
 use bankconf::internal::check_events::{self, CheckEventsConfig};
 use bankconf::internal::config::completing;
+use bankconf::internal::config::file::{print_config, ConfigChoice, ConfigFile, FromFile};
 use bankconf::internal::{catalogue, command, openapi, report, selftest};
 use bankconf::sandbox::{Conditions, Mutant, Sandbox, SandboxConfig, Variant};
 use bankconf::{RunConfig, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_NOT_RUN, EXIT_PASSED};
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -30,7 +31,8 @@ const RUN_AFTER: &str = "EXIT STATUS:
   130, 143  interrupted (SIGINT, SIGTERM): the reports written are whole, marked interrupted
 
 ENVIRONMENT:
-  Every option has a BANKCONF_* variable (listed with it); the command line wins over it.
+  Each option with a BANKCONF_* variable names it (the selection, CASE, --section, --level and
+  --exclude, and --list have none); the command line wins over it.
   NO_COLOR, CLICOLOR, CLICOLOR_FORCE  colour of the terminal report";
 
 #[derive(Subcommand)]
@@ -40,6 +42,9 @@ enum Command {
     Run {
         #[command(flatten)]
         config: Box<RunConfig>,
+        /// `--config`, `--profile`, `--print-config`: the settings file.
+        #[command(flatten)]
+        choice: ConfigChoice,
         /// Print the catalogue (id, section, level, title) and exit.
         #[arg(long)]
         list: bool,
@@ -116,7 +121,10 @@ fn few_malloc_arenas() {
 fn main() -> ExitCode {
     few_malloc_arenas();
     bankconf::internal::config::forget_empty_env();
-    let cli = Cli::parse();
+    let cli = match with_settings_file() {
+        Ok(cli) => cli,
+        Err(code) => return ExitCode::from(code),
+    };
     command::name_this_binary();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -126,7 +134,7 @@ fn main() -> ExitCode {
         }
     };
     let code = match cli.command {
-        Command::Run { config, list: true } => {
+        Command::Run { config, list: true, .. } => {
             let selection = config.selection();
             // The same rule as `run`: a selection that names no case is a mistake (exit 2).
             if let Err(e) = catalogue::check_selection(&selection) {
@@ -140,7 +148,7 @@ fn main() -> ExitCode {
                 .collect();
             emit(&lines)
         }
-        Command::Run { config, list: false } => runtime.block_on(command::run(*config)),
+        Command::Run { config, list: false, .. } => runtime.block_on(command::run(*config)),
         Command::CheckEvents(config) => check_events::check_events(*config),
         Command::Openapi => emit(&format!("{}\n", openapi::to_pretty_string(&openapi::document()))),
         Command::Serve { list_mutants: true, .. } => emit(&mutant_list()),
@@ -167,7 +175,7 @@ fn main() -> ExitCode {
             emit(&String::from_utf8_lossy(&script))
         }
         Command::Man { dir } => {
-            match std::fs::create_dir_all(&dir).and_then(|()| clap_mangen::generate_to(man_command(), &dir)) {
+            match std::fs::create_dir_all(&dir).and_then(|()| write_man_pages(man_command(), &dir)) {
                 Ok(()) => EXIT_PASSED,
                 Err(e) => {
                     eprintln!("bankconf man: cannot write {}: {e}", dir.display());
@@ -189,6 +197,61 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(code as u8)
+}
+
+/// The command line, with the settings of `bankconf.toml` (or `--config FILE`, its `--profile`)
+/// that neither a flag nor a `BANKCONF_*` variable gives placed before the flags, and parsed
+/// again: default < file < profile < environment < flag. `--print-config` prints the result and
+/// where each setting came from; `Err`: the exit code (2, the file cannot be used; 0, printed).
+fn with_settings_file() -> Result<Cli, u8> {
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let (Command::Run { choice, .. }, Some(given)) = (&cli.command, matches.subcommand_matches("run")) else {
+        return Ok(cli);
+    };
+    let file = ConfigFile::load(choice).map_err(|e| {
+        eprintln!("bankconf: {e}");
+        EXIT_NOT_RUN as u8
+    })?;
+    let from = match &file {
+        Some(file) => file.args_for(given).map_err(|e| {
+            eprintln!("bankconf: {e}");
+            EXIT_NOT_RUN as u8
+        })?,
+        None => FromFile::default(),
+    };
+    let print = choice.print_config;
+    let (cli, given) = match from.args.is_empty() && from.cases.is_empty() {
+        true => (cli, given.clone()),
+        false => {
+            let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            let (program, rest) = argv.split_at(2.min(argv.len()));
+            let argv = program.iter().chain(&from.args).chain(rest).chain(&from.cases).cloned();
+            let matches = Cli::command().try_get_matches_from(argv).unwrap_or_else(|e| e.exit());
+            let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+            let given: ArgMatches = matches.subcommand_matches("run").cloned().unwrap_or_default();
+            (cli, given)
+        }
+    };
+    // The printed commands name the keys as $BANKCONF_API_KEY and $BANKCONF_SECOND_API_KEY.
+    for (id, flag, name) in [
+        ("api_key", "api-key-env", "BANKCONF_API_KEY"),
+        ("second_api_key", "second-api-key-env", "BANKCONF_SECOND_API_KEY"),
+    ] {
+        let held = from.origins.get(id).and_then(|o| o.split(&format!("{flag} = ")).nth(1));
+        if let (Some(variable), false) = (held, print) {
+            eprintln!("bankconf: the key comes from ${variable} ({flag}); the printed commands name it ${name}: export {name}=\"${variable}\" before pasting one");
+        }
+    }
+    if print {
+        let source = file.as_ref().map_or_else(|| "no settings file".to_string(), ConfigFile::describe);
+        emit(&format!(
+            "# the settings of `bankconf run` ({source}); secrets redacted\n{}",
+            print_config(&given, &from)
+        ));
+        return Err(EXIT_PASSED as u8);
+    }
+    Ok(cli)
 }
 
 /// `bankconf serve --list-mutants`: each mutant with its section, the cases that catch it, the
@@ -265,6 +328,29 @@ async fn serve(config: SandboxConfig) -> i32 {
 /// and cannot name the commit that holds it).
 fn man_command() -> clap::Command {
     Cli::command().version(env!("CARGO_PKG_VERSION"))
+}
+
+/// Writes the man page of `command` and of each of its visible subcommands into `dir`, each
+/// `.TH` line naming bankconf and its version (`bankconf 0.1.0`) and, when `SOURCE_DATE_EPOCH`
+/// is set (scripts/package.sh sets it to the release's), that day: docs/man is written without
+/// it, so that the committed pages do not change from run to run (tests/docs.rs).
+fn write_man_pages(command: clap::Command, dir: &std::path::Path) -> std::io::Result<()> {
+    let date = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+        .map(|t| t.format("%Y-%m-%d").to_string())
+        .unwrap_or_default();
+    let source = format!("bankconf {}", env!("CARGO_PKG_VERSION"));
+    let mut command = command.disable_help_subcommand(true);
+    command.build();
+    fn each(command: clap::Command, dir: &std::path::Path, date: &str, source: &str) -> std::io::Result<()> {
+        for sub in command.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+            each(sub, dir, date, source)?;
+        }
+        clap_mangen::Man::new(command).date(date).source(source).generate_to(dir).map(drop)
+    }
+    each(command, dir, &date, &source)
 }
 
 /// Writes `text` to stdout. A closed pipe (`bankconf run --list | head`) is not an error.

@@ -423,14 +423,16 @@ fn the_reproduction_is_the_request_or_delivery_the_message_names_and_the_rerun_f
         let resolved = std::fs::canonicalize(program).unwrap_or_else(|e| panic!("{mutant}: {rerun}: {e}"));
         assert_eq!(resolved, std::fs::canonicalize(BIN).unwrap(), "{mutant}: {rerun}");
         let again = temp_path(&format!("{mutant}-again.json"));
-        let status = std::process::Command::new("sh")
+        // Its output captured, as every child's of this suite (an inherited stdout printed the
+        // rerun's `FAILED: 1 gating failure` into a `cargo test` that passes).
+        let rerun_output = std::process::Command::new("sh")
             .arg("-c")
             .arg(format!("{rerun} --report-json {}", again.display()))
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .status()
+            .output()
             .unwrap();
-        assert_eq!(status.code(), Some(1), "{mutant}: {rerun}");
+        assert_eq!(rerun_output.status.code(), Some(1), "{mutant}: {rerun}\n{}", text(&rerun_output));
         let again: Value = serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
         let outcome = again["cases"].as_array().unwrap().iter().find(|c| c["id"] == case["id"]).unwrap();
         assert_eq!(outcome["outcome"], "failed", "{mutant}: {rerun}");
@@ -527,6 +529,149 @@ fn without_a_browser_the_run_says_how_to_get_one_and_skip_browser_is_on_purpose(
     std::fs::write(&expect, browser_cases).unwrap();
     let output = run(&["--skip-browser", "--expect", expect.to_str().unwrap(), "widget."]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+}
+
+/// An exclusion is part of the verdict (issue 76): `--exclude isolation` leaves the isolation
+/// cases out as `--skip-browser` leaves the browser cases (INCOMPLETE, exit 3, never a bare
+/// PASSED), every report names it, and an expectations file that expects them ignored makes the
+/// gate pass again, saying so. A narrowing filter (a rerun) keeps its exit code, the cases it
+/// did not choose counted.
+#[test]
+fn an_exclusion_ends_as_a_skipped_browser_does_and_every_report_names_it() {
+    let (json, md) = (temp_path("excluded.json"), temp_path("excluded.md"));
+    let args = ["auth.", "isolation.", "--exclude", "isolation", "--report-json", json.to_str().unwrap()];
+    let output = run(&[&args[..], &["--report-md", md.to_str().unwrap()]].concat());
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(3), "{out}");
+    let last = String::from_utf8_lossy(&output.stdout).trim_end().lines().last().unwrap_or_default().to_string();
+    assert!(last.starts_with("INCOMPLETE: ") && last.contains("left out by --exclude isolation ("), "{last}");
+    assert!(out.contains("  - left out on purpose (--exclude isolation): "), "how to complete the run: {out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let left_out = &report["selection"]["left_out"][0];
+    assert_eq!(left_out["by"], "--exclude isolation", "{report:#}");
+    assert!(left_out["gating"].as_array().is_some_and(|g| !g.is_empty()), "{report:#}");
+    assert_eq!(report["selection"]["whole"], false);
+    let isolation = report["cases"].as_array().unwrap().iter().find(|c| c["id"] == "isolation.account").unwrap();
+    assert_eq!(isolation["outcome"], "ignored", "{isolation:#}");
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("**Not the whole catalogue:**") && md.contains("left out by --exclude isolation"), "{md}");
+    // Expected ignored, the exclusion passes the gate, and the line still says what was left out.
+    let expect = temp_path("excluded.toml");
+    let lines: String = bankconf::internal::catalogue::all()
+        .iter()
+        .filter(|c| c.id.starts_with("isolation."))
+        .map(|c| {
+            format!("[[expect]]\ncase = \"{}\"\noutcome = \"ignored\"\nreason = \"one client in staging\"\n", c.id)
+        })
+        .collect();
+    std::fs::write(&expect, lines).unwrap();
+    let output = run(&["auth.", "isolation.", "--exclude", "isolation", "--expect", expect.to_str().unwrap()]);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}");
+    assert!(out.contains("PASSED with ") && out.contains("expected in "), "{out}");
+    // A rerun of one case: its own exit code, the others counted as not selected.
+    let output = run(&["auth.missing-key"]);
+    let last = String::from_utf8_lossy(&output.stdout).trim_end().lines().last().unwrap_or_default().to_string();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let others = catalogue_len() - 1;
+    assert!(last.starts_with("PASSED (") && last.ends_with(&format!("; {others} cases not selected)")), "{last}");
+}
+
+/// `-q` prints the failed cases and the closing block alone (a passing run: its verdict line);
+/// `--report-json -` writes the report to standard output and the terminal's lines to standard
+/// error; two reports cannot both go there.
+#[test]
+fn quiet_prints_failures_and_the_closing_block_and_a_report_can_go_to_standard_output() {
+    let output = run(&["-q", "--sandbox-mutant", "transaction-prefix", "transactions."]);
+    let out = String::from_utf8_lossy(&output.stdout).to_string();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    for noise in ["PASS ", "bankconf: ", "note: ", "latency of", "level  "] {
+        assert!(!out.contains(noise), "{noise:?} in a quiet run:\n{out}");
+    }
+    assert!(out.starts_with("FAIL  transactions."), "{out}");
+    assert!(out.contains("to act on, gating first:") && out.contains("rerun: "), "{out}");
+    assert!(out.trim_end().lines().last().unwrap_or_default().starts_with("FAILED: "), "{out}");
+    let output = run(&["--quiet", "auth."]);
+    let out = String::from_utf8_lossy(&output.stdout).to_string();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(out.trim().lines().count() == 1 && out.starts_with("PASSED ("), "{out}");
+    let output = run(&["auth.", "--report-json", "-"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&output)));
+    assert_eq!(report["verdict"], "PASSED");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("PASSED ("), "the terminal's lines on stderr");
+    assert!(!std::path::Path::new("-").exists(), "a file named - was written");
+    let output = run(&["auth.", "--report-json", "-", "--report-md", "-"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("two reports cannot both go to standard output"), "{}", text(&output));
+}
+
+/// `bankconf.toml` (found in the working directory, or `--config FILE`) and its profiles set
+/// `run`'s options; variables and flags override them; `--print-config` says where each setting
+/// came from and never shows a key; keys stay out of the file (it names their variables).
+#[test]
+fn a_settings_file_and_its_profiles_set_run_options_and_flags_and_variables_override_them() {
+    let dir = temp_path("settings");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bankconf.toml");
+    std::fs::write(
+        &file,
+        "gate = [\"must\"]\ncase = [\"auth.\"]\nexclude = [\"auth.widget-token\"]\n\n\
+         [profile.ci]\nquiet = true\nreport-json = \"ci.json\"\n\n\
+         [profile.staging]\nbase-url = \"http://127.0.0.1:9\"\napi-key-env = \"STAGING_KEY\"\n",
+    )
+    .unwrap();
+    let in_dir = |args: &[&str], env: &[(&str, &str)]| {
+        Command::new(BIN)
+            .arg("run")
+            .args(args)
+            .current_dir(&dir)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(env.iter().copied())
+            .output()
+            .expect("run bankconf")
+    };
+    // Found in the working directory: the profile's quiet run of the file's cases, gated by
+    // `must` alone (the security case excluded does not gate, and is still named).
+    let output = in_dir(&["--profile", "ci"], &[]);
+    let out = String::from_utf8_lossy(&output.stdout).to_string();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(out.trim().lines().count() <= 3 && out.contains("left out by --exclude auth.widget-token"), "{out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("ci.json")).unwrap()).unwrap();
+    assert!(report["cases"].as_array().unwrap().iter().all(|c| c["id"].as_str().unwrap().starts_with("auth.")));
+    // Where each setting came from: file, profile, variable, flag; the key never shown.
+    const SECRET: &str = "bankconf_test_staging0000000000000001";
+    let env = [("STAGING_KEY", SECRET), ("BANKCONF_CASES", "9")];
+    let output = in_dir(&["--profile", "staging", "--print-config", "--gate", "must,security"], &env);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}");
+    assert!(!out.contains(SECRET), "a key was printed: {out}");
+    let line = |key: &str| out.lines().find(|l| l.starts_with(&format!("{key} = "))).unwrap_or_default().to_string();
+    assert!(line("base-url").ends_with("# profile staging (bankconf.toml)"), "{out}");
+    assert!(line("api-key").contains("[redacted]") && line("api-key").contains("STAGING_KEY"), "{out}");
+    assert!(line("case").ends_with("# file bankconf.toml"), "{out}");
+    assert!(line("cases").ends_with("# env BANKCONF_CASES"), "{out}");
+    assert!(line("gate").ends_with("# flag"), "{out}");
+    assert!(line("quiet").ends_with("# default"), "{out}");
+    // Mistakes stop the run before it starts (exit 2), naming the file.
+    let bad = dir.join("bad.toml");
+    for (text_of_file, said) in [
+        ("api-key = \"k\"\n", "keys stay out of the file"),
+        ("base-ulr = \"http://x\"\n", "did you mean \"base-url\""),
+        ("driver = [\"a\", \"b\"]\n", "one value"),
+        ("skip-browser = \"yes\"\n", "true or false"),
+        ("api-key-env = \"NOT_SET_ANYWHERE\"\n", "NOT_SET_ANYWHERE, which is not set"),
+    ] {
+        std::fs::write(&bad, text_of_file).unwrap();
+        let output = run(&["--config", bad.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(2), "{text_of_file}: {}", text(&output));
+        assert!(text(&output).contains(said), "{text_of_file}: {}", text(&output));
+    }
+    let output = in_dir(&["--profile", "nightly"], &[]);
+    assert!(text(&output).contains("no profile \"nightly\" (its profiles: ci, staging)"), "{}", text(&output));
+    let output = run(&["--profile", "ci"]);
+    assert_eq!(output.status.code(), Some(2), "no file, a profile: {}", text(&output));
 }
 
 /// An empty `BANKCONF_*` variable is unset, for every variable `run --help` names: CI templates
@@ -744,11 +889,9 @@ fn a_target_behind_a_private_ca_passes_with_ca_cert_and_headers_stay_secret() {
     let Some((ca, cert, key)) = private_ca(&dir) else { return };
     let server = serve(&[]);
     let front = tls_front(&server.url, &cert, &key);
-    // The example driver reaches the sandbox with curl, told of the CA the usual way.
-    let driver = format!("CURL_CA_BUNDLE={} ./examples/sandbox-driver.sh", ca.display());
-    let mut args = external(&front.url, KEY, SECOND_KEY);
-    let at = args.iter().position(|a| *a == "--driver").unwrap();
-    args[at + 1] = &driver;
+    // The example driver reaches the sandbox with curl, and inherits the run's trust: with
+    // --ca-cert, its CURL_CA_BUNDLE (and the other trust variables) name the CA.
+    let args = external(&front.url, KEY, SECOND_KEY);
     let mut cases = vec!["create.", "auth.", "widget.served"];
     if bankconf::internal::browser::find(None).is_some() {
         cases.push("widget.script-runs");
@@ -826,9 +969,14 @@ fn a_target_behind_a_private_ca_passes_with_ca_cert_and_headers_stay_secret() {
     let output = proxied("127.0.0.1,localhost");
     assert_eq!(output.status.code(), Some(0), "NO_PROXY: {}", text(&output));
 
+    // --insecure gives the driver nothing to trust: it is told of the CA its own way.
+    let driver = format!("CURL_CA_BUNDLE={} ./examples/sandbox-driver.sh", ca.display());
+    let mut insecure = args.clone();
+    let at = insecure.iter().position(|a| *a == "--driver").unwrap();
+    insecure[at + 1] = &driver;
     let page = dir.join("insecure.html");
     let html_flags = ["--insecure", "--report-json", &paths[0], "--report-html", page.to_str().unwrap()];
-    let output = run(&[&args[..], &html_flags, &["create.status-created"]].concat());
+    let output = run(&[&insecure[..], &html_flags, &["create.status-created"]].concat());
     let out = text(&output);
     assert_eq!(output.status.code(), Some(0), "{out}");
     assert!(out.contains("--insecure"), "the terminal says verification was off:\n{out}");

@@ -17,6 +17,8 @@ fn read(path: &Path) -> String {
 /// The non-hidden flags of `bankconf run`, each with its environment variable.
 fn run_flags() -> BTreeMap<String, Option<String>> {
     let command = bankconf::RunConfig::augment_args(clap::Command::new("run"));
+    // `--config`, `--profile`, `--print-config`: declared beside it, as `--list`.
+    let command = bankconf::internal::config::file::ConfigChoice::augment_args(command);
     let mut flags: BTreeMap<String, Option<String>> = command
         .get_arguments()
         .filter(|a| !a.is_hide_set())
@@ -69,6 +71,25 @@ fn the_man_pages_are_current() {
     assert_eq!(names(&dir), names(committed), "rerun `cargo run -- man docs/man`");
     for name in names(&dir) {
         assert_eq!(read(&dir.join(&name)), read(&committed.join(&name)), "{name}: rerun `cargo run -- man docs/man`");
+    }
+}
+
+/// `bankconf-run.1` names each option's `BANKCONF_*` variable, as its ENVIRONMENT section says,
+/// and every page's `.TH` line names bankconf's version (no date: the committed pages do not
+/// change from run to run; a release's archive dates them, scripts/package.sh).
+#[test]
+fn the_man_pages_name_each_variable_and_the_version() {
+    let page = read(Path::new("docs/man/bankconf-run.1"));
+    for (flag, env) in run_flags() {
+        if let Some(env) = env {
+            assert!(page.contains(&format!("\\fB{env}\\fR environment variable")), "{flag}: {env} not in the man page");
+        }
+    }
+    let version = format!("\"bankconf {}\"", env!("CARGO_PKG_VERSION"));
+    for entry in std::fs::read_dir("docs/man").unwrap() {
+        let text = read(&entry.unwrap().path());
+        let th = text.lines().find(|l| l.starts_with(".TH ")).unwrap_or_default();
+        assert!(th.contains(&version), "{th}");
     }
 }
 

@@ -164,6 +164,11 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
 /// `bankconf check-events`: returns the exit code (0 pass, 1 a gating failure, 2 could not start).
 pub fn check_events(mut config: CheckEventsConfig) -> i32 {
     config.outputs = config.outputs.with_legacy_env();
+    // Before reading: a report path that cannot be written, or two reports on standard output.
+    if let Err(e) = report::check_writable(&config.outputs, None) {
+        eprintln!("bankconf check-events: {e}");
+        return EXIT_NOT_RUN;
+    }
     let started = Instant::now();
     let file = config.file.display().to_string();
     // `-`: standard input, as a failure's reproduction pipes the deliveries it rests on.
@@ -196,5 +201,5 @@ pub fn check_events(mut config: CheckEventsConfig) -> i32 {
     }
     let mut report = Report::new(Origin::Capture { file }, target, gate);
     (report.results, report.duration, report.notes) = (results, started.elapsed(), notes);
-    report::finish(&report, &config.outputs)
+    report::finish(&report, &config.outputs, false)
 }

@@ -18,9 +18,8 @@ use std::sync::Arc;
 /// second ends the process at once.
 pub async fn run(config: RunConfig) -> i32 {
     let config = config.with_legacy_env();
-    let outputs = config.outputs.clone();
-    let har = config.har.as_deref().map_or(Ok(()), report::writable);
-    if let Err(e) = report::check_writable(&outputs).and(har) {
+    let (outputs, quiet) = (config.outputs.clone(), config.quiet);
+    if let Err(e) = report::check_writable(&outputs, config.har.as_deref()) {
         eprintln!("bankconf: {e}");
         return EXIT_NOT_RUN;
     }
@@ -29,14 +28,14 @@ pub async fn run(config: RunConfig) -> i32 {
     // No process a driver started outlives the run: the session's shutdown stops its driver.
     let report = runner::run_report_until(
         config,
-        Some(Arc::new(progress::Terminal::new(report::terminal::full_text(&outputs)))),
+        Some(Arc::new(progress::Terminal::new(report::terminal::full_text(&outputs)).quiet(quiet))),
         cancel,
     )
     .await;
     if let Some(e) = &report.setup_error {
         eprintln!("bankconf: {}", sanitize::visible(&report.redactor.redact(&e.to_string())));
     }
-    report::finish(&report, &outputs)
+    report::finish(&report, &outputs, quiet)
 }
 
 /// Names this binary in every rerun command (`verdict::set_program`):

@@ -177,6 +177,7 @@ fn render_raw(report: &Report) -> Value {
                 json!({"from": from.lower(), "action": action.as_str(), "outcome": outcome, "to": to})
             }).collect::<Vec<_>>(),
         })),
+        "selection": super::selection::LeftOut::of(report).json(report),
         "unjudged": report.unjudged().iter().map(|(how, cases)| json!({"how": how, "cases": cases})).collect::<Vec<_>>(),
         "expectations": report.expectations.as_ref().map(|e| json!({
             "file": e.file,

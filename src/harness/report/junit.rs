@@ -128,6 +128,9 @@ fn render_raw(report: &Report) -> String {
     let mut junit = quick_junit::Report::new(format!("bankconf {}", report.command()));
     junit.set_time(report.duration);
     let mut suites: Vec<TestSuite> = Vec::new();
+    // What the run left out, and how, on every suite (its cases left out on purpose are also
+    // skipped testcases, with the flag as the reason).
+    let left_out = super::selection::LeftOut::of(report).parts(report);
     for result in &report.results {
         let area = result.case.area;
         let at = match suites.iter().position(|s| s.name.as_str() == area) {
@@ -140,6 +143,9 @@ fn render_raw(report: &Report) -> String {
                 }
                 let gate: Vec<&str> = report.gate.0.iter().map(|l| l.as_str()).collect();
                 suite.add_property(Property::new("gate", gate.join(",")));
+                if !left_out.is_empty() {
+                    suite.add_property(Property::new("left-out", xml(&left_out.join("; "))));
+                }
                 suites.push(suite);
                 suites.len() - 1
             }

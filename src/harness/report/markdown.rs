@@ -150,6 +150,10 @@ fn header(report: &Report) -> String {
         report.duration.as_secs_f64(),
         report.exit_code()
     );
+    let left_out = super::selection::LeftOut::of(report).parts(report);
+    if !left_out.is_empty() {
+        let _ = writeln!(out, "**Not the whole catalogue:** {}.\n", cell(&left_out.join("; ")));
+    }
     if let Some(e) = &report.setup_error {
         let _ = writeln!(out, "**The run could not start or judge (exit code 2):** {}\n", cell(&e.to_string()));
     }

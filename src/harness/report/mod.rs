@@ -9,6 +9,7 @@ pub(crate) mod junit;
 pub(crate) mod libtest;
 pub(crate) mod markdown;
 pub(crate) mod progress;
+pub(crate) mod selection;
 pub(crate) mod terminal;
 
 /// The run every format renders (its data sits below the runner, in [`super::rules::verdict`]).
@@ -19,6 +20,8 @@ use super::setup::config::OutputPaths;
 use super::transport::files;
 use super::vocab::errors::ReportWriteError;
 use super::vocab::sanitize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Writes every report asked for, each whole ([`files::write_atomically`]); an error names the
 /// file that could not be written.
@@ -53,16 +56,29 @@ fn expectations(report: &Report) -> String {
     crate::harness::rules::expect::write(&results, report.expectations.as_ref(), &header)
 }
 
-/// Fails early, before anything runs, when a report file cannot be written.
-pub(crate) fn check_writable(paths: &OutputPaths) -> Result<(), ReportWriteError> {
-    for path in [&paths.report_json, &paths.junit, &paths.report_md, &paths.report_html, &paths.write_expectations]
-        .into_iter()
-        .flatten()
-    {
+/// Fails early, before anything runs, when a report file cannot be written, or when two of
+/// them (the HAR, `har`, included) are `-`: one standard output holds one report. With one
+/// report on standard output, the terminal's lines go to standard error ([`say`]), so that
+/// `--report-json - | jq` reads JSON alone.
+pub(crate) fn check_writable(paths: &OutputPaths, har: Option<&Path>) -> Result<(), ReportWriteError> {
+    let all = [&paths.report_json, &paths.junit, &paths.report_md, &paths.report_html, &paths.write_expectations];
+    let all: Vec<&Path> = all.into_iter().flatten().map(PathBuf::as_path).chain(har).collect();
+    let to_stdout = all.iter().filter(|p| files::is_stdout(p)).count();
+    if to_stdout > 1 {
+        let why = "two reports cannot both go to standard output: give all but one of them a file";
+        return Err(ReportWriteError { path: "-".into(), source: std::io::Error::other(why) });
+    }
+    for path in all {
         writable(path)?;
+    }
+    if to_stdout == 1 {
+        TERMINAL_ON_STDERR.store(true, Ordering::Relaxed);
     }
     Ok(())
 }
+
+/// Whether the terminal's lines go to standard error: a report is written to standard output.
+static TERMINAL_ON_STDERR: AtomicBool = AtomicBool::new(false);
 
 /// Whether `path` can be written, without creating or truncating it (a run cut short must not
 /// leave an empty report behind).
@@ -73,22 +89,33 @@ pub(crate) fn writable(path: &std::path::Path) -> Result<(), ReportWriteError> {
 /// Writes to stdout and flushes. A closed stdout (`bankconf run | head`) is no error: the run
 /// goes on without printing and still writes its report files (SIGPIPE stays ignored, as Rust
 /// sets it, so that a peer closing a socket can never kill the harness either).
+/// With a report on standard output (`--report-json -`), the lines go to standard error.
 pub fn say(text: std::fmt::Arguments) {
     use std::io::Write;
-    static CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if CLOSED.load(std::sync::atomic::Ordering::Relaxed) {
+    static CLOSED: AtomicBool = AtomicBool::new(false);
+    if CLOSED.load(Ordering::Relaxed) {
         return;
     }
-    let mut out = std::io::stdout().lock();
-    if out.write_fmt(text).and_then(|()| out.flush()).is_err() {
-        CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written = if TERMINAL_ON_STDERR.load(Ordering::Relaxed) {
+        let mut err = std::io::stderr().lock();
+        err.write_fmt(text).and_then(|()| err.flush())
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_fmt(text).and_then(|()| out.flush())
+    };
+    if written.is_err() {
+        CLOSED.store(true, Ordering::Relaxed);
     }
 }
 
-/// Prints the summary, writes the report files, and returns the exit code (2 when a file
-/// cannot be written).
-pub(crate) fn finish(report: &Report, paths: &OutputPaths) -> i32 {
-    let summary = terminal::summary(report, &terminal::full_text(paths));
+/// Prints the summary (`quiet`: its closing block alone), writes the report files, and returns
+/// the exit code (2 when a file cannot be written).
+pub(crate) fn finish(report: &Report, paths: &OutputPaths, quiet: bool) -> i32 {
+    let note = terminal::full_text(paths);
+    let summary = match quiet {
+        true => terminal::render_quiet_summary(report, terminal::Paint::stdout(), &note),
+        false => terminal::summary(report, &note),
+    };
     if report.setup_error.is_some() && report.results.is_empty() {
         // A run that could not start: its one line goes with the setup error, on stderr.
         eprintln!("{summary}");

@@ -8,9 +8,11 @@ use crate::harness::vocab::sanitize;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Progress printed to standard output.
+/// Progress printed to standard output (standard error with a report there, [`super::say`]);
+/// `quiet`: only the failures and errors.
 pub(crate) struct Terminal {
     tty: bool,
+    quiet: bool,
     total: AtomicUsize,
     done: AtomicUsize,
     lines: terminal::Lines,
@@ -20,7 +22,13 @@ impl Terminal {
     /// `note` says where a cut message is whole ([`terminal::full_text`]).
     pub(crate) fn new(note: String) -> Self {
         let tty = std::io::stdout().is_terminal();
-        Self { tty, total: AtomicUsize::new(0), done: AtomicUsize::new(0), lines: terminal::Lines::stdout(note) }
+        let lines = terminal::Lines::stdout(note);
+        Self { tty, quiet: false, total: AtomicUsize::new(0), done: AtomicUsize::new(0), lines }
+    }
+
+    /// `--quiet`: no header, no line for a case that passed or was not judged, no waiting line.
+    pub(crate) fn quiet(self, quiet: bool) -> Self {
+        Self { quiet, ..self }
     }
 }
 
@@ -33,11 +41,17 @@ impl Default for Terminal {
 impl Progress for Terminal {
     fn started(&self, server: &str, seed: u64, cases: usize) {
         self.total.store(cases, Ordering::Relaxed);
+        if self.quiet {
+            return;
+        }
         super::say(format_args!("{}\n", terminal::header(server, Some(seed), cases)));
     }
 
     fn finished(&self, result: &CaseResult, gating: bool, expected: bool) {
         let n = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.quiet && (expected || !matches!(result.outcome.mark(gating), "FAIL" | "ERROR")) {
+            return;
+        }
         // A counter for people at a terminal; CI logs (not a TTY) get the plain lines.
         let prefix = if self.tty {
             format!("\r\x1b[2K{}", terminal::progress(n, self.total.load(Ordering::Relaxed)))
@@ -49,7 +63,7 @@ impl Progress for Terminal {
 
     fn waiting(&self, status: &str) {
         // Redrawn each second on a line of its own, cleared by the next case line.
-        if self.tty {
+        if self.tty && !self.quiet {
             super::say(format_args!("\r\x1b[2K{}", sanitize::visible(status)));
         }
     }

@@ -23,6 +23,7 @@ const REASON_LINES: usize = 3;
 pub(crate) fn full_text(paths: &OutputPaths) -> String {
     let written = [&paths.report_json, &paths.report_md, &paths.junit].into_iter().flatten().next();
     match written {
+        Some(file) if file.as_os_str() == "-" => "(full text in the report on standard output)".to_string(),
         Some(file) => format!("(full text in {})", visible(&file.display().to_string())),
         None => "(full text: rerun with --report-json FILE)".to_string(),
     }
@@ -256,13 +257,51 @@ pub(crate) fn summary(report: &Report, note: &str) -> String {
 /// closing block of failures and errors, and the verdict line, which says what decided it. A
 /// run that could not start shows no table: its setup error was printed once, above.
 pub fn render_summary(report: &Report, paint: Paint, note: &str) -> String {
-    report.redactor.redact(&render_summary_raw(report, paint, note))
+    report.redactor.redact(&render_summary_raw(report, paint, note, false))
 }
 
-fn render_summary_raw(report: &Report, paint: Paint, note: &str) -> String {
+/// `--quiet`: the closing block alone (what to act on, the deviations from the `--expect` file,
+/// what would complete the run) and the verdict line; no table, no notes.
+pub fn render_quiet_summary(report: &Report, paint: Paint, note: &str) -> String {
+    report.redactor.redact(&render_summary_raw(report, paint, note, true))
+}
+
+fn render_summary_raw(report: &Report, paint: Paint, note: &str, quiet: bool) -> String {
     let mut out = String::new();
+    if quiet {
+        deviations(&mut out, report);
+    } else {
+        context(&mut out, report, paint);
+    }
+    closing(&mut out, report, paint, note);
+    // Last before the verdict: what would complete an INCOMPLETE run (a browser to install…).
+    let unjudged = report.unjudged();
+    if !unjudged.is_empty() {
+        let _ = writeln!(out, "not judged (gating), and how to complete the run:");
+        for (how, cases) in &unjudged {
+            let _ = writeln!(out, "  - {}: {}", visible(how), cases.join(", "));
+        }
+    }
+    verdict(&mut out, report, paint);
+    out
+}
+
+/// The deviations from the `--expect` file (each fails the run), under its name.
+fn deviations(out: &mut String, report: &Report) {
+    let (Some(e), deviations) = (&report.expectations, report.deviations()) else { return };
+    if !deviations.is_empty() {
+        let _ = writeln!(out, "deviations from {} (each fails the run):", visible(&e.file));
+        for (r, how) in &deviations {
+            let _ = writeln!(out, "  - {}: {}", r.case.id, visible(how));
+        }
+    }
+}
+
+/// What comes before the closing block: counts by level, notes, latency, the HAR, the
+/// expectations, the transition graph.
+fn context(out: &mut String, report: &Report, paint: Paint) {
     if report.setup_error.is_none() || !report.results.is_empty() {
-        table(&mut out, report);
+        table(out, report);
     }
     // A note that is also the diagnosis of failed cases (a silent webhook path) is shown once,
     // in the closing block, with the cases it concerns.
@@ -286,13 +325,7 @@ fn render_summary_raw(report: &Report, paint: Paint, note: &str) -> String {
                     writeln!(out, "  {} {} {}: {}", paint.mark(KNOWN), r.case.id, r.outcome.label(), visible(reason));
             }
         }
-        let deviations = report.deviations();
-        if !deviations.is_empty() {
-            let _ = writeln!(out, "deviations from {} (each fails the run):", visible(&e.file));
-            for (r, how) in &deviations {
-                let _ = writeln!(out, "  - {}: {}", r.case.id, visible(how));
-            }
-        }
+        deviations(out, report);
         let not_run = e.not_run(&report.results);
         if !not_run.is_empty() {
             let _ = writeln!(out, "expectations for cases not run (not judged): {}", not_run.join(", "));
@@ -309,15 +342,10 @@ fn render_summary_raw(report: &Report, paint: Paint, note: &str) -> String {
             g.edges.len()
         );
     }
-    closing(&mut out, report, paint, note);
-    // Last before the verdict: what would complete an INCOMPLETE run (a browser to install…).
-    let unjudged = report.unjudged();
-    if !unjudged.is_empty() {
-        let _ = writeln!(out, "not judged (gating), and how to complete the run:");
-        for (how, cases) in &unjudged {
-            let _ = writeln!(out, "  - {}: {}", visible(how), cases.join(", "));
-        }
-    }
+}
+
+/// The verdict line: the verdict, what decided it, the counts, and what the run left out.
+fn verdict(out: &mut String, report: &Report, paint: Paint) {
     let c = report.counts(None);
     let decided = report.decided();
     let verdict = paint.mark(report.verdict());
@@ -328,18 +356,20 @@ fn render_summary_raw(report: &Report, paint: Paint, note: &str) -> String {
     };
     if report.setup_error.is_some() && report.results.is_empty() {
         let _ = write!(out, "{verdict}{sep}{decided}");
-        return out;
+        return;
     }
+    // What the run left out, and how, closes the line: never a bare PASSED for a part.
+    let left_out = super::selection::LeftOut::of(report).suffix(report);
     let _ = write!(
         out,
-        "{verdict}{sep}{decided} ({} passed, {} failed, {} errors, {} ignored in {:.2}s)",
+        "{verdict}{sep}{decided} ({} passed, {} failed, {} errors, {} ignored in {:.2}s{})",
         c.passed,
         c.failed,
         c.errors,
         c.ignored,
-        report.duration.as_secs_f64()
+        report.duration.as_secs_f64(),
+        visible(&left_out)
     );
-    out
 }
 
 fn table(out: &mut String, report: &Report) {

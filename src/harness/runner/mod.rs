@@ -104,11 +104,12 @@ impl Frame {
     fn cut(&self, cause: Cause, selection: &Selection) -> Report {
         let unfinished = Outcome::Ignored { cause: cause.ignore_cause(), reason: cause.unfinished() };
         let mut report = self.empty(None);
-        report.results = catalogue::all()
+        let unfinished = catalogue::all()
             .iter()
             .filter(|c| selection.matches(c))
             .map(|case| CaseResult::new(case, unfinished.clone(), Duration::ZERO))
             .collect();
+        report.results = with_left_out(unfinished, selection);
         report.notes = vec![format!("the run was cut short before its cases started: {}", cause.describe())];
         report.stopped = Some(cause);
         report
@@ -149,9 +150,11 @@ pub(crate) async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn
     };
     let _closes = ClosesBrowser(ctx.clone());
     let results = run_cases(&ctx, progress, &cancel, &frame.gate, expectations.as_ref()).await;
+    let results = with_left_out(results, &ctx.plan.selection);
     // Cut short: some case was left unfinished (a cause that came after the last case is none).
     let stopped = cancel.cause().filter(|cause| results.iter().any(|r| ignored_by(r, *cause)));
-    let notes = end_notes(&ctx, &results, stopped, &cancel, started, short_keys).await;
+    let mut notes = end_notes(&ctx, &results, stopped, &cancel, started, short_keys).await;
+    notes.extend(narrowed_note(&ctx.plan.selection));
     let mut report = report_of(&ctx, frame, results, notes);
     (report.expectations, report.stopped) = (expectations, stopped);
     match cancel.cause() {
@@ -420,6 +423,39 @@ fn conclude(
     };
     let outcome = outcome.map_text(|m| ctx.redactor.redact(m));
     CaseResult { case, outcome, duration, reproduction }
+}
+
+/// The results of a run with the cases its `--exclude` left out, in catalogue order: each one
+/// chosen by the filter but left out is not run, and ignored with the flag that left it out
+/// ([`catalogue::left_out`]), as `--skip-browser` leaves out the browser cases. So a gating case
+/// excluded makes the run INCOMPLETE (exit 3) unless an expectations file expects it ignored, and
+/// every report names the flag: a gate cannot be weakened without trace.
+fn with_left_out(mut results: Vec<CaseResult>, selection: &Selection) -> Vec<CaseResult> {
+    let left_out = catalogue::all().iter().filter(|c| selection.chosen(c)).filter_map(|case| {
+        let how = format!("--exclude {}", selection.excluded_by(case)?);
+        let outcome = Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason: catalogue::left_out(&how) };
+        Some(CaseResult::new(case, outcome, Duration::ZERO))
+    });
+    results.extend(left_out);
+    let at = |case: &Case| catalogue::all().iter().position(|c| std::ptr::eq(c, case)).unwrap_or(usize::MAX);
+    results.sort_by_key(|r| at(r.case));
+    results
+}
+
+/// A note on a run the filter narrowed (CASE, `--section`, `--level`): a rerun, or a run of one
+/// area. Its verdict covers the cases chosen, alone; the reports list the others as not
+/// selected, and the exit code is theirs (as nextest's and hurl's filters).
+fn narrowed_note(selection: &Selection) -> Option<String> {
+    let words = selection.filter_words();
+    let runnable = catalogue::all().iter().filter(|c| !c.offline).count();
+    let chosen = catalogue::all().iter().filter(|c| selection.chosen(c)).count();
+    (!words.is_empty() && chosen < runnable).then(|| {
+        format!(
+            "selection: the filter `{words}` chose {chosen} of the {runnable} cases; the verdict covers those alone \
+             ({} not selected)",
+            runnable - chosen
+        )
+    })
 }
 
 /// The cases the configuration selects, in catalogue order.

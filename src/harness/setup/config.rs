@@ -85,6 +85,10 @@ pub struct RunConfig {
     /// Report files: `--report-json`, `--report-junit`, `--report-md`.
     #[command(flatten)]
     pub(crate) outputs: OutputPaths,
+    /// Print only the failures and errors as they come, then the closing block (what to act on,
+    /// what would complete the run, the verdict line): for CI logs. The reports are whole.
+    #[arg(short, long, env = "BANKCONF_QUIET")]
+    pub quiet: bool,
     /// Levels whose failures decide the exit code.
     #[arg(long, env = "BANKCONF_GATE", value_delimiter = ',', default_value = "must,security", value_parser = super::completing::levels(), hide_possible_values = true)]
     pub gate: Vec<Level>,
@@ -135,7 +139,8 @@ pub struct RunConfig {
     #[arg(long, env = "BANKCONF_CONCURRENCY", default_value_t = 8)]
     pub concurrency: usize,
     /// A PEM file of CA certificates trusted beside the system's (a staging server behind an
-    /// internal CA); given to every client that reaches the target.
+    /// internal CA); given to every client that reaches the target, and to a --driver command as
+    /// CURL_CA_BUNDLE, SSL_CERT_FILE, REQUESTS_CA_BUNDLE and NODE_EXTRA_CA_CERTS (each unless set).
     #[arg(long, env = "BANKCONF_CA_CERT", value_name = "FILE")]
     pub ca_cert: Option<PathBuf>,
     /// Do not verify the target's TLS certificate at all (said in every report).
@@ -157,10 +162,13 @@ pub struct RunConfig {
     /// Select cases by level (repeatable).
     #[arg(long = "level", value_parser = super::completing::levels(), hide_possible_values = true)]
     pub levels: Vec<Level>,
-    /// Select cases by id or id prefix (`transactions.`).
+    /// Select cases by id or id prefix (`transactions.`): a narrowed run (a rerun), judged on
+    /// those cases alone; the reports count the others as not selected.
     #[arg(value_name = "CASE", value_parser = super::completing::case_ids(), hide_possible_values = true)]
     pub ids: Vec<String>,
-    /// Leave out cases by id or id prefix (repeatable), whatever else selects them.
+    /// Leave out cases by id or id prefix (repeatable), whatever else selects them, on purpose:
+    /// each is reported ignored with the flag, and a gating one makes the run INCOMPLETE (exit 3)
+    /// unless an expectations file expects it ignored.
     #[arg(long = "exclude", value_name = "CASE", value_parser = super::completing::case_ids(), hide_possible_values = true)]
     pub excluded: Vec<String>,
 }
@@ -183,6 +191,7 @@ impl RunConfig {
             webhook_public_url: None,
             connection_id: None,
             outputs: OutputPaths::default(),
+            quiet: false,
             gate: vec![Level::Must, Level::Security],
             seed: None,
             cases: 6,
@@ -391,7 +400,8 @@ fn secs(s: f64) -> Duration {
 /// Where the report files go: the flags shared by `run` and `check-events`.
 #[derive(Args, Clone, Debug, Default)]
 pub struct OutputPaths {
-    /// Write the JSON report (`schemas/report.json`) to this file.
+    /// Write the JSON report (`schemas/report.json`) to this file (`-`: standard output, the
+    /// terminal's lines then on standard error; so for every `--report-*`).
     #[arg(long, env = "BANKCONF_REPORT_JSON", value_name = "FILE")]
     pub report_json: Option<PathBuf>,
     /// Write a JUnit XML report to this file (non-gating failures are not JUnit failures).

@@ -348,7 +348,8 @@ fn driver_of(
             Some(Arc::new(HttpDriver::with_transport(url, plan.waits.driver, second, transport)?))
         }
         (DriverPlan::Command(command), _) => {
-            Some(Arc::new(CommandDriver::new(command.clone(), api.base_url().to_string(), plan.waits.driver, keys)))
+            let driver = CommandDriver::new(command.clone(), api.base_url().to_string(), plan.waits.driver, keys);
+            Some(Arc::new(driver.trusting(plan.ca_cert.as_deref())))
         }
         (DriverPlan::NoneGiven, Some(sandbox)) => {
             Some(Arc::new(SandboxDriver { control: sandbox.control.clone(), keys }))

@@ -40,9 +40,19 @@ fn sweep(path: &Path) {
     }
 }
 
+/// Whether `path` is `-`: standard output (`--report-json -`), as `check-events -` reads
+/// standard input.
+pub(crate) fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
 /// Writes `text` to `path` whole: a temporary file beside it, synced, then renamed into place
-/// (temporaries that killed runs left beside it go first).
+/// (temporaries that killed runs left beside it go first); `-` writes it to standard output.
 pub(crate) fn write_atomically(path: &Path, text: &[u8]) -> Result<(), ReportWriteError> {
+    if is_stdout(path) {
+        let mut out = std::io::stdout().lock();
+        return out.write_all(text).and_then(|()| out.flush()).map_err(|e| error(path, e));
+    }
     sweep(path);
     let temp = temporary(path);
     let written = std::fs::File::create(&temp)
@@ -57,6 +67,9 @@ pub(crate) fn write_atomically(path: &Path, text: &[u8]) -> Result<(), ReportWri
 /// Whether `path` can be written, without creating or changing it: an existing file must open
 /// for writing, and a new one's folder must take a file (tried with the temporary name).
 pub(crate) fn writable(path: &Path) -> Result<(), ReportWriteError> {
+    if is_stdout(path) {
+        return Ok(());
+    }
     if path.exists() {
         return std::fs::OpenOptions::new().append(true).open(path).map(drop).map_err(|e| error(path, e));
     }

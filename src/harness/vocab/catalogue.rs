@@ -150,8 +150,14 @@ pub struct Selection {
 }
 
 impl Selection {
-    /// Whether `bankconf run` runs `case` (offline cases belong to `check-events`).
+    /// Whether `bankconf run` runs `case` (offline cases belong to `check-events`): the filter
+    /// chose it and no `--exclude` leaves it out.
     pub fn matches(&self, case: &Case) -> bool {
+        self.chosen(case) && self.excluded_by(case).is_none()
+    }
+
+    /// Whether the filter (ids, sections, levels) chooses `case`, whatever `--exclude` says.
+    pub fn chosen(&self, case: &Case) -> bool {
         if case.offline {
             return false;
         }
@@ -163,9 +169,37 @@ impl Selection {
                 have == want || have.starts_with(&format!("{want}."))
             });
         let level_ok = self.levels.is_empty() || self.levels.contains(&case.level);
-        let kept = !self.excluded.iter().any(|p| case.id.starts_with(p.as_str()));
-        id_ok && section_ok && level_ok && kept
+        id_ok && section_ok && level_ok
     }
+
+    /// The `--exclude` pattern (the first given) that leaves out `case`, if one does.
+    pub fn excluded_by(&self, case: &Case) -> Option<&str> {
+        self.excluded.iter().find(|p| case.id.starts_with(p.as_str())).map(String::as_str)
+    }
+
+    /// The filter as its flags write it (`events.schema --section 4.3 --level must`); empty when
+    /// it chooses every case.
+    pub fn filter_words(&self) -> String {
+        let sections = self.sections.iter().map(|s| format!("--section {s}"));
+        let levels = self.levels.iter().map(|l| format!("--level {l}"));
+        self.ids.iter().cloned().chain(sections).chain(levels).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// How the reason of a case left out on purpose starts: the flag that left it out follows, in
+/// parentheses (`left out on purpose (--exclude isolation.)`, `(--skip-browser)`). Such a case is
+/// not run; it is ignored, so that a gating one makes the run INCOMPLETE, and every report names
+/// the flag ([`left_out_by`]).
+pub(crate) const LEFT_OUT: &str = "left out on purpose (";
+
+/// The reason of a case `how` left out on purpose, with what completes the run.
+pub(crate) fn left_out(how: &str) -> String {
+    format!("{LEFT_OUT}{how}): not run; drop the flag to judge it, or expect it ignored in an --expect file")
+}
+
+/// The flag that left a case out on purpose, from its reason ([`LEFT_OUT`]).
+pub(crate) fn left_out_by(reason: &str) -> Option<&str> {
+    reason.strip_prefix(LEFT_OUT)?.split_once(')').map(|(how, _)| how)
 }
 
 /// The one rule for selection mistakes, in `bankconf run` and `run --list` alike: an id, id
@@ -289,5 +323,23 @@ mod tests {
         assert!(!sel.matches(find("widget.served").unwrap()));
         let sel = Selection { levels: vec![Level::Advisory], ..Default::default() };
         assert!(all().iter().filter(|c| sel.matches(c)).all(|c| c.level == Level::Advisory));
+        assert_eq!(sel.filter_words(), "--level advisory");
+    }
+
+    /// An excluded case is chosen by the filter and left out by its pattern; its reason names
+    /// the flag, which the reports read back.
+    #[test]
+    fn an_exclusion_is_named_in_its_reason() {
+        let sel = Selection {
+            ids: vec!["transactions.".into()],
+            excluded: vec!["transactions.walk".into()],
+            ..Default::default()
+        };
+        let walk = all().iter().find(|c| c.id.starts_with("transactions.walk")).unwrap();
+        assert!(sel.chosen(walk) && !sel.matches(walk));
+        assert_eq!(sel.excluded_by(walk), Some("transactions.walk"));
+        let reason = left_out("--exclude transactions.walk");
+        assert_eq!(left_out_by(&reason), Some("--exclude transactions.walk"));
+        assert_eq!(left_out_by("needs a driver"), None);
     }
 }

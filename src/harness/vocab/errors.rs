@@ -225,6 +225,35 @@ pub enum ExpectError {
     ListedTwice { file: String, case: String },
 }
 
+/// A settings file (`bankconf.toml`, `--config`) that cannot be used: `bankconf run` stops
+/// before anything starts (exit 2).
+#[derive(Debug, Error)]
+pub enum ConfigFileError {
+    #[error("cannot read the settings file {file}: {source}")]
+    Read { file: String, source: std::io::Error },
+    #[error("the settings file {file} is not TOML: {message}")]
+    Parse { file: String, message: String },
+    #[error("{file}: unknown setting {key:?}; the settings are the long names of `bankconf run`'s flags (`bankconf run --help`){nearest}")]
+    UnknownKey { file: String, key: String, nearest: String },
+    #[error("{file}: {key} must be {expected}")]
+    Value { file: String, key: String, expected: String },
+    #[error("{file}: {key}: keys stay out of the file; name the variable that holds it instead: {key}-env = \"STAGING_KEY\"")]
+    Secret { file: String, key: String },
+    #[error("{file}: no profile {profile:?} (its profiles: {known})")]
+    NoProfile { file: String, profile: String, known: String },
+    #[error("--profile {profile} given, but there is no settings file (no ./bankconf.toml, no --config FILE)")]
+    ProfileWithoutFile { profile: String },
+    #[error("{file}: {key} names the variable {variable}, which is not set")]
+    UnsetVariable { file: String, key: String, variable: String },
+}
+
+impl ConfigFileError {
+    /// A value of the wrong kind.
+    pub(crate) fn value(file: &str, key: &str, expected: &str) -> Self {
+        Self::Value { file: file.into(), key: key.into(), expected: expected.into() }
+    }
+}
+
 /// A report file (JSON, JUnit, Markdown, expectations, HAR) that could not be written or
 /// checked, naming it.
 #[derive(Debug, Error)]

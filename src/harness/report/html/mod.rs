@@ -210,6 +210,14 @@ impl Page<'_> {
              <span class=\"n error\">{} errors</span> <span class=\"n ignored\">{} ignored</span></p>",
             c.passed, c.failed, c.errors, c.ignored
         );
+        let left_out = super::selection::LeftOut::of(r).parts(r);
+        if !left_out.is_empty() {
+            let _ = writeln!(
+                out,
+                "<p class=\"warning\"><strong>Not the whole catalogue:</strong> {}.</p>",
+                self.t(&left_out.join("; "))
+            );
+        }
         // A run that did not check the target's identity says so where the verdict is, not only
         // in the collapsed notes.
         for tls in r.notes.iter().filter(|n| n.starts_with("TLS: ")) {

@@ -34,12 +34,30 @@ pub(crate) struct CommandDriver {
     groups: Mutex<Vec<i32>>,
     /// What `register_webhook` said it registered on stdout ([`super::said_addresses`]).
     addresses: Mutex<Option<bool>>,
+    /// `--ca-cert`: the file each of [`TRUST_VARIABLES`] names, unless the user set it.
+    ca_cert: Option<std::path::PathBuf>,
 }
+
+/// The variables that tell a driver's HTTP client which CA certificates to trust, set to the
+/// `--ca-cert` file: curl's, OpenSSL's (Python's `ssl` and `urllib`, Ruby, and Go's
+/// `crypto/x509` read `SSL_CERT_FILE` too), Python requests' and Node's. A variable the user set
+/// is left as it is. All but `NODE_EXTRA_CA_CERTS` replace the system's roots for the tool that
+/// reads them (docs/running.md "TLS, gateways and proxies").
+pub(crate) const TRUST_VARIABLES: [&str; 4] =
+    ["CURL_CA_BUNDLE", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"];
 
 impl CommandDriver {
     /// A driver running `command` against `base_url`, each call bounded by `timeout`.
     pub(crate) fn new(command: String, base_url: String, timeout: Duration, keys: Keys) -> Self {
-        Self { command, base_url, timeout, keys, groups: Mutex::new(Vec::new()), addresses: Mutex::new(None) }
+        let (groups, addresses) = (Mutex::new(Vec::new()), Mutex::new(None));
+        Self { command, base_url, timeout, keys, groups, addresses, ca_cert: None }
+    }
+
+    /// The driver inherits the run's trust: with `--ca-cert FILE`, its calls get
+    /// [`TRUST_VARIABLES`] set to the file (its absolute path), each unless the user set it.
+    pub(crate) fn trusting(mut self, ca_cert: Option<&std::path::Path>) -> Self {
+        self.ca_cert = ca_cert.map(|f| std::path::absolute(f).unwrap_or_else(|_| f.to_path_buf()));
+        self
     }
 
     /// Remembers `group` until it is empty; it dies with the harness meanwhile, even on SIGKILL.
@@ -86,6 +104,11 @@ impl CommandDriver {
                 Some(v) => cmd.env(name, v),
                 None => cmd.env_remove(name),
             };
+        }
+        if let Some(file) = &self.ca_cert {
+            for name in TRUST_VARIABLES.into_iter().filter(|name| std::env::var_os(name).is_none()) {
+                cmd.env(name, file);
+            }
         }
         cmd
     }
@@ -264,6 +287,27 @@ mod tests {
             let _ = driver.act(DriverAction::RegisterWebhook, &args).await;
             assert_eq!(driver.per_client_addresses(), said, "{script}");
         }
+    }
+
+    /// With `--ca-cert`, each trust variable the user did not set names the file, absolute.
+    #[tokio::test]
+    async fn the_driver_inherits_the_runs_trust() {
+        let out = std::env::temp_dir().join(format!("bankconf-driver-trust-{}", std::process::id()));
+        let script = format!(
+            "echo \"$CURL_CA_BUNDLE|$SSL_CERT_FILE|$REQUESTS_CA_BUNDLE|$NODE_EXTRA_CA_CERTS\" > {}",
+            out.display()
+        );
+        let driver = CommandDriver::new(script, "http://127.0.0.1:9".into(), Duration::from_secs(5), Keys::default())
+            .trusting(Some(std::path::Path::new("ca.pem")));
+        let args = DriveArgs { webhook_url: Some("http://127.0.0.1:9/".into()), ..Default::default() };
+        assert_eq!(driver.act(DriverAction::RegisterWebhook, &args).await, Answer::Done);
+        let said = std::fs::read_to_string(&out).unwrap();
+        let _ = std::fs::remove_file(&out);
+        let file = std::env::current_dir().unwrap().join("ca.pem").display().to_string();
+        // A variable this process has (the user's) is left as it is.
+        let expected: Vec<String> =
+            TRUST_VARIABLES.iter().map(|name| std::env::var(name).unwrap_or_else(|_| file.clone())).collect();
+        assert_eq!(said.trim(), expected.join("|"));
     }
 
     #[tokio::test]
