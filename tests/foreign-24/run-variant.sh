@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run bankconf against the vault server started with one variant.
 #   run-variant.sh VARIANT [extra bankconf args]
-# Env: BANKCONF (default /tmp/bankconf-base), OUT_DIR (default <this dir>/out).
+# Env: BANKCONF or BANKCONF_BIN (scripts/foreign.sh sets it; default the repository's release
+# build), OUT_DIR (default <this dir>/out).
 # Starts the server on a free port with two fresh keys, runs bankconf with --seed 1 and a JSON
 # report, stops the server (and bankconf, if interrupted), prints the exit code and the failed
 # case ids, and exits with bankconf's exit code (2 if the server does not start).
@@ -9,7 +10,7 @@ set -u
 VARIANT=${1:?usage: run-variant.sh VARIANT [bankconf args]}
 shift
 HERE=$(cd "$(dirname "$0")" && pwd)
-BANKCONF=${BANKCONF:-/tmp/bankconf-base}
+BANKCONF=${BANKCONF:-${BANKCONF_BIN:-$HERE/../../target/release/bankconf}}
 OUT_DIR=${OUT_DIR:-$HERE/out}
 mkdir -p "$OUT_DIR"
 REPORT="$OUT_DIR/$VARIANT.json"
@@ -49,6 +50,9 @@ if [ -z "$PORT" ]; then
     exit 2
 fi
 
+# --seed 1 unless the caller gives one (scripts/foreign.sh does).
+SEED_ARGS=(--seed 1)
+for a in "$@"; do [ "$a" = --seed ] && SEED_ARGS=(); done
 BROWSER_ARGS=()
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-headless-shell >/dev/null 2>&1; then
     BROWSER_ARGS=(--skip-browser)
@@ -56,7 +60,7 @@ fi
 
 BANKCONF_API_KEY="$KEY1" BANKCONF_SECOND_API_KEY="$KEY2" "$BANKCONF" run \
     --base-url "http://127.0.0.1:$PORT" --service vault \
-    --driver "$PY $HERE/driver.py" --seed 1 --report-json "$REPORT" \
+    --driver "$PY $HERE/driver.py" "${SEED_ARGS[@]}" --report-json "$REPORT" \
     ${BROWSER_ARGS[@]+"${BROWSER_ARGS[@]}"} "$@" &
 BPID=$!
 wait "$BPID"

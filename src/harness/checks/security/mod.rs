@@ -212,15 +212,16 @@ pub(crate) fn near_misses(key: &str) -> Vec<(KeyEdit, &'static str)> {
 /// key of the service's shape that was never issued and with none (a "did you mean" helper, a
 /// debugging header). The rule judges every answer and delivery of the run.
 async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    ctx.reference_reads().await?;
-    let connected = ctx.connected().await?;
+    use super::http::made;
+    made(ctx.reference_reads().await)?;
+    let Some(connected) = made(ctx.connected().await)? else { return Ok(()) };
     let path = ["v1", "connections", &connected.connection_id, "accounts"];
     let unknown = ctx.api.keys().next().map(|key| {
         let public = key.rfind('_').map_or(0, |at| at + 1);
         format!("Bearer {}{}", &key[..public], "Z".repeat(key.len().saturating_sub(public).max(8)))
     });
     for auth in unknown.map(Auth::Header).into_iter().chain([Auth::Missing]) {
-        ctx.api.send(Method::GET, &path, &[], auth).await?;
+        made(ctx.api.send(Method::GET, &path, &[], auth).await)?;
     }
     Ok(())
 }
