@@ -365,6 +365,10 @@ async fn list_transactions(
     let cursor = query.get("starting_after").map(String::as_str);
     let any_client = f.is(Mutant::IsolationTransactions) || (f.is(Mutant::IsolationWithCursor) && cursor.is_some());
     let owner = store.own_account(&client, &account_id, any_client).map_err(|e| read_error(f, e))?.client_id.clone();
+    // The owner check compares with the first client's tenant: the second's own are refused.
+    if f.is(Mutant::SecondClientOwnTransactionsRefused) && store.first_client().as_ref() != Some(&client) {
+        return Err(ApiError::not_found("no such account"));
+    }
     let limit = parse_limit(f, query.get("limit").map(String::as_str))?;
     let mut page =
         store.transactions_page(&client, &account_id, limit, cursor, any_client).map_err(|e| read_error(f, e))?;

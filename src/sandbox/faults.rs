@@ -453,6 +453,8 @@ departures! {
             "a 401 says `did you mean` with a client's whole API key";
         OtherKeyInEvents = "other-key-in-events", "§5", ["auth.secret-stays-with-owner"],
             "every event carries `data.verification`: the API key of another client than its own";
+        SecondClientOwnTransactionsRefused = "second-client-own-transactions-refused", "§4.3", ["transactions.owner-served"],
+            "the second client's reads of its own accounts' transactions answer 404";
     }
 }
 

@@ -6,6 +6,7 @@ use super::{Judged, Reply};
 use crate::harness::fixtures::context::{Driven, RunContext, LONG_ACCOUNT_DRAWS};
 use crate::harness::fixtures::property;
 use crate::harness::setup::steps::Created;
+use crate::harness::transport::answers::Auth;
 use crate::harness::transport::har;
 use crate::harness::transport::pagination::{self, fetch_page, Window};
 use crate::harness::vocab::outcome::{str_field, ErrorSource, Failure, Problems, Stop};
@@ -30,6 +31,29 @@ super::cases! {
     STATUS_POSTED = "transactions.status-posted" => reads_pages, responds [AccountTransactions => status_posted];
     WALK_UNDER_INSERTIONS = "transactions.walk-under-insertions" => walk_under_insertions;
     WALK_UNDER_DELETIONS = "transactions.walk-under-deletions" => walk_under_deletions;
+    OWNER_SERVED = "transactions.owner-served" => owners_read,
+        record [crate::harness::rules::invariants::served::judge];
+}
+
+/// The reads the rule over every read needs (`rules::invariants::served`): the reference's, and
+/// the tour's, which reads each client's own connection with its own key. A read a fixture
+/// found wrong is its own case's finding: this case judges what was received.
+async fn owners_read(ctx: Arc<RunContext>) -> Result<(), Stop> {
+    match ctx.reference_reads().await {
+        Ok(()) | Err(Stop::Fail(_)) => {}
+        Err(other) => return Err(other),
+    }
+    let Ok(tour) = ctx.tour().await else { return Ok(()) };
+    // The second client's own connection, read with its own key (no other case needs its pages).
+    let second = tour.legs.iter().filter(|l| l.client == Auth::Second).find_map(|l| l.created.as_ref().ok());
+    let Some(created) = second else { return Ok(()) };
+    let path = ["v1", "connections", created.connection_id.as_str(), "accounts"];
+    let listed = ctx.api.send(reqwest::Method::GET, &path, &[], Auth::Second).await?;
+    let Ok(Value::Array(accounts)) = listed.success_json() else { return Ok(()) };
+    for id in accounts.iter().filter_map(|a| a.get("id")?.as_str()) {
+        ctx.api.send(reqwest::Method::GET, &["v1", "accounts", id, "transactions"], &[], Auth::Second).await?;
+    }
+    Ok(())
 }
 
 /// The walks of accounts that do not change: the properties over the shared fixture's accounts.

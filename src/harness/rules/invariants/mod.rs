@@ -18,6 +18,7 @@ pub(crate) mod cause_read;
 pub(crate) mod clock;
 pub(crate) mod identity;
 pub(crate) mod reach;
+pub(crate) mod served;
 pub(crate) mod settled;
 
 use crate::harness::rules::delivery::{Delivery, Recipient};
