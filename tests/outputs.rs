@@ -443,6 +443,11 @@ fn with_trace() -> Report {
     .expected("the accounts of a CONNECTED connection", format!("status 500: {hostile}"));
     failure.evidence.answers = vec![3];
     failure.evidence.deliveries = vec![7];
+    // Twenty near-identical problems (one per account) and one of another kind: folded in two.
+    for n in 1..=20 {
+        let more = Failure::from(format!("GET /v1/accounts/acc_{n}: no `balance` in the account"));
+        failure.problems.extend(more.problems);
+    }
     report.results[2].outcome = Outcome::Failed(failure);
     let ms = Duration::from_millis;
     let item = |kind, client, at: u64, until: u64, label: &str, answer, delivery| Item {
@@ -485,6 +490,7 @@ fn with_trace() -> Report {
                 headers: vec![
                     ("Accept".into(), "application/json".into()),
                     ("Authorization".into(), "Bearer [redacted]".into()),
+                    ("X-Gateway-Token".into(), "[redacted]".into()),
                 ],
                 status: 500,
                 content_type: Some(format!("text/html; {hostile}")),
@@ -535,15 +541,26 @@ fn html_puts_failures_first_with_their_evidence_and_escapes_every_target_text() 
     assert!(failures < page.find("<section id=\"timelines\">").unwrap());
     // A cause that explains several failures comes before them, linking to each.
     let causes = page.find("<section id=\"causes\">").expect("the root causes");
-    assert!(causes < failures && page[causes..failures].contains("<a href=\"#case-2\">create.id-shape</a>"));
+    assert!(
+        causes < failures && page[causes..failures].contains("<a href=\"#case-create.id-shape\">create.id-shape</a>")
+    );
+    // An index of the failures at the top, each linking to its section, anchored by case id.
+    let index = page.find("<nav id=\"index\">").expect("the index of the failures");
+    assert!(index < causes && page.find("</header>").unwrap() < index);
+    for id in ["transactions.page-schema", "create.id-shape", "widget.served"] {
+        assert!(page[index..causes].contains(&format!("<a href=\"#case-{id}\">{id}</a>")), "{id} in the index");
+        assert!(page.contains(&format!("id=\"case-{id}\"")), "{id}'s section");
+    }
     assert!(page.find("id=\"timelines\"").unwrap() < page.find("id=\"graph\"").unwrap());
-    let failure = &page[page.find("id=\"case-2\"").expect("the failure's anchor")..];
+    let failure = &page[page.find("id=\"case-create.id-shape\"").expect("the failure's anchor")..];
     let failure = &failure[..failure.find("</article>").unwrap()];
     for shown in [
         "<b>500</b>",
         "&lt;script&gt;alert(1)&lt;/script&gt;",
         "answer Content-Type",
         "Bearer [redacted]",
+        "<tr><th>X-Gateway-Token</th><td>[redacted]</td></tr>",
+        "<span class=\"count\">×20</span>",
         "<th>expected</th>",
         "<th>received</th>",
         "connection.connected",
@@ -557,7 +574,10 @@ fn html_puts_failures_first_with_their_evidence_and_escapes_every_target_text() 
     assert_eq!(timeline.matches("class=\"read marked\"").count(), 1, "{timeline}");
     assert_eq!(timeline.matches("class=\"delivery marked\"").count(), 1, "{timeline}");
     assert!(timeline.contains("second client: request"), "the second client has a row of its own");
-    assert!(timeline.contains("<a href=\"#case-2\">create.id-shape</a>"));
+    assert!(timeline.contains("<a href=\"#case-create.id-shape\">create.id-shape</a>"));
+    // The twenty alike take one box: the first open, the nineteen others closed, one line each.
+    assert_eq!(failure.matches("acc_").count(), 20, "{failure}");
+    assert_eq!(failure.matches("<pre class=\"message\">").count(), 2, "{failure}");
     assert!(page.contains("3 more connections are not drawn"));
     // The graph drawn, beside its table.
     assert!(page.contains("<svg class=\"graph\"") && page.contains(">update_accounts</text>"), "a loop, labelled");
@@ -891,7 +911,8 @@ fn target_text_never_splits_a_problem() {
     // HTML: the finding whole, in one block.
     let page = html::render(&report);
     assert_eq!(html::well_formed(&page), Ok(()), "{page}");
-    let article = page.split("<article").find(|a| a.contains("transactions.walk-exactly-once")).unwrap_or_default();
+    let article =
+        page.split("<article").skip(1).find(|a| a.contains("transactions.walk-exactly-once")).unwrap_or_default();
     assert_eq!(article.matches("<pre class=\"message\">").count(), 1, "{article}");
     assert!(!article.contains("problems:"), "{article}");
     let block = article.split("<pre class=\"message\">").nth(1).and_then(|rest| rest.split("</pre>").next());
