@@ -952,3 +952,59 @@ fn markdown_of_a_failing_run_has_no_raw_angle_bracket_outside_code() {
         assert!(!outside.contains('<'), "a raw `<` in the Markdown report: {line}");
     }
 }
+
+#[test]
+fn a_case_another_failure_blocks_reads_the_same_everywhere_and_is_not_to_complete() {
+    use bankconf::internal::report::{html, libtest, terminal};
+    let mut report = synthetic();
+    let reason = "not judged: rests on transactions.walk-exactly-once, which failed; it rests on the pagination \
+                  of an account that does not change";
+    let blocked = catalogue::find("transactions.walk-under-insertions").expect("in the catalogue");
+    let outcome = Outcome::Ignored { cause: IgnoreCause::RestsOnFailure, reason: reason.into() };
+    report.results.push(CaseResult::new(blocked, outcome, Duration::from_millis(3)));
+    // The verdict is the failure's, as before: the case is ignored, and counted so.
+    assert_eq!((report.verdict(), report.exit_code()), ("FAILED", 1));
+    assert_eq!(report.counts(None).ignored, 2);
+    // Not listed under what would complete the run: nothing there can be completed.
+    assert!(report.unjudged().iter().all(|(_, ids)| !ids.contains(&"transactions.walk-under-insertions")));
+    let json = json::render(&report);
+    assert_valid_report(&json);
+    let case = json["cases"].as_array().unwrap().iter().find(|c| c["id"] == blocked.id).unwrap();
+    assert_eq!(
+        (&case["outcome"], &case["cause"], &case["message"]),
+        (&"ignored".into(), &"rests-on-failure".into(), &reason.into())
+    );
+    let summary = terminal::render_summary(&report, terminal::Paint(false), "");
+    assert!(!summary.contains("walk-under-insertions"), "{summary}");
+    let line =
+        terminal::Lines::new(terminal::Paint(false), String::new()).case(report.results.last().unwrap(), true, false);
+    let head = "not judged: rests on transactions.walk-exactly-once, which failed";
+    assert!(line.starts_with("RESTS transactions.walk-under-insertions") && line.contains(head), "{line}");
+    let md = markdown::render(&report);
+    assert!(md.contains(&format!("| rests-on-failure | {reason} |")), "{md}");
+    assert!(md.contains("`transactions.walk-under-insertions` RESTS"), "{md}");
+    let page = html::render(&report);
+    assert!(page.contains(reason) && page.contains("<td>RESTS</td>"), "{page}");
+    let junit = junit::render(&report);
+    assert!(junit.contains(reason), "{junit}");
+    let printed = libtest::printed(&report, report.results.last().unwrap()).unwrap_or_default();
+    assert_eq!(printed, reason);
+}
+
+#[test]
+fn the_terminal_names_the_request_a_failure_rests_on() {
+    use bankconf::internal::report::terminal;
+    use bankconf::internal::verdict::Cited;
+    let mut report = synthetic();
+    let long = format!("GET http://127.0.0.1:9/v1/connections/conn_1/accounts?cursor={}", "c".repeat(200));
+    let cited = vec![
+        Cited::Request { request: "GET http://127.0.0.1:9/v1/accounts/acc_1".into(), status: 200, har: Some(3) },
+        Cited::Request { request: long, status: 200, har: None },
+    ];
+    report.cited.insert("create.id-shape".into(), cited);
+    let summary = terminal::render_summary(&report, terminal::Paint(false), "");
+    assert!(summary.contains("      evidence (context, not a reproduction):\n"), "{summary}");
+    assert!(summary.contains("\n        GET /v1/accounts/acc_1 → 200 (HAR _id 3)\n"), "{summary}");
+    let cut = summary.lines().find(|l| l.contains("/v1/connections/conn_1/accounts?cursor=ccc")).expect("the long one");
+    assert!(cut.trim().chars().count() <= 100 && !summary.contains("http://127.0.0.1:9/v1/"), "{summary}");
+}
