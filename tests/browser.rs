@@ -83,7 +83,9 @@ fn a_key_the_page_received_is_cited_by_where_it_came_from() {
     assert_eq!(case["evidence"]["received"], serde_json::json!([{"what": "the onSuccess metadata"}]), "{case:#}");
     assert!(case["reproduction"].is_null(), "{case:#}");
     let context = "evidence (context, not a reproduction): the widget's page received the onSuccess metadata";
-    assert!(text(&output).contains(context), "{}", text(&output));
+    // The terminal lists each item on a line of its own under the heading.
+    let listed = "evidence (context, not a reproduction):\n        the widget's page received the onSuccess metadata";
+    assert!(text(&output).contains(listed), "{}", text(&output));
     assert!(std::fs::read_to_string(&md).unwrap().contains(context));
 }
 

@@ -46,6 +46,8 @@ fn an_external_run_with_the_example_driver_passes_every_case() {
 /// and every other case is judged, none blamed on the target.
 /// A widget script that answers 401 to a caller without a key is there, and refuses the
 /// frontend that loads it (§1 item 2, §5.2): the target's failure (exit 1), not "no widget".
+/// From outside it looks like a mistyped `--service` against a target that answers 401 to any
+/// path it does not know: the failure names both causes.
 #[test]
 fn a_widget_script_that_wants_a_key_fails_the_target() {
     let server = serve(&["--mutant", "widget-needs-key"]);
@@ -55,7 +57,11 @@ fn a_widget_script_that_wants_a_key_fails_the_target() {
     assert!(!out.contains("serves no widget"), "{out}");
     let report = report.expect("a report");
     let served = report["cases"].as_array().unwrap().iter().find(|c| c["id"] == "widget.served").cloned();
-    assert_eq!(served.map(|c| c["outcome"].clone()), Some("failed".into()), "{out}");
+    assert_eq!(served.as_ref().map(|c| c["outcome"].clone()), Some("failed".into()), "{out}");
+    let message = served.map(|c| c["message"].as_str().unwrap_or_default().to_string()).unwrap_or_default();
+    for cause in ["--service \"bankconf\"", "/widget/bankconf-connect.js", "behind authentication", "no API key"] {
+        assert!(message.contains(cause), "{cause:?} in {message}");
+    }
 }
 
 #[test]

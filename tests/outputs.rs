@@ -443,6 +443,11 @@ fn with_trace() -> Report {
     .expected("the accounts of a CONNECTED connection", format!("status 500: {hostile}"));
     failure.evidence.answers = vec![3];
     failure.evidence.deliveries = vec![7];
+    // Twenty near-identical problems (one per account) and one of another kind: folded in two.
+    for n in 1..=20 {
+        let more = Failure::from(format!("GET /v1/accounts/acc_{n}: no `balance` in the account"));
+        failure.problems.extend(more.problems);
+    }
     report.results[2].outcome = Outcome::Failed(failure);
     let ms = Duration::from_millis;
     let item = |kind, client, at: u64, until: u64, label: &str, answer, delivery| Item {
@@ -485,6 +490,7 @@ fn with_trace() -> Report {
                 headers: vec![
                     ("Accept".into(), "application/json".into()),
                     ("Authorization".into(), "Bearer [redacted]".into()),
+                    ("X-Gateway-Token".into(), "[redacted]".into()),
                 ],
                 status: 500,
                 content_type: Some(format!("text/html; {hostile}")),
@@ -535,15 +541,26 @@ fn html_puts_failures_first_with_their_evidence_and_escapes_every_target_text() 
     assert!(failures < page.find("<section id=\"timelines\">").unwrap());
     // A cause that explains several failures comes before them, linking to each.
     let causes = page.find("<section id=\"causes\">").expect("the root causes");
-    assert!(causes < failures && page[causes..failures].contains("<a href=\"#case-2\">create.id-shape</a>"));
+    assert!(
+        causes < failures && page[causes..failures].contains("<a href=\"#case-create.id-shape\">create.id-shape</a>")
+    );
+    // An index of the failures at the top, each linking to its section, anchored by case id.
+    let index = page.find("<nav id=\"index\">").expect("the index of the failures");
+    assert!(index < causes && page.find("</header>").unwrap() < index);
+    for id in ["transactions.page-schema", "create.id-shape", "widget.served"] {
+        assert!(page[index..causes].contains(&format!("<a href=\"#case-{id}\">{id}</a>")), "{id} in the index");
+        assert!(page.contains(&format!("id=\"case-{id}\"")), "{id}'s section");
+    }
     assert!(page.find("id=\"timelines\"").unwrap() < page.find("id=\"graph\"").unwrap());
-    let failure = &page[page.find("id=\"case-2\"").expect("the failure's anchor")..];
+    let failure = &page[page.find("id=\"case-create.id-shape\"").expect("the failure's anchor")..];
     let failure = &failure[..failure.find("</article>").unwrap()];
     for shown in [
         "<b>500</b>",
         "&lt;script&gt;alert(1)&lt;/script&gt;",
         "answer Content-Type",
         "Bearer [redacted]",
+        "<tr><th>X-Gateway-Token</th><td>[redacted]</td></tr>",
+        "<span class=\"count\">×20</span>",
         "<th>expected</th>",
         "<th>received</th>",
         "connection.connected",
@@ -557,7 +574,10 @@ fn html_puts_failures_first_with_their_evidence_and_escapes_every_target_text() 
     assert_eq!(timeline.matches("class=\"read marked\"").count(), 1, "{timeline}");
     assert_eq!(timeline.matches("class=\"delivery marked\"").count(), 1, "{timeline}");
     assert!(timeline.contains("second client: request"), "the second client has a row of its own");
-    assert!(timeline.contains("<a href=\"#case-2\">create.id-shape</a>"));
+    assert!(timeline.contains("<a href=\"#case-create.id-shape\">create.id-shape</a>"));
+    // The twenty alike take one box: the first open, the nineteen others closed, one line each.
+    assert_eq!(failure.matches("acc_").count(), 20, "{failure}");
+    assert_eq!(failure.matches("<pre class=\"message\">").count(), 2, "{failure}");
     assert!(page.contains("3 more connections are not drawn"));
     // The graph drawn, beside its table.
     assert!(page.contains("<svg class=\"graph\"") && page.contains(">update_accounts</text>"), "a loop, labelled");
@@ -891,7 +911,8 @@ fn target_text_never_splits_a_problem() {
     // HTML: the finding whole, in one block.
     let page = html::render(&report);
     assert_eq!(html::well_formed(&page), Ok(()), "{page}");
-    let article = page.split("<article").find(|a| a.contains("transactions.walk-exactly-once")).unwrap_or_default();
+    let article =
+        page.split("<article").skip(1).find(|a| a.contains("transactions.walk-exactly-once")).unwrap_or_default();
     assert_eq!(article.matches("<pre class=\"message\">").count(), 1, "{article}");
     assert!(!article.contains("problems:"), "{article}");
     let block = article.split("<pre class=\"message\">").nth(1).and_then(|rest| rest.split("</pre>").next());
@@ -930,4 +951,60 @@ fn markdown_of_a_failing_run_has_no_raw_angle_bracket_outside_code() {
         let outside: String = line.split('`').step_by(2).collect();
         assert!(!outside.contains('<'), "a raw `<` in the Markdown report: {line}");
     }
+}
+
+#[test]
+fn a_case_another_failure_blocks_reads_the_same_everywhere_and_is_not_to_complete() {
+    use bankconf::internal::report::{html, libtest, terminal};
+    let mut report = synthetic();
+    let reason = "not judged: rests on transactions.walk-exactly-once, which failed; it rests on the pagination \
+                  of an account that does not change";
+    let blocked = catalogue::find("transactions.walk-under-insertions").expect("in the catalogue");
+    let outcome = Outcome::Ignored { cause: IgnoreCause::RestsOnFailure, reason: reason.into() };
+    report.results.push(CaseResult::new(blocked, outcome, Duration::from_millis(3)));
+    // The verdict is the failure's, as before: the case is ignored, and counted so.
+    assert_eq!((report.verdict(), report.exit_code()), ("FAILED", 1));
+    assert_eq!(report.counts(None).ignored, 2);
+    // Not listed under what would complete the run: nothing there can be completed.
+    assert!(report.unjudged().iter().all(|(_, ids)| !ids.contains(&"transactions.walk-under-insertions")));
+    let json = json::render(&report);
+    assert_valid_report(&json);
+    let case = json["cases"].as_array().unwrap().iter().find(|c| c["id"] == blocked.id).unwrap();
+    assert_eq!(
+        (&case["outcome"], &case["cause"], &case["message"]),
+        (&"ignored".into(), &"rests-on-failure".into(), &reason.into())
+    );
+    let summary = terminal::render_summary(&report, terminal::Paint(false), "");
+    assert!(!summary.contains("walk-under-insertions"), "{summary}");
+    let line =
+        terminal::Lines::new(terminal::Paint(false), String::new()).case(report.results.last().unwrap(), true, false);
+    let head = "not judged: rests on transactions.walk-exactly-once, which failed";
+    assert!(line.starts_with("RESTS transactions.walk-under-insertions") && line.contains(head), "{line}");
+    let md = markdown::render(&report);
+    assert!(md.contains(&format!("| rests-on-failure | {reason} |")), "{md}");
+    assert!(md.contains("`transactions.walk-under-insertions` RESTS"), "{md}");
+    let page = html::render(&report);
+    assert!(page.contains(reason) && page.contains("<td>RESTS</td>"), "{page}");
+    let junit = junit::render(&report);
+    assert!(junit.contains(reason), "{junit}");
+    let printed = libtest::printed(&report, report.results.last().unwrap()).unwrap_or_default();
+    assert_eq!(printed, reason);
+}
+
+#[test]
+fn the_terminal_names_the_request_a_failure_rests_on() {
+    use bankconf::internal::report::terminal;
+    use bankconf::internal::verdict::Cited;
+    let mut report = synthetic();
+    let long = format!("GET http://127.0.0.1:9/v1/connections/conn_1/accounts?cursor={}", "c".repeat(200));
+    let cited = vec![
+        Cited::Request { request: "GET http://127.0.0.1:9/v1/accounts/acc_1".into(), status: 200, har: Some(3) },
+        Cited::Request { request: long, status: 200, har: None },
+    ];
+    report.cited.insert("create.id-shape".into(), cited);
+    let summary = terminal::render_summary(&report, terminal::Paint(false), "");
+    assert!(summary.contains("      evidence (context, not a reproduction):\n"), "{summary}");
+    assert!(summary.contains("\n        GET /v1/accounts/acc_1 → 200 (HAR _id 3)\n"), "{summary}");
+    let cut = summary.lines().find(|l| l.contains("/v1/connections/conn_1/accounts?cursor=ccc")).expect("the long one");
+    assert!(cut.trim().chars().count() <= 100 && !summary.contains("http://127.0.0.1:9/v1/"), "{summary}");
 }

@@ -48,13 +48,30 @@ async fn fetch(ctx: &RunContext) -> Result<Exchange, Stop> {
     // A browser loads the script: no API key (§5.2 keeps keys out of frontends), `Accept: */*`,
     // redirects followed.
     let exchange = ctx.api.fetch_asset(&["widget", &format!("{service}-connect.js")]).await?;
-    let why = match exchange.status {
-        // §1 item 2, §5.2: the client's frontend loads it, and holds no key.
-        401 | 403 => ": the client's frontend loads the script with no API key (§1 item 2, §5.2)",
-        _ => "",
-    };
+    let why = causes(service, exchange.status);
     exchange.ensure(exchange.is_success(), || format!("expected 2xx, got {}{why}", exchange.summary()))?;
     Ok(exchange)
+}
+
+/// What a refusal or an absence of the widget script may mean: a wrong `--service` (the path
+/// asked for is not the script's) and the target's fault look alike from outside, so both are
+/// named (a target that answers 401 to any path it does not know refuses a mistyped name too).
+/// Empty for any other status.
+fn causes(service: &str, status: u16) -> String {
+    let path = format!("/widget/{service}-connect.js");
+    match status {
+        // §1 item 2, §5.2: the client's frontend loads it, and holds no key.
+        401 | 403 => format!(
+            ": either --service {service:?} (BANKCONF_SERVICE) is wrong and {path} is not the widget script (a \
+             target may refuse any path it does not know), or the widget script is behind authentication, which \
+             it must not be: the client's frontend loads the script with no API key (§1 item 2, §5.2)"
+        ),
+        404 | 410 => format!(
+            ": either --service {service:?} (BANKCONF_SERVICE) is wrong and {path} is not the widget script, or \
+             the target serves no widget script at /widget/<service>-connect.js (§1)"
+        ),
+        _ => String::new(),
+    }
 }
 
 async fn served(ctx: Arc<RunContext>) -> Result<(), Stop> {
@@ -221,7 +238,9 @@ async fn both_answers(ctx: &RunContext, probe: &Probe) -> String {
             Err(_) => "no answer".to_string(),
         };
     let headers = if ctx.browser.headers.pairs.is_empty() { "" } else { ", both with the --header values" };
-    format!(" (the browser's request got {browser}; bankconf's own request got {own}{headers})")
+    // A refused or missing script: the browser's answer names the causes it may have.
+    let why = probe.script_status.map(|s| causes(ctx.service.as_deref().unwrap_or(""), s)).unwrap_or_default();
+    format!(" (the browser's request got {browser}; bankconf's own request got {own}{headers}){why}")
 }
 
 /// §1 step 2: the script exposes a global object with an `open` function (any name).
@@ -400,6 +419,18 @@ mod tests {
     /// Issue 51: a page that was still loading when the bounds ended leaves the case unjudged,
     /// saying so; a refusal for CORS fails even where `open` was never reached, and is not
     /// judged with `--header` values (a preflight never carries them).
+    #[test]
+    fn a_refused_or_missing_script_names_both_causes() {
+        for status in [401, 403] {
+            let why = causes("acme", status);
+            assert!(why.contains("--service \"acme\"") && why.contains("/widget/acme-connect.js"), "{why}");
+            assert!(why.contains("behind authentication") && why.contains("no API key"), "{why}");
+        }
+        let why = causes("acme", 404);
+        assert!(why.contains("--service \"acme\"") && why.contains("serves no widget script"), "{why}");
+        assert_eq!(causes("acme", 500), "");
+    }
+
     #[test]
     fn a_cors_refusal_fails_and_a_cut_page_is_not_judged() {
         let refused = Opened {

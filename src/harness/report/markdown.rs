@@ -274,7 +274,7 @@ fn not_judged(report: &Report) -> String {
         // One row per reason: a diagnosis many cases share is written once, with their list.
         let mut rows: Vec<(&str, &str, Vec<&CaseResult>)> = Vec::new();
         for r in unjudged {
-            let (label, reason) = (r.outcome.label(), r.outcome.message().unwrap_or_default());
+            let (label, reason) = (r.outcome.kind(), r.outcome.message().unwrap_or_default());
             match rows.iter_mut().find(|(l, m, _)| *l == label && *m == reason) {
                 Some((_, _, cases)) => cases.push(r),
                 None => rows.push((label, reason, vec![r])),

@@ -2,7 +2,7 @@
 //! block of every failure and error (with a rerun command to paste), and the verdict line.
 //! Colour only at a terminal, as `NO_COLOR`, `CLICOLOR` and `CLICOLOR_FORCE` say (`anstream`).
 
-use super::verdict::{Report, KNOWN};
+use super::verdict::{Cited, Report, KNOWN};
 use crate::harness::rules::graph::Transition;
 use crate::harness::setup::config::OutputPaths;
 use crate::harness::vocab::outcome::{count, CaseResult, Outcome};
@@ -426,13 +426,52 @@ fn closing(out: &mut String, report: &Report, paint: Paint, note: &str) {
             let _ = writeln!(out, "      {line}");
         }
         if let [one] = cases.as_slice() {
-            if let Some(context) = report.context(one) {
-                let _ = writeln!(out, "      {}", paint.dim(&one_line(&visible(&context), WIDTH - 6, "")));
+            if report.context(one).is_some() {
+                let _ = writeln!(out, "      {}", paint.dim("evidence (context, not a reproduction):"));
+                for line in evidence(report, one) {
+                    let _ = writeln!(out, "        {}", paint.dim(&line));
+                }
             }
         }
         let _ = writeln!(out, "      {} {}", paint.dim("rerun:"), visible(&report.rerun_cases(&ids)));
     }
     out.push('\n');
+}
+
+/// Most items of a failure's evidence listed under it, and the widest line of one.
+const EVIDENCE_ITEMS: usize = 4;
+const EVIDENCE_WIDTH: usize = 100;
+
+/// What `result`'s failure rests on, one item a line: a request as its request line (method and
+/// path, the target's scheme and host left out), each cut at [`EVIDENCE_WIDTH`] characters and
+/// redacted (what a cut leaves of a secret goes too), never elided in its middle.
+fn evidence(report: &Report, result: &CaseResult) -> Vec<String> {
+    let cited = report.cited.get(&result.case.id).map(Vec::as_slice).unwrap_or_default();
+    let mut lines: Vec<String> = cited
+        .iter()
+        .take(EVIDENCE_ITEMS)
+        .map(|c| {
+            let text = match c {
+                Cited::Request { request, .. } => c.describe().replacen(request.as_str(), &request_line(request), 1),
+                other => other.describe(),
+            };
+            visible(&report.redactor.cut(&text, EVIDENCE_WIDTH))
+        })
+        .collect();
+    if cited.len() > EVIDENCE_ITEMS {
+        lines.push(format!("and {} more (the JSON report lists them)", cited.len() - EVIDENCE_ITEMS));
+    }
+    lines
+}
+
+/// `GET /v1/accounts/acc_1`, of `GET http://host:8080/v1/accounts/acc_1` or of itself.
+fn request_line(request: &str) -> String {
+    let Some((method, target)) = request.split_once(' ') else { return request.to_string() };
+    let path = match target.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/", |at| &rest[at..]),
+        None => target,
+    };
+    format!("{method} {path}")
 }
 
 #[cfg(test)]
@@ -482,6 +521,13 @@ mod tests {
         assert_eq!(full_text(&OutputPaths::default()), "(full text: rerun with --report-json FILE)");
         let paths = OutputPaths { report_md: Some("r.md".into()), ..Default::default() };
         assert_eq!(full_text(&paths), "(full text in r.md)");
+    }
+
+    #[test]
+    fn a_request_line_keeps_its_method_and_path() {
+        assert_eq!(request_line("GET http://127.0.0.1:9/v1/accounts/acc_1?limit=2"), "GET /v1/accounts/acc_1?limit=2");
+        assert_eq!(request_line("GET https://host"), "GET /");
+        assert_eq!(request_line("POST /v1/connections"), "POST /v1/connections");
     }
 
     #[test]

@@ -278,8 +278,8 @@ impl Report {
     }
 
     /// The one-word mark of a result in every report: `PASS`, `FAIL` (gating), `NOTE` (a failure
-    /// at a level that does not gate), `ERROR`, `SKIP`, or `KNOWN` (the `--expect` file expects
-    /// this outcome, so it does not decide the exit code).
+    /// at a level that does not gate), `ERROR`, `RESTS` (another case's failure blocks it), `SKIP`,
+    /// or `KNOWN` (the `--expect` file expects this outcome, so it does not decide the exit code).
     pub fn mark(&self, result: &CaseResult) -> &'static str {
         match self.standing(result) {
             Some(Standing::Held) if self.gate.gates(result.case.level) => KNOWN,
@@ -502,6 +502,8 @@ impl Report {
                     "webhook deliveries did not reach the receiver, or it could not be registered (the setup): see each case's message".into()
                 }
                 Outcome::Error { source, .. } => format!("the {} failed: see each case's message", source.as_str()),
+                // Blocked by another case's failure: nothing completes it but fixing that one.
+                Outcome::Ignored { cause: IgnoreCause::RestsOnFailure, .. } => continue,
                 _ => continue,
             };
             groups.entry(how).or_default().push(&r.case.id);

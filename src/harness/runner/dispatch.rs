@@ -7,7 +7,7 @@ use crate::harness::checks::{self, Judged};
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::vocab::cancel::{Cancel, Cause};
 use crate::harness::vocab::catalogue::Case;
-use crate::harness::vocab::outcome::{CaseResult, ErrorSource, Outcome};
+use crate::harness::vocab::outcome::{CaseResult, ErrorSource, IgnoreCause, Outcome};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -85,19 +85,35 @@ impl<'a, F: Fn(&CaseResult)> Board<'a, F> {
             if !reported.is_empty() && !deaf {
                 found.get_or_insert_with(Default::default).problems.extend(reported);
             }
+            // The case whose failure blocks this one, if one does (the last to block it).
+            let mut rests_on = None;
             if let Some(failed) = self.still_walk_failed() {
-                checks::transactions::derive_under_changes(&case.id, failed, &mut found);
+                rests_on =
+                    blocked_by(&mut found, failed, |f| checks::transactions::derive_under_changes(&case.id, failed, f))
+                        .or(rests_on);
             }
             if let Some(m) = &misnamed {
-                checks::derive_from_misnamed(&case.id, m, &mut found);
+                rests_on =
+                    blocked_by(&mut found, checks::MISNAMED_OWNER, |f| checks::derive_from_misnamed(&case.id, m, f))
+                        .or(rests_on);
             }
             // Reused ids explain events that name one connection twice: theirs is the root finding.
             if let Some(r) = &reused {
-                checks::reused::derive(&case.id, r, &mut found);
+                rests_on = blocked_by(&mut found, r.owner(), |f| checks::reused::derive(&case.id, r, f)).or(rests_on);
             }
             let mut result = conclude(self.ctx, case, outcome, found, took);
             if let Some(r) = &reused {
+                let was_error = matches!(result.outcome, Outcome::Error { .. });
                 checks::reused::over_driver_error(r, &mut result);
+                if was_error && matches!(result.outcome, Outcome::Ignored { .. }) {
+                    rests_on = Some(r.owner());
+                }
+            }
+            // Blocked by another case's failure: not judged, and nothing but that fix completes it.
+            if let (Some(on), Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason }) =
+                (rests_on, &result.outcome)
+            {
+                result.outcome = Outcome::rests_on(on, reason);
             }
             if let (Some(cause), Outcome::Passed, true) = (stopped, &result.outcome, responds(case)) {
                 result.outcome = Outcome::Ignored {
@@ -125,6 +141,18 @@ impl<'a, F: Fn(&CaseResult)> Board<'a, F> {
             .map(|(r, case)| r.unwrap_or_else(|| CaseResult::new(case, lost(), Duration::ZERO)))
             .collect()
     }
+}
+
+/// Runs `derive` over `found`: `Some(on)` when it blocked the case (it set `found`'s `blocked`),
+/// `on` being the case whose failure blocks it.
+fn blocked_by<'a>(
+    found: &mut Option<Judged>,
+    on: &'a str,
+    derive: impl FnOnce(&mut Option<Judged>),
+) -> Option<&'a str> {
+    let before = found.as_ref().and_then(|j| j.blocked.clone());
+    derive(found);
+    (found.as_ref().and_then(|j| j.blocked.as_ref()) != before.as_ref()).then_some(on)
 }
 
 /// How the dispatch of the flows ended.

@@ -114,6 +114,11 @@ impl Recorder {
         self
     }
 
+    /// The names of the `--header`s every request carries (their values are never kept here).
+    pub(crate) fn sent_headers(&self) -> &[String] {
+        &self.sent_headers
+    }
+
     /// The driver calls so far, in the order they ended.
     pub(crate) fn calls(&self) -> Vec<Called> {
         self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()

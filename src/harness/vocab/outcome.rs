@@ -62,6 +62,10 @@ pub enum IgnoreCause {
     /// A bound of the harness's own effort (items kept, bytes read, pages walked) cut what the
     /// case judges, and what was cut could hold the violation: judged in part, so not passed.
     Bound,
+    /// Another case's failure blocks it: what it would find cannot be told apart from that
+    /// failure's symptom, so it is not judged, in every run alike; nothing the user can do
+    /// completes it but fixing that failure ([`Outcome::rests_on`]).
+    RestsOnFailure,
 }
 
 impl IgnoreCause {
@@ -77,9 +81,16 @@ impl IgnoreCause {
             Self::Interrupted => "interrupted",
             Self::Deadline => "deadline",
             Self::Bound => "bound",
+            Self::RestsOnFailure => "rests-on-failure",
         }
     }
 }
+
+/// The mark of a case another case's failure blocks ([`Outcome::mark`]).
+pub(crate) const RESTS: &str = "RESTS";
+
+/// How the reason of a case another case's failure blocks starts ([`Outcome::rests_on`]).
+pub(crate) const RESTS_ON: &str = "not judged: rests on ";
 
 /// The outcome of one case.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,15 +176,34 @@ impl Outcome {
     }
 
     /// The one-word mark of the terminal: `PASS`, `FAIL` (gating), `NOTE` (a failure at a
-    /// level that does not gate), `ERROR`, `SKIP`.
+    /// level that does not gate), `ERROR`, `RESTS` (not judged: it rests on another case's
+    /// failure), `SKIP` (not judged for any other cause).
     pub fn mark(&self, gating: bool) -> &'static str {
         match (self, gating) {
             (Self::Passed, _) => "PASS",
             (Self::Failed(_), true) => "FAIL",
             (Self::Failed(_), false) => "NOTE",
             (Self::Error { .. }, _) => "ERROR",
+            (Self::Ignored { cause: IgnoreCause::RestsOnFailure, .. }, _) => RESTS,
             (Self::Ignored { .. }, _) => "SKIP",
         }
+    }
+
+    /// Its kind in the reports' tables: [`Outcome::label`], but `rests-on-failure` for a case
+    /// another case's failure blocks (the JSON report's `cause`, the same word everywhere).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Ignored { cause: IgnoreCause::RestsOnFailure, .. } => IgnoreCause::RestsOnFailure.as_str(),
+            other => other.label(),
+        }
+    }
+
+    /// Not judged because case `on` failed: `why` says how this case rests on it (a leading
+    /// `not judged: ` is dropped). Its reason reads `not judged: rests on <case>, which failed; …`
+    /// in every report.
+    pub(crate) fn rests_on(on: &str, why: &str) -> Self {
+        let why = why.strip_prefix("not judged: ").unwrap_or(why);
+        Self::Ignored { cause: IgnoreCause::RestsOnFailure, reason: format!("{RESTS_ON}{on}, which failed; {why}") }
     }
 }
 

@@ -41,16 +41,32 @@ impl Page<'_> {
         out
     }
 
+    /// Under the first of `group`'s near-identical problems, their count and the others, one
+    /// line each and closed: twenty alike take two lines, not a screen each.
+    fn fold(&self, group: &[&Problem]) -> String {
+        let mut out = format!(
+            "<details class=\"folded\"><summary><span class=\"count\">×{}</span> near-identical problems: \
+             the {} others</summary>\n<ul>\n",
+            group.len(),
+            group.len() - 1
+        );
+        for p in &group[1..] {
+            let _ = writeln!(out, "<li><code>{}</code></li>", self.line(&p.text()));
+        }
+        out += "</ul>\n</details>\n";
+        out
+    }
+
     pub(super) fn failure(&self, result: &CaseResult) -> String {
         let r = self.report;
         let Outcome::Failed(f) = &result.outcome else { return String::new() };
         let mark = r.mark(result);
         let gating = if r.gates(result) { "gating" } else { "not gating" };
         let mut out = format!(
-            "<article class=\"failure {}\" id=\"case-{}\">\n<h3><span class=\"mark\">{mark}</span> <code>{}</code> \
+            "<article class=\"failure {}\" id=\"{}\">\n<h3><span class=\"mark\">{mark}</span> <code>{}</code> \
              <span class=\"meta\">{} · {} · {gating}</span></h3>\n<p class=\"title\">{}</p>\n",
             if r.gates(result) { "gating" } else { "note" },
-            self.number(result),
+            self.anchor(self.number(result)),
             escape(&result.case.id),
             escape(&result.case.section),
             result.case.level,
@@ -59,8 +75,11 @@ impl Page<'_> {
         if f.problems.len() > 1 {
             let _ = writeln!(out, "<p class=\"problems\">{} problems:</p>", f.problems.len());
         }
-        for p in &f.problems {
-            out += &self.problem(p);
+        for group in folded(&f.problems) {
+            out += &self.problem(group[0]);
+            if group.len() > 1 {
+                out += &self.fold(&group);
+            }
         }
         if let Some(input) = &f.shrunk_input {
             let _ = writeln!(out, "<p>Smallest failing input: <code>{}</code></p>", self.t(input));
@@ -167,5 +186,52 @@ impl Page<'_> {
             secs(p.at),
             self.t(&p.body)
         )
+    }
+}
+
+/// `problems` in groups of near-identical ones (the same text and contrast once every run of
+/// digits is one `#`), each group in the order of its first, its members in theirs.
+fn folded(problems: &[Problem]) -> Vec<Vec<&Problem>> {
+    let mut groups: Vec<(String, Vec<&Problem>)> = Vec::new();
+    for p in problems {
+        let contrast = p.contrast.as_ref().map(|c| format!("{}\n{}", c.expected, c.actual)).unwrap_or_default();
+        let shape = shape(&format!("{}\n{contrast}", p.text()));
+        match groups.iter_mut().find(|(s, _)| *s == shape) {
+            Some((_, group)) => group.push(p),
+            None => groups.push((shape, vec![p])),
+        }
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
+}
+
+/// `text` with every run of digits made one `#`: `acc_12 at 3` and `acc_7 at 41` alike.
+fn shape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c.is_ascii_digit() {
+            true if out.ends_with('#') => {}
+            true => out.push('#'),
+            false => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_that_differ_only_in_numbers_fold_together() {
+        let p = |detail: &str| Problem { detail: detail.into(), ..Problem::default() };
+        let problems =
+            [p("acc_1: no balance"), p("acc_22: no balance"), p("acc_3: bad currency"), p("acc_4: no balance")];
+        let groups = folded(&problems);
+        assert_eq!(groups.len(), 2);
+        assert_eq!(
+            groups[0].iter().map(|p| p.detail.as_str()).collect::<Vec<_>>(),
+            ["acc_1: no balance", "acc_22: no balance", "acc_4: no balance"]
+        );
+        assert_eq!(groups[1].len(), 1);
     }
 }

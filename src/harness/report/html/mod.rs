@@ -7,10 +7,11 @@
 //!
 //! Everything a target or driver sent is hostile: each string is redacted, then [`escape`]d
 //! for text or attribute context, and never lands in a URL attribute, a style or a script;
-//! anchors are numbered (`#case-3`, `#conn-2`), never named after target text.
+//! a case's anchor is its catalogue id (`#case-auth.no-key`, any other character than a letter,
+//! digit, `.`, `-` or `_` made `_`), a connection's is numbered (`#conn-2`): never target text.
 //!
-//! This module holds the page (its head, header, causes, unjudged cases, every case, the style);
-//! `failure`, `timeline` and `graph` its other sections.
+//! This module holds the page (its head, header, the index of its failures, causes, unjudged
+//! cases, every case, the style); `failure`, `timeline` and `graph` its other sections.
 
 use super::verdict::Report;
 use crate::harness::vocab::outcome::Outcome;
@@ -159,6 +160,42 @@ impl Page<'_> {
         }
     }
 
+    /// The anchor of the `n`th result's failure: `case-` and its id, made of safe characters
+    /// alone, then escaped.
+    fn anchor(&self, n: usize) -> String {
+        let id = self.report.results.get(n).map(|r| r.case.id.as_str()).unwrap_or_default();
+        let safe: String = id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' })
+            .collect();
+        format!("case-{}", escape(&safe))
+    }
+
+    /// The index of the failures, at the top of the page: each links to its section below, with
+    /// its mark and its first problem, gating failures first.
+    fn index(&self) -> String {
+        let r = self.report;
+        let failures = r.failures();
+        if failures.is_empty() {
+            return String::new();
+        }
+        let mut out = format!("<nav id=\"index\">\n<h2>Failures at a glance ({})</h2>\n<ol>\n", failures.len());
+        for result in failures {
+            let _ = writeln!(
+                out,
+                "<li><span class=\"mark\">{}</span> <a href=\"#{}\">{}</a> <span class=\"meta\">{} · {}</span> {}</li>",
+                r.mark(result),
+                self.anchor(self.number(result)),
+                escape(&result.case.id),
+                escape(&result.case.section),
+                result.case.level,
+                self.gist(&result.outcome)
+            );
+        }
+        out += "</ol>\n</nav>\n";
+        out
+    }
+
     fn render(&self) -> String {
         let r = self.report;
         let verdict = r.verdict();
@@ -172,6 +209,7 @@ impl Page<'_> {
             r.command()
         );
         out += &self.header();
+        out += &self.index();
         out += &self.root_causes();
         out += &self.failures();
         out += &self.timelines();
@@ -270,7 +308,7 @@ impl Page<'_> {
                 .cases
                 .iter()
                 .map(|id| match r.results.iter().position(|x| x.case.id == *id) {
-                    Some(n) => format!("<a href=\"#case-{n}\">{}</a>", escape(id)),
+                    Some(n) => format!("<a href=\"#{}\">{}</a>", self.anchor(n), escape(id)),
                     None => format!("<code>{}</code>", self.t(id)),
                 })
                 .collect();
@@ -308,7 +346,7 @@ impl Page<'_> {
         for (n, result) in r.results.iter().enumerate() {
             let mark = r.mark(result);
             let id = if result.outcome.is_failed() {
-                format!("<a href=\"#case-{n}\">{}</a>", escape(&result.case.id))
+                format!("<a href=\"#{}\">{}</a>", self.anchor(n), escape(&result.case.id))
             } else {
                 escape(&result.case.id)
             };
@@ -350,6 +388,9 @@ details{margin:6px 0}summary{cursor:pointer}
 details.exchange,details.posted{border:1px solid #e6e6ea;border-radius:4px;padding:4px 8px;background:#fcfcfd}
 .kind{display:inline-block;border-radius:3px;padding:0 5px;font-size:11.5px;color:#fff}
 .kind.call{background:#5b4fc4}.kind.read{background:#1e7f6e}.kind.delivery{background:#c2570c}.kind.marked{background:#fff;color:#b3261e;border:2px solid #b3261e}
+nav#index ol{margin:4px 0;padding-left:24px}nav#index li{margin:2px 0}
+.count{display:inline-block;margin-left:6px;padding:0 6px;border-radius:8px;background:#b3261e;color:#fff;font-weight:600}
+details.folded ul{margin:4px 0;padding-left:20px}
 .label{margin:8px 0 2px;font-weight:600}.more,.see{color:#555}
 svg{display:block;margin:8px 0;background:#fff;border:1px solid #e6e6ea;border-radius:4px;max-width:100%;height:auto}
 svg text{font:11px system-ui,sans-serif;fill:#333}svg text.tick{fill:#777}

@@ -59,7 +59,7 @@ impl Page<'_> {
             let marks = self.marks(item);
             let failing: Vec<String> = marks
                 .iter()
-                .map(|m| format!("<a href=\"#case-{m}\">{}</a>", escape(&self.report.results[*m].case.id)))
+                .map(|m| format!("<a href=\"#{}\">{}</a>", self.anchor(*m), escape(&self.report.results[*m].case.id)))
                 .collect();
             let took = item.until.saturating_sub(item.at);
             let _ = writeln!(
