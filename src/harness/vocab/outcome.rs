@@ -64,7 +64,7 @@ pub enum IgnoreCause {
     Bound,
     /// Another case's failure blocks it: what it would find cannot be told apart from that
     /// failure's symptom, so it is not judged, in every run alike; nothing the user can do
-    /// completes it but fixing that failure ([`Outcome::rests_on`]).
+    /// completes it but fixing that failure (its reason names that case).
     RestsOnFailure,
 }
 
