@@ -489,6 +489,8 @@ departures! {
             "every event is delivered twice";
         RetryNewId = "retry-new-id", "§6.3", [],
             "every event is delivered twice, the copy under a new event id (a retry that re-stamps)";
+        RetryNewStamp = "retry-new-stamp", "§6.3", [],
+            "every event is delivered twice, the copy under the same id with a new envelope created_at (a retry stamped when sent)";
         EmptyArraysElsewhere = "empty-arrays-elsewhere", "§2.2", [],
             "accounts of every other type carry empty positions and currencyBalances arrays";
         ShortConnected = "short-connected", "§6.2", [],

@@ -251,6 +251,11 @@ async fn worker(
             let (client, url, copy) = (client.clone(), url.clone(), retry_copy(&event, true));
             tokio::spawn(async move { deliver(&client, &url, &copy).await });
         }
+        if flavor.has(Variant::RetryNewStamp) {
+            // §6.1 does not say whether `created_at` stamps the event or its sending.
+            let (client, url, copy) = (client.clone(), url.clone(), restamped(&event));
+            tokio::spawn(async move { deliver(&client, &url, &copy).await });
+        }
         if flavor.has(Variant::DuplicateEvents) {
             // The copy goes out alongside, so duplicates do not slow the queue down.
             let (client, url, event) = (client.clone(), url.clone(), event.clone());
@@ -269,6 +274,21 @@ fn retry_copy(event: &Value, renumber_data: bool) -> Value {
             copy["data"]["eventId"] = Value::String(id.clone());
         }
         copy["id"] = Value::String(id);
+    }
+    copy
+}
+
+/// `event` sent again under its own id, its envelope `created_at` stamped a second later, as a
+/// retry that stamps the moment it is sent (variant `retry-new-stamp`).
+fn restamped(event: &Value) -> Value {
+    let mut copy = event.clone();
+    let later = copy
+        .get("created_at")
+        .and_then(Value::as_str)
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| super::render::timestamp_millis(t.with_timezone(&chrono::Utc) + chrono::Duration::seconds(1)));
+    if let Some(later) = later {
+        copy["created_at"] = Value::String(later);
     }
     copy
 }

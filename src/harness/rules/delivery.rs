@@ -25,7 +25,7 @@ pub struct Delivery {
 /// The receiver serves one address per client: the one registered for the client under test,
 /// and the second client's. Where a delivery was posted says whose server the target sent it
 /// to.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Recipient {
     /// The client under test's address (`--api-key`), and any path the receiver does not know.
     #[default]

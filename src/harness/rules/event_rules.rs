@@ -4,7 +4,7 @@
 //! counted once and arrival order is never trusted (§6.3).
 
 use crate::harness::rules::chain;
-use crate::harness::rules::delivery::{distinct, labels, Delivery};
+use crate::harness::rules::delivery::{distinct, labels, Delivery, Recipient};
 use crate::harness::vocab::outcome::{validate, Problems};
 use crate::harness::vocab::outcome::{Failure, Stop};
 use crate::schemas::Schema;
@@ -83,16 +83,24 @@ pub(crate) fn deliveries_are_events(all: &[Delivery], judged: &HashSet<String>) 
 
 /// §6.1: an event id identifies one event: deliveries that share an id carry the same content
 /// (a retry); the same id on different content is two events under one id. Both are shown.
+///
+/// Two freedoms, ruled in `docs/checks.md` ("The scope of an identifier"): the scope of an id is
+/// one client's address (§6.1 gives none, as §2 gives none for the other ids), so ids are
+/// compared among the deliveries to one address; and a retry copy may carry a new envelope
+/// `created_at` (§6.3 leaves retries open, §6.1 does not say whether `created_at` stamps the
+/// event or its sending), so that field is left out of the comparison. Everything else, the
+/// data's `occurredAt` included, is the event's and must be the same.
 pub(crate) fn ids_identify_events(deliveries: &[Delivery]) -> Result<(), Stop> {
-    let mut first: BTreeMap<&str, &Delivery> = BTreeMap::new();
+    let mut first: BTreeMap<(Recipient, &str), (&Delivery, Value)> = BTreeMap::new();
     let mut problems = Problems::default();
     for d in deliveries {
         let Some(id) = d.body.get("id").and_then(Value::as_str) else { continue };
-        match first.get(id) {
+        let content = without_sending_stamp(&d.body);
+        match first.get(&(d.to, id)) {
             None => {
-                first.insert(id, d);
+                first.insert((d.to, id), (d, content));
             }
-            Some(earlier) if earlier.body != d.body => problems.add(on(
+            Some((earlier, was)) if *was != content => problems.add(on(
                 &[(*earlier).clone(), d.clone()],
                 format!("event id {id} names two different events: {} and {}", earlier.label(), d.label()),
             )),
@@ -100,6 +108,15 @@ pub(crate) fn ids_identify_events(deliveries: &[Delivery]) -> Result<(), Stop> {
         }
     }
     problems.finish()
+}
+
+/// An event's body without its envelope `created_at`, which a retry copy may stamp anew.
+fn without_sending_stamp(body: &Value) -> Value {
+    let mut body = body.clone();
+    if let Some(o) = body.as_object_mut() {
+        o.remove("created_at");
+    }
+    body
 }
 
 /// §6.2: the envelope and its data agree (`type` = `data.type`, `id` = `data.eventId`). The
