@@ -51,7 +51,8 @@ pub use harness::transport::driver::{Answer, DriveArgs, DriveFuture, Driver, Dri
 pub use harness::vocab::catalogue::{Case, Level, Need};
 pub use harness::vocab::errors::{ExpectError, ReportWriteError, SelectionError, SetupError, UrlProblem};
 pub use harness::vocab::outcome::{
-    CaseResult, Contrast, Counts, ErrorSource, Evidence, Failure, Gate, IgnoreCause, Outcome, Problem,
+    CaseResult, Consequence, Contrast, Counts, ErrorSource, Evidence, Failure, Foundation, Gate, IgnoreCause, Outcome,
+    Problem,
 };
 pub use spec::{Action, ConnectionState};
 

@@ -518,6 +518,7 @@ fn with_trace() -> Report {
     });
     report.notes = vec![format!("a driver said {hostile}")];
     report.root_causes = vec![bankconf::internal::verdict::RootCause {
+        case: None,
         cause: format!("every 2xx body starts with a byte-order mark {hostile}"),
         cases: vec!["create.id-shape".into()],
     }];

@@ -28,7 +28,7 @@ impl Shared {
     /// a refused one, is the fault `invariants.cause` judges, and the legal variant failed it
     /// when the run's refused reads were the first requests after a quiet spell (a busy CPU).
     pub(crate) fn start_syncs(shared: &std::sync::Arc<Self>) {
-        if !shared.flavor.has(Variant::BackgroundSync) {
+        if !shared.flavor.has(Variant::BackgroundSync) && !shared.flavor.has(Variant::BackgroundDedup) {
             return;
         }
         let weak = std::sync::Arc::downgrade(shared);

@@ -156,6 +156,7 @@ pub fn judge_capture(deliveries: &[Delivery]) -> (Vec<CaseResult>, Vec<String>) 
             outcome: Outcome::from(verdict),
             duration: started_at.elapsed(),
             reproduction: None,
+            consequence_of: None,
         });
     }
     (results, notes)

@@ -98,6 +98,12 @@ fn redact_strings(value: &mut Value, redactor: &Redactor) {
     }
 }
 
+/// Every root of the verdict: the case (none for a fact of the answers), what it says, and the
+/// cases it explains (its consequences).
+fn roots(report: &Report) -> Vec<Value> {
+    report.root_causes.iter().map(|c| json!({"case": c.case, "cause": c.cause, "cases": c.cases})).collect()
+}
+
 fn render_raw(report: &Report) -> Value {
     let cases: Vec<Value> = report
         .results
@@ -125,6 +131,7 @@ fn render_raw(report: &Report) -> Value {
                     _ => Value::Null,
                 },
                 "reproduction": if failed { r.reproduction.clone() } else { None },
+                "consequence_of": r.consequence_of.as_ref().map(|c| json!({"root": c.root, "foundation": c.foundation.as_str()})),
                 "rerun": report.rerun(r),
                 "gating": report.gates(r),
                 "expected": report.expectations.as_ref().and_then(|e| e.get(&r.case.id)).map(|line| json!({
@@ -192,7 +199,7 @@ fn render_raw(report: &Report) -> Value {
         },
         "har": report.har.as_ref().map(|(file, _)| file),
         "notes": report.notes,
-        "root_causes": report.root_causes.iter().map(|c| json!({"cause": c.cause, "cases": c.cases})).collect::<Vec<_>>(),
+        "root_causes": roots(report),
         "cases": cases,
         "summary": summary,
     })

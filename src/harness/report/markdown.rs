@@ -212,9 +212,9 @@ fn levels(report: &Report) -> String {
         let _ = writeln!(out, "| {level} | {} | {} | {} | {} | {gates} |", c.passed, c.failed, c.errors, c.ignored);
     }
 
-    if !report.root_causes.is_empty() {
+    if report.root_causes.iter().any(|c| c.explains()) {
         let _ = writeln!(out, "\n### Root causes\n");
-        for c in &report.root_causes {
+        for c in report.root_causes.iter().filter(|c| c.explains()) {
             let cases: Vec<String> = c.cases.iter().map(|id| format!("`{id}`")).collect();
             let _ = writeln!(out, "- {} It may explain: {}.", cell(&c.cause), cases.join(", "));
         }

@@ -396,11 +396,15 @@ fn closing(out: &mut String, report: &Report, paint: Paint, note: &str) {
         return;
     }
     // One fact that may explain many failures, before them.
-    for c in &report.root_causes {
+    for c in report.root_causes.iter().filter(|c| c.explains()) {
         let cause = wrap(&visible(&c.cause), WIDTH - 6, MAX_LINES, note).join("\n      ");
         let _ = writeln!(out, "\n{}\n      {cause}", paint.bold("root cause, first:"));
         let list = wrap(&c.cases.join(", "), WIDTH - 6, MAX_LINES, note).join("\n      ");
-        let _ = writeln!(out, "      it may explain these {} failures:\n      {list}", c.cases.len());
+        let how = match c.case {
+            Some(_) => "its consequences, each judged on what it rests on",
+            None => "it may explain these failures",
+        };
+        let _ = writeln!(out, "      {how} ({}):\n      {list}", c.cases.len());
     }
     let cases: usize = groups.iter().map(|(_, cases)| cases.len()).sum();
     let what = if cases == 1 { "case" } else { "cases" };
@@ -434,8 +438,24 @@ fn closing(out: &mut String, report: &Report, paint: Paint, note: &str) {
             }
         }
         let _ = writeln!(out, "      {} {}", paint.dim("rerun:"), visible(&report.rerun_cases(&ids)));
+        consequences(out, report, &ids, paint, note);
     }
     out.push('\n');
+}
+
+/// The cases whose outcome follows from one of `roots`' failures, under it: what they rest on
+/// and their ids (each case's own lines above say what it saw).
+fn consequences(out: &mut String, report: &Report, roots: &[&str], paint: Paint, note: &str) {
+    let under: Vec<&CaseResult> = report
+        .results
+        .iter()
+        .filter(|r| r.consequence_of.as_ref().is_some_and(|c| roots.contains(&c.root.as_str())))
+        .collect();
+    let Some(first) = under.first().and_then(|r| r.consequence_of.as_ref()) else { return };
+    let ids: Vec<&str> = under.iter().map(|r| r.case.id.as_str()).collect();
+    let list = wrap(&ids.join(", "), WIDTH - 8, MAX_LINES, note).join("\n        ");
+    let head = format!("consequences ({}), resting on {}:", under.len(), first.foundation.what());
+    let _ = writeln!(out, "      {}\n        {list}", paint.dim(&head));
 }
 
 /// Most items of a failure's evidence listed under it, and the widest line of one.
@@ -516,6 +536,7 @@ mod tests {
             outcome: Outcome::Failed(f),
             duration: std::time::Duration::ZERO,
             reproduction: None,
+            consequence_of: None,
         };
         assert_eq!(reason(&result), "3 problems, the first: first; with a semicolon");
         assert_eq!(full_text(&OutputPaths::default()), "(full text: rerun with --report-json FILE)");

@@ -186,12 +186,16 @@ pub(crate) fn stable(text: &str) -> String {
     RULES.iter().fold(clean, |text, (pattern, with)| pattern.replace_all(&text, *with).into_owned())
 }
 
-/// The file `--write-expectations` writes: one line per case of `results` that did not pass,
-/// for a team to review before committing it. A line of `kept` that still holds keeps its reason
-/// and expiry; a new line takes the whole message as its reason, made [`stable`].
+/// The file `--write-expectations` writes: one line per case of `results` that did not pass and
+/// is no other's consequence, for a team to review before committing it. A consequence
+/// ([`CaseResult::consequence_of`]) is not written: what it shows depends on timing while its
+/// root does not, so the gate keys on the root and the same server writes the same file. A line
+/// of `kept` that still holds keeps its reason and expiry; a new line takes a reason made of
+/// the case's title ([`reason_of`]).
 pub(crate) fn write(results: &[&CaseResult], kept: Option<&Expectations>, header: &str) -> String {
     let expect = results
         .iter()
+        .filter(|r| r.consequence_of.is_none())
         .filter_map(|r| {
             let outcome = Expected::of(&r.outcome)?;
             if let Some(kept) = kept.filter(|k| k.standing(r) == Some(Standing::Held)) {
@@ -312,6 +316,7 @@ mod tests {
             outcome: Outcome::Failed("the script answers 404\nmore".to_string().into()),
             duration: Default::default(),
             reproduction: None,
+            consequence_of: None,
         };
         let text = write(&[&result], None, "written by a test");
         let e = Expectations::parse("f", &text).unwrap();

@@ -9,6 +9,7 @@ pub(crate) mod http;
 pub(crate) mod invariants;
 pub(crate) mod latency;
 pub(crate) mod misnamed;
+pub(crate) mod roots;
 pub(crate) mod secrets;
 pub(crate) mod trace;
 pub(crate) mod verdict;

@@ -106,15 +106,7 @@ impl Cited {
     }
 }
 
-/// One fact of the run that may explain several failures, said once, before them
-/// (`harness::causes`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RootCause {
-    /// What was observed, with its counts and the section it breaks.
-    pub cause: String,
-    /// The failed cases whose evidence shows it.
-    pub cases: Vec<String>,
-}
+pub use super::roots::RootCause;
 
 /// Most items of a failure's evidence a line names; the JSON report lists them all.
 const CITED_IN_A_LINE: usize = 4;
@@ -296,7 +288,7 @@ impl Report {
             .results
             .iter()
             .filter(|r| matches!(r.outcome, Outcome::Failed(_) | Outcome::Error { .. }))
-            .filter(|r| self.mark(r) != KNOWN)
+            .filter(|r| self.mark(r) != KNOWN && r.consequence_of.is_none())
             .collect();
         acted.sort_by_key(|r| (!self.gates(r), !r.outcome.is_failed()));
         for r in acted {
@@ -309,8 +301,9 @@ impl Report {
         groups
     }
 
-    /// What decided the verdict, for the last line of the terminal: `2 gating failures`,
-    /// `1 expectation no longer holds`, `with 3 expected failures`.
+    /// What decided the verdict, for the last line of the terminal: `2 gating failures` (the
+    /// roots), `3 consequences of them`, `1 expectation no longer holds`, `with 3 expected
+    /// failures`.
     pub fn decided(&self) -> String {
         let gating =
             |pred: fn(&Outcome) -> bool| self.results.iter().filter(|r| pred(&r.outcome) && self.gates(r)).count();
@@ -318,8 +311,12 @@ impl Report {
         match self.judged_code() {
             EXIT_FAILED => {
                 let failed = gating(Outcome::is_failed);
-                if failed > 0 {
-                    reasons.push(count(failed, "gating failure", "gating failures"));
+                let following = gating_consequences(self);
+                if failed > following {
+                    reasons.push(count(failed - following, "gating failure", "gating failures"));
+                }
+                if following > 0 {
+                    reasons.push(count(following, "consequence", "consequences") + " of them");
                 }
                 let deviations = self.deviations();
                 let stale =
@@ -385,8 +382,17 @@ impl Report {
     }
 
     /// How `result` stands against the `--expect` file, if the file has a line for it.
+    /// A consequence ([`CaseResult::consequence_of`]) is held when its root is, or has a line (issue 74).
     pub(crate) fn standing(&self, result: &CaseResult) -> Option<Standing> {
-        self.expectations.as_ref()?.standing(result)
+        let expectations = self.expectations.as_ref()?;
+        if let Some(c) = &result.consequence_of {
+            let root = self.results.iter().find(|r| r.case.id == c.root);
+            let root_held = root.is_some_and(|r| expectations.standing(r) == Some(Standing::Held));
+            if root_held || expectations.get(&result.case.id).is_some() {
+                return Some(Standing::Held);
+            }
+        }
+        expectations.standing(result)
     }
 
     /// The gating cases whose outcome the `--expect` file expects, each with the reason.
@@ -586,4 +592,9 @@ impl Reading {
             Self::Fail(text) => Self::Fail(redactor.redact(&text)),
         }
     }
+}
+
+/// The gating failures that are consequences of a root ([`CaseResult::consequence_of`]).
+fn gating_consequences(report: &Report) -> usize {
+    report.results.iter().filter(|r| r.outcome.is_failed() && report.gates(r) && r.consequence_of.is_some()).count()
 }

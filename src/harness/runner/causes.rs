@@ -1,17 +1,20 @@
-//! Root causes: one fact of the whole run that explains many failures at once, said once and
-//! first (the closing block, the Markdown and JSON reports), with the cases it may explain.
-//! Each is observed, never guessed: it counts the answers or deliveries that show it, and the
-//! cases it names are those whose evidence holds one of them.
+//! Root causes: what the run fails by, said once and first (the closing block, the Markdown,
+//! JSON and HTML reports), each with the cases that follow from it. Two kinds, both observed,
+//! never guessed from a message's words:
+//! - every failed case that is no other's consequence is a root, listed with its consequences
+//!   (typed, [`CaseResult::consequence_of`], set by `runner::consequences` and the dispatch);
+//! - a fact of the whole run's answers or deliveries (bodies that are not JSON, creations
+//!   announced under one connection), with the failed cases whose evidence shows it.
 
 use crate::harness::rules::delivery::{unique, Delivery};
 use crate::harness::rules::verdict::RootCause;
 use crate::harness::transport::answers::{Answer, Auth};
-use crate::harness::vocab::outcome::{CaseResult, Outcome};
+use crate::harness::vocab::outcome::{CaseResult, Foundation, Outcome};
 use crate::spec::ConnectionState;
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
-/// Fewest failed cases a cause must explain to be said apart from them.
+/// Fewest failed cases a fact of the answers must explain to be said apart from them.
 const MIN_EXPLAINED: usize = 2;
 
 /// The root causes of the run's failures, from its answers and deliveries.
@@ -41,6 +44,7 @@ pub(crate) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[
         .collect();
     if !bom.is_empty() {
         causes.push(RootCause {
+            case: None,
             cause: format!(
                 "{} of {} 2xx answers begin with a byte-order mark (U+FEFF) before their JSON: a JSON text sent \
                  over a network carries none (RFC 8259 §8.1), so no JSON parser reads these bodies (§4: bodies are \
@@ -53,82 +57,51 @@ pub(crate) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[
     }
     if !not_json.is_empty() {
         causes.push(RootCause {
+            case: None,
             cause: format!("{} of {} 2xx answers have a body that is not JSON (§4)", not_json.len(), bodies.len()),
             cases: on_answers(&not_json),
         });
     }
-    let misnamed = misnamed(answers, deliveries, results);
-    if let Some(cause) = creations_named_alike(answers, deliveries, &failed).filter(|_| misnamed.is_none()) {
+    // Said by its typed root where the events name another connection (`rules::misnamed`).
+    let misnamed = results.iter().any(|r| {
+        r.consequence_of.as_ref().is_some_and(|c| c.foundation == Foundation::EventConnection)
+            || (r.case.id == crate::harness::checks::MISNAMED_OWNER && r.outcome.is_failed())
+    });
+    if let Some(cause) = creations_named_alike(answers, deliveries, &failed).filter(|_| !misnamed) {
         causes.push(cause);
     }
     causes.retain(|c| c.cases.len() >= MIN_EXPLAINED);
-    // Said first, whatever else: the cases it blocked are ignored, so it counts them too.
-    causes.splice(0..0, misnamed);
-    causes.splice(0..0, reused(results));
+    causes.extend(roots(results));
     causes
 }
 
-/// An id that names two objects for one client (`checks::reused`: a connection id answered
-/// twice, an account id listed under two connections, or a transaction id under two accounts): the cases it left unjudged (their
-/// reason names it) and its owner.
-fn reused(results: &[CaseResult]) -> Option<RootCause> {
-    use crate::harness::checks::reused::{
-        ACCOUNT_OWNER, OWNER, SAID, SAID_ACCOUNT, SAID_TRANSACTION, TRANSACTION_OWNER,
-    };
-    let kinds = [
-        (OWNER, SAID, "connection"),
-        (ACCOUNT_OWNER, SAID_ACCOUNT, "object"),
-        (TRANSACTION_OWNER, SAID_TRANSACTION, "transaction"),
-    ];
-    kinds.into_iter().find_map(|(owner, said, what)| {
-        let cases: Vec<String> = results
-            .iter()
-            .filter(|r| match &r.outcome {
-                Outcome::Failed(f) => r.case.id == owner && f.problems.iter().any(|p| p.detail.contains(said)),
-                Outcome::Ignored { reason, .. } => reason.contains(said),
-                _ => false,
-            })
-            .map(|r| r.case.id.clone())
-            .collect();
-        let text = results.iter().find_map(|r| match &r.outcome {
-            Outcome::Failed(f) if r.case.id == owner => {
-                f.problems.iter().find(|p| p.detail.contains(said)).map(|p| p.text())
-            }
+/// Every failed case that is no other's consequence is a root: listed with its consequences
+/// (typed: [`CaseResult::consequence_of`]), those with consequences first, in catalogue order
+/// otherwise.
+fn roots(results: &[CaseResult]) -> Vec<RootCause> {
+    let mut roots: Vec<RootCause> = results
+        .iter()
+        .filter(|r| r.consequence_of.is_none())
+        .filter_map(|r| match &r.outcome {
+            Outcome::Failed(f) => Some(RootCause {
+                case: Some(r.case.id.clone()),
+                cause: format!(
+                    "{} ({}): {}",
+                    r.case.id,
+                    r.case.section,
+                    f.problems.first().map(|p| p.text()).unwrap_or_default()
+                ),
+                cases: results
+                    .iter()
+                    .filter(|c| c.consequence_of.as_ref().is_some_and(|c| c.root == r.case.id))
+                    .map(|c| c.case.id.clone())
+                    .collect(),
+            }),
             _ => None,
-        })?;
-        (!cases.is_empty()).then(|| RootCause {
-            cause: format!("{text}: every case that rests on which {what} an id names was left unjudged"),
-            cases,
-        })
-    })
-}
-
-/// Events that name another connection than the one concerned (`rules::misnamed`), with the
-/// case that fails on it and the cases it left unjudged (their reason names it).
-fn misnamed(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[CaseResult]) -> Option<RootCause> {
-    let made: Vec<String> = answers
-        .iter()
-        .filter(|a| a.sent.method == "POST" && a.segments == ["v1", "connections"] && (200..300).contains(&a.status))
-        .filter_map(|a| {
-            let body: serde_json::Value = serde_json::from_str(a.body.as_deref()?).ok()?;
-            Some(body.get("connectionId")?.as_str()?.to_string())
         })
         .collect();
-    let found = crate::harness::rules::misnamed::announced_twice(&made, deliveries).into_iter().next()?;
-    let text = found.to_string();
-    let cases: Vec<String> = results
-        .iter()
-        .filter(|r| match &r.outcome {
-            Outcome::Failed(f) => f.evidence.deliveries.iter().any(|seq| found.deliveries.contains(seq)),
-            Outcome::Ignored { reason, .. } => reason.contains(crate::harness::rules::misnamed::SAID),
-            _ => false,
-        })
-        .map(|r| r.case.id.clone())
-        .collect();
-    (!cases.is_empty()).then(|| RootCause {
-        cause: format!("{text}: every case that rests on which connection an event names was left unjudged"),
-        cases,
-    })
+    roots.sort_by_key(|r| r.cases.is_empty());
+    roots
 }
 
 /// Several `connection.created` events (distinct ids) naming one connection: each connection is
@@ -186,6 +159,7 @@ fn creations_named_alike(
         .map(|r| r.case.id.clone())
         .collect();
     Some(RootCause {
+        case: None,
         cause: format!(
             "{} connection.created events, each with its own id, all name the connection {one}: a connection is \
              created once (§3.2), so the events name another connection than the one that changed (§6.2 \

@@ -7,7 +7,7 @@ use crate::harness::checks::{self, Judged};
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::vocab::cancel::{Cancel, Cause};
 use crate::harness::vocab::catalogue::Case;
-use crate::harness::vocab::outcome::{CaseResult, ErrorSource, IgnoreCause, Outcome};
+use crate::harness::vocab::outcome::{CaseResult, Consequence, ErrorSource, Foundation, IgnoreCause, Outcome};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -88,32 +88,34 @@ impl<'a, F: Fn(&CaseResult)> Board<'a, F> {
             // The case whose failure blocks this one, if one does (the last to block it).
             let mut rests_on = None;
             if let Some(failed) = self.still_walk_failed() {
+                let on = (failed, Foundation::Pagination);
                 rests_on =
-                    blocked_by(&mut found, failed, |f| checks::transactions::derive_under_changes(&case.id, failed, f))
+                    blocked_by(&mut found, on, |f| checks::transactions::derive_under_changes(&case.id, failed, f))
                         .or(rests_on);
             }
             if let Some(m) = &misnamed {
-                rests_on =
-                    blocked_by(&mut found, checks::MISNAMED_OWNER, |f| checks::derive_from_misnamed(&case.id, m, f))
-                        .or(rests_on);
+                let on = (checks::MISNAMED_OWNER, Foundation::EventConnection);
+                rests_on = blocked_by(&mut found, on, |f| checks::derive_from_misnamed(&case.id, m, f)).or(rests_on);
             }
             // Reused ids explain events that name one connection twice: theirs is the root finding.
             if let Some(r) = &reused {
-                rests_on = blocked_by(&mut found, r.owner(), |f| checks::reused::derive(&case.id, r, f)).or(rests_on);
+                let on = (r.owner(), Foundation::IdOwner);
+                rests_on = blocked_by(&mut found, on, |f| checks::reused::derive(&case.id, r, f)).or(rests_on);
             }
             let mut result = conclude(self.ctx, case, outcome, found, took);
             if let Some(r) = &reused {
                 let was_error = matches!(result.outcome, Outcome::Error { .. });
                 checks::reused::over_driver_error(r, &mut result);
                 if was_error && matches!(result.outcome, Outcome::Ignored { .. }) {
-                    rests_on = Some(r.owner());
+                    rests_on = Some((r.owner(), Foundation::IdOwner));
                 }
             }
             // Blocked by another case's failure: not judged, and nothing but that fix completes it.
-            if let (Some(on), Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason }) =
+            if let (Some((on, foundation)), Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason }) =
                 (rests_on, &result.outcome)
             {
                 result.outcome = Outcome::rests_on(on, reason);
+                result.consequence_of = Some(Consequence { root: on.to_string(), foundation });
             }
             if let (Some(cause), Outcome::Passed, true) = (stopped, &result.outcome, responds(case)) {
                 result.outcome = Outcome::Ignored {
@@ -144,12 +146,12 @@ impl<'a, F: Fn(&CaseResult)> Board<'a, F> {
 }
 
 /// Runs `derive` over `found`: `Some(on)` when it blocked the case (it set `found`'s `blocked`),
-/// `on` being the case whose failure blocks it.
+/// `on` being the case whose failure blocks it and the foundation that failure broke.
 fn blocked_by<'a>(
     found: &mut Option<Judged>,
-    on: &'a str,
+    on: (&'a str, Foundation),
     derive: impl FnOnce(&mut Option<Judged>),
-) -> Option<&'a str> {
+) -> Option<(&'a str, Foundation)> {
     let before = found.as_ref().and_then(|j| j.blocked.clone());
     derive(found);
     (found.as_ref().and_then(|j| j.blocked.as_ref()) != before.as_ref()).then_some(on)

@@ -3,6 +3,7 @@
 //! setup to the report.
 
 pub(crate) mod causes;
+mod consequences;
 mod dispatch;
 mod notes;
 pub(crate) mod reproduce;
@@ -302,12 +303,15 @@ async fn end_notes(
 
 /// The report of a run that judged its cases: the HAR written (a failure to write it is a
 /// note), then what the reports cite from it, the trace and the root causes.
-fn report_of(ctx: &RunContext, frame: Frame, results: Vec<CaseResult>, mut notes: Vec<String>) -> Report {
+fn report_of(ctx: &RunContext, frame: Frame, mut results: Vec<CaseResult>, mut notes: Vec<String>) -> Report {
+    let deliveries: Vec<_> =
+        ctx.receiver().map(|r| r.timeline().into_iter().map(|(_, d)| d).collect()).unwrap_or_default();
+    let misnamed = crate::harness::checks::misnamed(ctx);
+    let misnamed = misnamed.as_ref().map(|m| (crate::harness::checks::MISNAMED_OWNER, m.connection.as_str()));
+    consequences::mark(&mut results, &ctx.api.answers().all(), &deliveries, misnamed);
     let har = write_har(ctx, &results, &mut notes);
     let trace = crate::harness::fixtures::recording::trace(ctx, frame.started, &results);
     let cited = cite(ctx, &results);
-    let deliveries: Vec<_> =
-        ctx.receiver().map(|r| r.timeline().into_iter().map(|(_, d)| d).collect()).unwrap_or_default();
     let root_causes = crate::harness::runner::causes::find(&ctx.api.answers().all(), &deliveries, &results);
     let mut report =
         Report::new(Origin::Run { seed: ctx.seed, settings: frame.settings }, ctx.server.clone(), frame.gate);
@@ -422,7 +426,7 @@ fn conclude(
         _ => None,
     };
     let outcome = outcome.map_text(|m| ctx.redactor.redact(m));
-    CaseResult { case, outcome, duration, reproduction }
+    CaseResult { case, outcome, duration, reproduction, consequence_of: None }
 }
 
 /// The results of a run with the cases its `--exclude` left out, in catalogue order: each one

@@ -71,16 +71,41 @@ pub struct Problem {
     /// The case that owns the rule it breaks, when another case's random exploration found it
     /// (`lifecycle.random-sequences`): it is reported there (one judge per rule).
     pub owner: Option<&'static str>,
+    /// How many more times the same problem (same request, detail and contrast) was found:
+    /// counted once, `×N` in every report, its evidence kept whole (issue 74: counts are of
+    /// distinct problems).
+    pub repeats: u32,
 }
 
 impl Problem {
-    /// `GET /v1/…: detail`, or the detail alone.
+    /// `GET /v1/…: detail`, or the detail alone, with `(×N)` when it was found N times.
     pub fn text(&self) -> String {
+        let times = if self.repeats > 0 { format!(" (×{})", self.repeats + 1) } else { String::new() };
         match &self.request {
-            Some(request) => format!("{request}: {}", self.detail),
-            None => self.detail.clone(),
+            Some(request) => format!("{request}: {}{times}", self.detail),
+            None => format!("{}{times}", self.detail),
         }
     }
+
+    /// Whether it says what `other` says (the same request, detail and contrast).
+    fn same_as(&self, other: &Problem) -> bool {
+        self.request == other.request && self.detail == other.detail && self.contrast == other.contrast
+    }
+}
+
+/// `problems` with each repeat folded into its first ([`Problem::repeats`]), in order.
+pub(crate) fn distinct(problems: Vec<Problem>) -> Vec<Problem> {
+    let mut out: Vec<Problem> = Vec::with_capacity(problems.len());
+    for p in problems {
+        match out.iter_mut().find(|q| q.same_as(&p)) {
+            Some(q) => {
+                q.repeats += 1 + p.repeats;
+                q.evidence.extend(&p.evidence);
+            }
+            None => out.push(p),
+        }
+    }
+    out
 }
 
 /// How the target broke a case's rule (the section is the case's).

@@ -318,6 +318,7 @@ impl Problems {
             first.evidence.extend(&other.evidence);
             first.problems.extend(other.problems);
         }
+        first.problems = super::failure::distinct(std::mem::take(&mut first.problems));
         Err(Stop::Fail(first))
     }
 }
@@ -330,6 +331,54 @@ pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
 /// A string field of a JSON object, if it is one.
 pub(crate) fn str_field<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
     value.get(field).and_then(Value::as_str)
+}
+
+/// What a root finding broke that other findings rest on: the reads a rule compares are only
+/// as good as the mechanism that made them (issue 74). A finding that rests on a broken
+/// foundation is that root's consequence, shown under it, not a fault of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Foundation {
+    /// The pages read by following `next_cursor` (§4.3): a walk that skips or repeats items
+    /// makes every listing built from cursors unreliable, so a transaction "missing" from one
+    /// may only be skipped.
+    Pagination,
+    /// Which connection an event names (§6.2 `connectionId`): events that name another
+    /// connection make every rule that matches events to connections unreliable.
+    EventConnection,
+    /// Which object an id names (§2): an id that names two objects makes every comparison of
+    /// two reads under that id unreliable.
+    IdOwner,
+}
+
+impl Foundation {
+    /// Its name in the reports (`pagination`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pagination => "pagination",
+            Self::EventConnection => "event-connection",
+            Self::IdOwner => "id-owner",
+        }
+    }
+
+    /// What it is, for a person.
+    pub fn what(self) -> &'static str {
+        match self {
+            Self::Pagination => "the pages read by following next_cursor (§4.3)",
+            Self::EventConnection => "which connection an event names (§6.2)",
+            Self::IdOwner => "which object an id names (§2)",
+        }
+    }
+}
+
+/// A case whose outcome follows from another case's failure: not judged because of it
+/// ([`IgnoreCause::RestsOnFailure`]), or failed only on reads that rest on what the root broke.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Consequence {
+    /// The root case: its failure is the finding the run fails by.
+    pub root: String,
+    /// What the root broke that this case's reads rest on.
+    pub foundation: Foundation,
 }
 
 /// The outcome of one case, with how long it took.
@@ -345,12 +394,15 @@ pub struct CaseResult {
     /// For a failure: a `curl` command replaying the last request the case sent (keys as
     /// `$BANKCONF_API_KEY`), and for property cases the seed in the message.
     pub reproduction: Option<String>,
+    /// The root whose consequence this outcome is, when it is one: shown under that root in
+    /// every report, and never a deviation of the `--expect` gate by itself (the root is).
+    pub consequence_of: Option<Consequence>,
 }
 
 impl CaseResult {
     /// The result of `case`: its `outcome` after `duration`, with no reproduction (set it after).
     pub fn new(case: &'static Case, outcome: Outcome, duration: Duration) -> Self {
-        Self { case, outcome, duration, reproduction: None }
+        Self { case, outcome, duration, reproduction: None, consequence_of: None }
     }
 }
 

@@ -275,7 +275,7 @@ impl Store {
             conn.account_ids.push(account.id.clone());
             self.accounts.insert(account.id.clone(), account);
         }
-        if self.flavor.has(Variant::BackgroundSync) {
+        if self.flavor.has(Variant::BackgroundSync) || self.flavor.has(Variant::BackgroundDedup) {
             self.syncs_due.push((std::time::Instant::now() + SYNC_EVERY, conn_id.to_string(), SYNCS));
         }
     }
@@ -288,10 +288,26 @@ impl Store {
         while let Some(i) = self.syncs_due.iter().position(|(at, ..)| *at <= now) {
             let (at, conn_id, left) = self.syncs_due.swap_remove(i);
             // A connection no longer CONNECTED does not sync: the action is refused, and that is all.
-            if self.apply(&conn_id, Action::UpdateAccounts, &ActionArgs::default()).is_ok() && left > 1 {
+            let (action, args) = match self.flavor.has(Variant::BackgroundDedup) {
+                true => (Action::DeleteTransaction, self.middle_transaction(&conn_id)),
+                false => (Action::UpdateAccounts, ActionArgs::default()),
+            };
+            if self.apply(&conn_id, action, &args).is_ok() && left > 1 {
                 self.syncs_due.push((at + SYNC_EVERY, conn_id, left - 1));
             }
         }
+    }
+
+    /// [`Variant::BackgroundDedup`]: the transaction in the middle of the connection's first
+    /// account that has any, where a walk of that account is most likely to be.
+    fn middle_transaction(&self, conn_id: &str) -> ActionArgs {
+        let accounts = self.connections.get(conn_id).map(|c| c.account_ids.clone()).unwrap_or_default();
+        let Some(account) = accounts.iter().find_map(|id| self.accounts.get(id).filter(|a| !a.transactions.is_empty()))
+        else {
+            return ActionArgs::default();
+        };
+        let txn = &account.transactions[account.transactions.len() / 2];
+        ActionArgs { account_id: Some(account.id.clone()), transaction_id: Some(txn.id.clone()) }
     }
 
     /// [`Mutant::AccountsListPartial`]: a sync updates the account the list leaves out too,

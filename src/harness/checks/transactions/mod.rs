@@ -3,15 +3,14 @@
 //! (§4.3 rule 3), so the properties compare walks with each other, never with a sort order.
 
 use super::{Judged, Reply};
-use crate::harness::fixtures::context::{Driven, RunContext, LONG_ACCOUNT_DRAWS};
+use crate::harness::fixtures::context::RunContext;
 use crate::harness::fixtures::property;
-use crate::harness::setup::steps::Created;
 use crate::harness::transport::answers::Auth;
 use crate::harness::transport::har;
-use crate::harness::transport::pagination::{self, fetch_page, Window};
-use crate::harness::vocab::outcome::{str_field, ErrorSource, Failure, Problems, Stop};
+use crate::harness::transport::pagination::{self, Window};
+use crate::harness::vocab::outcome::{str_field, ErrorSource, Stop};
 use crate::schemas::{self, Schema};
-use crate::spec::{prefix, Action};
+use crate::spec::prefix;
 use reference::{Input, Reference};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -19,6 +18,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 mod reference;
+mod under_changes;
+
+use under_changes::{walk_under_deletions, walk_under_insertions};
 
 super::cases! {
     PAGE_SCHEMA = "transactions.page-schema" => reads_pages, responds [AccountTransactions => page_schema];
@@ -60,6 +62,10 @@ async fn owners_read(ctx: Arc<RunContext>) -> Result<(), Stop> {
 pub(crate) const STILL_WALKS: [&str; 3] = [WALK_EXACTLY_ONCE, STARTING_AFTER, HAS_MORE_HONEST];
 /// The walks under changes, each resting on the pagination the still walks judge.
 const UNDER_CHANGES: [&str; 2] = [WALK_UNDER_INSERTIONS, WALK_UNDER_DELETIONS];
+/// Every case that judges a walk by `next_cursor` itself: a failure of one is a root finding
+/// about the pagination ([`crate::harness::vocab::outcome::Foundation::Pagination`]).
+pub(crate) const WALKS: [&str; 5] =
+    [WALK_EXACTLY_ONCE, STARTING_AFTER, HAS_MORE_HONEST, WALK_UNDER_INSERTIONS, WALK_UNDER_DELETIONS];
 
 /// What a still walk's failure (`failed`, the first of [`STILL_WALKS`] that failed) makes of
 /// case `id`: a walk under changes meets a fault of the pagination itself or not depending on
@@ -368,213 +374,4 @@ async fn has_more_told(ctx: &RunContext, reference: &Reference, input: &Input) -
         }
     }
     Ok(())
-}
-
-/// Insertions a walk interleaves: `update_accounts` after each of its first pages.
-const INSERTIONS: usize = 3;
-
-/// §4.3 rule 1: `starting_after` returns the items after the item it names, so transactions
-/// added between two page reads (`update_accounts`, §6.3) neither repeat nor hide one that
-/// existed throughout (new ones may show or not). On a fresh connection, which no other case
-/// reads, in the account with the most transactions, in 4 pages or more.
-async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let (created, account, before, limit) = longest_account(&ctx, 4).await?;
-    let walk =
-        interleaved_walk(&ctx, &created, &account, limit, |read, _, _| (read < INSERTIONS).then_some(Between::Insert))
-            .await?;
-    let walked = format!(
-        "{} and following next_cursor, with update_accounts after each of the first {INSERTIONS} pages",
-        walk.first
-    );
-    exactly_once(before.iter(), &walk.seen, &walked, &walk.pages).finish()
-}
-
-/// §4.3 rule 1 under deletions: a transaction removed between two page reads
-/// (`delete_transaction`, §6.3), one the walk already listed (before the cursor) and then one it
-/// has not reached (after it), neither hides nor repeats one that is still there. No
-/// `transaction.deleted` is awaited within the walk: the driver's answer says the deletion was
-/// done, and the walk needs no event; both are awaited with the first round of the changes
-/// after it (one late wait, not one per deletion: issue 72), and `state.deletions-hold` judges
-/// every page read after one arrived. The cursor's own transaction is never removed: what
-/// answers a cursor naming a removed item is not shown (§4.3 places the items after an item; a
-/// removed one has no place).
-async fn walk_under_deletions(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let (created, account, before, limit) = longest_account(&ctx, 6).await?;
-    let known = ctx.known_events(&created);
-    let mut removed = Vec::<String>::new();
-    let walk = interleaved_walk(&ctx, &created, &account, limit, |_, seen, next| {
-        // Never the page's last item, which an opaque cursor may name.
-        let listed = |id: &&String| seen.contains(id) && **id != next && Some(*id) != seen.last();
-        let pick = match removed.len() {
-            0 => before.iter().find(listed),
-            1 => before.iter().find(|id| !seen.contains(id) && !removed.contains(id)),
-            _ => None,
-        };
-        let id = pick.cloned()?;
-        removed.push(id.clone());
-        Some(Between::Remove(id))
-    })
-    .await?;
-    if removed.len() < 2 {
-        return Err(Stop::ignore(format!("the walk of {account} ended before both of its deletions; not judged")));
-    }
-    let walked = format!(
-        "{} and following next_cursor, with {} (listed) and {} (not yet) deleted between page reads",
-        walk.first, removed[0], removed[1]
-    );
-    let verdict = exactly_once(before.iter().filter(|id| !removed.contains(id)), &walk.seen, &walked, &walk.pages);
-    let survivor = before.iter().find(|id| !removed.contains(id)).cloned().unwrap_or_default();
-    let deletions = removed
-        .iter()
-        .map(|id| Driven {
-            action: Action::DeleteTransaction,
-            account: Some(account.clone()),
-            transaction: Some(id.clone()),
-        })
-        .collect();
-    if let Err(stop) = sync_after_deletions(&ctx, &created, &account, &survivor, (known, deletions)).await {
-        ctx.note("not judged", format!("the sync of {account} after its walk under deletions: {stop}"));
-    }
-    verdict.finish()
-}
-
-/// A change a walk makes between two page reads of its account.
-enum Between {
-    /// `update_accounts`, not awaited (new transactions may show or not).
-    Insert,
-    /// `delete_transaction` of this one, its `transaction.deleted` awaited after the walk.
-    Remove(String),
-}
-
-/// What an interleaved walk listed: every id in order, its pages (the evidence) and its first
-/// request.
-struct Walked {
-    seen: Vec<String>,
-    pages: Vec<Option<u64>>,
-    first: String,
-}
-
-/// Walks `account` at `limit`, making the change `between` asks for after each page that has a
-/// next one (given the page's number, the ids listed so far and the cursor to follow).
-async fn interleaved_walk(
-    ctx: &RunContext,
-    created: &Created,
-    account: &str,
-    limit: u64,
-    mut between: impl FnMut(usize, &[String], &str) -> Option<Between>,
-) -> Result<Walked, Stop> {
-    let mut walked = Walked { seen: Vec::new(), pages: Vec::new(), first: String::new() };
-    let mut cursor = None::<String>;
-    for read in 0.. {
-        if read == pagination::MAX_LIMITED_PAGES {
-            return Err(Stop::ignore(format!("the walk stopped at its bound of {read} pages; not judged")));
-        }
-        let page = fetch_page(&ctx.api, account, Some(limit), cursor.as_deref()).await?;
-        if read == 0 {
-            walked.first = page.request.clone();
-        }
-        walked.pages.push(page.seq);
-        walked.seen.extend(page.ids());
-        if !page.has_more {
-            return Ok(walked);
-        }
-        // A page without a cursor to follow is has-more-honest's failure, not this one's.
-        let next = page.next_cursor.ok_or_else(|| Stop::ignore("has_more without next_cursor: no walk to judge"))?;
-        match between(read, &walked.seen, &next) {
-            Some(Between::Insert) => ctx.drive(Action::UpdateAccounts, created, Some(account), None).await?,
-            Some(Between::Remove(id)) => {
-                ctx.drive(Action::DeleteTransaction, created, Some(account), Some(&id)).await?
-            }
-            None => {}
-        }
-        cursor = Some(next);
-    }
-    Ok(walked)
-}
-
-/// After a walk's deletions, more changes of the same account interleaved, in two rounds, each
-/// driven whole, its events awaited at once (one webhook delay a round, not one a step), and
-/// the account read again after each: a sync and a deletion (of `survivor`, listed by the
-/// walk); then a sync again and a sync of an account the target picks (the driver may name
-/// none, docs/driver.md). The read between the rounds brackets the second sync, so a change it
-/// made that no event announces shows (`state.changes-announced`; `tests/foreign-16`'s
-/// `update-silenced` drops the event of a sync that comes within 3 s of the last). No verdict
-/// of the walk's own: the rules over the record judge what they show (a new transaction under
-/// an id already given: `invariants.identity`; an `accounts.updated` without its account:
-/// `events.schema`).
-///
-/// The first round's wait also awaits the walk's own deletions (`before`: the events heard
-/// before the walk, and its deletions), so the whole case waits for its events twice: the read
-/// between the rounds must come after the first round's events, or a late one would explain a
-/// change the second round made unannounced.
-async fn sync_after_deletions(
-    ctx: &RunContext,
-    created: &Created,
-    account: &str,
-    survivor: &str,
-    (known, mut driven): (std::collections::HashSet<String>, Vec<Driven>),
-) -> Result<(), Stop> {
-    let first =
-        [(Action::UpdateAccounts, Some(account), None), (Action::DeleteTransaction, Some(account), Some(survivor))];
-    driven.extend(ctx.drive_steps(created, &first).await?);
-    ctx.await_steps(created, &known, &driven).await;
-    pagination::walk_again(&ctx.api, account).await?;
-    let second = [(Action::UpdateAccounts, Some(account), None), (Action::UpdateAccounts, None, None)];
-    ctx.drive_all_and_await(created, &second).await?;
-    pagination::walk_again(&ctx.api, account).await?;
-    Ok(())
-}
-
-/// A fresh connection's account with the most transactions, if it has `at_least` (else the next
-/// fresh connection's, up to [`LONG_ACCOUNT_DRAWS`]): its connection, id, transactions as a
-/// walk lists them, and a `limit` that splits them into about four pages, never above the
-/// target's own page size (which §8 lets it cap). Walked after this, the account is read by no
-/// other case.
-async fn longest_account(ctx: &RunContext, at_least: usize) -> Result<(Created, String, Vec<String>, u64), Stop> {
-    for _ in 0..LONG_ACCOUNT_DRAWS {
-        let created = ctx.connect_new().await?;
-        let mut longest: Option<(String, Vec<String>, usize)> = None;
-        for account in ctx.accounts_when_ready(&created.connection_id).await? {
-            let Some(id) = account.get("id").and_then(Value::as_str) else { continue };
-            let walk = pagination::walk(&ctx.api, id, None, None).await?;
-            let page = walk.pages.iter().map(|p| p.items.len()).max().unwrap_or(0);
-            if longest.as_ref().is_none_or(|(_, most, _)| walk.ids().len() > most.len()) {
-                longest = Some((id.to_string(), walk.ids(), page));
-            }
-        }
-        if let Some((account, before, page)) = longest.filter(|(_, ids, _)| ids.len() >= at_least) {
-            let limit = (before.len() / 4).clamp(1, page.max(1)) as u64;
-            return Ok((created, account, before, limit));
-        }
-    }
-    Err(Stop::ignore(format!("no account of {LONG_ACCOUNT_DRAWS} new connections has {at_least} transactions to walk")))
-}
-
-/// Each of `expected` listed exactly once in `seen`, the ids a walk (`walked`, on `pages`) listed.
-fn exactly_once<'a>(
-    expected: impl Iterator<Item = &'a String>,
-    seen: &[String],
-    walked: &str,
-    pages: &[Option<u64>],
-) -> Problems {
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    for id in seen {
-        *counts.entry(id).or_default() += 1;
-    }
-    let mut problems = Problems::default();
-    for id in expected {
-        match counts.get(id.as_str()).copied().unwrap_or(0) {
-            1 => {}
-            0 => {
-                problems.add(on_pages(pages, format!("{walked}: {id} was never listed, though it existed throughout")))
-            }
-            n => problems.add(on_pages(pages, format!("{walked}: {id} was listed {n} times"))),
-        }
-    }
-    problems
-}
-
-/// A finding resting on the answers of `pages` (their places in the answer log).
-fn on_pages(pages: &[Option<u64>], message: String) -> Failure {
-    pages.iter().fold(Failure::from(message), |f, seq| f.on_answer(*seq))
 }

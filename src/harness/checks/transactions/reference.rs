@@ -141,6 +141,33 @@ impl Reference {
     }
 }
 
+/// The ids among `missing` whose removal the target announced since `since` (a
+/// `transaction.deleted` naming it, §6), awaited until all are or the event wait has passed:
+/// deliveries may be late, and slow is never wrong.
+pub(super) async fn announced_removals(
+    ctx: &RunContext,
+    since: Instant,
+    missing: &[&String],
+) -> std::collections::HashSet<String> {
+    let Ok(receiver) = ctx.receiver() else { return Default::default() };
+    let announced = || -> std::collections::HashSet<String> {
+        receiver
+            .timeline()
+            .iter()
+            .filter(|(arrived, d)| *arrived >= since && d.event_type() == Some(spec::TRANSACTION_DELETED))
+            .filter_map(|(_, d)| d.data_str("transactionId").map(str::to_string))
+            .filter(|id| missing.iter().any(|m| *m == id))
+            .collect()
+    };
+    let until = Instant::now() + ctx.plan.event_wait();
+    loop {
+        let gone = announced();
+        if gone.len() == missing.len() || !receiver.next_arrival(until).await {
+            return announced();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

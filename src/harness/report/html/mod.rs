@@ -14,6 +14,7 @@
 //! cases, every case, the style); `failure`, `timeline` and `graph` its other sections.
 
 use super::verdict::Report;
+use crate::harness::rules::verdict::RootCause;
 use crate::harness::vocab::outcome::Outcome;
 use crate::harness::vocab::sanitize;
 use std::collections::HashMap;
@@ -299,11 +300,11 @@ impl Page<'_> {
     /// failures it explains.
     fn root_causes(&self) -> String {
         let r = self.report;
-        if r.root_causes.is_empty() {
+        if !r.root_causes.iter().any(RootCause::explains) {
             return String::new();
         }
         let mut out = String::from("<section id=\"causes\">\n<h2>One cause, several failures</h2>\n<ul>\n");
-        for cause in &r.root_causes {
+        for cause in r.root_causes.iter().filter(|c| c.explains()) {
             let cases: Vec<String> = cause
                 .cases
                 .iter()
