@@ -51,7 +51,14 @@ pub(crate) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[
             cases: on_answers(&bom),
         });
     }
-    if !not_json.is_empty() {
+    // An address that is not this service's, or keys it does not take: said first (their
+    // answers are also `not_json`'s, said then as what they more likely are).
+    let elsewhere: Vec<RootCause> = [not_this_service(answers), keys_refused(answers)]
+        .into_iter()
+        .flatten()
+        .map(|(cause, shown)| RootCause { cause, cases: on_answers(&shown) })
+        .collect();
+    if !not_json.is_empty() && elsewhere.is_empty() {
         causes.push(RootCause {
             cause: format!("{} of {} 2xx answers have a body that is not JSON (§4)", not_json.len(), bodies.len()),
             cases: on_answers(&not_json),
@@ -61,11 +68,66 @@ pub(crate) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[
     if let Some(cause) = creations_named_alike(answers, deliveries, &failed).filter(|_| misnamed.is_none()) {
         causes.push(cause);
     }
+    causes.splice(0..0, elsewhere);
     causes.retain(|c| c.cases.len() >= MIN_EXPLAINED);
     // Said first, whatever else: the cases it blocked are ignored, so it counts them too.
     causes.splice(0..0, misnamed);
     causes.splice(0..0, reused(results));
     causes
+}
+
+/// Fewest answers a run must have had for "every answer" to say something of the address.
+const MIN_ANSWERS: usize = 2;
+
+/// Every answer of the run is a "no such path" status or an HTML page (a web server's, a
+/// proxy's): a `--base-url` that names something else than this service looks exactly like a
+/// target that serves none of §4's endpoints, so the cause names both. The failures stand (the
+/// second is the target's violation); what was received is counted, never guessed.
+fn not_this_service(answers: &[Arc<Answer>]) -> Option<(String, HashSet<u64>)> {
+    let answered: Vec<&Arc<Answer>> = answers.iter().filter(|a| a.status != 0).collect();
+    // A page: markup, or a body labelled HTML that is no JSON (a JSON body mislabelled is the
+    // service's, `http.json-media-type`'s finding).
+    let page = |a: &Answer| {
+        let body = a.body.as_deref().or(a.excerpt.as_deref()).unwrap_or_default();
+        let labelled = a.content_type.as_deref().is_some_and(|t| t.to_ascii_lowercase().contains("html"));
+        body.trim_start().starts_with('<') || (labelled && serde_json::from_str::<serde::de::IgnoredAny>(body).is_err())
+    };
+    let nowhere = |a: &Answer| matches!(a.status, 404 | 405 | 501 | 502 | 503 | 504);
+    if answered.len() < MIN_ANSWERS || !answered.iter().all(|a| page(a) || nowhere(a)) {
+        return None;
+    }
+    let statuses: BTreeSet<String> = answered.iter().map(|a| a.status.to_string()).collect();
+    let pages = answered.iter().filter(|a| page(a)).count();
+    let pages = match pages {
+        0 => String::new(),
+        n if n == answered.len() => ", each an HTML page".to_string(),
+        n => format!(", {n} of them an HTML page"),
+    };
+    let cause = format!(
+        "every one of the {} answers of the run is status {}{pages}: either --base-url is not this service's \
+         address (another server on that host and port, a proxy's page, a path prefix left out or added), or the \
+         target serves none of §4's endpoints there",
+        answered.len(),
+        statuses.into_iter().collect::<Vec<_>>().join(" or ")
+    );
+    Some((cause, answered.iter().map(|a| a.seq).collect()))
+}
+
+/// Every request sent with a key was refused (401 or 403) though the preflight's were not: a
+/// key the target does not take looks exactly like a target that refuses the keys it issued.
+fn keys_refused(answers: &[Arc<Answer>]) -> Option<(String, HashSet<u64>)> {
+    let keyed: Vec<&Arc<Answer>> =
+        answers.iter().filter(|a| a.status != 0 && matches!(a.sent.auth, Auth::Primary | Auth::Second)).collect();
+    if keyed.len() < MIN_ANSWERS || !keyed.iter().all(|a| matches!(a.status, 401 | 403)) {
+        return None;
+    }
+    let cause = format!(
+        "every one of the {} requests sent with a key was refused (401 or 403): either the keys are not keys this \
+         target takes (--api-key / BANKCONF_API_KEY, --second-api-key: a typo, another environment's; or a gateway \
+         in front wants a header, --header), or the target refuses the keys it issued (§5 item 1)",
+        keyed.len()
+    );
+    Some((cause, keyed.iter().map(|a| a.seq).collect()))
 }
 
 /// An id that names two objects for one client (`checks::reused`: a connection id answered
