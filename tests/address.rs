@@ -87,14 +87,16 @@ fn elsewhere(status: u16, content_type: &'static str, body: &'static str) -> (St
     (url, runtime)
 }
 
-/// 404 pages on every path, or a proxy's 502 page: the same from outside as a target that
+/// 404 pages on every path, a proxy's 502 page, or a frontend's page for any path: the same from outside as a target that
 /// serves none of §4's endpoints, so its failures stand (exit 1) and the root cause, said
 /// first, names both.
 #[test]
 fn an_address_that_answers_pages_everywhere_names_both_causes() {
     let not_found = "<!DOCTYPE html><html><head><title>404 Not Found</title></head><body>nginx</body></html>";
     let proxy = "<html><body><h1>502 Bad Gateway</h1><p>The proxy could not reach the upstream.</p></body></html>";
-    for (status, body) in [(404, not_found), (502, proxy)] {
+    // A frontend's dev server answers its page to any path, with 200.
+    let spa = "<!doctype html><html><head><title>Acme</title></head><body><div id=\"root\"></div></body></html>";
+    for (status, body) in [(404, not_found), (502, proxy), (200, spa)] {
         let (url, _server) = elsewhere(status, "text/html", body);
         let (code, out, report) = run(&["--base-url", &url, "--api-key", KEY, "--second-api-key", SECOND_KEY]);
         assert_eq!(code, Some(1), "{status}: {out}");
