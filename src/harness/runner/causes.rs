@@ -51,12 +51,11 @@ pub(crate) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[
             cases: on_answers(&bom),
         });
     }
-    // An address that is not this service's, or keys it does not take: said first (their
-    // answers are also `not_json`'s, said then as what they more likely are).
-    let elsewhere: Vec<RootCause> = [not_this_service(answers), keys_refused(answers)]
-        .into_iter()
-        .flatten()
+    // An address that is not this service's: said first (its answers are also `not_json`'s,
+    // said then as what they more likely are). A key it does not take stops the preflight.
+    let elsewhere: Vec<RootCause> = not_this_service(answers)
         .map(|(cause, shown)| RootCause { cause, cases: on_answers(&shown) })
+        .into_iter()
         .collect();
     if !not_json.is_empty() && elsewhere.is_empty() {
         causes.push(RootCause {
@@ -111,23 +110,6 @@ fn not_this_service(answers: &[Arc<Answer>]) -> Option<(String, HashSet<u64>)> {
         statuses.into_iter().collect::<Vec<_>>().join(" or ")
     );
     Some((cause, answered.iter().map(|a| a.seq).collect()))
-}
-
-/// Every request sent with a key was refused (401 or 403) though the preflight's were not: a
-/// key the target does not take looks exactly like a target that refuses the keys it issued.
-fn keys_refused(answers: &[Arc<Answer>]) -> Option<(String, HashSet<u64>)> {
-    let keyed: Vec<&Arc<Answer>> =
-        answers.iter().filter(|a| a.status != 0 && matches!(a.sent.auth, Auth::Primary | Auth::Second)).collect();
-    if keyed.len() < MIN_ANSWERS || !keyed.iter().all(|a| matches!(a.status, 401 | 403)) {
-        return None;
-    }
-    let cause = format!(
-        "every one of the {} requests sent with a key was refused (401 or 403): either the keys are not keys this \
-         target takes (--api-key / BANKCONF_API_KEY, --second-api-key: a typo, another environment's; or a gateway \
-         in front wants a header, --header), or the target refuses the keys it issued (§5 item 1)",
-        keyed.len()
-    );
-    Some((cause, keyed.iter().map(|a| a.seq).collect()))
 }
 
 /// An id that names two objects for one client (`checks::reused`: a connection id answered
