@@ -109,7 +109,8 @@ fn shell_words(line: &str) -> Vec<String> {
 
 /// The `bankconf` commands of one piece of code: each shell segment (split at `|`, `&&`, `;`,
 /// a lone `&`) whose command word, after `VAR=value` words (or a YAML `run:`, a printed
-/// `rerun:`), is `bankconf`, a path to it, or `cargo run [--release] --`.
+/// `rerun:`), is `bankconf`, a path to it, or `cargo run [--release] --`; and `docker run` of
+/// bankconf's image.
 fn commands_in(code: &str) -> Vec<(String, Vec<String>)> {
     let code = code.split(" #").next().unwrap_or_default();
     let mut out = Vec::new();
@@ -122,7 +123,13 @@ fn commands_in(code: &str) -> Vec<(String, Vec<String>)> {
             at += 1;
         }
         let rest: &[String] = &words[at..];
-        let after = if rest.first().is_some_and(|w| w == "bankconf" || w.ends_with("/bankconf")) {
+        // The container image's entrypoint is `bankconf run` (docs/ci.md): its arguments are run's.
+        let image = rest.iter().position(|w| w.starts_with("ghcr.io/bankconf/bankconf"));
+        let entry: Vec<String>;
+        let after = if let (Some(image), true) = (image, rest.first().is_some_and(|w| w == "docker")) {
+            entry = std::iter::once("run".to_string()).chain(rest[image + 1..].iter().cloned()).collect();
+            &entry[..]
+        } else if rest.first().is_some_and(|w| w == "bankconf" || w.ends_with("/bankconf")) {
             &rest[1..]
         } else if rest.len() > 2 && rest[0] == "cargo" && rest[1] == "run" {
             match rest.iter().position(|w| w == "--") {
