@@ -502,7 +502,7 @@ fn former_report_names_still_write_the_reports() {
     assert!(!help.contains("--junit") && !help.contains("--har "), "{help}");
 }
 
-/// The README's second command on a machine without a browser ends INCOMPLETE (exit 3) with the
+/// The README's sandbox command on a machine without a browser ends INCOMPLETE (exit 3) with the
 /// way to get one on the line before the verdict; `--skip-browser` leaves the browser cases
 /// out on purpose (still exit 3, named once), and an expectations file that expects them
 /// ignored makes it exit 0.

@@ -325,6 +325,7 @@ fn a_setup_error_has_no_table_and_is_not_repeated() {
         request: "POST http://127.0.0.1:40001/v1/connections".into(),
         status: 401,
         body: "{}".into(),
+        other: "",
     });
     report.expectations = None;
     let out = render_summary(&report, Paint(false), "(full text in report.json)");

@@ -55,7 +55,13 @@ pub(crate) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[
             cases: on_answers(&bom),
         });
     }
-    if !not_json.is_empty() {
+    // An address that is not this service's: said first (its answers are also `not_json`'s,
+    // said then as what they more likely are). A key it does not take stops the preflight.
+    let elsewhere: Vec<RootCause> = not_this_service(answers)
+        .map(|(cause, shown)| RootCause { case: None, cause, cases: on_answers(&shown) })
+        .into_iter()
+        .collect();
+    if !not_json.is_empty() && elsewhere.is_empty() {
         causes.push(RootCause {
             case: None,
             cause: format!("{} of {} 2xx answers have a body that is not JSON (§4)", not_json.len(), bodies.len()),
@@ -70,6 +76,7 @@ pub(crate) fn find(answers: &[Arc<Answer>], deliveries: &[Delivery], results: &[
     if let Some(cause) = creations_named_alike(answers, deliveries, &failed).filter(|_| !misnamed) {
         causes.push(cause);
     }
+    causes.splice(0..0, elsewhere);
     causes.retain(|c| c.cases.len() >= MIN_EXPLAINED);
     causes.extend(roots(results));
     causes
@@ -102,6 +109,43 @@ fn roots(results: &[CaseResult]) -> Vec<RootCause> {
         .collect();
     roots.sort_by_key(|r| r.cases.is_empty());
     roots
+}
+
+/// Fewest answers a run must have had for "every answer" to say something of the address.
+const MIN_ANSWERS: usize = 2;
+
+/// Every answer of the run is a "no such path" status or an HTML page (a web server's, a
+/// proxy's): a `--base-url` that names something else than this service looks exactly like a
+/// target that serves none of §4's endpoints, so the cause names both. The failures stand (the
+/// second is the target's violation); what was received is counted, never guessed.
+fn not_this_service(answers: &[Arc<Answer>]) -> Option<(String, HashSet<u64>)> {
+    let answered: Vec<&Arc<Answer>> = answers.iter().filter(|a| a.status != 0).collect();
+    // A page: markup, or a body labelled HTML that is no JSON (a JSON body mislabelled is the
+    // service's, `http.json-media-type`'s finding).
+    let page = |a: &Answer| {
+        let body = a.body.as_deref().or(a.excerpt.as_deref()).unwrap_or_default();
+        let labelled = a.content_type.as_deref().is_some_and(|t| t.to_ascii_lowercase().contains("html"));
+        body.trim_start().starts_with('<') || (labelled && serde_json::from_str::<serde::de::IgnoredAny>(body).is_err())
+    };
+    let nowhere = |a: &Answer| matches!(a.status, 404 | 405 | 501 | 502 | 503 | 504);
+    if answered.len() < MIN_ANSWERS || !answered.iter().all(|a| page(a) || nowhere(a)) {
+        return None;
+    }
+    let statuses: BTreeSet<String> = answered.iter().map(|a| a.status.to_string()).collect();
+    let pages = answered.iter().filter(|a| page(a)).count();
+    let pages = match pages {
+        0 => String::new(),
+        n if n == answered.len() => ", each an HTML page".to_string(),
+        n => format!(", {n} of them an HTML page"),
+    };
+    let cause = format!(
+        "every one of the {} answers of the run is status {}{pages}: either --base-url is not this service's \
+         address (another server on that host and port, a proxy's page, a path prefix left out or added), or the \
+         target serves none of §4's endpoints there",
+        answered.len(),
+        statuses.into_iter().collect::<Vec<_>>().join(" or ")
+    );
+    Some((cause, answered.iter().map(|a| a.seq).collect()))
 }
 
 /// Several `connection.created` events (distinct ids) naming one connection: each connection is

@@ -24,13 +24,13 @@ use serde_json::Value;
 /// path to [`listen`]. `Err`: the run must not start (exit 2). The flags alone were checked
 /// before the session started ([`RunConfig::validate`](crate::harness::setup::config::RunConfig::validate)).
 pub(crate) async fn check(session: &mut Session) -> Result<(), SetupError> {
+    // The keys first: a driver that registers with a wrong key fails too, and the key is
+    // then the cause to name.
+    let (first, second) = probe_keys(session).await?;
     if let Webhooks::Failed(m) = &session.webhooks {
         let hint = session.plan.driver.register_hint();
         return Err(SetupError::DriverRegisterFailed { hint, message: m.clone() });
     }
-    let first = probe_key(session, Auth::Primary, "--api-key").await?;
-    let second =
-        if session.api.has_second_key() { probe_key(session, Auth::Second, "--second-api-key").await? } else { None };
     // A missing widget ends the widget cases only (see `runner::run_flow`), never the run.
     session.widget_missing = probe_service(session).await.err();
     if let Some(id) = session.plan.connection_id.clone() {
@@ -95,16 +95,61 @@ fn first_wait(session: &Session) -> std::time::Duration {
     session.plan.event_wait() * (crate::harness::transport::patience::FIRST_WAIT_FACTOR + 1)
 }
 
-/// `POST /v1/connections` with one key: refused with 401/403 stops the run; a created
-/// connection is returned for the webhook probe.
-async fn probe_key(session: &Session, auth: Auth, flag: &'static str) -> Result<Option<Created>, SetupError> {
+/// A key's `POST /v1/connections` answered 401 or 403: the request, its status and the start
+/// of its body.
+struct Refusal {
+    request: String,
+    status: u16,
+    body: String,
+}
+
+/// What the other key's probe says of a refused key ([`SetupError::KeyRefused`]'s `other`).
+fn other_key(other: Option<&Result<Option<Created>, Refusal>>) -> &'static str {
+    match other {
+        None => "",
+        Some(Err(_)) => "; the run's other key is refused too",
+        Some(Ok(Some(_))) => {
+            "; the run's other key is accepted, so the target takes keys: this one is most likely wrong"
+        }
+        Some(Ok(None)) => "",
+    }
+}
+
+/// Both keys' probes: a refused key stops the run, naming what the other key got (accepted:
+/// the target takes keys; refused too: both are wrong, or the target refuses its own keys).
+async fn probe_keys(session: &Session) -> Result<(Option<Created>, Option<Created>), SetupError> {
+    let first = probe_key(session, Auth::Primary).await;
+    let second = match session.api.has_second_key() {
+        true => Some(probe_key(session, Auth::Second).await),
+        false => None,
+    };
+    let refused = |flag: &'static str, r: Refusal, other: &'static str| SetupError::KeyRefused {
+        flag,
+        request: r.request,
+        status: r.status,
+        body: r.body,
+        other,
+    };
+    match (first, second) {
+        (Err(r), other) => Err(refused("--api-key", r, other_key(other.as_ref()))),
+        (Ok(first), Some(Err(r))) => {
+            let other = other_key(Some(&Ok(first)));
+            Err(refused("--second-api-key", r, other))
+        }
+        (Ok(first), second) => Ok((first, second.and_then(Result::ok).flatten())),
+    }
+}
+
+/// `POST /v1/connections` with one key: refused with 401/403 is `Err`; a created connection is
+/// returned for the webhook probe.
+async fn probe_key(session: &Session, auth: Auth) -> Result<Option<Created>, Refusal> {
     // A broken answer (too large, cut off) is for the cases to judge, not the setup's problem.
     let Ok(exchange) = session.api.send(Method::POST, &["v1", "connections"], &[], auth).await else {
         return Ok(None);
     };
     if matches!(exchange.status, 401 | 403) {
         let body = refusal_body(session, &exchange.body);
-        return Err(SetupError::KeyRefused { flag, request: exchange.request, status: exchange.status, body });
+        return Err(Refusal { request: exchange.request, status: exchange.status, body });
     }
     if !exchange.is_success() {
         return Ok(None);

@@ -228,8 +228,13 @@ pub(crate) fn network_error(e: &reqwest::Error) -> String {
     let lower = chain.to_lowercase();
     let likely = if lower.contains("connection refused") {
         "nothing listens on that port: is the server up, and the port right?"
+    } else if lower.contains("not valid for name") {
+        // Before the name lookup's words: the certificate's names are written `DnsName(…)`.
+        "the certificate names another host: either the URL names the server otherwise than its certificate does \
+         (an IP address or an alias of its name: use a name the certificate gives), or the server presents another \
+         host's certificate (a proxy's, a default site's)"
     } else if lower.contains("dns") || lower.contains("lookup address") || lower.contains("name or service") {
-        "the host name does not resolve"
+        "the host name does not resolve: a typo in the host, or a name this machine's DNS does not know"
     } else if ["certificate", "tls", "handshake", "corrupt message"].iter().any(|w| lower.contains(w)) {
         "TLS failed: https:// to a plain-HTTP port, or a certificate this machine does not trust (--ca-cert FILE \
          trusts a private CA; --insecure skips verification)"

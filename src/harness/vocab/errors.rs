@@ -84,12 +84,18 @@ pub enum SetupError {
     #[error("preflight: the driver failed on register_webhook ({hint}): {message}")]
     DriverRegisterFailed { hint: &'static str, message: String },
     /// The target answered 401 or 403 to a key's `POST /v1/connections`; `body` is the start of
-    /// its body (redacted, escaped), which often says which of the two it was.
+    /// its body (redacted, escaped), which often says which of the two it was, and `other` what
+    /// the run's other key got (empty with one key; the other key accepted says the target
+    /// takes keys, so this one is most likely wrong). A wrong key and a target that refuses the keys it
+    /// issued look alike from here: both are named. No case can be judged through a key the
+    /// target refuses, so the run does not start (exit 2) whichever it is.
     #[error(
-        "preflight: the target refuses {flag}: {request} answered {status} ({body}); check the key (and that it \
-         belongs to this target), or a gateway in front of the target wants a header (--header 'Name: value')"
+        "preflight: the target refuses {flag}: {request} answered {status} ({body}){other}. Either the key is wrong: \
+         check the key (and that it belongs to this target: not another environment's, not revoked), or a gateway \
+         in front of the target wants a header (--header 'Name: value'); or the target refuses a key it issued, \
+         which breaks §5 item 1. No case is judged through a refused key"
     )]
-    KeyRefused { flag: &'static str, request: String, status: u16, body: String },
+    KeyRefused { flag: &'static str, request: String, status: u16, body: String, other: &'static str },
     /// `--connection-id`'s accounts could not be read at all (no answer, an unreadable one).
     #[error("preflight: {reason}")]
     ConnectionIdUnanswered { reason: String },
@@ -143,8 +149,8 @@ impl SetupError {
             Self::DriverClient(cause) => Self::DriverClient(r(cause)),
             Self::ReceiverStart(cause) => Self::ReceiverStart(r(cause)),
             Self::DriverRegisterFailed { hint, message } => Self::DriverRegisterFailed { hint, message: r(message) },
-            Self::KeyRefused { flag, request, status, body } => {
-                Self::KeyRefused { flag, request: r(request), status, body: r(body) }
+            Self::KeyRefused { flag, request, status, body, other } => {
+                Self::KeyRefused { flag, request: r(request), status, body: r(body), other }
             }
             Self::ConnectionIdUnanswered { reason } => Self::ConnectionIdUnanswered { reason: r(reason) },
             Self::ConnectionIdRefused { id, request, status } => {
