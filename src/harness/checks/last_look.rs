@@ -1,5 +1,5 @@
 //! The run's last look (§3.2, §4.2, §6): after the last flow, the accounts of each connection
-//! the run created are read once more, with its owner's key, and the rules over every read
+//! the run created and left CONNECTED are read once more, with its owner's key, and the rules over every read
 //! (`rules::invariants::settled`) weigh these reads too. A connection that leaves CONNECTED by
 //! itself, unannounced, some seconds after it was connected (`tests/foreign-21`'s
 //! `silent-session-expiry`, 10 s) showed it to no read of a run whose reads of it all fell
@@ -37,6 +37,10 @@ pub(crate) async fn last_look(ctx: &RunContext, cases: &[&str]) {
         .into_iter()
         .filter(|(_, auth)| [Auth::Primary, Auth::Second].contains(auth))
         .filter_map(|(id, auth)| Some((chain::resolve(&receiver.for_connection(&id)).ok()?, id, auth)))
+        // The connections its events leave CONNECTED: the fault the look is for is a connection
+        // leaving CONNECTED unannounced (a session that expires); the others were read where the
+        // flows that drove them read them (issue 72: 40 reads to 14 on the sandbox).
+        .filter(|(state, _, _)| *state == ConnectionState::Connected)
         .map(|(state, id, auth)| (id, auth, state))
         .take(MOST)
         .collect();

@@ -231,7 +231,10 @@ async fn random_sequences(ctx: Arc<RunContext>) -> Result<(), Stop> {
     };
     // A finding its owner judges over the whole record is shown as drawn: each attempt to
     // shrink it would wait out the event wait of a read that disagrees.
-    let found = property::for_all(&ctx, RANDOM_SEQUENCES, sequences(), play_one, |f| !over_the_record(&ctx, f)).await;
+    let found = property::for_all(&ctx, RANDOM_SEQUENCES, RANDOM_SEQUENCES, sequences(), play_one, |f| {
+        !over_the_record(&ctx, f)
+    })
+    .await;
     match found {
         Err(Stop::Fail(f)) => {
             let rule = f.owner().unwrap_or(RANDOM_SEQUENCES);

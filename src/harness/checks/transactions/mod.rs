@@ -186,6 +186,7 @@ where
     property::for_all(
         &ctx,
         case_id,
+        drawn_as(case_id),
         strategy,
         move |input| {
             let (ctx, reference, test) = (run.clone(), reference.clone(), test.clone());
@@ -199,6 +200,18 @@ where
         |_| true,
     )
     .await
+}
+
+/// Whose random inputs case `case_id` draws: the properties that walk an account at each input's
+/// limit ([`windows`]) draw the same inputs, so one walk's pages serve all three rules (every
+/// read serves every rule: issue 72, 176 pages to 125 on the sandbox); each still judges
+/// `--cases` random inputs beside the boundaries. `starting-after` reads from a cursor of its
+/// own and draws its own.
+fn drawn_as(case_id: &'static str) -> &'static str {
+    match case_id {
+        LIMIT_RESPECTED | HAS_MORE_HONEST => WALK_EXACTLY_ONCE,
+        other => other,
+    }
 }
 
 /// How `got` differs from `expected`, in a few words.
