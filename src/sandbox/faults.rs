@@ -534,7 +534,7 @@ departures! {
         ReenteredStates = "reentered-states", "§3.2", [],
             "an action leading to the state a connection is in is accepted and re-enters it, announced again with that state as previousStatus";
         BackgroundDedup = "background-dedup", "§6", [],
-            "from 0.4 s after a connection first connects, it deduplicates on its own 5 times, 0.4 s apart: the middle transaction of its first account removed each time, announced by transaction.deleted delivered 1.5 s late";
+            "from 0.4 s after a connection first connects, it deduplicates on its own 5 times, 0.4 s apart: the middle transaction of its first account removed each time, announced by transaction.deleted";
         BackgroundSync = "background-sync", "§1", [],
             "from 0.4 s after a connection first connects, it syncs on its own 5 times, 0.4 s apart: a transaction added each time, announced by accounts.updated";
     }

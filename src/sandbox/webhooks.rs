@@ -237,13 +237,8 @@ async fn worker(
             // One queue: the next event waits for this one's slow delivery.
             tokio::time::sleep(Duration::from_millis(conditions.delivery_serial_ms)).await;
         }
-        // A deduplication's event 1.5 s late, after a walk it landed in was read; under
-        // `late-events` each event 300 ms after its emission (not one after the other).
-        let late = match event["type"] == "transaction.deleted" && flavor.has(Variant::BackgroundDedup) {
-            true => Some(1500),
-            false => flavor.has(Variant::LateEvents).then_some(300),
-        };
-        if let Some(ms) = late {
+        // Under `late-events` each event 300 ms after its emission (not one after the other).
+        if let Some(ms) = flavor.has(Variant::LateEvents).then_some(300) {
             let (client, url) = (client.clone(), url.clone());
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(ms)).await;

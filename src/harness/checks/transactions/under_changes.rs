@@ -109,8 +109,8 @@ struct Walked {
 
 /// Walks `account` at `limit`, making the change `between` asks for after each page that has a
 /// next one (given the page's number, the ids listed so far, the cursor to follow and the
-/// deletions the driver refused). A refused deletion is no verdict; more than [`REFUSALS`]
-/// stop the walk with the driver's error.
+/// deletions the driver refused). A refused deletion is no verdict: another is asked for at
+/// once; more than [`REFUSALS`] stop the walk with the driver's error.
 async fn interleaved_walk(
     ctx: &RunContext,
     created: &Created,
@@ -135,17 +135,17 @@ async fn interleaved_walk(
         }
         // A page without a cursor to follow is has-more-honest's failure, not this one's.
         let next = page.next_cursor.ok_or_else(|| Stop::ignore("has_more without next_cursor: no walk to judge"))?;
-        match between(read, &walked.seen, &next, &walked.refused) {
-            Some(Between::Insert) => ctx.drive(Action::UpdateAccounts, created, Some(account), None).await?,
-            Some(Between::Remove(id)) => {
-                if let Err(stop) = ctx.drive(Action::DeleteTransaction, created, Some(account), Some(&id)).await {
-                    if walked.refused.len() == REFUSALS {
-                        return Err(stop);
-                    }
-                    walked.refused.push(id);
-                }
+        // A refused deletion is replaced at once by another, between the same two pages.
+        while let Some(change) = between(read, &walked.seen, &next, &walked.refused) {
+            let Between::Remove(id) = change else {
+                ctx.drive(Action::UpdateAccounts, created, Some(account), None).await?;
+                break;
+            };
+            match ctx.drive(Action::DeleteTransaction, created, Some(account), Some(&id)).await {
+                Ok(()) => break,
+                Err(stop) if walked.refused.len() == REFUSALS => return Err(stop),
+                Err(_) => walked.refused.push(id),
             }
-            None => {}
         }
         cursor = Some(next);
     }
