@@ -45,7 +45,16 @@ MAX_FN_LINES = 100
 # Known exceptions, each with why: a file ("path under src/", "tests/path") or a function
 # ("path::name").
 # Keep it short; an entry within the limits is reported, to be removed.
-SIZE_ALLOWED = {}
+SIZE_ALLOWED = {
+    # Scenarios read top to bottom, a step a few lines, each over the limit by a few steps
+    # (tests/ checked since issue 75; to be split by their phases).
+    "tests/cli/reproductions.rs::a_target_behind_a_private_ca_passes_with_ca_cert_and_headers_stay_secret",
+    "tests/sandbox.rs::full_lifecycle_through_control_routes_with_webhooks",
+    "tests/sandbox.rs::every_path_of_the_transition_table",
+    # Tables of documents, one a case: a row per line or three, no logic between them.
+    "tests/schemas/cases.rs::valid_cases",
+    "tests/schemas/cases.rs::invalid_cases",
+}
 
 
 def blank_code(text):
