@@ -405,7 +405,7 @@ mod tests {
     }
 
     /// §6.2 shows the short form as a form of the `connection.connected` delivery: sent beside
-    /// the full form of the same change, it is no second entry into CONNECTED (node-finlink's
+    /// the full form of the same change, it is no second entry into CONNECTED (`tests/foreign/node-finlink`'s
     /// `connected-short-form`, a disconnected connection's chain judged as ending connected).
     #[test]
     fn a_short_form_beside_its_full_form_is_no_second_connect() {
