@@ -26,6 +26,7 @@
 #
 # Environment: BIN, the bankconf to run (default target/debug/bankconf, built if missing);
 # PARALLEL, runs at a time (default 2); VARIANTS, a space-separated subset; SKIP_BROWSER=1;
+# SHARE=K/N (with score or all), only the variants whose place in VARIANTS.md is K modulo N;
 # TARGET, the target's name in tests/foreign/index.tsv (default python-outsider), or FOREIGN_DIR,
 # its folder; TARGETS (with all), a space-separated subset of the index's names.
 set -uo pipefail
@@ -60,7 +61,14 @@ rows() {
     "${1:-$FOREIGN_DIR}/VARIANTS.md"
 }
 selected() {
-  if [ -n "${VARIANTS:-}" ]; then rows "$@" | awk -v want=" $VARIANTS " 'index(want, " " $1 " ")'; else rows "$@"; fi
+  if [ -n "${VARIANTS:-}" ]; then
+    rows "$@" | awk -v want=" $VARIANTS " 'index(want, " " $1 " ")'
+  elif [ -n "${SHARE:-}" ]; then
+    # SHARE=K/N: the rows whose place in the table is K modulo N (every row once in N runs).
+    rows "$@" | awk -v k="${SHARE%/*}" -v n="${SHARE#*/}" '(NR - 1) % n == k % n'
+  else
+    rows "$@"
+  fi
 }
 
 # One run of a target's variant: its exit code, expectations file and log under $out, named by
