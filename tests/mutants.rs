@@ -119,7 +119,7 @@ fn main() -> ExitCode {
 /// the deletion of the account's newest transaction, which the sync replaced: the target refuses
 /// it. The flow deletes the transaction the list shows now (`Session::delete_listed`), so those
 /// rounds are judged in every run, not left "not judged" by the order of the target's queue
-/// (issue 51; `tests/foreign-7`'s `silent-dedup-on-update`).
+/// (issue 51; `tests/foreign/python-steady`'s `silent-dedup-on-update`).
 async fn deletion_driven_again(event_timeout: f64) -> Result<(), String> {
     let subject = Subject::Mutant(Mutant::SyncReplacesSilently);
     let config = selftest::config_with_seed(subject, event_timeout, 1);
@@ -133,7 +133,7 @@ async fn deletion_driven_again(event_timeout: f64) -> Result<(), String> {
 /// Under `transaction-in-two-accounts`, one transaction id is listed under two accounts: the
 /// state rules and reactions that key transactions by id cannot tell which one a read or event
 /// concerns, so each is ignored naming `state.one-owner`'s finding, in every run alike (issue 51;
-/// `tests/foreign`'s `txn-id-per-account` failed `reactions.accounts-updated` in 1 run of 5);
+/// `tests/foreign/python-outsider`'s `txn-id-per-account` failed `reactions.accounts-updated` in 1 run of 5);
 /// the rules over accounts alone are still judged.
 async fn shared_transaction_id(event_timeout: f64) -> Result<(), String> {
     let subject = Subject::Mutant(Mutant::TransactionInTwoAccounts);
@@ -167,7 +167,7 @@ async fn shared_transaction_id(event_timeout: f64) -> Result<(), String> {
 /// Under `page-missing-has-more`, every walk stops at its first page: the transactions cases
 /// fail on it, and the cases that only read along (the accounts' response checks, the state
 /// model, identity) judge what they read and do not fail with the walk's message (issue 51:
-/// `tests/foreign-15`'s `zero-txn-null` failed 20 such cases with a page's `{"data": null}`).
+/// `tests/foreign/python-stamps`'s `zero-txn-null` failed 20 such cases with a page's `{"data": null}`).
 async fn read_along(event_timeout: f64) -> Result<(), String> {
     let subject = Subject::Mutant(Mutant::PageMissingHasMore);
     let mut config = selftest::config_with_seed(subject, event_timeout, 1);

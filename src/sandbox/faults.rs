@@ -164,9 +164,9 @@ departures! {
         SilentBalanceChange = "silent-balance-change", "§1", ["state.changes-announced"],
             "each read of a connection's accounts shows balances a cent higher than the read before, with no event";
         SyncReplacesSilently = "sync-replaces-silently", "§6", ["state.nothing-vanishes"],
-            "`update_accounts` also re-imports the account's newest transaction under a new id: the old id vanishes with no transaction.deleted, and a deletion of it is refused (as `tests/foreign-7`'s `silent-dedup-on-update`)";
+            "`update_accounts` also re-imports the account's newest transaction under a new id: the old id vanishes with no transaction.deleted, and a deletion of it is refused (as `tests/foreign/python-steady`'s `silent-dedup-on-update`)";
         QuickSyncUnannounced = "quick-sync-unannounced", "§1", ["state.changes-announced"],
-            "an `accounts.updated` within 10 s of its account's last one is dropped, the sync's new transaction kept (a rate limit on events, as `tests/foreign-16`'s `update-silenced` within 3 s)";
+            "an `accounts.updated` within 10 s of its account's last one is dropped, the sync's new transaction kept (a rate limit on events, as `tests/foreign/node-side-effects`'s `update-silenced` within 3 s)";
         #[seed]
         CreatedAtRestamped = "created-at-restamped", "§2.2", ["state.fixed-fields"],
             "`update_accounts` re-stamps the account's createdAt a day later (announced by accounts.updated)";

@@ -175,7 +175,7 @@ const MOST_CREATIONS: usize = 256;
 /// §3.2 over every creation of the run, either client's, driven or not: the tour judges its own
 /// connections as it drives them, and this, after the last flow, every other one (a server that
 /// sends `connection.created` only when a connection is first driven never announces the
-/// connections no action reached: `tests/foreign-23`'s `created-event-lazy`). A creation whose
+/// connections no action reached: `tests/foreign/node-lazy`'s `created-event-lazy`). A creation whose
 /// event has not arrived is awaited (the event wait, all at once); one still missing is reported
 /// to `events.created-announced` only when deliveries about the same client's other connections
 /// arrived after it was answered: the target demonstrably delivered that client's events since.

@@ -395,7 +395,7 @@ async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 /// Two near misses of the API key (its letters' case swapped, else one character more, and the
 /// key short of its last character), each redacted as the key: a server that compares keys
-/// loosely, or after it acted, creates for them (`tests/foreign-16`'s `near-miss-creates`,
+/// loosely, or after it acted, creates for them (`tests/foreign/node-side-effects`'s `near-miss-creates`,
 /// caught at first only when `auth.near-miss-key`'s refusals fell clear of the run's creations).
 fn near_keys(ctx: &RunContext) -> Vec<Auth> {
     let keys: Vec<String> = ctx.api.keys().map(str::to_string).collect();

@@ -1,7 +1,7 @@
 //! The run's last look (§3.2, §4.2, §6): after the last flow, the accounts of each connection
 //! the run created and left CONNECTED are read once more, with its owner's key, and the rules over every read
 //! (`rules::invariants::settled`) weigh these reads too. A connection that leaves CONNECTED by
-//! itself, unannounced, some seconds after it was connected (`tests/foreign-21`'s
+//! itself, unannounced, some seconds after it was connected (`tests/foreign/node-caches`'s
 //! `silent-session-expiry`, 10 s) showed it to no read of a run whose reads of it all fell
 //! before (missed at first sight). The look comes when the run's work is done, with no floor of
 //! its own (issue 72): the notes say how long the states were watched. `--observe-for` asks for

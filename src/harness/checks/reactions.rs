@@ -38,7 +38,7 @@ async fn account_balance(ctx: Arc<RunContext>) -> Result<(), Stop> {
         .ok_or_else(|| Stop::ignore("the connection has no account"))?
         .to_string();
     // Read once before the update as well: a server that keeps an account's first answer for
-    // a while (a cache) shows it again after the event (`tests/foreign-10`'s
+    // a while (a cache) shows it again after the event (`tests/foreign/node-projected`'s
     // `account-get-stale-cache`, missed while the account was first read after it).
     ctx.api.get(&["v1", "accounts", &account], &[]).await?;
     // The step's event is the one helper's answer (`delivery::step_event`): not known before

@@ -119,7 +119,7 @@ fn reused_connection(ctx: &RunContext) -> Option<Reused> {
 
 /// The first account id (in answer order) that the 2xx account lists (§4.2) of two connections
 /// showed under one key. Which connection a read of it then reaches depends on which flow
-/// created when (`tests/foreign-9`'s `account-id-per-client-index` wrote 4 files in 5 runs).
+/// created when (`tests/foreign/python-identity`'s `account-id-per-client-index` wrote 4 files in 5 runs).
 fn shared_account(ctx: &RunContext) -> Option<Reused> {
     let listed = |segments: &[String], body: &Value| match segments {
         [v1, connections, connection, accounts]
@@ -134,8 +134,8 @@ fn shared_account(ctx: &RunContext) -> Option<Reused> {
 
 /// The first transaction id (in answer order) that the 2xx pages (§4.3) of two accounts showed
 /// under one key. The state model keys a client's reads by id, so which account's transaction
-/// a read or event concerns would depend on which was read when (`tests/foreign`'s
-/// `txn-id-per-account` and `tests/foreign-10`'s `txn-ids-shared-across-connections` failed
+/// a read or event concerns would depend on which was read when (`tests/foreign/python-outsider`'s
+/// `txn-id-per-account` and `tests/foreign/node-projected`'s `txn-ids-shared-across-connections` failed
 /// `reactions.accounts-updated` in some runs of 5).
 fn shared_transaction(ctx: &RunContext) -> Option<Reused> {
     let listed = |segments: &[String], body: &Value| match segments {

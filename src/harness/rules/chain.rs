@@ -377,7 +377,7 @@ mod tests {
         events.push(event("evt_10", "connection.connected", json!("connected")));
         assert_eq!(unexplained_reentries(&events, |_| 1).len(), 1);
         // A creation that names `created` as its previous status re-enters nothing
-        // (tests/foreign-4 sends it so); a second one does.
+        // (tests/foreign/node-queued sends it so); a second one does.
         let mut events = happy();
         events[0] = event("evt_1", "connection.created", json!("created"));
         assert!(unexplained_reentries(&events, |_| 0).is_empty());
@@ -405,7 +405,7 @@ mod tests {
     }
 
     /// §6.2 shows the short form as a form of the `connection.connected` delivery: sent beside
-    /// the full form of the same change, it is no second entry into CONNECTED (foreign-6's
+    /// the full form of the same change, it is no second entry into CONNECTED (`tests/foreign/node-finlink`'s
     /// `connected-short-form`, a disconnected connection's chain judged as ending connected).
     #[test]
     fn a_short_form_beside_its_full_form_is_no_second_connect() {

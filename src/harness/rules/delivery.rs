@@ -214,7 +214,7 @@ pub(crate) fn unique(deliveries: &[Delivery]) -> Vec<Delivery> {
 /// Each delivery whose body differs from every earlier one's. What holds of every delivery (its
 /// schema, its envelope against its data) is judged on each copy as it was sent: a retry may
 /// change its `id`, `created_at` and `data.eventId` ([`unique`] counts it once), and those must
-/// still be right (`tests/foreign-11`'s `retry-eventid-mismatch`, missed while only the first
+/// still be right (`tests/foreign/python-worker`'s `retry-eventid-mismatch`, missed while only the first
 /// copy was judged). A byte-equal copy is judged once.
 pub(crate) fn distinct(deliveries: &[Delivery]) -> Vec<Delivery> {
     let mut seen = std::collections::HashSet::new();

@@ -92,7 +92,7 @@ impl Session {
     /// Drives the deletion of `transaction`, a transaction `account` listed. Where the target
     /// refuses it and the list no longer shows it, the target's own work replaced it between
     /// the listing and the drive (a sync driven just before, still in its queue:
-    /// `tests/foreign-7`'s `silent-dedup-on-update`). Whether that work landed first is the
+    /// `tests/foreign/python-steady`'s `silent-dedup-on-update`). Whether that work landed first is the
     /// order of the target's queue, which must not decide whether a case is judged (issue 51):
     /// the deletion is driven once more on the first transaction the list shows now.
     pub(crate) async fn delete_listed(
@@ -166,7 +166,7 @@ impl Session {
     /// the call: a target that serves them some seconds after announcing CONNECTED (a
     /// violation, `events.connected-announced`'s) would otherwise leave the shared connection
     /// without accounts in the runs where the read began early, and every case on it failed
-    /// (issue 51: `tests/foreign-8`'s `connected-announced-early`, 38 cases in one run of
+    /// (issue 51: `tests/foreign/python-reactions`'s `connected-announced-early`, 38 cases in one run of
     /// three). Refused even then, the last refusal fails.
     pub(crate) async fn accounts_ready_with(
         &self,
@@ -196,7 +196,7 @@ impl Session {
     /// `accounts-before-connected`). Still empty after it, the list is read again for
     /// [`EMPTY_SETTLE`]: a target that announces CONNECTED before its accounts are fetched (a
     /// violation, `invariants.clock`'s) left every case on the connection with nothing to judge
-    /// in the runs whose event came quickly (`tests/foreign-6`'s `connected-event-early`, 2.5 s
+    /// in the runs whose event came quickly (`tests/foreign/node-finlink`'s `connected-event-early`, 2.5 s
     /// of `[]`: three state cases ignored in two runs of five). Empty then, the connection has no
     /// account (§4.2).
     async fn empty_until_connected(

@@ -149,7 +149,7 @@ impl Store {
 
     /// The server's clock: 90 s ahead of the machine's under [`Variant::ClockAhead`], cut to
     /// the second under [`Variant::WholeSecondClock`] (events alike within a second but for
-    /// their ids: `tests/foreign-10`'s `whole-second-timestamps`, which failed the chain once).
+    /// their ids: `tests/foreign/node-projected`'s `whole-second-timestamps`, which failed the chain once).
     fn now(&self) -> DateTime<Utc> {
         let ahead = if self.flavor.has(Variant::ClockAhead) { 90 } else { 0 };
         let now = Utc::now() + chrono::Duration::seconds(ahead);

@@ -123,7 +123,7 @@ async fn transition_graph(ctx: Arc<RunContext>) -> Result<(), Stop> {
 /// over every delivery or read of the run (the events' schema and envelope, the accounts against
 /// the announced state, `walk::owners::OVER_EVERY_READ`): whether a copy that breaks
 /// one arrived before the exploration judged its connection is the queue's timing, and the
-/// owner sees it whenever it arrives (issue 51: `tests/foreign-3`'s `dup-eventid-stale` failed
+/// owner sees it whenever it arrives (issue 51: `tests/foreign/python-stepwise`'s `dup-eventid-stale` failed
 /// this case in one run of two).
 fn route(ctx: &RunContext, mut found: Vec<(Vec<Action>, Failure)>) -> Option<(Vec<Action>, Failure)> {
     found.sort_by_cached_key(|(sequence, _)| format!("{sequence:?}"));

@@ -23,7 +23,7 @@ pub(super) struct Atlas {
 /// Where a connection's accounts are judged: a state, and whether the connection was CONNECTED
 /// before it. Once it was, it has accounts that a server could go on serving in a state where
 /// §3.2 and §4.2 refuse them, and a state reached only from CREATED never shows that
-/// (`tests/foreign-8`'s `accounts-after-disconnect` serves them only after a connect).
+/// (`tests/foreign/python-reactions`'s `accounts-after-disconnect` serves them only after a connect).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Arrival {
     pub(super) state: ConnectionState,

@@ -342,7 +342,7 @@ async fn judge_reaction(
 /// request was sent, awaited (bounded), when `failure` rests on a refusal (a 4xx other than 408
 /// and 429, rule 5): the read may have met that other state, so it is no evidence about a
 /// CONNECTED connection, which the walk's steps alone would take it for (a driver-refused
-/// action the target did anyway, `tests/foreign-20`'s `refused-connect-applies`; §3.2 leaves
+/// action the target did anyway, `tests/foreign/python-staging`'s `refused-connect-applies`; §3.2 leaves
 /// the transactions of a connection that is not CONNECTED open).
 async fn left_connected(ctx: &Session, id: &str, failure: &Failure) -> Option<&'static str> {
     let refused = failure.evidence.answers.last().and_then(|seq| ctx.api.answers().get(*seq))?;
@@ -375,7 +375,7 @@ async fn left_connected(ctx: &Session, id: &str, failure: &Failure) -> Option<&'
 /// Accounts are readable exactly when the connection is CONNECTED (§3.2, §4.2). The read met a
 /// state the chain of the connection's events allows: one its events heard before the request
 /// was sent can end in, or one announced by an event first heard since (the target moved on
-/// while the read was in flight, `tests/foreign-20`'s `refused-connect-applies`: a refusal in
+/// while the read was in flight, `tests/foreign/python-staging`'s `refused-connect-applies`: a refusal in
 /// VERIFYING whose `connection.connected` came a moment after), or the chain's end. A read that
 /// disagrees with all of them waits (bounded) for a delivery still in flight that could
 /// explain it: only one that still disagrees fails.

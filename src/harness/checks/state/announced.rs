@@ -12,8 +12,8 @@
 //!
 //! Before, only the tour's reaction read could find late data, and whether that read or another
 //! case's fell between the event and the data followed from the order in which waits ended: one
-//! server failed one case in some runs and the other in the rest (issue 51; `tests/foreign-13`'s
-//! `update-lag`, `tests/foreign-17`'s `update-applied-late`).
+//! server failed one case in some runs and the other in the rest (issue 51; `tests/foreign/python-lag`'s
+//! `update-lag`, `tests/foreign/python-replica`'s `update-applied-late`).
 
 use super::model::{finding, same, view, InView, Model, LAST_SYNCED_AT};
 use crate::harness::checks::Finding;
@@ -161,7 +161,7 @@ fn account_fields(model: &Model, kind: Kind, findings: &mut Vec<Finding>) -> usi
 
 /// Transactions: each one's fields, as its pages show them. An id a listing holds twice names
 /// two items at once, so its reads differ without any change: left to the rules of identity,
-/// which fail it in every run (issue 51: `tests/foreign-9`'s `txn-id-from-count` failed this
+/// which fail it in every run (issue 51: `tests/foreign/python-identity`'s `txn-id-from-count` failed this
 /// case in the runs whose pages split the two, two of five). Returns how many pairs were judged.
 fn transaction_fields(model: &Model, kind: Kind, findings: &mut Vec<Finding>) -> usize {
     let mut judged = 0;
@@ -224,7 +224,7 @@ fn listing_sets(model: &Model, kind: Kind, findings: &mut Vec<Finding>) -> usize
         // An event of the account in between explains a new one. Only a transaction.deleted
         // that names it explains a gone one, whenever it arrived (as `state.nothing-vanishes`
         // rules): an update arriving in between is no excuse, so the verdict does not follow
-        // which event met which read (`tests/foreign-6`'s `cursor-cached-offset`, issue 51).
+        // which event met which read (`tests/foreign/node-finlink`'s `cursor-cached-offset`, issue 51).
         let announced = model.announced(account, connection, &earlier.first.answer);
         let named_deleted = |id: &&&str| {
             model.events.iter().any(|e| e.kind == spec::TRANSACTION_DELETED && e.transaction.as_deref() == Some(**id))

@@ -260,7 +260,7 @@ fn same_moment(a: &Value, b: &Value) -> bool {
 /// A value later than the server's clock when it was shown ([`Model::stamped_ahead`]) is no
 /// sync's time: the fault is that stamp, `invariants.clock`'s (up to its tolerance, clock slop
 /// that is open), and a later true time before it is no move back. Compared, it failed this
-/// case or not by whether the run's next sync came before the stamped moment (`tests/foreign-10`'s
+/// case or not by whether the run's next sync came before the stamped moment (`tests/foreign/node-projected`'s
 /// `account-createdat-future`, 3 runs of 5).
 pub(super) fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
     let mut findings = Vec::new();

@@ -157,7 +157,7 @@ async fn interleaved_walk(
 /// the account read again after each: a sync and a deletion (of `survivor`, listed by the
 /// walk); then a sync again and a sync of an account the target picks (the driver may name
 /// none, docs/driver.md). The read between the rounds brackets the second sync, so a change it
-/// made that no event announces shows (`state.changes-announced`; `tests/foreign-16`'s
+/// made that no event announces shows (`state.changes-announced`; `tests/foreign/node-side-effects`'s
 /// `update-silenced` drops the event of a sync that comes within 3 s of the last). No verdict
 /// of the walk's own: the rules over the record judge what they show (a new transaction under
 /// an id already given: `invariants.identity`; an `accounts.updated` without its account:

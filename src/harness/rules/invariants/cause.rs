@@ -135,7 +135,7 @@ pub(super) fn settled_after(record: &Record, at: DateTime<Utc>) -> bool {
 
 /// What a refused creation carried, for grouping (never printed: a header may hold a secret,
 /// so the label names its kind only). A server may leak through one credential only (a widget
-/// token taken for the key's client, `tests/foreign-9`'s `sess-token-create-leak`), so each
+/// token taken for the key's client, `tests/foreign/python-identity`'s `sess-token-create-leak`), so each
 /// kind is its own experiment.
 fn class(record: &Record, credential: &Credential) -> (u8, &'static str, String) {
     match credential {
@@ -157,7 +157,7 @@ fn class(record: &Record, credential: &Credential) -> (u8, &'static str, String)
 /// come in one burst, closer together than the clocks tell apart, so a class followed one for
 /// one is named with those beside it. A server may act on one endpoint's refusals only (a
 /// refresh on `GET /v1/accounts/{id}` that runs before the ownership check,
-/// `tests/foreign-15`'s `foreign-read-refresh`): the other endpoints' refusals, unmatched, must
+/// `tests/foreign/python-stamps`'s `foreign-read-refresh`): the other endpoints' refusals, unmatched, must
 /// not outweigh it.
 #[derive(Default)]
 struct Tally<'a> {

@@ -167,8 +167,8 @@ pub(crate) fn judge(record: &Record) -> Verdict {
 /// ([`time_contradictions`](crate::harness::rules::chain::time_contradictions)). Where any has,
 /// no `connection.connected` stamp of the server times its accounts: weighed on the
 /// connections whose chain happens to force no order, a stamp the same code wrote failed by the
-/// server's milliseconds against [`CREATED_SLACK`] (issue 51: foreign-15's
-/// `connected-before-verifying` and foreign-16's `event-time-backwards` in some runs only), and
+/// server's milliseconds against [`CREATED_SLACK`] (issue 51: `tests/foreign/python-stamps`'s
+/// `connected-before-verifying` and `tests/foreign/node-side-effects`'s `event-time-backwards` in some runs only), and
 /// skipped on the contradicted ones only, mutant `event-time-reversed` failed by which
 /// connections a seed's walk gave a forced order. The run's contradictions are its own finding,
 /// in every run.

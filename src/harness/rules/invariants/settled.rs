@@ -7,9 +7,9 @@
 //!
 //! Why by local order: the timed rule of [`super::available`] sees a state passed through on
 //! the way only for as long as it outlasts its slack, which a server's own pace decides
-//! (`tests/foreign-19`'s `accounts-guard-not-created`, 90–210 ms, caught in one run of five);
+//! (`tests/foreign/node-outbox`'s `accounts-guard-not-created`, 90–210 ms, caught in one run of five);
 //! and the tour reads a connect's accounts once, when it reaches it, in or past a window a
-//! server leaves between announcing CONNECTED and storing it (`tests/foreign-20`'s
+//! server leaves between announcing CONNECTED and storing it (`tests/foreign/python-staging`'s
 //! `connected-event-early`, 0.4–0.7 s: 2 files in 4 runs). Every read of the run is weighed
 //! here, the polls that await a connection's accounts among them.
 

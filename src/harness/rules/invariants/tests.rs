@@ -311,7 +311,7 @@ fn settle_at_22_s(r: &mut Record) {
 
 /// Each kind of credential is an experiment of its own: refusals of one kind followed one for
 /// one fail, though those of the other kinds, more of them, had no effect (a widget token taken
-/// for its client's key, `tests/foreign-9`'s `sess-token-create-leak`).
+/// for its client's key, `tests/foreign/python-identity`'s `sess-token-create-leak`).
 #[test]
 fn cause_judges_each_kind_of_credential_on_its_own() {
     let mut r = a_run();
