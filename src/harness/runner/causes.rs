@@ -90,20 +90,20 @@ fn roots(results: &[CaseResult]) -> Vec<RootCause> {
         .iter()
         .filter(|r| r.consequence_of.is_none())
         .filter_map(|r| match &r.outcome {
-            Outcome::Failed(f) => Some(RootCause {
-                case: Some(r.case.id.clone()),
-                cause: format!(
-                    "{} ({}): {}",
-                    r.case.id,
-                    r.case.section,
-                    f.problems.first().map(|p| p.text()).unwrap_or_default()
-                ),
-                cases: results
-                    .iter()
-                    .filter(|c| c.consequence_of.as_ref().is_some_and(|c| c.root == r.case.id))
-                    .map(|c| c.case.id.clone())
-                    .collect(),
-            }),
+            Outcome::Failed(f) => {
+                let under: Vec<&CaseResult> =
+                    results.iter().filter(|c| c.consequence_of.as_ref().is_some_and(|c| c.root == r.case.id)).collect();
+                let rests = match under.first().and_then(|c| c.consequence_of.as_ref()) {
+                    Some(c) => format!("; its consequences rest on {}", c.foundation.what()),
+                    None => String::new(),
+                };
+                let first = f.problems.first().map(|p| p.text()).unwrap_or_default();
+                Some(RootCause {
+                    case: Some(r.case.id.clone()),
+                    cause: format!("{} ({}): {first}{rests}", r.case.id, r.case.section),
+                    cases: under.iter().map(|c| c.case.id.clone()).collect(),
+                })
+            }
             _ => None,
         })
         .collect();
