@@ -156,7 +156,7 @@ pub(super) async fn announced_removals(
             .iter()
             .filter(|(arrived, d)| *arrived >= since && d.event_type() == Some(spec::TRANSACTION_DELETED))
             .filter_map(|(_, d)| d.data_str("transactionId").map(str::to_string))
-            .filter(|id| missing.iter().any(|m| *m == id))
+            .filter(|id| missing.contains(&id))
             .collect()
     };
     let until = Instant::now() + ctx.plan.event_wait();
