@@ -513,7 +513,7 @@ fn the_figures_the_catalogue_decides_are_its_own() {
     assert_eq!(number(&said[1]), openapi["webhooks"].as_object().unwrap().len(), "{}", &said[0]);
 }
 
-/// The traffic the docs state for a plain sandbox run ("about 505–540 API requests") holds a
+/// The traffic the docs state for a plain sandbox run ("about 510–530 API requests") holds a
 /// measured one, give or take a tenth (the count of retries and polls moves with the machine).
 #[test]
 #[ignore = "a whole sandbox run: the full matrix runs it"]
