@@ -141,20 +141,17 @@ impl Reference {
     }
 }
 
-/// The ids among `missing` whose removal the target announced since `since` (a
-/// `transaction.deleted` naming it, §6), awaited until all are or the event wait has passed:
-/// deliveries may be late, and slow is never wrong.
-pub(super) async fn announced_removals(
-    ctx: &RunContext,
-    since: Instant,
-    missing: &[&String],
-) -> std::collections::HashSet<String> {
+/// The ids among `missing` whose removal the target announced (a `transaction.deleted` naming
+/// it, §6, whenever it arrived: the account was walked for the walk's `before` list earlier, and
+/// an event of a removal since may come before the walk began), awaited until all are or the
+/// event wait has passed: deliveries may be late, and slow is never wrong.
+pub(super) async fn announced_removals(ctx: &RunContext, missing: &[&String]) -> std::collections::HashSet<String> {
     let Ok(receiver) = ctx.receiver() else { return Default::default() };
     let announced = || -> std::collections::HashSet<String> {
         receiver
             .timeline()
             .iter()
-            .filter(|(arrived, d)| *arrived >= since && d.event_type() == Some(spec::TRANSACTION_DELETED))
+            .filter(|(_, d)| d.event_type() == Some(spec::TRANSACTION_DELETED))
             .filter_map(|(_, d)| d.data_str("transactionId").map(str::to_string))
             .filter(|id| missing.contains(&id))
             .collect()

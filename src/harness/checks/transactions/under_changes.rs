@@ -10,7 +10,6 @@ use crate::spec::Action;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Insertions a walk interleaves: `update_accounts` after each of its first pages.
 const INSERTIONS: usize = 3;
@@ -21,7 +20,6 @@ const INSERTIONS: usize = 3;
 /// reads, in the account with the most transactions, in 4 pages or more.
 pub(super) async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let (created, account, before, limit) = longest_account(&ctx, 4).await?;
-    let since = Instant::now();
     let walk = interleaved_walk(&ctx, &created, &account, limit, |read, _, _, _| {
         (read < INSERTIONS).then_some(Between::Insert)
     })
@@ -30,7 +28,7 @@ pub(super) async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), St
         "{} and following next_cursor, with update_accounts after each of the first {INSERTIONS} pages",
         walk.first
     );
-    unless_removed(&ctx, since, before.iter().collect(), (&walk, &walked)).await
+    unless_removed(&ctx, before.iter().collect(), (&walk, &walked)).await
 }
 
 /// §4.3 rule 1 under deletions: a transaction removed between two page reads
@@ -44,7 +42,7 @@ pub(super) async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), St
 /// removed one has no place).
 pub(super) async fn walk_under_deletions(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let (created, account, before, limit) = longest_account(&ctx, 6).await?;
-    let (known, since) = (ctx.known_events(&created), Instant::now());
+    let known = ctx.known_events(&created);
     let mut picked = Vec::<String>::new();
     let walk = interleaved_walk(&ctx, &created, &account, limit, |_, seen, next, refused| {
         // Never the page's last item, which an opaque cursor may name.
@@ -69,7 +67,7 @@ pub(super) async fn walk_under_deletions(ctx: Arc<RunContext>) -> Result<(), Sto
         walk.first, removed[0], removed[1]
     );
     let kept = before.iter().filter(|id| !removed.contains(id)).collect();
-    let verdict = unless_removed(&ctx, since, kept, (&walk, &walked)).await;
+    let verdict = unless_removed(&ctx, kept, (&walk, &walked)).await;
     let survivor = before.iter().find(|id| !removed.contains(id)).cloned().unwrap_or_default();
     let deletions = removed
         .iter()
@@ -213,19 +211,14 @@ async fn longest_account(ctx: &RunContext, at_least: usize) -> Result<(Created, 
 }
 
 /// Each of `expected` listed exactly once by `walk` ([`exactly_once`]), but for those the target
-/// announced removing since the walk began (`since`): §6 names removals the service makes on its
+/// announced removing (whenever its event came): §6 names removals the service makes on its
 /// own (a deduplication), which may land inside any walk and be announced after it, so a missing
 /// item is awaited for its `transaction.deleted` before it is held against the walk.
-async fn unless_removed(
-    ctx: &RunContext,
-    since: Instant,
-    expected: Vec<&String>,
-    (walk, walked): (&Walked, &str),
-) -> Result<(), Stop> {
+async fn unless_removed(ctx: &RunContext, expected: Vec<&String>, (walk, walked): (&Walked, &str)) -> Result<(), Stop> {
     let missing: Vec<&String> = expected.iter().copied().filter(|id| !walk.seen.contains(id)).collect();
     let gone = match missing.is_empty() {
         true => Default::default(),
-        false => reference::announced_removals(ctx, since, &missing).await,
+        false => reference::announced_removals(ctx, &missing).await,
     };
     exactly_once(expected.into_iter().filter(|id| !gone.contains(*id)), &walk.seen, walked, &walk.pages).finish()
 }
