@@ -148,8 +148,8 @@ pub(crate) fn judge(record: &Record) -> Verdict {
     let detail = format!(
         "refused reads (GET of an account, its transactions or a connection's accounts, answered 4xx) with {} were \
          each followed, inside its own time window, by an accounts.updated or transaction.deleted of what it read, in {} of the {} whose \
-         effect could be told apart from the run's own reads and actions ({} such events outside those windows in the \
-         whole run): a refused request has an effect (§5, §6)",
+         effect could be told apart from the run's own reads and actions ({} such events in the whole run that no \
+         refusal could take, one each): a refused request has an effect (§5, §6)",
         f.labels.join(" or "),
         f.matched,
         f.weighed,
