@@ -130,7 +130,11 @@ fn compile(schema: Schema) -> Result<jsonschema::Validator, String> {
     let mut options = jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .should_validate_formats(true)
-        .should_ignore_unknown_formats(false);
+        .should_ignore_unknown_formats(false)
+        // "ISO 8601 UTC timestamp" (§2.2, §2.3, §6): basic or extended, not only RFC 3339's profile.
+        .with_format("date-time", |s: &str| {
+            chrono::DateTime::parse_from_rfc3339(&crate::spec::extended_timestamp(s)).is_ok()
+        });
     for other in Schema::ALL.into_iter().filter(|o| *o != schema) {
         let resource = jsonschema::Resource::from_contents(other.document().clone())
             .map_err(|e| format!("schemas/{}: {e}", other.file_name()))?;

@@ -272,3 +272,60 @@ mod tests {
         assert!(single_account(&two).is_none() && single_account(&serde_json::json!([1])).is_none());
     }
 }
+
+/// An ISO 8601 UTC timestamp (§2.2, §2.3, §6.1, §6.2) in the extended form RFC 3339 reads:
+/// `text` itself when it is extended, its extended spelling when it is ISO 8601's basic format
+/// (`20261207T194815.620Z`) or writes the fraction after a comma (`19:48:15,620Z`). The spec says
+/// "ISO 8601", which defines both formats alike, and never names RFC 3339's profile of it, so a
+/// careful implementer may write either (docs/checks.md, "Timestamps"). A text that mixes the
+/// two, or is neither, is returned as it is, and RFC 3339 refuses it.
+pub(crate) fn extended_timestamp(text: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let Some((date, time)) = text.split_once(['T', 't']) else { return Cow::Borrowed(text) };
+    let zone_at = time.find(['Z', 'z', '+', '-']).unwrap_or(time.len());
+    let (clock, zone) = time.split_at(zone_at);
+    let (whole, fraction) = match clock.split_once(['.', ',']) {
+        Some((w, f)) if digits(f) => (w, Some(f)),
+        Some(_) => return Cow::Borrowed(text),
+        None => (clock, None),
+    };
+    let fraction = fraction.map_or(String::new(), |f| format!(".{f}"));
+    if date.len() == 8 && digits(date) && whole.len() == 6 && digits(whole) {
+        let zone = match zone.len() {
+            5 if digits(&zone[1..]) => format!("{}:{}", &zone[..3], &zone[3..]),
+            3 if digits(&zone[1..]) => format!("{zone}:00"),
+            _ => zone.to_string(),
+        };
+        let (d, w) = (date, whole);
+        return Cow::Owned(format!(
+            "{}-{}-{}T{}:{}:{}{fraction}{zone}",
+            &d[..4],
+            &d[4..6],
+            &d[6..],
+            &w[..2],
+            &w[2..4],
+            &w[4..]
+        ));
+    }
+    match clock.contains(',') {
+        true => Cow::Owned(format!("{date}T{whole}{fraction}{zone}")),
+        false => Cow::Borrowed(text),
+    }
+}
+
+#[cfg(test)]
+mod timestamp_tests {
+    use super::extended_timestamp as ext;
+
+    #[test]
+    fn basic_and_comma_forms_read_as_extended_and_nothing_else_changes() {
+        assert_eq!(ext("20261207T194815.620Z"), "2026-12-07T19:48:15.620Z");
+        assert_eq!(ext("20261207T194815Z"), "2026-12-07T19:48:15Z");
+        assert_eq!(ext("20261207T194815+0000"), "2026-12-07T19:48:15+00:00");
+        assert_eq!(ext("2026-12-07T19:48:15,620Z"), "2026-12-07T19:48:15.620Z");
+        for same in ["2026-12-07T19:48:15.620Z", "2026-12-07T194815Z", "20261207T19:48:15Z", "x", "20261207T1948Z"] {
+            assert_eq!(ext(same), same);
+        }
+    }
+}

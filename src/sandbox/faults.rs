@@ -405,6 +405,8 @@ departures! {
             "the widget script is served with Cross-Origin-Resource-Policy: same-origin, so no client's page can load it";
         WidgetNoCors = "widget-no-cors", "§1", ["widget.opens-cross-origin"],
             "the widget fetches its session from the script's origin, answered with no Access-Control-Allow-Origin, so it fails in every client's page";
+        WidgetRelativeUrl = "widget-relative-url", "§1", ["widget.opens-cross-origin"],
+            "the widget fetches its session from a relative URL, which a client's page resolves against its own origin";
         #[seed]
         ChangeAfterAck = "change-after-ack", "§6.3", ["reactions.accounts-updated"],
             "accounts.updated goes out at once, but the update becomes readable only 0.5 s after its delivery is acknowledged";
@@ -489,6 +491,8 @@ departures! {
             "every event is delivered twice";
         RetryNewId = "retry-new-id", "§6.3", [],
             "every event is delivered twice, the copy under a new event id (a retry that re-stamps)";
+        IsoBasicTimestamps = "iso-basic-timestamps", "§2.2", [],
+            "accounts' and transactions' createdAt and lastSyncedAt in ISO 8601's basic format (20261207T194815.620Z)";
         RetryNewStamp = "retry-new-stamp", "§6.3", [],
             "every event is delivered twice, the copy under the same id with a new envelope created_at (a retry stamped when sent)";
         EmptyArraysElsewhere = "empty-arrays-elsewhere", "§2.2", [],

@@ -41,6 +41,14 @@ fn extra(f: Flavor, v: &mut Value) {
         v["x_sandbox"] = json!({ "note": "extra field", "n": 1 });
         v["livemode"] = json!(false);
     }
+    if f.has(Variant::IsoBasicTimestamps) {
+        // `2026-12-07T19:48:15.620Z` as `20261207T194815.620Z`: ISO 8601's basic format.
+        for field in ["createdAt", "lastSyncedAt"] {
+            if let Some(text) = v.get(field).and_then(Value::as_str) {
+                v[field] = json!(text.replace(['-', ':'], ""));
+            }
+        }
+    }
 }
 
 /// A UTC timestamp rendered with a +02:00 offset (for the offset mutants).

@@ -69,6 +69,9 @@ pub(crate) fn script(service: &str, flavor: Flavor) -> String {
         || flavor.is(Mutant::WidgetNoCors)
     {
         script.replace(SUCCESS, FRAME_AND_SESSION)
+    } else if flavor.is(Mutant::WidgetRelativeUrl) {
+        script
+            .replace(SUCCESS, &FRAME_AND_SESSION.replace("fetch(origin + \"/widget/session", "fetch(\"/widget/session"))
     } else if flavor.is(Mutant::KeyInLateSession) {
         script.replace(SUCCESS, LATE_SESSION)
     } else if flavor.has(Variant::WidgetPolls) {

@@ -187,6 +187,15 @@ fn refused_for_cors(url: &str, opened: &Opened, headers: bool) -> Result<(), Sto
              refused {n} of the widget's requests for CORS, so it cannot work in any client's page: {list}"
         )));
     }
+    if !opened.asked_page_origin.is_empty() {
+        let asked: Vec<String> = opened.asked_page_origin.iter().map(|a| printable(a)).collect();
+        return Err(Stop::fail(format!(
+            "{url}: in a page of another origin (a client's frontend, which serves its page only), the widget asked \
+             the page's own origin for {}: a URL resolved against the client's page, not the service (§1 item 2: the \
+             widget is hosted by the service), so it works only on the service's own origin",
+            asked.join("; ")
+        )));
+    }
     if !opened.called {
         let what = if opened.found { "could not call `open`" } else { "found no global with `open` within 10 s" };
         return Err(Stop::ignore(format!(
@@ -452,6 +461,12 @@ mod tests {
         }
         let whole = Opened { found: true, called: true, ..Default::default() };
         assert_eq!(refused_for_cors("u", &whole, false), Ok(()));
+        // A request the widget sent to the client's page's own origin (a relative URL) fails too.
+        let relative = Opened { asked_page_origin: vec!["POST /widget/session".into()], ..whole };
+        match refused_for_cors("u", &relative, true) {
+            Err(Stop::Fail(why)) => assert!(why.to_string().contains("POST /widget/session"), "{why:?}"),
+            other => panic!("expected a failure, got {other:?}"),
+        }
     }
 
     /// Issue 51: a bound of the probe that cut what the page received leaves the case

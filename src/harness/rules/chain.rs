@@ -197,7 +197,10 @@ struct Graph {
 /// server may send both for one change. Its `timestamp` has no milliseconds (cut or rounded:
 /// not shown), so a full form whose `occurredAt` is within a second of it may be the same event.
 fn copies_a_full_form(short: &Delivery, events: &[Delivery]) -> bool {
-    let Some(at) = short.data_str("timestamp").and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()) else {
+    let Some(at) = short
+        .data_str("timestamp")
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(&crate::spec::extended_timestamp(t)).ok())
+    else {
         return false;
     };
     events.iter().any(|d| {

@@ -48,7 +48,7 @@ impl Delivery {
         // worth, whatever the digits (variant `whole-second-clock`).
         let unit = match (text, occurred) {
             (_, Some(at)) if at.timestamp_subsec_nanos() == 0 => chrono::Duration::seconds(1),
-            (Some(text), _) => stamp_unit(text),
+            (Some(text), _) => stamp_unit(&crate::spec::extended_timestamp(text)),
             (None, _) => chrono::Duration::zero(),
         };
         Self { seq, body, to, occurred, unit, other_clients_key: false }
@@ -173,8 +173,9 @@ impl Delivery {
 /// clock happened to put it, failing other cases in some runs only (the Node target's
 /// `ms-unpadded`), so no time rule reads it.
 pub(crate) fn event_moment(text: &str) -> Option<DateTime<Utc>> {
-    let at = DateTime::parse_from_rfc3339(text).ok()?.with_timezone(&Utc);
-    match fraction_digits(text) {
+    let text = crate::spec::extended_timestamp(text);
+    let at = DateTime::parse_from_rfc3339(&text).ok()?.with_timezone(&Utc);
+    match fraction_digits(&text) {
         Some(1 | 2) => None,
         _ => Some(at),
     }

@@ -15,25 +15,59 @@ use tokio::task::JoinHandle;
 /// public context, which the browser keeps from loading a loopback target's script).
 const ELSEWHERE_PAGE: &str = "<!doctype html><title>a client's frontend</title>";
 
-/// Serves [`ELSEWHERE_PAGE`] on 127.0.0.1, port 0, to every request, until aborted.
-async fn serve_elsewhere() -> std::io::Result<(String, JoinHandle<()>)> {
+/// How many of the requests the page's own origin received beyond its page are kept.
+const ASKED_KEPT: usize = 8;
+
+/// What the page's own origin was asked for beyond the page itself (and the icon a browser asks
+/// for on its own): each request's method and path, query left out (it may carry the widget
+/// token), at most [`ASKED_KEPT`].
+#[derive(Clone, Default)]
+struct Asked(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Asked {
+    fn list(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Serves [`ELSEWHERE_PAGE`] on 127.0.0.1, port 0, at `/` until aborted; any other path is a
+/// 404, as a client's frontend serves nothing of the widget's, and is kept in [`Asked`].
+async fn serve_elsewhere() -> std::io::Result<(String, JoinHandle<()>, Asked)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/", listener.local_addr()?);
+    let asked = Asked::default();
+    let kept = asked.clone();
     let task = tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
+            let kept = kept.clone();
             tokio::spawn(async move {
                 let mut head = [0u8; 4096];
-                let _ = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut head)).await;
-                let answer = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{ELSEWHERE_PAGE}",
-                    ELSEWHERE_PAGE.len()
-                );
+                let n = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut head)).await;
+                let n = n.ok().and_then(Result::ok).unwrap_or(0);
+                let line = String::from_utf8_lossy(&head[..n]).lines().next().unwrap_or("").to_string();
+                let mut words = line.split(' ');
+                let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                let path = target.split(['?', '#']).next().unwrap_or("");
+                let answer = match path {
+                    "/" | "" | "/favicon.ico" => format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{ELSEWHERE_PAGE}",
+                        ELSEWHERE_PAGE.len()
+                    ),
+                    _ => {
+                        let mut list = kept.0.lock().unwrap_or_else(|e| e.into_inner());
+                        let query = if target.len() > path.len() { " (query left out)" } else { "" };
+                        if list.len() < ASKED_KEPT {
+                            list.push(format!("{method} {path}{query}"));
+                        }
+                        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_string()
+                    }
+                };
                 let _ = stream.write_all(answer.as_bytes()).await;
             });
         }
     });
-    Ok((url, task))
+    Ok((url, task, asked))
 }
 
 /// The page's server, ended when dropped: with the call that serves it, however it ends.
@@ -62,7 +96,7 @@ impl Session {
     pub async fn loads_elsewhere(&self, src: &str, headers: &PageHeaders) -> Result<bool, Stop> {
         let run = async {
             let browser_error = |e: CdpError| harness_error(format!("the browser: {e}"));
-            let (home, server) =
+            let (home, server, _) =
                 serve_elsewhere().await.map_err(|e| harness_error(format!("a page of another origin: {e}")))?;
             let _server = Ends(server);
             let page = self.page_sending(&home, headers).await.map_err(browser_error)?;
@@ -93,6 +127,9 @@ pub(crate) struct Opened {
     pub blocked: Vec<String>,
     /// What the bounds left out: refusals past those kept, requests still loading at the end.
     pub cut: Vec<String>,
+    /// What the page's own origin was asked for beyond its page (method and path): a request
+    /// the widget sent there, a URL it resolved against the client's page, not the service.
+    pub asked_page_origin: Vec<String>,
 }
 
 /// Loads the script in the page, then calls `open` as [`PROBE_JS`](super::probe) does (the
@@ -144,7 +181,7 @@ impl Session {
     ) -> Result<Opened, Stop> {
         let run = async {
             let browser_error = |e: CdpError| harness_error(format!("the browser: {e}"));
-            let (home, server) =
+            let (home, server, asked) =
                 serve_elsewhere().await.map_err(|e| harness_error(format!("a page of another origin: {e}")))?;
             let _server = Ends(server);
             let page = self.page_sending(&home, headers).await.map_err(browser_error)?;
@@ -174,7 +211,8 @@ impl Session {
             if let Some(loading) = unsettled {
                 cut.push(format!("{loading} request(s) of the page still loading at the end, never read"));
             }
-            Ok(Opened { found: seen.found, called: seen.called, blocked: blocked.list.clone(), cut })
+            let asked_page_origin = asked.list();
+            Ok(Opened { found: seen.found, called: seen.called, blocked: blocked.list.clone(), cut, asked_page_origin })
         };
         tokio::time::timeout(PAGE_TIMEOUT, run).await.map_err(|_| {
             harness_error(format!(

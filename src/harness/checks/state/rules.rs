@@ -246,7 +246,9 @@ pub(super) fn fixed_fields(model: &Model) -> (usize, Vec<Finding>) {
 /// Two readings of a timestamp name the same moment (`…00Z` and `…00.000Z` do); values that
 /// are not timestamps compare as read.
 fn same_moment(a: &Value, b: &Value) -> bool {
-    let time = |v: &Value| v.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
+    let time = |v: &Value| {
+        v.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(&crate::spec::extended_timestamp(s)).ok())
+    };
     match (time(a), time(b)) {
         (Some(x), Some(y)) => x == y,
         _ => same(a, b),
@@ -266,7 +268,9 @@ pub(super) fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut judged = 0;
     let offset = model.clock_offset();
-    let time = |v: &Value| v.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
+    let time = |v: &Value| {
+        v.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(&crate::spec::extended_timestamp(s)).ok())
+    };
     for ((_, id), reads) in reads_of_accounts(model) {
         // The latest time a read showed, with the read (answered before the later ones were sent).
         let mut latest: Option<(&Arc<Answer>, chrono::DateTime<chrono::FixedOffset>, &Value)> = None;

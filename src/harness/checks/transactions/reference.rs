@@ -144,7 +144,8 @@ impl Reference {
 /// The ids among `missing` whose removal the target announced (a `transaction.deleted` naming
 /// it, §6, whenever it arrived: the account was walked for the walk's `before` list earlier, and
 /// an event of a removal since may come before the walk began), awaited until all are or the
-/// event wait has passed: deliveries may be late, and slow is never wrong.
+/// event wait of the run has passed (its floor, the latency it learned, a busy queue): deliveries may
+/// be late, and slow is never wrong.
 pub(super) async fn announced_removals(ctx: &RunContext, missing: &[&String]) -> std::collections::HashSet<String> {
     let Ok(receiver) = ctx.receiver() else { return Default::default() };
     let announced = || -> std::collections::HashSet<String> {
@@ -156,12 +157,16 @@ pub(super) async fn announced_removals(ctx: &RunContext, missing: &[&String]) ->
             .filter(|id| missing.contains(&id))
             .collect()
     };
-    let until = Instant::now() + ctx.plan.event_wait();
+    // As long as any wait for an event of the run: a queue seconds behind (webhooks 20 s late on
+    // a loaded machine) announces a deduplication made inside the walk long after the walk.
+    let started = Instant::now();
     loop {
         let gone = announced();
+        let until = receiver.patience.deadline(started, ctx.plan.event_wait(), receiver.arrived_so_far() == 0);
         if gone.len() == missing.len() || !receiver.next_arrival(until).await {
             return announced();
         }
+        receiver.patience.arrival();
     }
 }
 

@@ -85,7 +85,7 @@ pub(crate) fn offset_interval(
 }
 
 fn parsed(v: Option<&Value>) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(v?.as_str()?).ok().map(|t| t.with_timezone(&Utc))
+    DateTime::parse_from_rfc3339(&crate::spec::extended_timestamp(v?.as_str()?)).ok().map(|t| t.with_timezone(&Utc))
 }
 
 /// An event timestamp written "with milliseconds" ([`event_moment`]).
