@@ -168,12 +168,24 @@ pub(crate) struct Judged {
     pub problems: Vec<Failure>,
     /// Why some of its rules were not judged (their evidence is missing), if so.
     pub unjudged: Option<String>,
-    /// Why none of its findings can be told apart from a finding of another case, which blocks
-    /// it (the run's events name other connections: `rules::misnamed`), if so.
-    pub blocked: Option<String>,
+    /// The finding of another case that blocks it, if one does: none of its findings can be
+    /// told apart from that finding's symptom (the run's events name other connections:
+    /// `rules::misnamed`).
+    pub blocked: Option<Blocked>,
     /// What a bound of the harness's left out of what its rules judge, if anything: the
     /// answers whose bodies the answer log did not keep, or too dense to parse.
     pub cut: Option<String>,
+}
+
+/// Another case's failure that blocks a case, as a value: the case that failed, what its
+/// failure broke, and how the blocked case rests on it (`it rests on …`). The runner makes it
+/// the blocked case's outcome and consequence (issue 74: "blocked by" is never read back from
+/// a sentence).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Blocked {
+    pub on: &'static str,
+    pub foundation: crate::harness::vocab::outcome::Foundation,
+    pub why: String,
 }
 
 /// The cases that rest on which connection an event names (§6.2 `connectionId`): each
@@ -210,10 +222,11 @@ pub(crate) fn derive_from_misnamed(
         let failure = m.deliveries.iter().fold(Failure::from(m.to_string()), |f, seq| f.on_delivery(*seq));
         found.get_or_insert_with(Default::default).problems.insert(0, failure);
     } else if ON_EVENT_CONNECTION.contains(&id) {
-        found.get_or_insert_with(Default::default).blocked = Some(format!(
-            "not judged: it rests on which connection an event names, and {m} (judged by {})",
-            MISNAMED_OWNER
-        ));
+        found.get_or_insert_with(Default::default).blocked = Some(Blocked {
+            on: MISNAMED_OWNER,
+            foundation: crate::harness::vocab::outcome::Foundation::EventConnection,
+            why: format!("it rests on which connection an event names, and {m} (judged by {MISNAMED_OWNER})"),
+        });
     }
 }
 

@@ -198,7 +198,7 @@ fn render_raw(report: &Report) -> Value {
             "deliveries": report.latency.deliveries,
         },
         "har": report.har.as_ref().map(|(file, _)| file),
-        "notes": report.notes,
+        "notes": report.notes.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "root_causes": roots(report),
         "cases": cases,
         "summary": summary,

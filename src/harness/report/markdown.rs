@@ -158,7 +158,7 @@ fn header(report: &Report) -> String {
         let _ = writeln!(out, "**The run could not start or judge (exit code 2):** {}\n", cell(&e.to_string()));
     }
     for note in &report.notes {
-        let _ = writeln!(out, "- {}", cell(note));
+        let _ = writeln!(out, "- {}", cell(&note.to_string()));
     }
     for line in report.latency_lines() {
         let _ = writeln!(out, "- {}", cell(&line));
@@ -334,11 +334,39 @@ fn transitions(graph: &TransitionGraph) -> String {
     out
 }
 
-const NO_CASE: &str = "**no case checks this section**";
-const NOT_IN_REPORT: &str = "not in this report";
+/// How a report covers a section of the spec: a value, decided once, that the coverage
+/// matrix both writes and sorts by (issue 74: it never reads back its own sentence).
+enum Coverage {
+    NotJudged,
+    Checked,
+    ThroughSubsections,
+    /// Cases of the catalogue check it, none of this report: how many.
+    NotInReport(usize),
+    NoCase,
+    /// The section states nothing to check.
+    Nothing,
+    /// Its cases are those of the section it refers to, covered so.
+    As(&'static str, Box<Coverage>),
+}
+
+impl std::fmt::Display for Coverage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotJudged => f.write_str("**not judged in this run**"),
+            Self::Checked => f.write_str("checked"),
+            Self::ThroughSubsections => f.write_str("through its subsections"),
+            Self::NotInReport(n) => {
+                write!(f, "not in this report ({n} {} in the catalogue)", if *n == 1 { "case" } else { "cases" })
+            }
+            Self::NoCase => f.write_str("**no case checks this section**"),
+            Self::Nothing => f.write_str("nothing to check: everything it names is not shown"),
+            Self::As(to, how) => write!(f, "as {to}, to which it refers: {how}"),
+        }
+    }
+}
 
 /// The cases of this report that check `section` itself, and how the report covers it.
-fn section_coverage(report: &Report, section: &str) -> (Vec<String>, String) {
+fn section_coverage(report: &Report, section: &str) -> (Vec<String>, Coverage) {
     let direct: Vec<String> = report
         .results
         .iter()
@@ -353,18 +381,15 @@ fn section_coverage(report: &Report, section: &str) -> (Vec<String>, String) {
         .filter(|r| within(&r.case.section, section))
         .any(|r| matches!(r.outcome, Outcome::Passed | Outcome::Failed(_)));
     let coverage = if (!direct.is_empty() || through_subsections) && !judged {
-        "**not judged in this run**".to_string()
+        Coverage::NotJudged
     } else if !direct.is_empty() {
-        "checked".to_string()
+        Coverage::Checked
     } else if through_subsections {
-        "through its subsections".to_string()
+        Coverage::ThroughSubsections
     } else if in_catalogue > 0 {
-        format!(
-            "{NOT_IN_REPORT} ({in_catalogue} {} in the catalogue)",
-            if in_catalogue == 1 { "case" } else { "cases" }
-        )
+        Coverage::NotInReport(in_catalogue)
     } else {
-        NO_CASE.to_string()
+        Coverage::NoCase
     };
     (direct, coverage)
 }
@@ -381,15 +406,13 @@ fn coverage(report: &Report) -> String {
         let referred = REFERS_TO.iter().find(|(from, _)| *from == section).map(|(_, to)| *to);
         let (direct, coverage) = match referred {
             // Its cases are the referred section's, shown on that row.
-            Some(to) => (Vec::new(), format!("as {to}, to which it refers: {}", section_coverage(report, to).1)),
-            None if STATES_NOTHING.contains(&section) => {
-                (Vec::new(), "nothing to check: everything it names is not shown".to_string())
-            }
+            Some(to) => (Vec::new(), Coverage::As(to, Box::new(section_coverage(report, to).1))),
+            None if STATES_NOTHING.contains(&section) => (Vec::new(), Coverage::Nothing),
             None => section_coverage(report, section),
         };
-        match coverage.as_str() {
-            NO_CASE => unchecked.push(format!("{section} {title}")),
-            c if c.starts_with(NOT_IN_REPORT) => unselected.push(section),
+        match coverage {
+            Coverage::NoCase => unchecked.push(format!("{section} {title}")),
+            Coverage::NotInReport(_) => unselected.push(section),
             _ => {}
         }
         let cases = if direct.is_empty() { "—".to_string() } else { direct.join(", ") };

@@ -72,13 +72,17 @@ pub(crate) const WALKS: [&str; 5] =
 /// how many items there are when each page is read (a `has_more` wrong with one item left shows
 /// at some lengths only), so it cannot tell its own fault apart and is not judged, in every run
 /// alike (issue 51). The catalogue lists the still walks first, so theirs are concluded by then.
-pub(crate) fn derive_under_changes(id: &str, failed: &str, found: &mut Option<Judged>) {
+pub(crate) fn derive_under_changes(id: &str, failed: &'static str, found: &mut Option<Judged>) {
     if UNDER_CHANGES.contains(&id) {
-        found.get_or_insert_with(Default::default).blocked = Some(format!(
-            "not judged: it rests on the pagination of an account that does not change, and {failed} found it \
-             broken (§4.3); a walk under changes meets that fault or not depending on how many items are there \
-             when each page is read"
-        ));
+        found.get_or_insert_with(Default::default).blocked = Some(crate::harness::checks::Blocked {
+            on: failed,
+            foundation: crate::harness::vocab::outcome::Foundation::Pagination,
+            why: format!(
+                "it rests on the pagination of an account that does not change, and {failed} found it broken \
+                 (§4.3); a walk under changes meets that fault or not depending on how many items are there when \
+                 each page is read"
+            ),
+        });
     }
 }
 
