@@ -36,7 +36,7 @@ use super::rules::delivery::Delivery;
 use super::transport::answers::Answer;
 pub(crate) use super::transport::parsed::{reads_of, Endpoint};
 use super::vocab::errors::DeliveriesUnproven;
-use super::vocab::outcome::Failure;
+use super::vocab::outcome::{Failure, Problem};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -110,7 +110,7 @@ pub(crate) struct Finding {
 /// is wrong without the request (the runner names the request apart).
 pub(crate) struct ResponseCheck {
     pub endpoint: Endpoint,
-    pub rule: fn(&Reply) -> Vec<String>,
+    pub rule: fn(&Reply) -> Vec<Problem>,
 }
 
 /// One 2xx answer, as a response check sees it.
@@ -156,7 +156,7 @@ pub fn judge_one(id: &str, method: &str, segments: &[String], limit: Option<u64>
     let (endpoint, path_id) = Endpoint::of(method, segments)?;
     let reply = Reply { id: path_id, limit, body };
     let rules: Vec<_> = code_of(id)?.responses.iter().filter(|c| c.endpoint == endpoint).collect();
-    (!rules.is_empty()).then(|| rules.iter().flat_map(|c| (c.rule)(&reply)).collect())
+    (!rules.is_empty()).then(|| rules.iter().flat_map(|c| (c.rule)(&reply)).map(|p| p.detail).collect())
 }
 
 /// What the response checks of one case found over the run's answers.
@@ -265,9 +265,9 @@ pub(crate) fn judge_responses(
             for check in registration.responses.iter().filter(|c| c.endpoint == read.endpoint) {
                 let found = judged.entry(registration.id).or_default();
                 found.answers += 1;
-                for problem in (check.rule)(&reply) {
+                for mut problem in (check.rule)(&reply) {
                     if found.problems.len() < MAX_PROBLEMS {
-                        let problem = format!("{problem}{}", answer.whose());
+                        problem.detail += answer.whose();
                         let failure = Failure::from(problem).shown_by(Some(answer.seq));
                         found.problems.push(failure.requested(&answer.sent.request));
                     }

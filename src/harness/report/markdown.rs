@@ -436,7 +436,7 @@ fn coverage(report: &Report) -> String {
 fn statements(report: &Report) -> String {
     use crate::harness::vocab::clauses::{matrix, Cell};
     let m = matrix();
-    let (mut judged, mut cells, mut failing) = (0, 0, Vec::new());
+    let (mut judged, mut cells, mut failing, mut consequences_only) = (0, 0, Vec::new(), false);
     for clause in &m.clause {
         let mut views = Vec::new();
         for view in &m.views {
@@ -447,9 +447,13 @@ fn statements(report: &Report) -> String {
                 judged += 1;
             }
             // An advisory note is no broken statement.
-            let broken = |r: &&&CaseResult| r.case.level != catalogue::Level::Advisory;
-            if results.iter().filter(broken).any(|r| matches!(r.outcome, Outcome::Failed(_))) {
-                views.push(view.as_str());
+            let broken: Vec<&&CaseResult> = results
+                .iter()
+                .filter(|r| r.case.level != catalogue::Level::Advisory && r.outcome.is_failed())
+                .collect();
+            if let Some((shown, through)) = broken_in(view.as_str(), &broken) {
+                views.push(shown);
+                consequences_only |= through;
             }
         }
         if !views.is_empty() {
@@ -471,11 +475,34 @@ fn statements(report: &Report) -> String {
         m.views.len()
     );
     if !failing.is_empty() {
+        if consequences_only {
+            out += "\nA view broken *only as a consequence of* a case fails there only on reads that rest on that \
+                    case's failure (issue 74): fix that case first.\n";
+        }
         out += "\n| statement | section | says | broken in the views |\n|---|---|---|---|\n";
         out += &failing.join("\n");
         out.push('\n');
     }
     out
+}
+
+/// How `view` shows its statement broken by the failed cases `failed` of its cell: the view
+/// alone when a case fails as a root, `view (only as a consequence of ROOT)` when every one
+/// fails only through a root's failure ([`CaseResult::consequence_of`]), nothing when none failed.
+/// The second value says which of the two it is.
+fn broken_in(view: &str, failed: &[&&CaseResult]) -> Option<(String, bool)> {
+    if failed.is_empty() {
+        return None;
+    }
+    let roots: Option<std::collections::BTreeSet<&str>> =
+        failed.iter().map(|r| r.consequence_of.as_ref().map(|c| c.root.as_str())).collect();
+    Some(match roots {
+        Some(roots) => {
+            let roots: Vec<&str> = roots.into_iter().collect();
+            (format!("{view} (only as a consequence of {})", roots.join(", ")), true)
+        }
+        None => (view.to_string(), false),
+    })
 }
 
 #[cfg(test)]
@@ -517,5 +544,19 @@ mod tests {
         }
         let Err(crate::harness::vocab::outcome::Stop::Fail(three)) = problems.finish() else { panic!() };
         assert!(problem(&three).contains("**Problems (3):**\n\n- a\n- b; c\n- d\n"), "{}", problem(&three));
+    }
+
+    /// A statement broken only by cases that rest on a root's failure says so, naming the root.
+    #[test]
+    fn a_view_broken_only_through_a_consequence_says_so() {
+        use crate::harness::vocab::outcome::{Consequence, Foundation};
+        let case = &catalogue::all()[0];
+        let root = CaseResult::new(case, Outcome::Failed("x".into()), std::time::Duration::ZERO);
+        let mut following = root.clone();
+        following.consequence_of = Some(Consequence { root: "a.root".into(), foundation: Foundation::Pagination });
+        let (root, following) = (&root, &following);
+        assert_eq!(broken_in("list", &[&following]), Some(("list (only as a consequence of a.root)".into(), true)));
+        assert_eq!(broken_in("list", &[&root, &following]), Some(("list".into(), false)));
+        assert_eq!(broken_in("list", &[]), None);
     }
 }

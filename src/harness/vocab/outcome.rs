@@ -164,6 +164,7 @@ impl Outcome {
                         contrast: p
                             .contrast
                             .map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
+                        about: p.about.iter().map(|a| f(a)).collect(),
                         ..p
                     })
                     .collect(),
