@@ -206,7 +206,7 @@ impl Conformance {
             self.config,
             self.progress.then(|| {
                 std::sync::Arc::new(crate::harness::report::progress::Terminal::new(
-                    crate::harness::report::terminal::full_text(&outputs),
+                    crate::harness::report::terminal::full_text(&outputs).to_string(),
                 )) as std::sync::Arc<dyn crate::harness::vocab::progress::Progress>
             }),
         )

@@ -50,6 +50,8 @@ pub use harness::setup::config::RunConfig;
 pub use harness::transport::driver::{Answer, DriveArgs, DriveFuture, Driver, DriverAction};
 pub use harness::vocab::catalogue::{Case, Level, Need};
 pub use harness::vocab::errors::{ExpectError, ReportWriteError, SelectionError, SetupError, UrlProblem};
+pub use harness::vocab::kind::{AccountKind, ConnectionKind, Kind, TransactionKind};
+pub use harness::vocab::note::Note;
 pub use harness::vocab::outcome::{
     CaseResult, Consequence, Contrast, Counts, ErrorSource, Evidence, Failure, Foundation, Gate, IgnoreCause, Outcome,
     Problem,
@@ -162,7 +164,7 @@ pub mod internal {
         }
         /// The terminal's lines and summary.
         pub mod terminal {
-            pub use crate::harness::report::terminal::{render_quiet_summary, render_summary, Lines, Paint};
+            pub use crate::harness::report::terminal::{render_quiet_summary, render_summary, FullText, Lines, Paint};
         }
     }
     /// What a run did, in time (the HTML report's timelines and evidence).
@@ -171,6 +173,7 @@ pub mod internal {
     }
     /// What a report holds besides the library's surface.
     pub mod verdict {
+        pub use crate::harness::rules::decided::Decided;
         pub use crate::harness::rules::verdict::{Cited, Link, RootCause};
     }
     /// The latency a run observed (not judged).

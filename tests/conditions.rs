@@ -34,7 +34,7 @@ async fn all_pass(name: &str, config: RunConfig) -> Result<(), String> {
 async fn all_pass_noting(name: &str, config: RunConfig, noted: Option<&str>) -> Result<(), String> {
     let _turn = RUNS.acquire().await.map_err(|e| e.to_string())?;
     let report = runner::run_report(config, None).await;
-    if let Some(want) = noted.filter(|w| !report.notes.iter().any(|n| n.contains(w))) {
+    if let Some(want) = noted.filter(|w| !report.notes.iter().any(|n| n.to_string().contains(w))) {
         return Err(format!("{name}: no note holds {want:?}: {:?}", report.notes));
     }
     if let Some(e) = report.setup_error {

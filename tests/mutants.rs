@@ -124,7 +124,7 @@ async fn deletion_driven_again(event_timeout: f64) -> Result<(), String> {
     let subject = Subject::Mutant(Mutant::SyncReplacesSilently);
     let config = selftest::config_with_seed(subject, event_timeout, 1);
     let report = bankconf::internal::runner::run_report(config, None).await;
-    match report.notes.iter().find(|n| n.contains("after its walk under deletions")) {
+    match report.notes.iter().find(|n| n.to_string().contains("after its walk under deletions")) {
         Some(note) => Err(format!("the walk's rounds were not judged: {note}")),
         None => Ok(()),
     }

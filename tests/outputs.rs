@@ -277,7 +277,7 @@ fn the_terminal_closes_with_every_failure_and_its_rerun() {
         .iter()
         .map(|r| lines.case(r, report.gates(r) || report.mark(r) == "KNOWN", report.mark(r) == "KNOWN"))
         .collect();
-    out.push(terminal::render_summary(&report, Paint(false), "(full text in report.json)"));
+    out.push(terminal::render_summary(&report, Paint(false), &terminal::FullText::File("report.json".into())));
     let out = out.join("\n");
     assert!(out.lines().all(|l| l.chars().count() <= 240), "a line longer than a rerun: {out}");
     assert!(out.contains("(the same message as events.schema)"), "a diagnosis is shown once while running");
@@ -307,17 +307,17 @@ fn the_terminal_closes_with_every_failure_and_its_rerun() {
     );
     pinned!("terminal", out);
     // At a terminal that allows it, marks are coloured; the text is the same without the codes.
-    let coloured = terminal::render_summary(&report, Paint(true), "(full text in report.json)");
+    let coloured = terminal::render_summary(&report, Paint(true), &terminal::FullText::File("report.json".into()));
     assert!(coloured.contains('\u{1b}'));
     assert_eq!(
         anstream::adapter::strip_str(&coloured).to_string(),
-        terminal::render_summary(&report, Paint(false), "(full text in report.json)")
+        terminal::render_summary(&report, Paint(false), &terminal::FullText::File("report.json".into()))
     );
 }
 
 #[test]
 fn a_setup_error_has_no_table_and_is_not_repeated() {
-    use bankconf::internal::report::terminal::{render_summary, Paint};
+    use bankconf::internal::report::terminal::{render_summary, FullText, Paint};
     let mut report = with_failures();
     report.results = Vec::new();
     report.setup_error = Some(SetupError::KeyRefused {
@@ -328,7 +328,7 @@ fn a_setup_error_has_no_table_and_is_not_repeated() {
         other: "",
     });
     report.expectations = None;
-    let out = render_summary(&report, Paint(false), "(full text in report.json)");
+    let out = render_summary(&report, Paint(false), &FullText::File("report.json".into()));
     assert_eq!(out, "NOT RUN: the run could not start (setup error above)");
 }
 
@@ -517,7 +517,7 @@ fn with_trace() -> Report {
             (ConnectionState::Disconnected, Action::Connect, Transition::Refused),
         ],
     });
-    report.notes = vec![format!("a driver said {hostile}")];
+    report.notes = vec![format!("a driver said {hostile}").into()];
     report.root_causes = vec![bankconf::internal::verdict::RootCause {
         case: None,
         cause: format!("every 2xx body starts with a byte-order mark {hostile}"),

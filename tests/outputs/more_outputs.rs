@@ -275,7 +275,11 @@ fn a_run_cut_short_is_incomplete_and_names_its_cause() {
     };
     let deadline = stopped(Cause::Deadline(Duration::from_secs(300)));
     assert_eq!((deadline.verdict(), deadline.exit_code()), ("INCOMPLETE", 3));
-    assert!(deadline.decided().starts_with("the run's deadline (--deadline 300 s) passed"), "{}", deadline.decided());
+    assert!(
+        deadline.decided().to_string().starts_with("the run's deadline (--deadline 300 s) passed"),
+        "{}",
+        deadline.decided()
+    );
     let json = bankconf::internal::report::json::render(&deadline);
     assert_eq!(json["stopped"]["cause"], "deadline");
     assert_eq!(json["cases"][1]["cause"], "deadline");
@@ -283,7 +287,7 @@ fn a_run_cut_short_is_incomplete_and_names_its_cause() {
     for (signal, code) in [(Signal::Interrupt, 130), (Signal::Terminate, 143)] {
         let report = stopped(Cause::Interrupted(signal));
         assert_eq!((report.verdict(), report.exit_code()), ("INCOMPLETE", code));
-        assert!(report.decided().contains(&format!("interrupted by {}", signal.name())));
+        assert!(report.decided().to_string().contains(&format!("interrupted by {}", signal.name())));
         let json = bankconf::internal::report::json::render(&report);
         assert_eq!((json["exit_code"].as_i64(), &json["stopped"]["cause"]), (Some(code.into()), &"interrupted".into()));
     }
@@ -319,7 +323,7 @@ fn target_text_never_splits_a_problem() {
     assert_eq!(problems[0]["received"], format!("status 500: {body}"));
     assert_eq!(json["cases"][1]["message"], format!("{request}: expected 2xx, got status 500: {body}"));
     // The terminal: one problem, not counted as several.
-    let summary = terminal::render_summary(&report, terminal::Paint(false), "(full text in r.json)");
+    let summary = terminal::render_summary(&report, terminal::Paint(false), &terminal::FullText::File("r.json".into()));
     assert!(!summary.contains("problems"), "{summary}");
     // JUnit: one failure whose message is the one problem.
     let junit = junit::render(&report);
@@ -393,7 +397,7 @@ fn a_case_another_failure_blocks_reads_the_same_everywhere_and_is_not_to_complet
         (&case["outcome"], &case["cause"], &case["message"]),
         (&"ignored".into(), &"rests-on-failure".into(), &reason.into())
     );
-    let summary = terminal::render_summary(&report, terminal::Paint(false), "");
+    let summary = terminal::render_summary(&report, terminal::Paint(false), &terminal::FullText::Nowhere);
     assert!(!summary.contains("walk-under-insertions"), "{summary}");
     let line =
         terminal::Lines::new(terminal::Paint(false), String::new()).case(report.results.last().unwrap(), true, false);
@@ -421,7 +425,7 @@ fn the_terminal_names_the_request_a_failure_rests_on() {
         Cited::Request { request: long, status: 200, har: None },
     ];
     report.cited.insert("create.id-shape".into(), cited);
-    let summary = terminal::render_summary(&report, terminal::Paint(false), "");
+    let summary = terminal::render_summary(&report, terminal::Paint(false), &terminal::FullText::Nowhere);
     assert!(summary.contains("      evidence (context, not a reproduction):\n"), "{summary}");
     assert!(summary.contains("\n        GET /v1/accounts/acc_1 → 200 (HAR _id 3)\n"), "{summary}");
     let cut = summary.lines().find(|l| l.contains("/v1/connections/conn_1/accounts?cursor=ccc")).expect("the long one");

@@ -3,7 +3,8 @@
 use super::Reply;
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::rules::delivery::Delivery;
-use crate::harness::vocab::outcome::{str_field, Problems, Stop};
+use crate::harness::vocab::kind::{AccountKind, Kind};
+use crate::harness::vocab::outcome::{str_field, Problem, Problems, Stop};
 use crate::schemas::{self, Schema};
 use crate::spec::{prefix, ConnectionState};
 use serde_json::Value;
@@ -114,13 +115,17 @@ async fn refused_when_created(ctx: &RunContext) -> Result<(), Stop> {
 }
 
 /// §4.2: every accounts answer validates against accounts.json.
-fn schema(reply: &Reply) -> Vec<String> {
-    schemas::violated(Schema::Accounts, reply.body).err().into_iter().collect()
+fn schema(reply: &Reply) -> Vec<Problem> {
+    let violated = schemas::violated(Schema::Accounts, reply.body).err();
+    violated
+        .map(|v| Problem::found(Kind::Account(AccountKind::Schema), [reply.id.to_string()], v))
+        .into_iter()
+        .collect()
 }
 
 /// §4.2 lists the accounts linked to the connection, and an id identifies one account (§2): a
 /// list is a set, holding each account once.
-fn distinct_ids(reply: &Reply) -> Vec<String> {
+fn distinct_ids(reply: &Reply) -> Vec<Problem> {
     let mut seen = std::collections::HashSet::new();
     let twice: std::collections::BTreeSet<&str> = accounts(reply)
         .filter(|(a, _)| a.get("id").is_some())
@@ -129,28 +134,37 @@ fn distinct_ids(reply: &Reply) -> Vec<String> {
         .collect();
     twice
         .into_iter()
-        .map(|id| format!("lists account {id} more than once (§4.2: the accounts linked to the connection)"))
+        .map(|id| {
+            let detail = format!("lists account {id} more than once (§4.2: the accounts linked to the connection)");
+            Problem::found(Kind::Account(AccountKind::Repeated), [id.to_string()], detail)
+                .expecting("once", "more than once")
+        })
         .collect()
 }
 
 /// §2.2: each account names the connection asked for.
-fn connection_id(reply: &Reply) -> Vec<String> {
+fn connection_id(reply: &Reply) -> Vec<Problem> {
     accounts(reply)
         .filter(|(a, _)| str_field(a, "connectionId") != Some(reply.id))
         .map(|(a, id)| {
             let got = a.get("connectionId").map_or("nothing".into(), ToString::to_string);
-            format!("account {id} has connectionId {got}, expected {:?}", reply.id)
+            let expected = format!("{:?}", reply.id);
+            let detail = format!("account {id} has connectionId {got}, expected {expected}");
+            Problem::found(Kind::Account(AccountKind::ConnectionId), [id.to_string(), reply.id.to_string()], detail)
+                .expecting(expected, got)
         })
         .collect()
 }
 
 /// §2: account ids carry `acc_`.
-fn id_prefix(reply: &Reply) -> Vec<String> {
+fn id_prefix(reply: &Reply) -> Vec<Problem> {
     accounts(reply)
         .filter(|(a, _)| !str_field(a, "id").is_some_and(|id| id.starts_with(prefix::ACCOUNT)))
-        .map(|(a, _)| {
+        .map(|(a, id)| {
             let got = a.get("id").map_or("(absent)".into(), ToString::to_string);
-            format!("account id {got} does not start with {}", prefix::ACCOUNT)
+            let detail = format!("account id {got} does not start with {}", prefix::ACCOUNT);
+            Problem::found(Kind::Account(AccountKind::IdPrefix), [id.to_string()], detail)
+                .expecting(format!("an id starting with {}", prefix::ACCOUNT), got)
         })
         .collect()
 }
@@ -164,7 +178,7 @@ pub(super) const ALLOWED_ON: [(&str, &[&str]); 3] = [
     ("positions", &["brokerage", "pension"]),
 ];
 
-fn conditional_fields(reply: &Reply) -> Vec<String> {
+fn conditional_fields(reply: &Reply) -> Vec<Problem> {
     let mut problems = Vec::new();
     for (account, id) in accounts(reply) {
         let ty = str_field(account, "type").unwrap_or("?");
@@ -172,10 +186,13 @@ fn conditional_fields(reply: &Reply) -> Vec<String> {
             let empty = |v: &Value| v.is_null() || v.as_array().is_some_and(Vec::is_empty);
             let present = account.get(field).is_some_and(|v| !empty(v));
             if present && !allowed.contains(&ty) {
-                problems.push(format!(
-                    "account {id} of type {ty:?} carries {field}, which §2.2 allows only on {}",
-                    allowed.join(" and ")
-                ));
+                let only = allowed.join(" and ");
+                let detail = format!("account {id} of type {ty:?} carries {field}, which §2.2 allows only on {only}");
+                let kind = Kind::Account(AccountKind::ConditionalField);
+                problems.push(
+                    Problem::found(kind, [id.to_string()], detail)
+                        .expecting(format!("{field} only on {only}"), format!("{field} on {ty:?}")),
+                );
             }
         }
     }
@@ -194,18 +211,29 @@ pub(super) fn is_masked(number: &str) -> bool {
 }
 
 /// §2.2 (security): the account number is masked.
-fn masked_numbers(reply: &Reply) -> Vec<String> {
+fn masked_numbers(reply: &Reply) -> Vec<Problem> {
     let mut problems = Vec::new();
+    let kind = Kind::Account(AccountKind::Unmasked);
     for (account, id) in accounts(reply) {
         match str_field(account, "accountNumber") {
             Some(n) if is_masked(n) => {}
             // The number itself is not printed: an unmasked one is sensitive.
-            Some(n) => problems.push(format!(
-                "account {id} has an accountNumber that is not masked ({} digits visible, {})",
-                n.chars().filter(char::is_ascii_digit).count(),
-                if n.contains(MASKS) { "masked in part" } else { "no masking character" }
+            Some(n) => {
+                let digits = n.chars().filter(char::is_ascii_digit).count();
+                let how = if n.contains(MASKS) { "masked in part" } else { "no masking character" };
+                let detail =
+                    format!("account {id} has an accountNumber that is not masked ({digits} digits visible, {how})");
+                let expected = "masked: no digit visible but a last group of at most 6";
+                problems.push(
+                    Problem::found(kind, [id.to_string()], detail)
+                        .expecting(expected, format!("{digits} digits visible, {how}")),
+                );
+            }
+            None => problems.push(Problem::found(
+                kind,
+                [id.to_string()],
+                format!("account {id} has no accountNumber string"),
             )),
-            None => problems.push(format!("account {id} has no accountNumber string")),
         }
     }
     problems
@@ -226,7 +254,22 @@ async fn account_readable(ctx: Arc<RunContext>) -> Result<(), Stop> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_masked;
+    use super::{connection_id, is_masked, Reply};
+    use crate::harness::vocab::kind::{AccountKind, Kind};
+
+    /// A rule that compares two values says both apart from its sentence (issue 74): the JSON
+    /// report's `expected` and `received`, its kind and the ids it is about.
+    #[test]
+    fn a_wrong_connection_id_is_a_typed_problem() {
+        let body = serde_json::json!([{"id": "acc_1", "connectionId": "conn_other"}]);
+        let found = connection_id(&Reply { id: "conn_1", limit: None, body: &body });
+        let [one] = found.as_slice() else { panic!("one problem: {found:?}") };
+        assert_eq!(one.detail, "account acc_1 has connectionId \"conn_other\", expected \"conn_1\"");
+        assert_eq!(one.kind, Some(Kind::Account(AccountKind::ConnectionId)));
+        assert_eq!(one.about, ["acc_1", "conn_1"]);
+        let contrast = one.contrast.as_deref().expect("expected and received");
+        assert_eq!((contrast.expected.as_str(), contrast.actual.as_str()), ("\"conn_1\"", "\"conn_other\""));
+    }
 
     #[test]
     fn masking_rule() {

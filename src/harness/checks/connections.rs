@@ -2,7 +2,8 @@
 
 use super::Reply;
 use crate::harness::fixtures::context::RunContext;
-use crate::harness::vocab::outcome::{str_field, Failure, Stop};
+use crate::harness::vocab::kind::{ConnectionKind, Kind};
+use crate::harness::vocab::outcome::{str_field, Failure, Problem, Stop};
 use crate::schemas::{self, Schema};
 use crate::spec::prefix;
 use serde_json::Value;
@@ -26,33 +27,43 @@ async fn creates(ctx: Arc<RunContext>) -> Result<(), Stop> {
 }
 
 /// §4.1: every creation answer validates against connection-created.json.
-fn schema(reply: &Reply) -> Vec<String> {
-    schemas::violated(Schema::ConnectionCreated, reply.body).err().into_iter().collect()
+fn schema(reply: &Reply) -> Vec<Problem> {
+    let violated = schemas::violated(Schema::ConnectionCreated, reply.body).err();
+    violated.map(|v| Problem::found(Kind::Connection(ConnectionKind::Schema), [], v)).into_iter().collect()
 }
 
 /// §2.1: a connection is `CREATED` right after creation.
-fn status_created(reply: &Reply) -> Vec<String> {
+fn status_created(reply: &Reply) -> Vec<Problem> {
     match reply.body.get("status") {
         Some(Value::String(s)) if s == "CREATED" => Vec::new(),
         other => {
-            vec![format!("expected status \"CREATED\", got {}", other.map_or("nothing".into(), ToString::to_string))]
+            let got = other.map_or("nothing".into(), ToString::to_string);
+            let about = str_field(reply.body, "connectionId").map(str::to_string);
+            let detail = format!("expected status \"CREATED\", got {got}");
+            vec![Problem::found(Kind::Connection(ConnectionKind::StatusCreated), about, detail)
+                .expecting("\"CREATED\"", got)]
         }
     }
 }
 
 /// §2.1: `conn_` and `sess_` prefixes. The token's value is a secret: never shown.
-fn id_prefixes(reply: &Reply) -> Vec<String> {
+fn id_prefixes(reply: &Reply) -> Vec<Problem> {
     let mut problems = Vec::new();
     match str_field(reply.body, "connectionId") {
         Some(id) if id.starts_with(prefix::CONNECTION) => {}
-        other => problems.push(format!(
-            "expected connectionId to start with {}, got {:?}",
-            prefix::CONNECTION,
-            other.unwrap_or("nothing")
-        )),
+        other => {
+            let (expected, got) = (format!("an id starting with {}", prefix::CONNECTION), other.unwrap_or("nothing"));
+            let detail = format!("expected connectionId to start with {}, got {got:?}", prefix::CONNECTION);
+            let kind = Kind::Connection(ConnectionKind::ConnectionIdPrefix);
+            problems
+                .push(Problem::found(kind, other.map(str::to_string), detail).expecting(expected, format!("{got:?}")));
+        }
     }
     if !str_field(reply.body, "widgetToken").is_some_and(|t| t.starts_with(prefix::WIDGET_TOKEN)) {
-        problems.push(format!("expected widgetToken to start with {} (value not shown)", prefix::WIDGET_TOKEN));
+        // The token is a secret: what came is not shown, only that it lacks the prefix.
+        let detail = format!("expected widgetToken to start with {} (value not shown)", prefix::WIDGET_TOKEN);
+        let about = str_field(reply.body, "connectionId").map(str::to_string);
+        problems.push(Problem::found(Kind::Connection(ConnectionKind::WidgetTokenPrefix), about, detail));
     }
     problems
 }

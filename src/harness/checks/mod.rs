@@ -36,7 +36,7 @@ use super::rules::delivery::Delivery;
 use super::transport::answers::Answer;
 pub(crate) use super::transport::parsed::{reads_of, Endpoint};
 use super::vocab::errors::DeliveriesUnproven;
-use super::vocab::outcome::Failure;
+use super::vocab::outcome::{Failure, Problem};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -110,7 +110,7 @@ pub(crate) struct Finding {
 /// is wrong without the request (the runner names the request apart).
 pub(crate) struct ResponseCheck {
     pub endpoint: Endpoint,
-    pub rule: fn(&Reply) -> Vec<String>,
+    pub rule: fn(&Reply) -> Vec<Problem>,
 }
 
 /// One 2xx answer, as a response check sees it.
@@ -156,7 +156,7 @@ pub fn judge_one(id: &str, method: &str, segments: &[String], limit: Option<u64>
     let (endpoint, path_id) = Endpoint::of(method, segments)?;
     let reply = Reply { id: path_id, limit, body };
     let rules: Vec<_> = code_of(id)?.responses.iter().filter(|c| c.endpoint == endpoint).collect();
-    (!rules.is_empty()).then(|| rules.iter().flat_map(|c| (c.rule)(&reply)).collect())
+    (!rules.is_empty()).then(|| rules.iter().flat_map(|c| (c.rule)(&reply)).map(|p| p.detail).collect())
 }
 
 /// What the response checks of one case found over the run's answers.
@@ -168,12 +168,24 @@ pub(crate) struct Judged {
     pub problems: Vec<Failure>,
     /// Why some of its rules were not judged (their evidence is missing), if so.
     pub unjudged: Option<String>,
-    /// Why none of its findings can be told apart from a finding of another case, which blocks
-    /// it (the run's events name other connections: `rules::misnamed`), if so.
-    pub blocked: Option<String>,
+    /// The finding of another case that blocks it, if one does: none of its findings can be
+    /// told apart from that finding's symptom (the run's events name other connections:
+    /// `rules::misnamed`).
+    pub blocked: Option<Blocked>,
     /// What a bound of the harness's left out of what its rules judge, if anything: the
     /// answers whose bodies the answer log did not keep, or too dense to parse.
     pub cut: Option<String>,
+}
+
+/// Another case's failure that blocks a case, as a value: the case that failed, what its
+/// failure broke, and how the blocked case rests on it (`it rests on …`). The runner makes it
+/// the blocked case's outcome and consequence (issue 74: "blocked by" is never read back from
+/// a sentence).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Blocked {
+    pub on: &'static str,
+    pub foundation: crate::harness::vocab::outcome::Foundation,
+    pub why: String,
 }
 
 /// The cases that rest on which connection an event names (§6.2 `connectionId`): each
@@ -210,10 +222,11 @@ pub(crate) fn derive_from_misnamed(
         let failure = m.deliveries.iter().fold(Failure::from(m.to_string()), |f, seq| f.on_delivery(*seq));
         found.get_or_insert_with(Default::default).problems.insert(0, failure);
     } else if ON_EVENT_CONNECTION.contains(&id) {
-        found.get_or_insert_with(Default::default).blocked = Some(format!(
-            "not judged: it rests on which connection an event names, and {m} (judged by {})",
-            MISNAMED_OWNER
-        ));
+        found.get_or_insert_with(Default::default).blocked = Some(Blocked {
+            on: MISNAMED_OWNER,
+            foundation: crate::harness::vocab::outcome::Foundation::EventConnection,
+            why: format!("it rests on which connection an event names, and {m} (judged by {MISNAMED_OWNER})"),
+        });
     }
 }
 
@@ -252,9 +265,9 @@ pub(crate) fn judge_responses(
             for check in registration.responses.iter().filter(|c| c.endpoint == read.endpoint) {
                 let found = judged.entry(registration.id).or_default();
                 found.answers += 1;
-                for problem in (check.rule)(&reply) {
+                for mut problem in (check.rule)(&reply) {
                     if found.problems.len() < MAX_PROBLEMS {
-                        let problem = format!("{problem}{}", answer.whose());
+                        problem.detail += answer.whose();
                         let failure = Failure::from(problem).shown_by(Some(answer.seq));
                         found.problems.push(failure.requested(&answer.sent.request));
                     }

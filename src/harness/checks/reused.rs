@@ -10,7 +10,7 @@
 use super::{connections, Judged};
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::transport::answers::Auth;
-use crate::harness::vocab::outcome::{CaseResult, ErrorSource, Failure, IgnoreCause, Outcome};
+use crate::harness::vocab::outcome::{CaseResult, Consequence, ErrorSource, Failure, Foundation, Outcome};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -261,8 +261,11 @@ pub(crate) fn derive(id: &str, r: &Reused, found: &mut Option<Judged>) {
         let failure = r.answers.iter().fold(Failure::from(r.to_string()), |f, seq| f.on_answer(Some(*seq)));
         found.get_or_insert_with(Default::default).problems.insert(0, failure);
     } else if r.blocks(id) {
-        found.get_or_insert_with(Default::default).blocked =
-            Some(format!("not judged: it rests on which object an id names, and {r} (judged by {owner})"));
+        found.get_or_insert_with(Default::default).blocked = Some(crate::harness::checks::Blocked {
+            on: owner,
+            foundation: Foundation::IdOwner,
+            why: format!("it rests on which object an id names, and {r} (judged by {owner})"),
+        });
     }
 }
 
@@ -275,10 +278,11 @@ pub(crate) fn over_driver_error(r: &Reused, result: &mut CaseResult) {
     if !r.blocks(&result.case.id) {
         return;
     }
-    let reason = format!(
-        "not judged: it rests on which object an id names, and {r} (judged by {}); its own flow ended in the \
-         driver's error, which the reused id may explain: {message}",
+    let why = format!(
+        "it rests on which object an id names, and {r} (judged by {}); its own flow ended in the driver's \
+         error, which the reused id may explain: {message}",
         r.owner()
     );
-    result.outcome = Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason };
+    result.outcome = Outcome::rests_on(r.owner(), &why);
+    result.consequence_of = Some(Consequence { root: r.owner().to_string(), foundation: Foundation::IdOwner });
 }

@@ -196,11 +196,12 @@ pub fn check_events(mut config: CheckEventsConfig) -> i32 {
     report::say(format_args!("{}\n", report::terminal::header(&target, None, CASE_IDS.len())));
     let (results, notes) = judge_capture(&deliveries);
     let gate = Gate(config.gate);
-    let lines = report::terminal::Lines::stdout(report::terminal::full_text(&config.outputs));
+    let lines = report::terminal::Lines::stdout(report::terminal::full_text(&config.outputs).to_string());
     for r in &results {
         report::say(format_args!("{}\n", lines.case(r, gate.gates(r.case.level), false)));
     }
     let mut report = Report::new(Origin::Capture { file }, target, gate);
+    let notes = notes.into_iter().map(crate::harness::vocab::note::Note::Said).collect();
     (report.results, report.duration, report.notes) = (results, started.elapsed(), notes);
     report::finish(&report, &config.outputs, false)
 }

@@ -28,7 +28,7 @@ pub async fn run(config: RunConfig) -> i32 {
     // No process a driver started outlives the run: the session's shutdown stops its driver.
     let report = runner::run_report_until(
         config,
-        Some(Arc::new(progress::Terminal::new(report::terminal::full_text(&outputs)).quiet(quiet))),
+        Some(Arc::new(progress::Terminal::new(report::terminal::full_text(&outputs).to_string()).quiet(quiet))),
         cancel,
     )
     .await;
@@ -145,7 +145,7 @@ pub(crate) fn test_main(mut config: RunConfig, args: Arguments) -> ExitCode {
     }
     eprintln!("bankconf: {} (seed {})", visible(&report.server), report.seed().unwrap_or_default());
     for note in &report.notes {
-        eprintln!("bankconf: {}", visible(note));
+        eprintln!("bankconf: {}", visible(&note.to_string()));
     }
     if let Err(e) = report::write(&outputs, &report) {
         eprintln!("bankconf: {e}");

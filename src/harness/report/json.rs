@@ -53,13 +53,17 @@ fn headline(failure: &Failure) -> String {
 }
 
 /// One problem: the request that shows it, what is wrong, and what was expected against what
-/// was received when the rule states them apart.
+/// was received when the rule states them apart; its kind, the section that states its rule and
+/// the ids it is about when its rule gives them as values (issue 74).
 fn problem(p: &Problem) -> Value {
     json!({
         "request": p.request,
         "detail": p.detail,
         "expected": p.contrast.as_ref().map(|c| &c.expected),
         "received": p.contrast.as_ref().map(|c| &c.actual),
+        "kind": p.kind.map(|k| k.name()),
+        "section": p.kind.map(|k| k.section()),
+        "about": p.about,
     })
 }
 
@@ -198,7 +202,7 @@ fn render_raw(report: &Report) -> Value {
             "deliveries": report.latency.deliveries,
         },
         "har": report.har.as_ref().map(|(file, _)| file),
-        "notes": report.notes,
+        "notes": report.notes.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "root_causes": roots(report),
         "cases": cases,
         "summary": summary,

@@ -164,7 +164,8 @@ fn render_raw(report: &Report) -> String {
     let skipped: usize = suites.iter().filter_map(|s| s.extra.get("skipped")?.as_str().parse::<usize>().ok()).sum();
     if let Some(first) = suites.first_mut() {
         if !report.notes.is_empty() {
-            first.set_system_out(xml(&report.notes.join("\n")));
+            let notes: Vec<String> = report.notes.iter().map(ToString::to_string).collect();
+            first.set_system_out(xml(&notes.join("\n")));
         }
     }
     junit.add_test_suites(suites);

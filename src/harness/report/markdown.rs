@@ -158,7 +158,7 @@ fn header(report: &Report) -> String {
         let _ = writeln!(out, "**The run could not start or judge (exit code 2):** {}\n", cell(&e.to_string()));
     }
     for note in &report.notes {
-        let _ = writeln!(out, "- {}", cell(note));
+        let _ = writeln!(out, "- {}", cell(&note.to_string()));
     }
     for line in report.latency_lines() {
         let _ = writeln!(out, "- {}", cell(&line));
@@ -334,11 +334,39 @@ fn transitions(graph: &TransitionGraph) -> String {
     out
 }
 
-const NO_CASE: &str = "**no case checks this section**";
-const NOT_IN_REPORT: &str = "not in this report";
+/// How a report covers a section of the spec: a value, decided once, that the coverage
+/// matrix both writes and sorts by (issue 74: it never reads back its own sentence).
+enum Coverage {
+    NotJudged,
+    Checked,
+    ThroughSubsections,
+    /// Cases of the catalogue check it, none of this report: how many.
+    NotInReport(usize),
+    NoCase,
+    /// The section states nothing to check.
+    Nothing,
+    /// Its cases are those of the section it refers to, covered so.
+    As(&'static str, Box<Coverage>),
+}
+
+impl std::fmt::Display for Coverage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotJudged => f.write_str("**not judged in this run**"),
+            Self::Checked => f.write_str("checked"),
+            Self::ThroughSubsections => f.write_str("through its subsections"),
+            Self::NotInReport(n) => {
+                write!(f, "not in this report ({n} {} in the catalogue)", if *n == 1 { "case" } else { "cases" })
+            }
+            Self::NoCase => f.write_str("**no case checks this section**"),
+            Self::Nothing => f.write_str("nothing to check: everything it names is not shown"),
+            Self::As(to, how) => write!(f, "as {to}, to which it refers: {how}"),
+        }
+    }
+}
 
 /// The cases of this report that check `section` itself, and how the report covers it.
-fn section_coverage(report: &Report, section: &str) -> (Vec<String>, String) {
+fn section_coverage(report: &Report, section: &str) -> (Vec<String>, Coverage) {
     let direct: Vec<String> = report
         .results
         .iter()
@@ -353,18 +381,15 @@ fn section_coverage(report: &Report, section: &str) -> (Vec<String>, String) {
         .filter(|r| within(&r.case.section, section))
         .any(|r| matches!(r.outcome, Outcome::Passed | Outcome::Failed(_)));
     let coverage = if (!direct.is_empty() || through_subsections) && !judged {
-        "**not judged in this run**".to_string()
+        Coverage::NotJudged
     } else if !direct.is_empty() {
-        "checked".to_string()
+        Coverage::Checked
     } else if through_subsections {
-        "through its subsections".to_string()
+        Coverage::ThroughSubsections
     } else if in_catalogue > 0 {
-        format!(
-            "{NOT_IN_REPORT} ({in_catalogue} {} in the catalogue)",
-            if in_catalogue == 1 { "case" } else { "cases" }
-        )
+        Coverage::NotInReport(in_catalogue)
     } else {
-        NO_CASE.to_string()
+        Coverage::NoCase
     };
     (direct, coverage)
 }
@@ -381,15 +406,13 @@ fn coverage(report: &Report) -> String {
         let referred = REFERS_TO.iter().find(|(from, _)| *from == section).map(|(_, to)| *to);
         let (direct, coverage) = match referred {
             // Its cases are the referred section's, shown on that row.
-            Some(to) => (Vec::new(), format!("as {to}, to which it refers: {}", section_coverage(report, to).1)),
-            None if STATES_NOTHING.contains(&section) => {
-                (Vec::new(), "nothing to check: everything it names is not shown".to_string())
-            }
+            Some(to) => (Vec::new(), Coverage::As(to, Box::new(section_coverage(report, to).1))),
+            None if STATES_NOTHING.contains(&section) => (Vec::new(), Coverage::Nothing),
             None => section_coverage(report, section),
         };
-        match coverage.as_str() {
-            NO_CASE => unchecked.push(format!("{section} {title}")),
-            c if c.starts_with(NOT_IN_REPORT) => unselected.push(section),
+        match coverage {
+            Coverage::NoCase => unchecked.push(format!("{section} {title}")),
+            Coverage::NotInReport(_) => unselected.push(section),
             _ => {}
         }
         let cases = if direct.is_empty() { "—".to_string() } else { direct.join(", ") };
@@ -413,7 +436,7 @@ fn coverage(report: &Report) -> String {
 fn statements(report: &Report) -> String {
     use crate::harness::vocab::clauses::{matrix, Cell};
     let m = matrix();
-    let (mut judged, mut cells, mut failing) = (0, 0, Vec::new());
+    let (mut judged, mut cells, mut failing, mut consequences_only) = (0, 0, Vec::new(), false);
     for clause in &m.clause {
         let mut views = Vec::new();
         for view in &m.views {
@@ -424,9 +447,13 @@ fn statements(report: &Report) -> String {
                 judged += 1;
             }
             // An advisory note is no broken statement.
-            let broken = |r: &&&CaseResult| r.case.level != catalogue::Level::Advisory;
-            if results.iter().filter(broken).any(|r| matches!(r.outcome, Outcome::Failed(_))) {
-                views.push(view.as_str());
+            let broken: Vec<&&CaseResult> = results
+                .iter()
+                .filter(|r| r.case.level != catalogue::Level::Advisory && r.outcome.is_failed())
+                .collect();
+            if let Some((shown, through)) = broken_in(view.as_str(), &broken) {
+                views.push(shown);
+                consequences_only |= through;
             }
         }
         if !views.is_empty() {
@@ -448,11 +475,34 @@ fn statements(report: &Report) -> String {
         m.views.len()
     );
     if !failing.is_empty() {
+        if consequences_only {
+            out += "\nA view broken *only as a consequence of* a case fails there only on reads that rest on that \
+                    case's failure (issue 74): fix that case first.\n";
+        }
         out += "\n| statement | section | says | broken in the views |\n|---|---|---|---|\n";
         out += &failing.join("\n");
         out.push('\n');
     }
     out
+}
+
+/// How `view` shows its statement broken by the failed cases `failed` of its cell: the view
+/// alone when a case fails as a root, `view (only as a consequence of ROOT)` when every one
+/// fails only through a root's failure ([`CaseResult::consequence_of`]), nothing when none failed.
+/// The second value says which of the two it is.
+fn broken_in(view: &str, failed: &[&&CaseResult]) -> Option<(String, bool)> {
+    if failed.is_empty() {
+        return None;
+    }
+    let roots: Option<std::collections::BTreeSet<&str>> =
+        failed.iter().map(|r| r.consequence_of.as_ref().map(|c| c.root.as_str())).collect();
+    Some(match roots {
+        Some(roots) => {
+            let roots: Vec<&str> = roots.into_iter().collect();
+            (format!("{view} (only as a consequence of {})", roots.join(", ")), true)
+        }
+        None => (view.to_string(), false),
+    })
 }
 
 #[cfg(test)]
@@ -494,5 +544,19 @@ mod tests {
         }
         let Err(crate::harness::vocab::outcome::Stop::Fail(three)) = problems.finish() else { panic!() };
         assert!(problem(&three).contains("**Problems (3):**\n\n- a\n- b; c\n- d\n"), "{}", problem(&three));
+    }
+
+    /// A statement broken only by cases that rest on a root's failure says so, naming the root.
+    #[test]
+    fn a_view_broken_only_through_a_consequence_says_so() {
+        use crate::harness::vocab::outcome::{Consequence, Foundation};
+        let case = &catalogue::all()[0];
+        let root = CaseResult::new(case, Outcome::Failed("x".into()), std::time::Duration::ZERO);
+        let mut following = root.clone();
+        following.consequence_of = Some(Consequence { root: "a.root".into(), foundation: Foundation::Pagination });
+        let (root, following) = (&root, &following);
+        assert_eq!(broken_in("list", &[&following]), Some(("list (only as a consequence of a.root)".into(), true)));
+        assert_eq!(broken_in("list", &[&root, &following]), Some(("list".into(), false)));
+        assert_eq!(broken_in("list", &[]), None);
     }
 }

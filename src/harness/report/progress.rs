@@ -34,7 +34,7 @@ impl Terminal {
 
 impl Default for Terminal {
     fn default() -> Self {
-        Self::new(terminal::full_text(&Default::default()))
+        Self::new(terminal::full_text(&Default::default()).to_string())
     }
 }
 

@@ -3,9 +3,11 @@
 //! Colour only at a terminal, as `NO_COLOR`, `CLICOLOR` and `CLICOLOR_FORCE` say (`anstream`).
 
 use super::verdict::{Cited, Report, KNOWN};
+use crate::harness::rules::decided::Decided;
 use crate::harness::rules::graph::Transition;
 use crate::harness::setup::config::OutputPaths;
-use crate::harness::vocab::outcome::{count, CaseResult, Outcome};
+use crate::harness::vocab::note::Note;
+use crate::harness::vocab::outcome::{count, CaseResult, ErrorSource, Outcome};
 use crate::harness::vocab::sanitize::visible;
 use anstyle::{AnsiColor, Style};
 use std::collections::HashMap;
@@ -20,12 +22,41 @@ const MAX_LINES: usize = 8;
 /// (the URL to fix, what did arrive), which ends most messages.
 const REASON_LINES: usize = 3;
 /// Where the whole text of a cut message is: the report file written, or how to get one.
-pub(crate) fn full_text(paths: &OutputPaths) -> String {
+pub(crate) fn full_text(paths: &OutputPaths) -> FullText {
     let written = [&paths.report_json, &paths.report_md, &paths.junit].into_iter().flatten().next();
     match written {
-        Some(file) if file.as_os_str() == "-" => "(full text in the report on standard output)".to_string(),
-        Some(file) => format!("(full text in {})", visible(&file.display().to_string())),
-        None => "(full text: rerun with --report-json FILE)".to_string(),
+        Some(file) if file.as_os_str() == "-" => FullText::Stdout,
+        Some(file) => FullText::File(file.display().to_string()),
+        None => FullText::Nowhere,
+    }
+}
+
+/// Where the whole text of a message the terminal cuts is, as a value: the summary decides by
+/// it whether to point at a file or at the case's own lines above (issue 74).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FullText {
+    /// In this report file.
+    File(String),
+    /// In the report written to standard output.
+    Stdout,
+    /// In no report file (a rerun with `--report-json FILE` writes one).
+    Nowhere,
+}
+
+impl FullText {
+    /// Whether a report file holds it.
+    fn written(&self) -> bool {
+        !matches!(self, Self::Nowhere)
+    }
+}
+
+impl std::fmt::Display for FullText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File(file) => write!(f, "(full text in {})", visible(file)),
+            Self::Stdout => f.write_str("(full text in the report on standard output)"),
+            Self::Nowhere => f.write_str("(full text: rerun with --report-json FILE)"),
+        }
     }
 }
 
@@ -249,24 +280,24 @@ pub(crate) fn progress(done: usize, total: usize) -> String {
 }
 
 /// The summary, coloured as stdout allows; `note` says where a cut text is whole ([`full_text`]).
-pub(crate) fn summary(report: &Report, note: &str) -> String {
+pub(crate) fn summary(report: &Report, note: &FullText) -> String {
     render_summary(report, Paint::stdout(), note)
 }
 
 /// The summary: counts by level, notes, what would complete the run, expectations, the
 /// closing block of failures and errors, and the verdict line, which says what decided it. A
 /// run that could not start shows no table: its setup error was printed once, above.
-pub fn render_summary(report: &Report, paint: Paint, note: &str) -> String {
+pub fn render_summary(report: &Report, paint: Paint, note: &FullText) -> String {
     report.redactor.redact(&render_summary_raw(report, paint, note, false))
 }
 
 /// `--quiet`: the closing block alone (what to act on, the deviations from the `--expect` file,
 /// what would complete the run) and the verdict line; no table, no notes.
-pub fn render_quiet_summary(report: &Report, paint: Paint, note: &str) -> String {
+pub fn render_quiet_summary(report: &Report, paint: Paint, note: &FullText) -> String {
     report.redactor.redact(&render_summary_raw(report, paint, note, true))
 }
 
-fn render_summary_raw(report: &Report, paint: Paint, note: &str, quiet: bool) -> String {
+fn render_summary_raw(report: &Report, paint: Paint, note: &FullText, quiet: bool) -> String {
     let mut out = String::new();
     if quiet {
         deviations(&mut out, report);
@@ -303,12 +334,14 @@ fn context(out: &mut String, report: &Report, paint: Paint) {
     if report.setup_error.is_none() || !report.results.is_empty() {
         table(out, report);
     }
-    // A note that is also the diagnosis of failed cases (a silent webhook path) is shown once,
-    // in the closing block, with the cases it concerns.
-    let diagnoses: Vec<&str> =
-        report.to_act_on().into_iter().filter_map(|(_, cases)| cases[0].outcome.message()).collect();
-    for note in report.notes.iter().filter(|n| !diagnoses.contains(&n.as_str())) {
-        let _ = writeln!(out, "note: {}", visible(note));
+    // The diagnosis of a silent webhook path, when cases ended in it (a receiver's error), is
+    // shown once, in the closing block, with the cases it concerns.
+    let ended_in_it = report
+        .to_act_on()
+        .into_iter()
+        .any(|(_, cases)| matches!(cases[0].outcome, Outcome::Error { source: ErrorSource::Receiver, .. }));
+    for note in report.notes.iter().filter(|n| !(ended_in_it && matches!(n, Note::Silent(_)))) {
+        let _ = writeln!(out, "note: {}", visible(&note.to_string()));
     }
     for line in report.latency_lines() {
         let _ = writeln!(out, "{line}");
@@ -347,12 +380,11 @@ fn context(out: &mut String, report: &Report, paint: Paint) {
 /// The verdict line: the verdict, what decided it, the counts, and what the run left out.
 fn verdict(out: &mut String, report: &Report, paint: Paint) {
     let c = report.counts(None);
-    let decided = report.decided();
     let verdict = paint.mark(report.verdict());
-    let (sep, decided) = match decided.strip_prefix("with ") {
-        Some(with) => (" with ", with.to_string()),
-        None if decided.is_empty() => ("", String::new()),
-        None => (": ", decided),
+    let (sep, decided) = match report.decided() {
+        Decided::With(held) => (" with ", held),
+        Decided::Nothing => ("", String::new()),
+        Decided::Because(reasons) => (": ", reasons.join(" and ")),
     };
     if report.setup_error.is_some() && report.results.is_empty() {
         let _ = write!(out, "{verdict}{sep}{decided}");
@@ -390,11 +422,12 @@ fn table(out: &mut String, report: &Report) {
 
 /// Every failed and errored case, gating first: its id, section, a one-line reason and the
 /// command that reruns it. Cases that share a diagnosis are one entry naming them all.
-fn closing(out: &mut String, report: &Report, paint: Paint, note: &str) {
+fn closing(out: &mut String, report: &Report, paint: Paint, full: &FullText) {
     let groups = report.to_act_on();
     if groups.is_empty() {
         return;
     }
+    let note = &full.to_string();
     // One fact that may explain many failures, before them.
     for c in report.root_causes.iter().filter(|c| c.explains()) {
         let cause = wrap(&visible(&c.cause), WIDTH - 6, MAX_LINES, note).join("\n      ");
@@ -424,7 +457,7 @@ fn closing(out: &mut String, report: &Report, paint: Paint, note: &str) {
         // The whole text is in a report file, else in the case's own lines above when it fit.
         let message = said(&cases[0].outcome).unwrap_or_default();
         let above = wrap(&visible(&message), WIDTH - 6, MAX_LINES + 1, "").len() <= MAX_LINES;
-        let whole = if above && !note.starts_with("(full text in") { "(whole text above)" } else { note };
+        let whole = if above && !full.written() { "(whole text above)" } else { note };
         let reason = one_line(&visible(&format!("{problem}{more}")), REASON_LINES * (WIDTH - 6), whole);
         for line in wrap(&reason, WIDTH - 6, REASON_LINES + 1, whole) {
             let _ = writeln!(out, "      {line}");
@@ -539,9 +572,9 @@ mod tests {
             consequence_of: None,
         };
         assert_eq!(reason(&result), "3 problems, the first: first; with a semicolon");
-        assert_eq!(full_text(&OutputPaths::default()), "(full text: rerun with --report-json FILE)");
+        assert_eq!(full_text(&OutputPaths::default()).to_string(), "(full text: rerun with --report-json FILE)");
         let paths = OutputPaths { report_md: Some("r.md".into()), ..Default::default() };
-        assert_eq!(full_text(&paths), "(full text in r.md)");
+        assert_eq!(full_text(&paths).to_string(), "(full text in r.md)");
     }
 
     #[test]

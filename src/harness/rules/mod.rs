@@ -1,6 +1,7 @@
 //! Pure rules over recorded data: events, chains, the transition graph, gates, verdicts; no I/O.
 
 pub(crate) mod chain;
+pub(crate) mod decided;
 pub(crate) mod delivery;
 pub(crate) mod event_rules;
 pub(crate) mod expect;

@@ -8,7 +8,8 @@ use crate::harness::rules::trace::Trace;
 use crate::harness::vocab::cancel::Cause;
 use crate::harness::vocab::catalogue::Level;
 use crate::harness::vocab::errors::SetupError;
-use crate::harness::vocab::outcome::{count, CaseResult, Counts, ErrorSource, Failure, Gate, IgnoreCause, Outcome};
+use crate::harness::vocab::note::Note;
+use crate::harness::vocab::outcome::{CaseResult, Counts, ErrorSource, Failure, Gate, IgnoreCause, Outcome};
 use crate::harness::vocab::redact::Redactor;
 use crate::harness::vocab::sanitize::shell_word;
 use std::collections::BTreeMap;
@@ -143,8 +144,9 @@ pub struct Report {
     pub results: Vec<CaseResult>,
     /// How long the run took.
     pub duration: Duration,
-    /// Facts about the run worth a line in every report (never secrets).
-    pub notes: Vec<String>,
+    /// Facts about the run worth a line in every report (never secrets), as values each
+    /// report renders.
+    pub notes: Vec<Note>,
     /// Why the run could not start or judge (preflight, configuration): exit 2.
     pub setup_error: Option<SetupError>,
     /// The transition graph the target revealed, when `lifecycle.transition-graph` ran.
@@ -299,63 +301,6 @@ impl Report {
             }
         }
         groups
-    }
-
-    /// What decided the verdict, for the last line of the terminal: `2 gating failures` (the
-    /// roots), `3 consequences of them`, `1 expectation no longer holds`, `with 3 expected
-    /// failures`.
-    pub fn decided(&self) -> String {
-        let gating =
-            |pred: fn(&Outcome) -> bool| self.results.iter().filter(|r| pred(&r.outcome) && self.gates(r)).count();
-        let mut reasons = Vec::new();
-        match self.judged_code() {
-            EXIT_FAILED => {
-                let failed = gating(Outcome::is_failed);
-                let following = gating_consequences(self);
-                if failed > following {
-                    reasons.push(count(failed - following, "gating failure", "gating failures"));
-                }
-                if following > 0 {
-                    reasons.push(count(following, "consequence", "consequences") + " of them");
-                }
-                let deviations = self.deviations();
-                let stale =
-                    deviations.iter().filter(|(r, _)| self.standing(r) == Some(Standing::NoLongerHolds)).count();
-                if stale > 0 {
-                    reasons.push(count(stale, "expectation no longer holds", "expectations no longer hold"));
-                }
-                if deviations.len() > stale {
-                    reasons.push(count(deviations.len() - stale, "expectation expired", "expectations expired"));
-                }
-            }
-            EXIT_INCOMPLETE => {
-                if let Some(cause) = self.stopped {
-                    reasons.push(cause.describe());
-                }
-                let ignored = gating(|o| matches!(o, Outcome::Ignored { .. }));
-                reasons.push(count(ignored, "gating case", "gating cases") + " not judged");
-            }
-            EXIT_NOT_RUN if self.setup_error.is_some() => {
-                reasons.push("the run could not start (setup error above)".into())
-            }
-            EXIT_NOT_RUN if self.counts(None).errors > 0 => {
-                reasons.push(count(gating(|o| matches!(o, Outcome::Error { .. })), "gating case", "gating cases"));
-                reasons[0] += " could not be judged (errors)";
-            }
-            EXIT_NOT_RUN => reasons.push("no case was judged".into()),
-            _ => {}
-        }
-        let held = self.expected();
-        if !held.is_empty() && self.judged_code() == EXIT_PASSED {
-            let all_failed = held.iter().all(|(r, _)| r.outcome.is_failed());
-            let (one, many) = if all_failed {
-                ("expected failure", "expected failures")
-            } else {
-                ("expected outcome", "expected outcomes")
-            };
-            return format!("with {}", count(held.len(), one, many));
-        }
-        reasons.join(" and ")
     }
 
     /// The failures, gating ones first.
@@ -592,9 +537,4 @@ impl Reading {
             Self::Fail(text) => Self::Fail(redactor.redact(&text)),
         }
     }
-}
-
-/// The gating failures that are consequences of a root ([`CaseResult::consequence_of`]).
-fn gating_consequences(report: &Report) -> usize {
-    report.results.iter().filter(|r| r.outcome.is_failed() && report.gates(r) && r.consequence_of.is_some()).count()
 }

@@ -7,7 +7,7 @@ use crate::harness::checks::{self, Judged};
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::vocab::cancel::{Cancel, Cause};
 use crate::harness::vocab::catalogue::Case;
-use crate::harness::vocab::outcome::{CaseResult, Consequence, ErrorSource, Foundation, IgnoreCause, Outcome};
+use crate::harness::vocab::outcome::{CaseResult, ErrorSource, Outcome};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -85,37 +85,21 @@ impl<'a, F: Fn(&CaseResult)> Board<'a, F> {
             if !reported.is_empty() && !deaf {
                 found.get_or_insert_with(Default::default).problems.extend(reported);
             }
-            // The case whose failure blocks this one, if one does (the last to block it).
-            let mut rests_on = None;
+            // The case whose failure blocks this one, if one does (the last to block it): a
+            // value (`Judged::blocked`) that `conclude` makes the outcome and the consequence of.
             if let Some(failed) = self.still_walk_failed() {
-                let on = (failed, Foundation::Pagination);
-                rests_on =
-                    blocked_by(&mut found, on, |f| checks::transactions::derive_under_changes(&case.id, failed, f))
-                        .or(rests_on);
+                checks::transactions::derive_under_changes(&case.id, failed, &mut found);
             }
             if let Some(m) = &misnamed {
-                let on = (checks::MISNAMED_OWNER, Foundation::EventConnection);
-                rests_on = blocked_by(&mut found, on, |f| checks::derive_from_misnamed(&case.id, m, f)).or(rests_on);
+                checks::derive_from_misnamed(&case.id, m, &mut found);
             }
             // Reused ids explain events that name one connection twice: theirs is the root finding.
             if let Some(r) = &reused {
-                let on = (r.owner(), Foundation::IdOwner);
-                rests_on = blocked_by(&mut found, on, |f| checks::reused::derive(&case.id, r, f)).or(rests_on);
+                checks::reused::derive(&case.id, r, &mut found);
             }
             let mut result = conclude(self.ctx, case, outcome, found, took);
             if let Some(r) = &reused {
-                let was_error = matches!(result.outcome, Outcome::Error { .. });
                 checks::reused::over_driver_error(r, &mut result);
-                if was_error && matches!(result.outcome, Outcome::Ignored { .. }) {
-                    rests_on = Some((r.owner(), Foundation::IdOwner));
-                }
-            }
-            // Blocked by another case's failure: not judged, and nothing but that fix completes it.
-            if let (Some((on, foundation)), Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason }) =
-                (rests_on, &result.outcome)
-            {
-                result.outcome = Outcome::rests_on(on, reason);
-                result.consequence_of = Some(Consequence { root: on.to_string(), foundation });
             }
             if let (Some(cause), Outcome::Passed, true) = (stopped, &result.outcome, responds(case)) {
                 result.outcome = Outcome::Ignored {
@@ -143,18 +127,6 @@ impl<'a, F: Fn(&CaseResult)> Board<'a, F> {
             .map(|(r, case)| r.unwrap_or_else(|| CaseResult::new(case, lost(), Duration::ZERO)))
             .collect()
     }
-}
-
-/// Runs `derive` over `found`: `Some(on)` when it blocked the case (it set `found`'s `blocked`),
-/// `on` being the case whose failure blocks it and the foundation that failure broke.
-fn blocked_by<'a>(
-    found: &mut Option<Judged>,
-    on: (&'a str, Foundation),
-    derive: impl FnOnce(&mut Option<Judged>),
-) -> Option<(&'a str, Foundation)> {
-    let before = found.as_ref().and_then(|j| j.blocked.clone());
-    derive(found);
-    (found.as_ref().and_then(|j| j.blocked.as_ref()) != before.as_ref()).then_some(on)
 }
 
 /// How the dispatch of the flows ended.

@@ -23,7 +23,8 @@ use crate::harness::vocab::cancel::{Cancel, Cause};
 use crate::harness::vocab::catalogue::Selection;
 use crate::harness::vocab::catalogue::{self, Case, Need};
 use crate::harness::vocab::errors::SetupError;
-use crate::harness::vocab::outcome::{CaseResult, ErrorSource, Gate, IgnoreCause, Outcome, Problems};
+use crate::harness::vocab::note::Note;
+use crate::harness::vocab::outcome::{CaseResult, Consequence, ErrorSource, Gate, IgnoreCause, Outcome, Problems};
 pub use crate::harness::vocab::progress::Progress;
 use crate::harness::vocab::redact::Redactor;
 use std::sync::Arc;
@@ -111,7 +112,8 @@ impl Frame {
             .map(|case| CaseResult::new(case, unfinished.clone(), Duration::ZERO))
             .collect();
         report.results = with_left_out(unfinished, selection);
-        report.notes = vec![format!("the run was cut short before its cases started: {}", cause.describe())];
+        report.notes =
+            vec![Note::Said(format!("the run was cut short before its cases started: {}", cause.describe()))];
         report.stopped = Some(cause);
         report
     }
@@ -155,7 +157,7 @@ pub(crate) async fn run_report_until(config: RunConfig, progress: Option<Arc<dyn
     // Cut short: some case was left unfinished (a cause that came after the last case is none).
     let stopped = cancel.cause().filter(|cause| results.iter().any(|r| ignored_by(r, *cause)));
     let mut notes = end_notes(&ctx, &results, stopped, &cancel, started, short_keys).await;
-    notes.extend(narrowed_note(&ctx.plan.selection));
+    notes.extend(narrowed_note(&ctx.plan.selection).map(Note::Said));
     let mut report = report_of(&ctx, frame, results, notes);
     (report.expectations, report.stopped) = (expectations, stopped);
     match cancel.cause() {
@@ -243,15 +245,15 @@ async fn end_notes(
     cancel: &Cancel,
     started: Instant,
     short_keys: Option<String>,
-) -> Vec<String> {
-    let mut notes = Vec::new();
+) -> Vec<Note> {
+    let mut notes: Vec<Note> = Vec::new();
     if let Some(cause) = stopped {
         let unfinished = results.iter().filter(|r| ignored_by(r, cause)).count();
-        notes.push(format!(
+        notes.push(Note::Said(format!(
             "the run was cut short after {:.1} s ({}): {unfinished} unfinished cases are ignored; the reports hold what was judged",
             started.elapsed().as_secs_f64(),
             cause.describe()
-        ));
+        )));
     }
     // A run cut short does not wait for its first deliveries.
     let heard = tokio::select! {
@@ -260,36 +262,37 @@ async fn end_notes(
         heard = ctx.heard() => Some(heard),
     };
     match heard {
-        Some(Ok(heard)) => notes.extend(heard.iter().cloned()),
-        Some(Err(diagnosis)) => notes.insert(0, diagnosis.to_string()),
+        Some(Ok(heard)) => notes.extend(heard.iter().cloned().map(Note::Said)),
+        Some(Err(diagnosis)) => notes.insert(0, Note::Silent(diagnosis.to_string())),
         None => {}
     }
     if let Ok(r) = ctx.receiver() {
-        notes.extend(r.patience.late_note(|id| r.for_connection(id).len()));
-        notes.extend(notes::deliveries(&r.timeline().into_iter().map(|(_, d)| d).collect::<Vec<_>>(), r.refused()));
+        notes.extend(r.patience.late_note(|id| r.for_connection(id).len()).map(Note::Said));
+        let all: Vec<_> = r.timeline().into_iter().map(|(_, d)| d).collect();
+        notes.extend(notes::deliveries(&all, r.refused()).map(Note::Said));
         // A bound of the receiver cut what the event rules judge: said, never silent (issue 51).
         if r.refused() > 0 {
-            notes.push(format!(
+            notes.push(Note::Said(format!(
                 "bounds: the event cases judged only the webhook deliveries the receiver kept{}",
                 r.refusals()
-            ));
+            )));
         }
         if r.strays() > 0 {
-            notes.push(format!(
+            notes.push(Note::Said(format!(
                 "{} webhook deliveries came to the listener at another path than this run's address (an earlier \
                  run's late webhooks?): not judged",
                 r.strays()
-            ));
+            )));
         }
     }
-    notes.extend(short_keys);
-    notes.extend(ctx.api.throttle().note());
+    notes.extend(short_keys.map(Note::Said));
+    notes.extend(ctx.api.throttle().note().map(Note::Said));
     notes.extend(ctx.notes());
     let unkept = ctx.api.answers().unkept();
     if unkept > 0 {
-        notes.push(format!(
+        notes.push(Note::Said(format!(
             "{unkept} answers were too large to keep within the memory budget: their response rules went unjudged"
-        ));
+        )));
     }
     let unregistered = match cancel.cause() {
         None => ctx.unregister_webhook().await,
@@ -297,13 +300,13 @@ async fn end_notes(
             Some(format!("the driver did not unregister the webhook receiver within {CLEANUP:?} of the run's end"))
         }),
     };
-    notes.extend(unregistered);
+    notes.extend(unregistered.map(Note::Said));
     notes
 }
 
 /// The report of a run that judged its cases: the HAR written (a failure to write it is a
 /// note), then what the reports cite from it, the trace and the root causes.
-fn report_of(ctx: &RunContext, frame: Frame, mut results: Vec<CaseResult>, mut notes: Vec<String>) -> Report {
+fn report_of(ctx: &RunContext, frame: Frame, mut results: Vec<CaseResult>, mut notes: Vec<Note>) -> Report {
     let deliveries: Vec<_> =
         ctx.receiver().map(|r| r.timeline().into_iter().map(|(_, d)| d).collect()).unwrap_or_default();
     let misnamed = crate::harness::checks::misnamed(ctx);
@@ -383,15 +386,18 @@ fn conclude(
     judged: Option<Judged>,
     duration: Duration,
 ) -> CaseResult {
+    let mut consequence_of = None;
     let outcome = match (flow, judged) {
-        // Blocked by another case's finding (issue 51): the same in every run, whatever it found.
-        (flow, Some(Judged { blocked: Some(reason), .. })) if !matches!(flow, Outcome::Error { .. }) => {
+        // Blocked by another case's finding (issue 51): the same in every run, whatever it found;
+        // nothing but that case's fix completes it.
+        (flow, Some(Judged { blocked: Some(blocked), .. })) if !matches!(flow, Outcome::Error { .. }) => {
             let own = match &flow {
                 Outcome::Failed(f) => format!("; its own flow: {f}"),
                 Outcome::Ignored { reason, .. } => format!("; its own flow: {reason}"),
                 _ => "; its own flow saw an event naming its connection, which may be another's".to_string(),
             };
-            Outcome::Ignored { cause: IgnoreCause::MissingPrerequisite, reason: format!("{reason}{own}") }
+            consequence_of = Some(Consequence { root: blocked.on.to_string(), foundation: blocked.foundation });
+            Outcome::rests_on(blocked.on, &format!("{}{own}", blocked.why))
         }
         // Blocked, and its own flow ended in an error: the error stands (the caller may find
         // that the blocking finding explains it), never the findings the block set aside.
@@ -426,7 +432,7 @@ fn conclude(
         _ => None,
     };
     let outcome = outcome.map_text(|m| ctx.redactor.redact(m));
-    CaseResult { case, outcome, duration, reproduction, consequence_of: None }
+    CaseResult { case, outcome, duration, reproduction, consequence_of }
 }
 
 /// The results of a run with the cases its `--exclude` left out, in catalogue order: each one

@@ -50,12 +50,12 @@ pub(crate) fn cite(ctx: &RunContext, results: &[CaseResult]) -> BTreeMap<String,
 pub(crate) fn write_har(
     ctx: &RunContext,
     results: &[CaseResult],
-    notes: &mut Vec<String>,
+    notes: &mut Vec<crate::harness::vocab::note::Note>,
 ) -> Option<(String, BTreeMap<String, Link>)> {
     let path = ctx.plan.har.as_ref()?;
     let recorder = ctx.api.recorder();
     if let Err(e) = recorder.write(path, &ctx.redactor) {
-        notes.push(format!("the HAR was not written: {e}"));
+        notes.push(format!("the HAR was not written: {e}").into());
         return None;
     }
     let links = results

@@ -15,6 +15,7 @@ use crate::harness::transport::reach::Transport;
 use crate::harness::transport::receiver::Receiver;
 use crate::harness::vocab::catalogue::{Case, Need};
 use crate::harness::vocab::errors::{SetupError, WidgetNotServed};
+use crate::harness::vocab::note::Note;
 use crate::harness::vocab::outcome::{ErrorSource, Stop};
 use crate::harness::vocab::redact::Redactor;
 use std::collections::{BTreeMap, BTreeSet};
@@ -151,12 +152,6 @@ impl Session {
         if let Some(note) = crate::harness::transport::reach::header_variables_note(&session.plan.headers.names()) {
             session.note("gateway", note);
         }
-        if session.plan.insecure {
-            session.note(
-                "TLS",
-                "certificate verification was off (--insecure): the target's identity was not checked".into(),
-            );
-        }
         Ok(session)
     }
 
@@ -196,16 +191,17 @@ impl Session {
         self.stale.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
-    /// The notes of [`Session::note`], one line per topic.
-    pub(crate) fn notes(&self) -> Vec<String> {
+    /// The notes of [`Session::note`], one line per topic, after the TLS note of a run that
+    /// did not check the target's identity (`--insecure`).
+    pub(crate) fn notes(&self) -> Vec<Note> {
         let notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // Notes quote requests and target text: redacted like every message.
-        notes
-            .iter()
-            .map(|(topic, items)| {
-                self.redactor.redact(&format!("{topic}: {}", items.iter().cloned().collect::<Vec<_>>().join("; ")))
-            })
-            .collect()
+        let topics = notes.iter().map(|(topic, items)| {
+            Note::Said(
+                self.redactor.redact(&format!("{topic}: {}", items.iter().cloned().collect::<Vec<_>>().join("; "))),
+            )
+        });
+        self.plan.insecure.then_some(Note::Unverified).into_iter().chain(topics).collect()
     }
 
     /// Stops what the run started; no process a driver started outlives it.

@@ -2,6 +2,7 @@
 //! [`Problem`] with the request that shows it, what is wrong, what was expected against what
 //! was received, and the [`Evidence`] it rests on by reference. No message joins them.
 
+use super::kind::Kind;
 use std::fmt;
 
 /// What a failure rests on, by reference: the run's requests (`http::Answer::seq`, the
@@ -75,9 +76,27 @@ pub struct Problem {
     /// counted once, `×N` in every report, its evidence kept whole (issue 74: counts are of
     /// distinct problems).
     pub repeats: u32,
+    /// What rule it breaks, as a value, when its rule says ([`Kind`]; issue 74).
+    pub kind: Option<Kind>,
+    /// The ids of the objects it is about (a connection, account, transaction), when its rule
+    /// names them.
+    pub about: Vec<String>,
 }
 
 impl Problem {
+    /// A finding of `kind` about the objects `about`, said as `detail`: the sentence made once
+    /// from the values it compared, which every report renders.
+    pub(crate) fn found(kind: Kind, about: impl IntoIterator<Item = String>, detail: String) -> Self {
+        Self { kind: Some(kind), about: about.into_iter().collect(), detail, ..Self::default() }
+    }
+
+    /// The same finding with what its rule expected and what came instead (`expected` and
+    /// `received` in the JSON report).
+    pub(crate) fn expecting(mut self, expected: impl Into<String>, actual: impl Into<String>) -> Self {
+        self.contrast = Some(Box::new(Contrast { expected: expected.into(), actual: actual.into() }));
+        self
+    }
+
     /// `GET /v1/…: detail`, or the detail alone, with `(×N)` when it was found N times.
     pub fn text(&self) -> String {
         let times = if self.repeats > 0 { format!(" (×{})", self.repeats + 1) } else { String::new() };
@@ -234,6 +253,12 @@ impl From<String> for Failure {
     fn from(message: String) -> Self {
         let problems = vec![Problem { detail: message, ..Problem::default() }];
         Self { problems, ..Self::default() }
+    }
+}
+
+impl From<Problem> for Failure {
+    fn from(problem: Problem) -> Self {
+        Self { problems: vec![problem], ..Self::default() }
     }
 }
 

@@ -7,6 +7,8 @@ pub(crate) mod clauses;
 pub(crate) mod errors;
 pub(crate) mod failure;
 pub(crate) mod key_variant;
+pub(crate) mod kind;
+pub(crate) mod note;
 pub(crate) mod outcome;
 pub(crate) mod progress;
 pub(crate) mod redact;

@@ -164,6 +164,7 @@ impl Outcome {
                         contrast: p
                             .contrast
                             .map(|c| Box::new(Contrast { expected: f(&c.expected), actual: f(&c.actual) })),
+                        about: p.about.iter().map(|a| f(a)).collect(),
                         ..p
                     })
                     .collect(),
@@ -198,11 +199,10 @@ impl Outcome {
         }
     }
 
-    /// Not judged because case `on` failed: `why` says how this case rests on it (a leading
-    /// `not judged: ` is dropped). Its reason reads `not judged: rests on <case>, which failed; …`
-    /// in every report.
+    /// Not judged because case `on` failed: `why` says how this case rests on it (`it rests on
+    /// the pagination …`). Its reason reads `not judged: rests on <case>, which failed; …` in
+    /// every report; what it rests on is a value apart ([`CaseResult::consequence_of`]).
     pub(crate) fn rests_on(on: &str, why: &str) -> Self {
-        let why = why.strip_prefix("not judged: ").unwrap_or(why);
         Self::Ignored { cause: IgnoreCause::RestsOnFailure, reason: format!("{RESTS_ON}{on}, which failed; {why}") }
     }
 }

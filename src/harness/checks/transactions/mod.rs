@@ -8,7 +8,8 @@ use crate::harness::fixtures::property;
 use crate::harness::transport::answers::Auth;
 use crate::harness::transport::har;
 use crate::harness::transport::pagination::{self, Window};
-use crate::harness::vocab::outcome::{str_field, ErrorSource, Stop};
+use crate::harness::vocab::kind::{Kind, TransactionKind};
+use crate::harness::vocab::outcome::{str_field, ErrorSource, Problem, Stop};
 use crate::schemas::{self, Schema};
 use crate::spec::prefix;
 use reference::{Input, Reference};
@@ -72,13 +73,17 @@ pub(crate) const WALKS: [&str; 5] =
 /// how many items there are when each page is read (a `has_more` wrong with one item left shows
 /// at some lengths only), so it cannot tell its own fault apart and is not judged, in every run
 /// alike (issue 51). The catalogue lists the still walks first, so theirs are concluded by then.
-pub(crate) fn derive_under_changes(id: &str, failed: &str, found: &mut Option<Judged>) {
+pub(crate) fn derive_under_changes(id: &str, failed: &'static str, found: &mut Option<Judged>) {
     if UNDER_CHANGES.contains(&id) {
-        found.get_or_insert_with(Default::default).blocked = Some(format!(
-            "not judged: it rests on the pagination of an account that does not change, and {failed} found it \
-             broken (§4.3); a walk under changes meets that fault or not depending on how many items are there \
-             when each page is read"
-        ));
+        found.get_or_insert_with(Default::default).blocked = Some(crate::harness::checks::Blocked {
+            on: failed,
+            foundation: crate::harness::vocab::outcome::Foundation::Pagination,
+            why: format!(
+                "it rests on the pagination of an account that does not change, and {failed} found it broken \
+                 (§4.3); a walk under changes meets that fault or not depending on how many items are there when \
+                 each page is read"
+            ),
+        });
     }
 }
 
@@ -96,47 +101,68 @@ fn items<'a>(reply: &'a Reply) -> impl Iterator<Item = (&'a Value, String)> {
 }
 
 /// §4.3: every page validates against transactions-page.json.
-fn page_schema(reply: &Reply) -> Vec<String> {
-    schemas::violated(Schema::TransactionsPage, reply.body).err().into_iter().collect()
+fn page_schema(reply: &Reply) -> Vec<Problem> {
+    let violated = schemas::violated(Schema::TransactionsPage, reply.body).err();
+    let kind = Kind::Transaction(TransactionKind::PageSchema);
+    violated.map(|v| Problem::found(kind, [reply.id.to_string()], v)).into_iter().collect()
 }
 
 /// §2.3: a transaction's `accountId` is the account asked for. Which fields are present is not
 /// shown (§2.3): judged when given (null reads as absent, as in schemas/README.md).
-fn account_id(reply: &Reply) -> Vec<String> {
+fn account_id(reply: &Reply) -> Vec<Problem> {
     items(reply)
         .filter_map(|(t, id)| match t.get("accountId") {
             None | Some(Value::Null) => None,
             Some(Value::String(a)) if a == reply.id => None,
-            Some(other) => Some(format!("transaction {id} has accountId {other}, expected {:?}", reply.id)),
+            Some(other) => {
+                let expected = format!("{:?}", reply.id);
+                let detail = format!("transaction {id} has accountId {other}, expected {expected}");
+                let kind = Kind::Transaction(TransactionKind::AccountId);
+                Some(Problem::found(kind, [id, reply.id.to_string()], detail).expecting(expected, other.to_string()))
+            }
         })
         .collect()
 }
 
 /// §2.3: transaction ids carry `txn_` (a non-string id never has it).
-fn id_prefix(reply: &Reply) -> Vec<String> {
+fn id_prefix(reply: &Reply) -> Vec<Problem> {
     items(reply)
         .filter(|(t, _)| !str_field(t, "id").is_some_and(|id| id.starts_with(prefix::TRANSACTION)))
-        .map(|(_, id)| format!("transaction id {id} does not start with {}", prefix::TRANSACTION))
+        .map(|(t, id)| {
+            let detail = format!("transaction id {id} does not start with {}", prefix::TRANSACTION);
+            let got = t.get("id").map_or("(absent)".into(), ToString::to_string);
+            Problem::found(Kind::Transaction(TransactionKind::IdPrefix), [id], detail)
+                .expecting(format!("an id starting with {}", prefix::TRANSACTION), got)
+        })
         .collect()
 }
 
 /// §4.3 `limit`: a page holds at most the number of items asked for.
-fn page_bound(reply: &Reply) -> Vec<String> {
+fn page_bound(reply: &Reply) -> Vec<Problem> {
     let n = items(reply).count() as u64;
     match reply.limit {
-        Some(limit) if n > limit => vec![format!("{n} items on a page, expected at most {limit}")],
+        Some(limit) if n > limit => {
+            let detail = format!("{n} items on a page, expected at most {limit}");
+            let kind = Kind::Transaction(TransactionKind::PageBound);
+            vec![Problem::found(kind, [reply.id.to_string()], detail)
+                .expecting(format!("at most {limit} items"), format!("{n} items"))]
+        }
         _ => Vec::new(),
     }
 }
 
 /// §2.3 shows only `posted`; other values are not shown, so this case is advisory: a note for
 /// the implementer, never a failure of the gate. An absent or null status is not judged.
-fn status_posted(reply: &Reply) -> Vec<String> {
+fn status_posted(reply: &Reply) -> Vec<Problem> {
     items(reply)
         .filter_map(|(t, id)| match t.get("status") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s == "posted" => None,
-            Some(other) => Some(format!("transaction {id} has status {other}, expected \"posted\"")),
+            Some(other) => {
+                let detail = format!("transaction {id} has status {other}, expected \"posted\"");
+                let kind = Kind::Transaction(TransactionKind::Status);
+                Some(Problem::found(kind, [id], detail).expecting("\"posted\"", other.to_string()))
+            }
         })
         .collect()
 }

@@ -259,8 +259,8 @@ impl Page<'_> {
         }
         // A run that did not check the target's identity says so where the verdict is, not only
         // in the collapsed notes.
-        for tls in r.notes.iter().filter(|n| n.starts_with("TLS: ")) {
-            let _ = writeln!(out, "<p class=\"warning\"><strong>{}</strong></p>", self.t(tls));
+        for tls in r.notes.iter().filter(|n| n.unverified()) {
+            let _ = writeln!(out, "<p class=\"warning\"><strong>{}</strong></p>", self.t(&tls.to_string()));
         }
         out += "</header>\n";
         if let Some(e) = &r.setup_error {
@@ -270,7 +270,7 @@ impl Page<'_> {
                 self.t(&e.to_string())
             );
         }
-        let mut notes: Vec<String> = r.notes.clone();
+        let mut notes: Vec<String> = r.notes.iter().map(ToString::to_string).collect();
         notes.extend(r.latency_lines());
         if !notes.is_empty() {
             out += "<details class=\"notes\"><summary>Notes on the run</summary>\n<ul>\n";
