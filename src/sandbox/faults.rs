@@ -449,6 +449,8 @@ departures! {
             "GET /v1/accounts/{id} with another client's key is refused (404), but syncs the account first (announced); other refusals do not";
         EncodingLabelLies = "encoding-label-lies", "§4", ["http.content-coding"],
             "GET /v1/accounts/{id} says Content-Encoding: gzip of a body that is plain JSON";
+        PartialContentPages = "partial-content-pages", "§4.3", ["http.status-allowed"],
+            "every transactions page is answered 206 Partial Content with a Content-Range, though no Range was asked for";
         JsonLabelledHtml = "json-labelled-html", "§4", ["http.json-media-type"],
             "the accounts list (§4.2) is labelled Content-Type: text/html";
         KeyHintInRefusal = "key-hint-in-refusal", "§5", ["auth.secret-stays-with-owner"],

@@ -29,6 +29,11 @@ pub(crate) async fn answer_headers(State(shared): State<Arc<Shared>>, request: R
     if f.is(Mutant::JsonLabelledHtml) && ok && matches!(segments.as_slice(), ["v1", "connections", _, "accounts"]) {
         response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
     }
+    // `partial-content-pages`: a paging layer that says 206 of every page, as for a byte range.
+    if f.is(Mutant::PartialContentPages) && ok && matches!(segments.as_slice(), ["v1", "accounts", _, "transactions"]) {
+        *response.status_mut() = StatusCode::PARTIAL_CONTENT;
+        response.headers_mut().insert("content-range", HeaderValue::from_static("items 0-24/*"));
+    }
     if f.is(Mutant::KeyHintInRefusal) && response.status() == StatusCode::UNAUTHORIZED {
         return with_key_hint(&shared, response).await;
     }

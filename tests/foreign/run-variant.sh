@@ -75,7 +75,7 @@ server_pid=
 bankconf_pid=
 stop_server() {
     # Closing the server's stdin ends most servers; the others are ended by their pid.
-    exec 9>&- 2>/dev/null
+    { exec 9>&-; } 2>/dev/null
     [ -n "$server_pid" ] || return 0
     for _ in $(seq 1 20); do
         kill -0 "$server_pid" 2>/dev/null || break

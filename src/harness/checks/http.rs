@@ -11,6 +11,7 @@ use std::sync::Arc;
 super::cases! {
     CONTENT_CODING = "http.content-coding" => reads, record [coding_everywhere];
     JSON_MEDIA_TYPE = "http.json-media-type" => reads, record [media_types_everywhere];
+    STATUS_ALLOWED = "http.status-allowed" => reads, record [statuses_everywhere];
 }
 
 /// The reads of every endpoint that every run makes (the reference's, and one single read of
@@ -72,4 +73,10 @@ fn media_types_everywhere(record: &Record) -> Verdict {
         |s| s.ok() && s.status != 204 && s.endpoint != Endpoint::Other,
         |s| http::media_type_problem(s.content_type.as_deref()),
     )
+}
+
+/// Every answer whose status its request rules out (RFC 9110 §15.3.7, §15.4.5; §4.2 and §4.3
+/// answer 200): the harness sends no `Range` and no condition, so none may be a 206 or a 304.
+fn statuses_everywhere(record: &Record) -> Verdict {
+    over_answers(record, |s| s.status != 0, |s| http::status_problem(s.status))
 }

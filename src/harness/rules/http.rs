@@ -53,6 +53,26 @@ pub(crate) fn decode(content_encoding: Option<&str>, body: Vec<u8>) -> (Vec<u8>,
     }
 }
 
+/// Why `status` cannot answer a request of the harness, which sends no `Range` header and no
+/// condition (`If-None-Match`, `If-Modified-Since`, ...): a 206 answers a range request only
+/// (RFC 9110 §15.3.7, §14.2) and a 304 a conditional one only (§15.4.5); §4.2 and §4.3 answer
+/// 200. `None` for any other status: what else a refusal or an error carries is open (§7).
+pub(crate) fn status_problem(status: u16) -> Option<String> {
+    match status {
+        206 => Some(
+            "206 Partial Content answers a range request (RFC 9110 §15.3.7), and the request sent no Range header: the \
+             answer is the whole page, 200 (§4.3)"
+                .to_string(),
+        ),
+        304 => Some(
+            "304 Not Modified answers a conditional request (RFC 9110 §15.4.5), and the request sent no condition \
+             (If-None-Match, If-Modified-Since): a client holds no copy to reuse, so it has no answer"
+                .to_string(),
+        ),
+        _ => None,
+    }
+}
+
 /// Whether `content_type` names a JSON media type (`application/json`, or any `+json` suffix,
 /// RFC 6839 §3.1), whatever its parameters.
 pub(crate) fn is_json_media_type(content_type: &str) -> bool {
