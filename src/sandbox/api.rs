@@ -204,7 +204,7 @@ pub(crate) fn routes(shared: Arc<Shared>) -> Router<Arc<Shared>> {
         .route("/v1/accounts/{account_id}/transactions", get(list_transactions))
         .route("/widget/{file}", get(widget_script))
         .layer(map_response_with_state(shared.clone(), status_variants))
-        .layer(axum::middleware::from_fn_with_state(shared, super::seams::answer_headers))
+        .layer(axum::middleware::from_fn_with_state(shared, super::header_apply::answer_headers))
 }
 
 /// The status-code variants (§7 leaves codes and bodies open): applied to every answer.

@@ -6,22 +6,67 @@
 //!   implementer free (status codes, id shapes, order, limits, delivery). The harness must pass
 //!   it. `bankconf serve --variant NAME`.
 //!
-//! Each one is applied by a single `if f.is(…)` hook at the one place of the sandbox it
-//! concerns (`render`, `store`, `api`, `webhooks`); [`Flavor`](super::flavor::Flavor) carries the
-//! choice there. One whose whole fault is an edit of an answer is written here instead, beside
-//! its row (`=> edit`, see [`Answer`]), so that adding it touches this file alone.
+//! Most act through a *seam*: a named place of the sandbox (an answer's body, its headers, the
+//! widget, a delivery, …) whose normal code asks [`Flavor::seam`](super::flavor::Flavor::seam)
+//! for the fault registered there and calls it. Each seam is a file of this folder holding its
+//! rows and, beside each row, its code (`=> function`), so that adding a mutant touches that
+//! file alone. The rows below, without code, are the faults still applied by an `if f.is(…)`
+//! hook where the store decides (`docs/layout.md` lists them, with why).
 
-use super::model::{key_order, Account};
-use serde_json::Value;
-use std::collections::HashMap;
+/// A seam's registered faults: each departure that acts there, with its code (`F`, the seam's
+/// interface). Written by [`seam!`] from the rows of the seam's file.
+pub(in crate::sandbox) struct Seam<F: 'static> {
+    pub mutants: &'static [(Mutant, F)],
+    pub variants: &'static [(Variant, F)],
+}
+
+impl<F: Copy> Seam<F> {
+    /// The code registered for `mutant` or `variant`, if either acts here.
+    pub(in crate::sandbox) fn of(&self, mutant: Option<Mutant>, variant: Option<Variant>) -> Option<F> {
+        let m = self.mutants.iter().find(|(m, _)| Some(*m) == mutant).map(|(_, f)| *f);
+        m.or_else(|| self.variants.iter().find(|(v, _)| Some(*v) == variant).map(|(_, f)| *f))
+    }
+}
+
+/// A seam's table, from its rows: `seam!(NAME: Interface; mutants { … } variants { … })`.
+macro_rules! seam {
+    ($name:ident: $ty:ty; mutants { $($(#[$mflag:ident])* $mv:ident = $mn:literal, $ms:literal, [$($mc:literal),*], $md:literal => $mf:path;)* }
+        variants { $($vv:ident = $vn:literal, $vs:literal, [$($vc:literal),*], $vd:literal => $vf:path;)* }) => {
+        /// The faults registered at this seam, each with its code (the rows above).
+        pub(in crate::sandbox) const $name: super::Seam<$ty> = super::Seam {
+            mutants: &[$((super::Mutant::$mv, $mf as $ty),)*],
+            variants: &[$((super::Variant::$vv, $vf as $ty),)*],
+        };
+    };
+}
+
+/// Gathers the rows of every seam's file, in the order given, after the rows of this file:
+/// each file's macro hands its rows to the next (`collect!`), the last to [`departures!`].
+macro_rules! collect {
+    ([$next:ident $($more:ident)*] [$($m:tt)*] [$($v:tt)*] mutants { $($m2:tt)* } variants { $($v2:tt)* }) => {
+        $next!(collect [$($more)*] [$($m)* $($m2)*] [$($v)* $($v2)*]);
+    };
+    ([] [$($m:tt)*] [$($v:tt)*] mutants { $($m2:tt)* } variants { $($v2:tt)* }) => {
+        departures! {
+            /// One deliberate spec violation, for testing the harness itself: it breaks exactly one
+            /// rule the catalogue checks, and names the cases that must catch it
+            /// ([`Mutant::caught_by`]). `bankconf serve --mutant NAME`.
+            pub enum Mutant { $($m)* $($m2)* }
+        }
+        departures! {
+            /// A conforming server that reads the spec's freedoms differently: it differs from the
+            /// sandbox wherever the spec leaves an implementer free (status codes, id shapes, order,
+            /// limits, delivery), and the harness must pass it. `bankconf serve --variant NAME`.
+            pub enum Variant { $($v)* $($v2)* }
+        }
+    };
+}
 
 macro_rules! departures {
-    (@edit) => { None };
-    (@edit $edit:path) => { Some($edit as AnswerEdit) };
     (
         $(#[$meta:meta])* $vis:vis enum $ty:ident {
             $($(#[$flag:ident])* $v:ident = $name:literal, $section:literal, [$($case:literal),*], $desc:literal
-                $(=> $edit:path)?;)*
+                $(=> $code:path)?;)*
         }
     ) => {
         $(#[$meta])*
@@ -72,12 +117,6 @@ macro_rules! departures {
                 self.flags().contains(&"noisy")
             }
 
-            /// The edit of an answer that is its whole fault, when it is one: written beside
-            /// its row (`=> edit`), applied by one layer ([`super::edit_apply`]).
-            pub(super) fn answer_edit(self) -> Option<AnswerEdit> {
-                match self { $($ty::$v => departures!(@edit $($edit)?),)* }
-            }
-
             /// The one [`Self::name`] names.
             pub fn from_name(name: &str) -> Option<Self> {
                 Self::ALL.iter().copied().find(|m| m.name() == name)
@@ -92,11 +131,14 @@ macro_rules! departures {
     };
 }
 
-departures! {
-    /// One deliberate spec violation, for testing the harness itself: it breaks exactly one rule
-    /// the catalogue checks, and names the cases that must catch it ([`Mutant::caught_by`]).
-    /// `bankconf serve --mutant NAME`.
-    pub enum Mutant {
+// The seams, each a file with its rows and their code (`collect!` takes them in this order).
+#[macro_use]
+pub(super) mod answers;
+#[macro_use]
+pub(super) mod headers;
+
+// The rows whose fault is still a hook where the store decides; then each seam's (`collect!`).
+answers! { collect [headers] [
         // §2.1, §4.1 creation
         StatusLowercase = "status-lowercase", "§2.1", ["create.status-created", "create.response-schema"],
             "POST /v1/connections answers status `created` instead of `CREATED`";
@@ -190,8 +232,6 @@ departures! {
             "transaction `createdAt` has a +02:00 offset instead of UTC";
         TransactionStatusPending = "transaction-status-pending", "§2.3", ["transactions.status-posted"],
             "transactions have status `pending`, a value the spec does not show (an advisory note)";
-        PageMissingHasMore = "page-missing-has-more", "§4.3", ["transactions.page-schema"],
-            "pages lack the required `has_more`" => page_missing_has_more;
         PageGap = "page-gap", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
             "starting_after skips one item: an item is lost at every page boundary";
         PageDuplicate = "page-duplicate", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
@@ -209,8 +249,6 @@ departures! {
         #[seed]
         OffsetCursorUnderInsertions = "offset-cursor-under-insertions", "§4.3", ["transactions.walk-under-insertions"],
             "next_cursor is an offset into the list, so a transaction added between two page reads shifts the items after it";
-        OffsetAfterDeletion = "offset-after-deletion", "§4.3", ["transactions.walk-under-deletions", "state.nothing-vanishes"],
-            "a cursor is followed from where its item was when it was served, as an offset is: a deletion before it skips an item" => offset_after_deletion;
         CursorIgnored = "cursor-ignored", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
             "starting_after is ignored: always the first page";
         LimitIgnored = "limit-ignored", "§4.3", ["transactions.limit-respected"],
@@ -445,24 +483,11 @@ departures! {
         #[seed]
         OtherClientReadSyncs = "other-client-read-syncs", "§5", ["invariants.cause"],
             "GET /v1/accounts/{id} with another client's key is refused (404), but syncs the account first (announced); other refusals do not";
-        EncodingLabelLies = "encoding-label-lies", "§4", ["http.content-coding"],
-            "GET /v1/accounts/{id} says Content-Encoding: gzip of a body that is plain JSON";
-        JsonLabelledHtml = "json-labelled-html", "§4", ["http.json-media-type"],
-            "the accounts list (§4.2) is labelled Content-Type: text/html";
-        KeyHintInRefusal = "key-hint-in-refusal", "§5", ["auth.secret-stays-with-owner"],
-            "a 401 says `did you mean` with a client's whole API key";
         OtherKeyInEvents = "other-key-in-events", "§5", ["auth.secret-stays-with-owner"],
             "every event carries `data.verification`: the API key of another client than its own";
         SecondClientOwnTransactionsRefused = "second-client-own-transactions-refused", "§4.3", ["transactions.owner-served"],
             "the second client's reads of its own accounts' transactions answer 404";
-    }
-}
-
-departures! {
-    /// A conforming server that reads the spec's freedoms differently: it differs from the
-    /// sandbox wherever the spec leaves an implementer free (status codes, id shapes, order,
-    /// limits, delivery), and the harness must pass it. `bankconf serve --variant NAME`.
-    pub enum Variant {
+] [
         UuidIds = "uuid-ids", "§2", [],
             "identifiers are the prefix and a lower-case UUID (`conn_3f2a…-…`)";
         PlainErrors = "plain-errors", "§7", [],
@@ -529,64 +554,13 @@ departures! {
             "the server's clock reads whole seconds: every timestamp is cut to the second, an event's `.000`";
         AccountBesideBalance = "account-beside-balance", "§4.4", [],
             "GET /v1/accounts/{id} answers `{\"account\": {…}, \"balance\": {\"current\": …, \"available\": …}}`";
-        GzipAnswers = "gzip-answers", "§4", [],
-            "every JSON answer is gzipped, with Content-Encoding: gzip (no Accept-Encoding was sent: any coding is acceptable)";
         ReenteredStates = "reentered-states", "§3.2", [],
             "an action leading to the state a connection is in is accepted and re-enters it, announced again with that state as previousStatus";
         BackgroundDedup = "background-dedup", "§6", [],
             "from 0.4 s after a connection first connects, it deduplicates on its own 5 times, 0.4 s apart: the middle transaction of its first account removed each time, announced by transaction.deleted";
         BackgroundSync = "background-sync", "§1", [],
             "from 0.4 s after a connection first connects, it syncs on its own 5 times, 0.4 s apart: a transaction added each time, announced by accounts.updated";
-    }
-}
-
-/// An answer of the API on its way out, as an edit beside a row sees it (only a 2xx JSON answer
-/// to `/v1/…` is edited).
-pub(super) struct Answer<'a> {
-    /// The request's path, and its `starting_after` if it had one.
-    pub path: &'a str,
-    pub starting_after: Option<&'a str>,
-    /// The account the path names (`/v1/accounts/{id}…`), as the store holds it now.
-    pub account: Option<&'a Account>,
-    /// What the edit remembers from one answer to the next, in this sandbox.
-    pub memory: &'a mut HashMap<String, usize>,
-}
-
-/// An edit that is a departure's whole fault ([`Mutant::answer_edit`]).
-pub(super) type AnswerEdit = fn(Answer<'_>, &mut Value);
-
-/// Whether the answer is a page of an account's transactions (§4.3).
-fn is_page(a: &Answer<'_>) -> bool {
-    a.path.ends_with("/transactions")
-}
-
-/// `offset-after-deletion`: each served cursor remembers how many removed transactions were
-/// listed before its item; followed, the page skips as many items as were removed there since.
-fn offset_after_deletion(a: Answer<'_>, page: &mut Value) {
-    let Some(account) = a.account.filter(|_| is_page(&a)) else { return };
-    let removed_before = |cursor: &str| {
-        let key = account.transactions.iter().find(|t| t.id == cursor).map(|t| (t.date, t.id.clone()));
-        let Some((date, id)) = key.or_else(|| account.tombstones.get(cursor).cloned()) else { return 0 };
-        let before = |(d, i): &(chrono::NaiveDate, String)| key_order((d, i), (&date, &id)).is_lt();
-        account.tombstones.values().filter(|t| before(t)).count()
-    };
-    if let (Some(cursor), Some(items)) = (a.starting_after, page.get_mut("data").and_then(Value::as_array_mut)) {
-        if let Some(then) = a.memory.get(cursor) {
-            let skip = removed_before(cursor).saturating_sub(*then);
-            items.drain(..skip.min(items.len()));
-        }
-    }
-    if let Some(next) = page.get("next_cursor").and_then(Value::as_str) {
-        a.memory.insert(next.to_string(), removed_before(next));
-    }
-}
-
-/// `page-missing-has-more`.
-fn page_missing_has_more(a: Answer<'_>, page: &mut Value) {
-    if let Some(page) = page.as_object_mut().filter(|_| is_page(&a)) {
-        page.remove("has_more");
-    }
-}
+] }
 
 #[cfg(test)]
 mod tests {
