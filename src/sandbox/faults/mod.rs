@@ -136,9 +136,11 @@ macro_rules! departures {
 pub(super) mod answers;
 #[macro_use]
 pub(super) mod headers;
+#[macro_use]
+pub(super) mod widget;
 
 // The rows whose fault is still a hook where the store decides; then each seam's (`collect!`).
-answers! { collect [headers] [
+answers! { collect [headers widget] [
         // §2.1, §4.1 creation
         StatusLowercase = "status-lowercase", "§2.1", ["create.status-created", "create.response-schema"],
             "POST /v1/connections answers status `created` instead of `CREATED`";
@@ -375,38 +377,8 @@ answers! { collect [headers] [
             "every event goes to every registered address, also those registered for another client";
         // §1 widget
         #[seed]
-        WidgetMissing = "widget-missing", "§1", ["widget.served"],
-            "the widget script answers 404";
-        WidgetTextPlain = "widget-text-plain", "§1", ["widget.served"],
-            "the widget script is served as text/plain";
-        WidgetEmbedsKey = "widget-embeds-key", "§5", ["widget.no-api-key"],
-            "the widget script carries a client's API key";
-        #[seed]
         KeyInWidgetToken = "key-in-widget-token", "§5", ["widget.token-no-key"],
             "the widget token is `sess_` and the client's API key, hex-encoded";
-        WidgetSyntaxError = "widget-syntax-error", "§1", ["widget.script-runs", "widget.global-open"],
-            "the widget script has a syntax error";
-        WidgetNoGlobal = "widget-no-global", "§1", ["widget.global-open"],
-            "the widget script runs but defines no global";
-        WidgetOpenThrows = "widget-open-throws", "§1", ["widget.open-accepts-token"],
-            "the widget's open always throws";
-        WidgetLateOpen = "widget-late-open", "§1", ["widget.global-open"],
-            "the widget script defines its global only a minute after it runs";
-        #[seed]
-        KeyInWidgetFrame = "key-in-widget-frame", "§5", ["widget.frontend-no-key"],
-            "the frame page the widget opens carries a client's API key";
-        #[seed]
-        KeyInWidgetSession = "key-in-widget-session", "§5", ["widget.frontend-no-key"],
-            "the session the widget fetches carries a client's API key, hex-encoded";
-        #[seed]
-        KeyInLateSession = "key-in-late-session", "§5", ["widget.frontend-no-key"],
-            "the widget asks for its session 1.4 s after `open`, answered 0.6 s later with a client's API key, hex-encoded";
-        #[seed]
-        KeyInWidgetCookie = "key-in-widget-cookie", "§5", ["widget.frontend-no-key"],
-            "the frame page the widget opens sets a cookie holding a client's API key";
-        #[seed]
-        KeyInSuccessMetadata = "key-in-success-metadata", "§5", ["widget.frontend-no-key"],
-            "the onSuccess metadata carries a client's API key";
         // §7, §8 robustness
         BadLimit500 = "bad-limit-500", "§8", ["robustness.bad-limit"],
             "a bad limit answers 500";
@@ -436,19 +408,8 @@ answers! { collect [headers] [
         DataEventsToFirstAddress = "data-events-to-first-address", "§6", ["isolation.deliveries"],
             "every client's accounts.updated and transaction.deleted go to the address registered first (connection events go right)";
         #[seed]
-        WidgetNeedsKey = "widget-needs-key", "§5", ["widget.served"],
-            "the widget script answers 401 unless the request carries an API key, which no frontend holds";
-        #[seed]
-        WidgetCorpSameOrigin = "widget-corp-same-origin", "§1", ["widget.loads-cross-origin"],
-            "the widget script is served with Cross-Origin-Resource-Policy: same-origin, so no client's page can load it";
-        WidgetNoCors = "widget-no-cors", "§1", ["widget.opens-cross-origin"],
-            "the widget fetches its session from the script's origin, answered with no Access-Control-Allow-Origin, so it fails in every client's page";
-        #[seed]
         ChangeAfterAck = "change-after-ack", "§6.3", ["reactions.accounts-updated"],
             "accounts.updated goes out at once, but the update becomes readable only 0.5 s after its delivery is acknowledged";
-        #[seed]
-        WidgetKeyHex = "widget-key-hex", "§5", ["widget.no-key-derivative"],
-            "the widget script carries a client's API key, hex-encoded";
         // Issue 46: invariants over everything the run observes
         #[seed]
         AccountAnsweredUnderOtherId = "account-answered-under-other-id", "§4.4", ["invariants.identity"],
@@ -526,18 +487,8 @@ answers! { collect [headers] [
             "connection.created carries previousStatus \"\" instead of null";
         NoPreviousOnCreated = "no-previous-on-created", "§6.2", [],
             "connection.created has no previousStatus field at all (there is no previous state)";
-        WidgetOtherGlobal = "widget-other-global", "§1", [],
-            "the widget's global is named `ConnectWidget`";
-        WidgetPositional = "widget-positional", "§1", [],
-            "the widget's open takes (token, connectionId, onSuccess), and throws given one object";
-        WidgetPromise = "widget-promise", "§1", [],
-            "the widget's open returns a promise";
-        WidgetPolls = "widget-polls", "§1", [],
-            "the widget asks for its session every 300 ms after onSuccess, for as long as the page lives";
         PerClientIds = "per-client-ids", "§2", [],
             "each client numbers its accounts and transactions from 1: the second client's ids equal the first's";
-        WidgetFrame = "widget-frame", "§1", [],
-            "the widget's open adds a frame page and fetches a session, then calls onSuccess with the session";
         BigAccount = "big-account", "§8", [],
             "the checking account holds 3,000 transactions";
         EmptySecondClient = "empty-second-client", "§4.2", [],
