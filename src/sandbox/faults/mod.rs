@@ -138,9 +138,11 @@ pub(super) mod answers;
 pub(super) mod headers;
 #[macro_use]
 pub(super) mod widget;
+#[macro_use]
+pub(super) mod deliveries;
 
 // The rows whose fault is still a hook where the store decides; then each seam's (`collect!`).
-answers! { collect [headers widget] [
+answers! { collect [headers widget deliveries] [
         // §2.1, §4.1 creation
         StatusLowercase = "status-lowercase", "§2.1", ["create.status-created", "create.response-schema"],
             "POST /v1/connections answers status `created` instead of `CREATED`";
@@ -174,8 +176,6 @@ answers! { collect [headers widget] [
             "a connection's accounts list carries its first account twice, as two identical elements";
         AccountsBeforeConnected = "accounts-before-connected", "§3.2", ["accounts.refused-before-connected"],
             "the accounts of a connection that is not CONNECTED are served (200 [])";
-        AccountsWhileVerifying = "accounts-while-verifying", "§3.2", ["accounts.refused-before-connected"],
-            "`connect` serves the accounts from `verifying` on; `connection.connected` is stamped and sent 1.5 s later";
         AccountEndpointMissing = "account-endpoint-missing", "§4.4", ["account.readable", "reactions.accounts-updated"],
             "GET /v1/accounts/{id} answers 404";
         AccountUnreadableAfterUpdate = "account-unreadable-after-update", "§6.3", ["reactions.accounts-updated"],
@@ -260,9 +260,6 @@ answers! { collect [headers widget] [
         HasMoreWithoutCursor = "has-more-without-cursor", "§4.3", ["transactions.has-more-honest", "transactions.walk-exactly-once"],
             "has_more true comes without a next_cursor";
         // §6 events
-        #[seed]
-        NonEventDeliveries = "non-event-deliveries", "§6.1", ["events.deliveries-are-events"],
-            "before each event, the webhook address also gets a delivery that is no event (not JSON, an array, 64 nested objects, an array over 1 MiB)";
         EventPrefix = "event-prefix", "§6.1", ["events.schema"],
             "event ids start with `event_` instead of `evt_`";
         ClientPrefix = "client-prefix", "§6.2", ["events.schema"],
@@ -304,8 +301,6 @@ answers! { collect [headers widget] [
             "`data.type` differs from the envelope `type`";
         DataEventIdMismatch = "data-event-id-mismatch", "§6.2", ["events.envelope-agrees"],
             "`data.eventId` differs from the envelope `id`";
-        RetryKeepsEventId = "retry-keeps-event-id", "§6.2", ["events.envelope-agrees"],
-            "every event is delivered twice, the copy under a new envelope `id` whose `data.eventId` keeps the first's";
         ReusedEventId = "reused-event-id", "§6.1", ["events.unique-ids"],
             "`accounts.updated` and `transaction.deleted` reuse the event id of the connection's `connection.connected`";
         #[seed]
@@ -372,9 +367,6 @@ answers! { collect [headers widget] [
             "a starting_after that names a transaction of another connection of the same client continues that account's list";
         FirstClientReadsAll = "first-client-reads-all", "§5", ["isolation.accounts", "isolation.account", "isolation.transactions"],
             "the first client can read every client's connections, accounts and transactions (the other direction stays closed)";
-        #[seed]
-        EventsToOtherClient = "events-to-other-client", "§6", ["isolation.deliveries"],
-            "every event goes to every registered address, also those registered for another client";
         // §1 widget
         #[seed]
         KeyInWidgetToken = "key-in-widget-token", "§5", ["widget.token-no-key"],
@@ -402,11 +394,6 @@ answers! { collect [headers widget] [
         #[seed]
         AccountReadOtherFields = "account-read-other-fields", "§4.4", ["state.account-read-agrees"],
             "GET /v1/accounts/{id} answers the right id with another account's name, type and currency";
-        #[seed]
-        EventsToFirstAddress = "events-to-first-address", "§6", ["isolation.deliveries"],
-            "every client's events go to the address registered first (the first client's), although each client registered its own";
-        DataEventsToFirstAddress = "data-events-to-first-address", "§6", ["isolation.deliveries"],
-            "every client's accounts.updated and transaction.deleted go to the address registered first (connection events go right)";
         #[seed]
         ChangeAfterAck = "change-after-ack", "§6.3", ["reactions.accounts-updated"],
             "accounts.updated goes out at once, but the update becomes readable only 0.5 s after its delivery is acknowledged";
@@ -467,16 +454,8 @@ answers! { collect [headers widget] [
             "no lastSyncedAt nor institution; transactions carry only id, accountId and amount";
         OpaqueCursor = "opaque-cursor", "§4.3", [],
             "next_cursor is an opaque token; starting_after takes tokens and transaction ids";
-        LateEvents = "late-events", "§6.3", [],
-            "every event is delivered 300 ms late";
         ReversedEvents = "reversed-events", "§6.3", [],
             "the events of one change are delivered in reverse order";
-        DuplicateEvents = "duplicate-events", "§6.3", [],
-            "every event is delivered twice";
-        RetryNewId = "retry-new-id", "§6.3", [],
-            "every event is delivered twice, the copy under a new event id (a retry that re-stamps)";
-        RetryNewStamp = "retry-new-stamp", "§6.3", [],
-            "every event is delivered twice, the copy under the same id with a new envelope created_at (a retry stamped when sent)";
         EmptyArraysElsewhere = "empty-arrays-elsewhere", "§2.2", [],
             "accounts of every other type carry empty positions and currencyBalances arrays";
         ShortConnected = "short-connected", "§6.2", [],
