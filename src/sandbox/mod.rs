@@ -34,6 +34,7 @@ mod render;
 mod seed;
 mod shared;
 mod shown;
+mod stamps;
 mod store;
 mod transitions;
 mod webhooks;
