@@ -87,7 +87,7 @@ fi
 labels=$(for run in $quiet $loaded; do printf '%s ' "${run#*:}"; done)
 
 # A mutant that breaks so much shared state that which other cases fail depends on timing
-# (`Mutant::noisy` in src/sandbox/faults.rs): only its catching cases are reproducible, so every
+# (`Mutant::noisy` in src/sandbox/faults/): only its catching cases are reproducible, so every
 # file must name those, and nothing more is compared.
 # The list is the binary's: the mutants `--list-mutants` shows with the flag `noisy`.
 NOISY=$("$BIN" serve --list-mutants | awk '/^[a-z]/ {m = $1} /^ +flags: .*noisy/ {print m}' | tr '\n' ' ')

@@ -277,7 +277,7 @@ fn level(case: &bankconf::Case) -> String {
 fn catalogue_page() -> String {
     use bankconf::sandbox::Mutant;
     let mut page = String::from(
-        "# The cases\n\n<!-- generated from cases/*.toml and src/sandbox/faults.rs by tests/docs.rs: \
+        "# The cases\n\n<!-- generated from cases/*.toml and src/sandbox/faults/ by tests/docs.rs: \
          BANKCONF_BLESS=1 cargo test --test docs -->\n\nEvery case of the catalogue, by area: its id, \
          the spec section of its rule, its level ([levels](checks.md#levels)), what the target must \
          do, and the sandbox mutants that prove it can fail ([the sandbox](sandbox.md)). `bankconf \

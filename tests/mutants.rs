@@ -6,7 +6,7 @@
 //! what the catalogue catches shows in review (`cargo insta review`).
 //!
 //! A mutant trial runs the cases the mutant names; a variant, the whole catalogue. The seed
-//! sweeps (each mutant flagged `#[seed]` in `src/sandbox/faults.rs` under five more seeds) are marked ignored: `.ci/run` runs
+//! sweeps (each mutant flagged `#[seed]` in `src/sandbox/faults/` under five more seeds) are marked ignored: `.ci/run` runs
 //! them with `cargo test --test mutants -- --ignored`. Without a browser, the mutants only a
 //! browser catches are reported ignored at run time.
 
@@ -62,7 +62,7 @@ fn main() -> ExitCode {
     // A catch must not depend on the seed: the mutants whose fault only some inputs show are
     // run again under more seeds (not pinned: only that they are caught).
     let seeds = [1u64, 2, 3, 5, 6];
-    // Which: the rows flagged `#[seed]` in src/sandbox/faults.rs (`Mutant::seed_sensitive`).
+    // Which: the rows flagged `#[seed]` in src/sandbox/faults/ (`Mutant::seed_sensitive`).
     let seed_trials = Mutant::ALL.iter().copied().filter(|m| m.seed_sensitive()).flat_map(|mutant| {
         let name = mutant.name();
         let runtime = runtime.clone();

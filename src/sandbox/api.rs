@@ -18,6 +18,7 @@
 //! (larger values are clamped to 100, not refused); order as in
 //! `super::model::list_order`.
 
+use super::faults::widget::{Served, WidgetFile, WIDGET};
 use super::faults::{Mutant, Variant};
 use super::flavor::Flavor;
 use super::render;
@@ -36,6 +37,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// An error answer of the sandbox (§7 leaves them open; see the module table).
 #[derive(Debug)]
@@ -204,7 +206,7 @@ pub(crate) fn routes(shared: Arc<Shared>) -> Router<Arc<Shared>> {
         .route("/v1/accounts/{account_id}/transactions", get(list_transactions))
         .route("/widget/{file}", get(widget_script))
         .layer(map_response_with_state(shared.clone(), status_variants))
-        .layer(axum::middleware::from_fn_with_state(shared, super::seams::answer_headers))
+        .layer(axum::middleware::from_fn_with_state(shared, super::header_apply::answer_headers))
 }
 
 /// The status-code variants (§7 leaves codes and bodies open): applied to every answer.
@@ -385,77 +387,75 @@ async fn list_transactions(
     Ok(Json(page))
 }
 
-/// §1: the widget script, no authentication. Other files under `/widget/` are 404.
+/// §1: the widget script, no authentication, and the frame page and session of a widget like
+/// real ones; other files under `/widget/` are 404. Each through the widget's seam
+/// ([`super::faults::widget`]).
 async fn widget_script(
     State(shared): State<Arc<Shared>>,
     Path(file): Path<String>,
     Query(query): Query<HashMap<String, String>>,
     headers: axum::http::HeaderMap,
 ) -> Response {
-    let key = || shared.lock().any_key().unwrap_or_default();
-    // The mutant serves its widget only to a caller holding an API key, which no frontend does.
-    let bearer = headers.get(AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(|h| h.strip_prefix("Bearer "));
-    if shared.flavor.is(Mutant::WidgetNeedsKey) && bearer.and_then(|k| shared.lock().client_for_key(k)).is_none() {
-        return ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "an API key is required").into_response();
+    let (delay, answer) = widget_file(&shared, &file, &query, &headers);
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
     }
+    answer
+}
+
+/// The widget's file `file`, and how long to wait before it is sent.
+fn widget_file(
+    shared: &Shared,
+    file: &str,
+    query: &HashMap<String, String>,
+    headers: &axum::http::HeaderMap,
+) -> (Duration, Response) {
     let connection = query.get("connectionId").cloned().unwrap_or_default();
-    if file == widget::FRAME_FILE {
-        let leak = if shared.flavor.is(Mutant::KeyInWidgetFrame) {
-            format!("<script>var config = {{ apiKey: \"{}\" }};</script>", key())
-        } else {
-            String::new()
-        };
-        let page = format!("<!doctype html><html><body>{leak}<p>Sandbox Bank: log in</p></body></html>");
-        let mut answer = ([(CONTENT_TYPE, "text/html")], page).into_response();
-        if shared.flavor.is(Mutant::KeyInWidgetCookie) {
-            if let Ok(cookie) = format!("bank_session={}; Path=/; HttpOnly", key()).parse() {
-                answer.headers_mut().insert(axum::http::header::SET_COOKIE, cookie);
-            }
+    let (kind, media, body) = match file {
+        widget::FRAME_FILE => {
+            let page = "<!doctype html><html><body><p>Sandbox Bank: log in</p></body></html>";
+            (WidgetFile::Frame, "text/html", page.to_string())
         }
-        return answer;
-    }
-    if file == widget::SESSION_FILE {
-        let mut session =
-            serde_json::json!({ "connectionId": connection, "institution": { "id": "ins_sandbox_bank" } });
-        if shared.flavor.is(Mutant::KeyInLateSession) {
-            // Still loading when a window fixed from `open` ends (the widget asks at 1.4 s).
-            tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        widget::SESSION_FILE => {
+            let session =
+                serde_json::json!({ "connectionId": connection, "institution": { "id": "ins_sandbox_bank" } });
+            (WidgetFile::Session, "application/json", session.to_string())
         }
-        if shared.flavor.is(Mutant::KeyInWidgetSession) || shared.flavor.is(Mutant::KeyInLateSession) {
-            session["state"] = key().bytes().map(|b| format!("{b:02x}")).collect::<String>().into();
+        _ if file == widget::file_name(&shared.service) => {
+            (WidgetFile::Script, "application/javascript", widget::conforming(&shared.service))
         }
-        let mut answer = Json(session).into_response();
-        // A client's page (another origin) reads it, so it says any origin may (§1 item 2).
-        if !shared.flavor.is(Mutant::WidgetNoCors) {
-            let any = axum::http::HeaderValue::from_static("*");
-            answer.headers_mut().insert(axum::http::header::ACCESS_CONTROL_ALLOW_ORIGIN, any);
+        _ => return (Duration::ZERO, ApiError::not_found(format!("no widget file {file}")).into_response()),
+    };
+    let bearer = headers.get(AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(|h| h.strip_prefix("Bearer "));
+    let key = || shared.lock().any_key().unwrap_or_default();
+    let holds_key = || bearer.and_then(|k| shared.lock().client_for_key(k)).is_some();
+    // A client's page (another origin) reads the session, so it says any origin may (§1 item 2).
+    let any = (axum::http::header::ACCESS_CONTROL_ALLOW_ORIGIN, axum::http::HeaderValue::from_static("*"));
+    let headers = if kind == WidgetFile::Session { vec![any] } else { Vec::new() };
+    let mut served = Served {
+        file: kind,
+        service: &shared.service,
+        media,
+        body,
+        headers,
+        refusal: None,
+        delay: Duration::ZERO,
+        key: &key,
+        holds_key: &holds_key,
+    };
+    if let Some(fault) = shared.flavor.seam(&WIDGET) {
+        fault(&mut served);
+    }
+    match served.refusal {
+        Some(StatusCode::UNAUTHORIZED) => {
+            return (Duration::ZERO, ApiError::unauthorized("an API key is required").into_response())
         }
-        return answer;
+        Some(_) => return (Duration::ZERO, ApiError::not_found(format!("no widget file {file}")).into_response()),
+        None => {}
     }
-    if file != widget::file_name(&shared.service) || shared.flavor.is(Mutant::WidgetMissing) {
-        return ApiError::not_found(format!("no widget file {file}")).into_response();
-    }
-    let media = if shared.flavor.is(Mutant::WidgetTextPlain) { "text/plain" } else { "application/javascript" };
-    let mut script = widget::script(&shared.service, shared.flavor);
-    if shared.flavor.is(Mutant::WidgetEmbedsKey) {
-        script = format!("var BANKCONF_API_KEY = \"{}\";\n{script}", key());
-    }
-    if shared.flavor.is(Mutant::WidgetKeyHex) {
-        let hex: String = key().bytes().map(|b| format!("{b:02x}")).collect();
-        script = format!("var session = \"{hex}\";\n{script}");
-    }
-    if shared.flavor.is(Mutant::KeyInSuccessMetadata) {
-        // Built at run time, so that the script's text carries no piece of the key.
-        let codes: Vec<String> = key().bytes().map(|b| b.to_string()).collect();
-        let leak = format!("metadata.session = String.fromCharCode({}); {}", codes.join(","), widget::SUCCESS);
-        script = script.replace(widget::SUCCESS, &leak);
-    }
-    if shared.flavor.is(Mutant::WidgetCorpSameOrigin) {
-        // No page of another origin (every client's frontend) may load it.
-        let corp = axum::http::HeaderName::from_static("cross-origin-resource-policy");
-        return ([(CONTENT_TYPE, media), (corp, "same-origin")], script).into_response();
-    }
-    ([(CONTENT_TYPE, media)], script).into_response()
+    let (delay, mut answer) = (served.delay, ([(CONTENT_TYPE, served.media)], served.body).into_response());
+    answer.headers_mut().extend(served.headers);
+    (delay, answer)
 }
 
 pub(crate) async fn fallback() -> ApiError {

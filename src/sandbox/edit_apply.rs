@@ -1,7 +1,7 @@
-//! Applies a departure written as an edit of an answer ([`super::faults::Answer`]): one layer
-//! over the `/v1` routes, active only when the sandbox's mutant or variant has an edit.
+//! Applies a departure of the seam of an answer's body ([`super::faults::answers`]): one layer
+//! over the `/v1` routes, active only when the sandbox's mutant or variant is an edit there.
 
-use super::faults::Answer;
+use super::faults::answers::{Answer, EDITS};
 use super::shared::Shared;
 use axum::body::Body;
 use axum::extract::{Query, Request, State};
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// The layer: a 2xx JSON answer to `/v1/…`, edited by the flavor's edit.
 pub(crate) async fn answers(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    let Some(edit) = shared.flavor.answer_edit().filter(|_| request.uri().path().starts_with("/v1/")) else {
+    let Some(edit) = shared.flavor.seam(&EDITS).filter(|_| request.uri().path().starts_with("/v1/")) else {
         return next.run(request).await;
     };
     let path = request.uri().path().to_string();

@@ -1,7 +1,7 @@
 //! What the sandbox departs from ([`Flavor`]), as every hook sees it: the mutant or variant
 //! of [`super::faults`], and the generated perturbations.
 
-use super::faults::{AnswerEdit, Mutant, Variant};
+use super::faults::{Mutant, Seam, Variant};
 use rand::Rng;
 
 /// What the sandbox departs from, if anything: passed to every hook.
@@ -53,9 +53,9 @@ impl Flavor {
         self.variant == Some(v)
     }
 
-    /// The edit of an answer that is the departure's whole fault, if it is one.
-    pub(super) fn answer_edit(self) -> Option<AnswerEdit> {
-        self.mutant.and_then(Mutant::answer_edit).or_else(|| self.variant.and_then(Variant::answer_edit))
+    /// The code the departure registered at `seam`, if it acts there (`faults/<seam>.rs`).
+    pub(super) fn seam<F: Copy>(self, seam: &Seam<F>) -> Option<F> {
+        seam.of(self.mutant, self.variant)
     }
 
     /// Whether account and transaction ids are numbered per client (two variants, §2; and the

@@ -6,8 +6,8 @@
 //! - `api`: the `/v1` endpoints of §4 behind bearer keys (§5), the widget script route (§1),
 //!   and the sandbox's error answers (§7 leaves them open);
 //! - `control`: the `/sandbox/...` control routes (webhook registration, lifecycle actions);
-//! - `faults`, `flavor`: the mutants and variants, and the choice every hook sees; `edit_apply`
-//!   applies the mutants written as an edit of an answer;
+//! - `faults`, `flavor`: the mutants and variants, by seam, and the choice every hook sees;
+//!   `edit_apply` and `header_apply` apply the faults of an answer's body and of its headers;
 //! - `transitions`: the transition table of the sandbox (§3.2 leaves it open);
 //! - `model`: the in-memory records, identifiers (§2) and the transaction list order (§4.3);
 //! - `render`: every JSON body (account, page, event, error) built in one place;
@@ -26,14 +26,15 @@ mod control;
 mod edit_apply;
 mod faults;
 mod flavor;
+mod header_apply;
 mod model;
 mod perturb;
 mod perturb_apply;
 mod render;
-mod seams;
 mod seed;
 mod shared;
 mod shown;
+mod stamps;
 mod store;
 mod transitions;
 mod webhooks;
@@ -269,7 +270,7 @@ impl Sandbox {
             .fallback(api::fallback)
             .method_not_allowed_fallback(api::method_not_allowed)
             .with_state(shared.clone());
-        if flavor.answer_edit().is_some() {
+        if flavor.seam(&faults::answers::EDITS).is_some() {
             router = router.layer(axum::middleware::from_fn_with_state(shared.clone(), edit_apply::answers));
         }
         if config.conditions.connection_close {

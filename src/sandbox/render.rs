@@ -1,38 +1,31 @@
 //! Every JSON body the sandbox sends is built here, one function per payload, so that a mutant
 //! or a variant ([`super::faults`]) only needs to change one place.
 
-use super::faults::{Mutant, Variant};
+use super::faults::objects::{Object, OBJECTS};
+use super::faults::Variant;
 use super::flavor::Flavor;
 use super::model::{Account, Event, EventDetail, Transaction};
+pub(crate) use super::stamps::{amount, timestamp, timestamp_millis};
 use crate::spec::ConnectionState;
-use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Map, Value};
-
-/// Minor units to a JSON number in the currency's amount unit (§2.2 `balance`).
-pub(crate) fn amount(cents: i64) -> Value {
-    json!(cents as f64 / 100.0)
-}
-
-/// RFC 3339 UTC with `Z`, whole seconds (§2.2 `createdAt`, `lastSyncedAt`; §2.3 `createdAt`).
-pub(crate) fn timestamp(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
-/// RFC 3339 UTC with `Z` and milliseconds (§6.1 `created_at`, §6.2 `occurredAt`).
-pub(crate) fn timestamp_millis(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
 
 /// The connection-creation response (§2.1, §4.1).
 pub(crate) fn connection_created(f: Flavor, id: &str, status: ConnectionState, widget_token: &str) -> Value {
-    let status = if f.is(Mutant::StatusLowercase) { status.lower().to_string() } else { status.upper() };
     let mut v = json!({
         "connectionId": id,
-        "status": status,
+        "status": status.upper(),
         "widgetToken": widget_token,
     });
     extra(f, &mut v);
+    fault(f, Object::Created(status), &mut v);
     v
+}
+
+/// `v`, rendered from `object`, edited by the fault of the seam of objects, if one acts.
+fn fault(f: Flavor, object: Object<'_>, v: &mut Value) {
+    if let Some(fault) = f.seam(&OBJECTS) {
+        fault(object, v);
+    }
 }
 
 /// [`Variant::ExtraFields`]: fields the spec does not show (§2.1 says they exist).
@@ -41,20 +34,6 @@ fn extra(f: Flavor, v: &mut Value) {
         v["x_sandbox"] = json!({ "note": "extra field", "n": 1 });
         v["livemode"] = json!(false);
     }
-    if f.has(Variant::IsoBasicTimestamps) {
-        // `2026-12-07T19:48:15.620Z` as `20261207T194815.620Z`: ISO 8601's basic format.
-        for field in ["createdAt", "lastSyncedAt"] {
-            if let Some(text) = v.get(field).and_then(Value::as_str) {
-                v[field] = json!(text.replace(['-', ':'], ""));
-            }
-        }
-    }
-}
-
-/// A UTC timestamp rendered with a +02:00 offset (for the offset mutants).
-fn offset_timestamp(at: DateTime<Utc>) -> String {
-    let tz = chrono::FixedOffset::east_opt(2 * 3600).expect("valid offset");
-    at.with_timezone(&tz).to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// One account (§2.2), as listed by §4.2 and returned by §4.4. Type-specific fields are
@@ -79,37 +58,8 @@ pub(crate) fn account(f: Flavor, a: &Account) -> Value {
         },
     });
     extra(f, &mut v);
+    fault(f, Object::Account(a), &mut v);
     let obj = v.as_object_mut().expect("object");
-    match f.mutant {
-        Some(Mutant::AccountMissingCurrency) => {
-            obj.remove("currency");
-        }
-        Some(Mutant::BalanceStringAfterUpdate) if a.updates > 0 => {
-            obj.insert("balance".into(), json!(format!("{:.2}", a.balance_cents as f64 / 100.0)));
-        }
-        Some(Mutant::BalanceAsString) => {
-            obj.insert("balance".into(), json!(format!("{:.2}", a.balance_cents as f64 / 100.0)));
-        }
-        Some(Mutant::AccountTypeUppercase) => {
-            obj.insert("type".into(), json!(a.kind.to_ascii_uppercase()));
-        }
-        Some(Mutant::AccountNumberUnmasked) => {
-            obj.insert("accountNumber".into(), json!(format!("DE8937040044053201{}", a.number_last4)));
-        }
-        Some(Mutant::AccountCreatedAtOffset) => {
-            obj.insert("createdAt".into(), json!(offset_timestamp(a.created_at)));
-        }
-        Some(Mutant::CreditLimitOnChecking) if a.kind == "checking" => {
-            obj.insert("creditLimit".into(), json!({ "amount": 1000.0, "currency": a.currency }));
-        }
-        Some(Mutant::PositionsOnSavings) if a.kind == "savings" => {
-            obj.insert("positions".into(), json!([{ "symbol": "VWRL", "quantity": 1, "value": 112.5 }]));
-        }
-        Some(Mutant::AccountConnectionIdWrong) => {
-            obj.insert("connectionId".into(), json!(format!("{}X", a.connection_id)));
-        }
-        _ => {}
-    }
     if f.has(Variant::MinimalFields) {
         obj.remove("lastSyncedAt");
         obj.remove("institution");
@@ -144,10 +94,7 @@ pub(crate) fn account(f: Flavor, a: &Account) -> Value {
 /// §4.4: one account, with its current balance.
 pub(crate) fn single_account(f: Flavor, a: &Account) -> Value {
     let mut v = account(f, a);
-    if f.is(Mutant::AccountBalanceStale) {
-        v["balance"] = amount(a.first_balance_cents.0);
-        v["availableBalance"] = amount(a.first_balance_cents.1);
-    }
+    fault(f, Object::SingleAccount(a), &mut v);
     v
 }
 
@@ -173,14 +120,7 @@ pub(crate) fn transaction(f: Flavor, t: &Transaction) -> Value {
         "createdAt": timestamp(t.created_at),
     });
     extra(f, &mut v);
-    match f.mutant {
-        Some(Mutant::TransactionAccountIdWrong) => v["accountId"] = json!(format!("{}X", t.account_id)),
-        Some(Mutant::TransactionDateTime) => v["transactionDate"] = json!(timestamp(t.created_at)),
-        Some(Mutant::TransactionStatusPending) => v["status"] = json!("pending"),
-        Some(Mutant::TransactionAmountString) => v["amount"] = json!(format!("{:.2}", t.amount_cents as f64 / 100.0)),
-        Some(Mutant::TransactionCreatedAtOffset) => v["createdAt"] = json!(offset_timestamp(t.created_at)),
-        _ => {}
-    }
+    fault(f, Object::Transaction(t), &mut v);
     v
 }
 
@@ -206,12 +146,13 @@ pub(crate) fn page(f: Flavor, items: &[&Transaction], has_more: bool, cursor: Op
         "has_more": has_more,
     });
     let cursor = if f.has(Variant::OpaqueCursor) { cursor.map(opaque_cursor) } else { cursor.map(str::to_string) };
-    if (has_more || f.has(Variant::ExtraFields)) && !f.is(Mutant::HasMoreWithoutCursor) {
+    if has_more || f.has(Variant::ExtraFields) {
         if let Some(cursor) = cursor {
             v["next_cursor"] = json!(cursor);
         }
     }
     extra(f, &mut v);
+    fault(f, Object::Page, &mut v);
     v
 }
 
@@ -234,17 +175,12 @@ pub(crate) fn event(f: Flavor, e: &Event) -> Value {
     data.insert("type".into(), json!(e.kind));
     data.insert("occurredAt".into(), json!(at));
     data.insert("clientId".into(), json!(e.client_id));
-    // The mutant leaves out the connection every event concerns (§6.2: in all).
-    if !f.is(Mutant::EventsWithoutConnectionId) {
-        data.insert("connectionId".into(), json!(e.connection_id));
-    }
+    data.insert("connectionId".into(), json!(e.connection_id));
     match &e.detail {
         EventDetail::Connection { previous, error } => {
-            let previous = match (previous, f.mutant) {
-                (None, _) if f.has(Variant::EmptyPreviousOnCreated) => json!(""),
-                (Some(s), Some(Mutant::PreviousStatusUppercase)) => json!(s.upper()),
-                (Some(_), Some(Mutant::PreviousStatusWrong)) => json!("created"),
-                (p, _) => json!(p.map(|s| s.lower())),
+            let previous = match previous {
+                None if f.has(Variant::EmptyPreviousOnCreated) => json!(""),
+                p => json!(p.map(|s| s.lower())),
             };
             if !(previous.is_null() && f.has(Variant::NoPreviousOnCreated)) {
                 data.insert("previousStatus".into(), previous);
@@ -260,24 +196,6 @@ pub(crate) fn event(f: Flavor, e: &Event) -> Value {
             data.insert("transactionId".into(), json!(transaction_id));
         }
     }
-    match f.mutant {
-        Some(Mutant::OccurredAtOffset) => {
-            data.insert("occurredAt".into(), json!(offset_timestamp(e.at)));
-        }
-        Some(Mutant::DataTypeMismatch) => {
-            data.insert("type".into(), json!("connection.updated"));
-        }
-        Some(Mutant::DataEventIdMismatch) => {
-            data.insert("eventId".into(), json!(format!("{}X", e.id)));
-        }
-        Some(Mutant::SharedClientId) => {
-            data.insert("clientId".into(), json!(format!("{}SHAREDBYEVERYCLIENT0000000", crate::spec::prefix::CLIENT)));
-        }
-        Some(Mutant::TwoClientIds) if !matches!(e.detail, EventDetail::Connection { .. }) => {
-            data.insert("clientId".into(), json!(format!("{}X", e.client_id)));
-        }
-        _ => {}
-    }
     let mut data = Value::Object(data);
     extra(f, &mut data);
     let mut v = json!({
@@ -286,14 +204,8 @@ pub(crate) fn event(f: Flavor, e: &Event) -> Value {
         "created_at": at,
         "data": data,
     });
-    match f.mutant {
-        Some(Mutant::CreatedAtNoMillis) => v["created_at"] = json!(timestamp(e.at)),
-        Some(Mutant::CreatedAtMissing) => {
-            v.as_object_mut().expect("object").remove("created_at");
-        }
-        _ => {}
-    }
     extra(f, &mut v);
+    fault(f, Object::Event(e), &mut v);
     v
 }
 

@@ -13,7 +13,7 @@ pub(crate) struct Shared {
     pub(crate) store: Mutex<Store>,
     pub(crate) service: String,
     pub(crate) flavor: Flavor,
-    /// What an answer edit remembers ([`super::faults::Answer::memory`]).
+    /// What an answer edit remembers ([`super::faults::answers::Answer::memory`]).
     pub(crate) edit_memory: Mutex<HashMap<String, usize>>,
 }
 

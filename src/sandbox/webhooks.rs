@@ -13,7 +13,7 @@
 //! - [`Conditions`] can make every delivery late, or each one slow in that one-at-a-time queue.
 
 use super::conditions::Conditions;
-use super::faults::{Mutant, Variant};
+use super::faults::deliveries::{Delivery, DELIVERIES};
 use super::flavor::Flavor;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -35,7 +35,7 @@ enum Msg {
 }
 
 /// When each event was first posted, and first acknowledged (a 2xx answer), by event id: for
-/// [`Mutant::EventBeforeData`] and [`Mutant::ChangeAfterAck`], whose change becomes readable
+/// [`super::Mutant::EventBeforeData`] and [`super::Mutant::ChangeAfterAck`], whose change becomes readable
 /// only a while after that.
 #[derive(Default)]
 pub(crate) struct Times {
@@ -129,8 +129,8 @@ async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor, conditions: Co
         match msg {
             Msg::Register(url, only) => {
                 let (tx, rx) = unbounded_channel();
-                let task = tokio::spawn(worker(client.clone(), url.clone(), rx, flavor, conditions));
-                workers.push(Worker { url, only, tx, task });
+                let task = tokio::spawn(worker(client.clone(), url.clone(), rx, conditions));
+                workers.push(Worker { url, only, tx, task, sent: 0 });
             }
             Msg::Unregister(url) => {
                 // The worker stops at once: no queued event, no retry goes out to the address.
@@ -140,168 +140,94 @@ async fn dispatch(mut rx: UnboundedReceiver<Msg>, flavor: Flavor, conditions: Co
                 workers.retain(|w| w.url != url);
             }
             Msg::Deliver(event, of) => {
-                // The mutant sends every event to every address, whoever registered it.
-                let anywhere = flavor.is(Mutant::EventsToOtherClient);
-                // This one sends every event to the address registered first, and only there.
-                let first = flavor.is(Mutant::EventsToFirstAddress)
-                    // This one too, but only the account and transaction events.
-                    || (flavor.is(Mutant::DataEventsToFirstAddress)
-                        && !event["type"].as_str().is_some_and(|t| t.starts_with("connection.")));
-                let takes = |(i, w): &(usize, &Worker)| match first {
-                    true => *i == 0,
-                    false => anywhere || w.only.as_ref().is_none_or(|c| *c == of),
-                };
-                for (_, w) in workers.iter().enumerate().filter(takes) {
-                    let _ = w.tx.send(event.clone());
+                // One delivery per address, through the seam of deliveries (to whom, what, when).
+                for (i, w) in workers.iter_mut().enumerate() {
+                    let mine = w.only.as_ref().is_none_or(|c| *c == of);
+                    let mut delivery = Delivery::new(event.clone(), i == 0, mine, w.sent);
+                    if let Some(fault) = flavor.seam(&DELIVERIES) {
+                        fault(&mut delivery);
+                    }
+                    if delivery.to {
+                        w.sent += 1;
+                        let _ = w.tx.send(delivery);
+                    }
                 }
             }
         }
     }
 }
 
-/// How late [`Mutant::AccountsWhileVerifying`] stamps and sends `connection.connected`.
-pub(crate) const ANNOUNCED_LATE_MS: u64 = 1500;
-
 /// One address's delivery queue.
 struct Worker {
     url: String,
     /// The client whose events it takes (`None`: every client's).
     only: Option<String>,
-    tx: UnboundedSender<Arc<Value>>,
+    tx: UnboundedSender<Delivery>,
     task: JoinHandle<()>,
+    /// How many events it was given.
+    sent: usize,
 }
 
-async fn worker(
-    client: Poster,
-    url: String,
-    mut rx: UnboundedReceiver<Arc<Value>>,
-    flavor: Flavor,
-    conditions: Conditions,
-) {
-    let mut junk = 0usize;
-    while let Some(event) = rx.recv().await {
+async fn worker(client: Poster, url: String, mut rx: UnboundedReceiver<Delivery>, conditions: Conditions) {
+    while let Some(delivery) = rx.recv().await {
         if conditions.delivery_unreachable {
             // The address cannot be reached from here: nothing arrives.
             continue;
         }
-        if flavor.is(Mutant::AccountsWhileVerifying) && event["type"] == "connection.connected" {
-            // Sent when it is stamped: [`ANNOUNCED_LATE_MS`] after the state was stored.
-            let (client, url) = (client.clone(), url.clone());
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(ANNOUNCED_LATE_MS)).await;
-                deliver(&client, &url, &event).await;
-            });
-            continue;
-        }
-        if flavor.is(Mutant::NonEventDeliveries) {
-            // Something that is no event goes out first, each kind in turn.
-            let body = non_event(junk);
-            junk += 1;
+        let Delivery { event, first, beside, held, late, copies, .. } = delivery;
+        for body in first {
             let post = client.http.post(&url).header("content-type", "application/json").body(body);
             let _ = post.send().await;
         }
-        if flavor.is(Mutant::RetryKeepsEventId) {
-            // The retry goes out whatever the delivery conditions: its `data.eventId` is the
-            // first's, not its envelope's id (§6.2).
-            let (client, url, copy) = (client.clone(), url.clone(), retry_copy(&event, false));
+        for copy in beside {
+            let (client, url) = (client.clone(), url.clone());
             tokio::spawn(async move { deliver(&client, &url, &copy).await });
+        }
+        if let Some(hold) = held {
+            spawn_late(&client, &url, hold, event);
+            continue;
         }
         // Copies (same id), a late copy, a shuffled order: every delivery on its own, held as
         // the conditions say.
-        let copies = conditions.delivery_copies.max(1);
-        if copies > 1 || conditions.delivery_copy_late_ms > 0 || conditions.delivery_shuffle_ms > 0 {
-            let mut holds: Vec<u64> = (0..copies).map(|_| shuffled(conditions.delivery_shuffle_ms)).collect();
+        let copies_held = conditions.delivery_copies.max(1);
+        if copies_held > 1 || conditions.delivery_copy_late_ms > 0 || conditions.delivery_shuffle_ms > 0 {
+            let mut holds: Vec<u64> = (0..copies_held).map(|_| shuffled(conditions.delivery_shuffle_ms)).collect();
             if conditions.delivery_copy_late_ms > 0 {
                 holds.push(conditions.delivery_copy_late_ms + shuffled(conditions.delivery_shuffle_ms));
             }
             for hold in holds {
-                let (client, url, event) = (client.clone(), url.clone(), event.clone());
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(hold)).await;
-                    deliver(&client, &url, &event).await;
-                });
+                spawn_late(&client, &url, Duration::from_millis(hold), event.clone());
             }
             continue;
         }
         if conditions.delivery_delay_ms > 0 {
             // Late, in parallel: each event its delay after its emission.
-            let (client, url) = (client.clone(), url.clone());
-            let delay = Duration::from_millis(conditions.delivery_delay_ms);
-            tokio::spawn(async move {
-                tokio::time::sleep(delay).await;
-                deliver(&client, &url, &event).await;
-            });
+            spawn_late(&client, &url, Duration::from_millis(conditions.delivery_delay_ms), event);
             continue;
         }
         if conditions.delivery_serial_ms > 0 {
             // One queue: the next event waits for this one's slow delivery.
             tokio::time::sleep(Duration::from_millis(conditions.delivery_serial_ms)).await;
         }
-        // Under `late-events` each event 300 ms after its emission (not one after the other).
-        if let Some(ms) = flavor.has(Variant::LateEvents).then_some(300) {
-            let (client, url) = (client.clone(), url.clone());
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                deliver(&client, &url, &event).await;
-            });
+        if let Some(hold) = late {
+            spawn_late(&client, &url, hold, event);
             continue;
         }
-        if flavor.has(Variant::RetryNewId) {
-            // §6.3 allows retries; whether a retry keeps its id is not shown (§6.1).
-            let (client, url, copy) = (client.clone(), url.clone(), retry_copy(&event, true));
+        for copy in copies {
+            let (client, url) = (client.clone(), url.clone());
             tokio::spawn(async move { deliver(&client, &url, &copy).await });
-        }
-        if flavor.has(Variant::RetryNewStamp) {
-            // §6.1 does not say whether `created_at` stamps the event or its sending.
-            let (client, url, copy) = (client.clone(), url.clone(), restamped(&event));
-            tokio::spawn(async move { deliver(&client, &url, &copy).await });
-        }
-        if flavor.has(Variant::DuplicateEvents) {
-            // The copy goes out alongside, so duplicates do not slow the queue down.
-            let (client, url, event) = (client.clone(), url.clone(), event.clone());
-            tokio::spawn(async move { deliver(&client, &url, &event).await });
         }
         deliver(&client, &url, &event).await;
     }
 }
 
-/// `event` sent again under a new id, as a retry that re-stamps it; its `data.eventId` follows
-/// the new id when `renumber_data` (else it keeps the first's: mutant `retry-keeps-event-id`).
-fn retry_copy(event: &Value, renumber_data: bool) -> Value {
-    let mut copy = event.clone();
-    if let Some(id) = copy.get("id").and_then(Value::as_str).map(|id| format!("{id}r")) {
-        if copy.pointer("/data/eventId").is_some() && renumber_data {
-            copy["data"]["eventId"] = Value::String(id.clone());
-        }
-        copy["id"] = Value::String(id);
-    }
-    copy
-}
-
-/// `event` sent again under its own id, its envelope `created_at` stamped a second later, as a
-/// retry that stamps the moment it is sent (variant `retry-new-stamp`).
-fn restamped(event: &Value) -> Value {
-    let mut copy = event.clone();
-    let later = copy
-        .get("created_at")
-        .and_then(Value::as_str)
-        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-        .map(|t| super::render::timestamp_millis(t.with_timezone(&chrono::Utc) + chrono::Duration::seconds(1)));
-    if let Some(later) = later {
-        copy["created_at"] = Value::String(later);
-    }
-    copy
-}
-
-/// The `n`th delivery of the `non-event-deliveries` mutant: bodies that are no event (§6.1).
-fn non_event(n: usize) -> String {
-    match n % 4 {
-        0 => "{\"id\": \"evt_".to_string(),
-        1 => format!("[{}0]", "0,".repeat(999)),
-        2 => format!("{}{{}}{}", "{\"a\":".repeat(64), "}".repeat(64)),
-        // Over the receiver's 1 MiB: refused unread, and counted so.
-        _ => format!("[{}0]", "0,".repeat(1_000_000)),
-    }
+/// `event` delivered on its own, `hold` from now.
+fn spawn_late(client: &Poster, url: &str, hold: Duration, event: Arc<Value>) {
+    let (client, url) = (client.clone(), url.to_string());
+    tokio::spawn(async move {
+        tokio::time::sleep(hold).await;
+        deliver(&client, &url, &event).await;
+    });
 }
 
 /// A random hold of 0 to `window` milliseconds (0 when there is no window).

@@ -10,8 +10,6 @@
 //! shape open) and returns `{close()}`. It does not change the connection's state: drive the
 //! lifecycle with the control routes.
 
-use super::faults::{Mutant, Variant};
-use super::flavor::Flavor;
 use crate::spec::prefix;
 
 /// The file name under `/widget/` for a service.
@@ -20,7 +18,7 @@ pub(crate) fn file_name(service: &str) -> String {
 }
 
 /// The global the script defines for a service, e.g. `BankconfConnect`.
-pub(super) fn global_name(service: &str) -> String {
+pub(crate) fn global_name(service: &str) -> String {
     let mut name: String = service
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|part| !part.is_empty())
@@ -37,80 +35,15 @@ pub(super) fn global_name(service: &str) -> String {
     name
 }
 
-/// The script text, with the widget mutant or variant of `flavor` applied.
-pub(crate) fn script(service: &str, flavor: Flavor) -> String {
-    /// The line that builds the global's object, as the template has it.
-    const API: &str = r#"var api = { open: open, version: "1" };"#;
-    let script = conforming(service);
-    let global = format!("root[\"{}\"] = api;", global_name(service));
-    if flavor.is(Mutant::WidgetSyntaxError) {
-        format!("{script}\n}});(\n")
-    } else if flavor.is(Mutant::WidgetNoGlobal) {
-        script.replace(&global, "")
-    } else if flavor.is(Mutant::WidgetOpenThrows) {
-        script.replace(API, r#"var api = { open: function () { throw new Error("the widget is unavailable"); } };"#)
-    } else if flavor.is(Mutant::WidgetLateOpen) {
-        script.replace(&global, &format!("setTimeout(function () {{ {global} }}, 60000);"))
-    } else if flavor.has(Variant::WidgetOtherGlobal) {
-        script.replace(&global, r#"root["ConnectWidget"] = api;"#)
-    } else if flavor.has(Variant::WidgetPositional) {
-        script.replace(
-            API,
-            r#"var api = { open: function (token, connectionId, onSuccess) {
-    return open({ token: token, connectionId: connectionId, onSuccess: onSuccess });
-  } };"#,
-        )
-    } else if flavor.has(Variant::WidgetPromise) {
-        script.replace(API, r#"var api = { open: function (options) { return Promise.resolve(open(options)); } };"#)
-    } else if flavor.has(Variant::WidgetFrame)
-        || flavor.is(Mutant::KeyInWidgetFrame)
-        || flavor.is(Mutant::KeyInWidgetCookie)
-        || flavor.is(Mutant::KeyInWidgetSession)
-        || flavor.is(Mutant::WidgetNoCors)
-    {
-        script.replace(SUCCESS, FRAME_AND_SESSION)
-    } else if flavor.is(Mutant::WidgetRelativeUrl) {
-        script
-            .replace(SUCCESS, &FRAME_AND_SESSION.replace("fetch(origin + \"/widget/session", "fetch(\"/widget/session"))
-    } else if flavor.is(Mutant::KeyInLateSession) {
-        script.replace(SUCCESS, LATE_SESSION)
-    } else if flavor.has(Variant::WidgetPolls) {
-        script.replace(SUCCESS, &format!("{SUCCESS}\n    {POLL}"))
-    } else {
-        script
-    }
-}
-
 /// The template's call of `onSuccess`.
 pub(crate) const SUCCESS: &str = "options.onSuccess(metadata);";
 
-/// A widget as real ones are: `open` adds a frame page ([`FRAME_FILE`]) and fetches a session
-/// ([`SESSION_FILE`]) from the script's own origin, then calls `onSuccess` with the session.
-const FRAME_AND_SESSION: &str = r#"var frame = document.createElement("iframe");
-    frame.src = origin + "/widget/frame.html?connectionId=" + encodeURIComponent(connectionId);
-    (document.body || document.documentElement).appendChild(frame);
-    fetch(origin + "/widget/session?connectionId=" + encodeURIComponent(connectionId))
-      .then(function (r) { return r.json(); })
-      .then(function (session) { options.onSuccess(session); }, function () {});"#;
-
-/// [`Mutant::KeyInLateSession`]'s widget: the session asked for 1.4 s after `open` (and
-/// answered 0.6 s later), as a frame that loads late asks for its own.
-const LATE_SESSION: &str = r#"setTimeout(function () {
-      fetch(origin + "/widget/session?connectionId=" + encodeURIComponent(connectionId)).then(function () {}, function () {});
-    }, 1400);"#;
-
-/// [`Variant::WidgetPolls`]'s widget: after `onSuccess`, it asks for the session every 300 ms for
-/// as long as the page lives, as a widget that watches the connection's status does.
-const POLL: &str = r#"setInterval(function () {
-      fetch(origin + "/widget/session?connectionId=" + encodeURIComponent(connectionId)).then(function () {}, function () {});
-    }, 300);"#;
-
-/// The frame page and the session the widget of [`Variant::WidgetFrame`] loads.
+/// The frame page and the session a widget like real ones loads (`faults::widget`).
 pub(crate) const FRAME_FILE: &str = "frame.html";
 pub(crate) const SESSION_FILE: &str = "session";
 
 /// The conforming script text.
-fn conforming(service: &str) -> String {
+pub(crate) fn conforming(service: &str) -> String {
     const TEMPLATE: &str = r#"/* @SERVICE@ sandbox connect widget. */
 (function (root) {
   "use strict";

@@ -164,7 +164,9 @@ impl Store {
             conn.status = to;
             // The mutant's worker announces CONNECTED at once and stores it 1.5 s later.
             conn.stored_from = (self.flavor.is(Mutant::ConnectedBeforeStored) && to == ConnectionState::Connected)
-                .then(|| now + chrono::Duration::milliseconds(crate::sandbox::webhooks::ANNOUNCED_LATE_MS as i64));
+                .then(|| {
+                    now + chrono::Duration::milliseconds(crate::sandbox::faults::deliveries::ANNOUNCED_LATE_MS as i64)
+                });
             let leaving_mfa = previous == ConnectionState::MfaRequired;
             let announced_previous = match self.flavor.mutant {
                 Some(Mutant::PreviousStatusAfterMfa) if leaving_mfa => ConnectionState::Verifying,
@@ -172,7 +174,9 @@ impl Store {
             };
             // The mutant's worker takes 1.5 s to announce CONNECTED, its accounts served meanwhile.
             let at = match self.flavor.is(Mutant::AccountsWhileVerifying) && to == ConnectionState::Connected {
-                true => now + chrono::Duration::milliseconds(crate::sandbox::webhooks::ANNOUNCED_LATE_MS as i64),
+                true => {
+                    now + chrono::Duration::milliseconds(crate::sandbox::faults::deliveries::ANNOUNCED_LATE_MS as i64)
+                }
                 false => now,
             };
             if !(self.flavor.is(Mutant::VerifyingAfterMfaSilent) && leaving_mfa) {

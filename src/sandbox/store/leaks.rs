@@ -1,5 +1,5 @@
 //! The store's faults that put a secret where it does not belong (§5 item 2), each beside its
-//! name; the rows are in `faults.rs`.
+//! name; the row is in `faults/mod.rs`.
 
 use super::Store;
 use crate::sandbox::faults::Mutant;

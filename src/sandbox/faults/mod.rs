@@ -6,22 +6,67 @@
 //!   implementer free (status codes, id shapes, order, limits, delivery). The harness must pass
 //!   it. `bankconf serve --variant NAME`.
 //!
-//! Each one is applied by a single `if f.is(…)` hook at the one place of the sandbox it
-//! concerns (`render`, `store`, `api`, `webhooks`); [`Flavor`](super::flavor::Flavor) carries the
-//! choice there. One whose whole fault is an edit of an answer is written here instead, beside
-//! its row (`=> edit`, see [`Answer`]), so that adding it touches this file alone.
+//! Most act through a *seam*: a named place of the sandbox (an answer's body, its headers, the
+//! widget, a delivery, …) whose normal code asks [`Flavor::seam`](super::flavor::Flavor::seam)
+//! for the fault registered there and calls it. Each seam is a file of this folder holding its
+//! rows and, beside each row, its code (`=> function`), so that adding a mutant touches that
+//! file alone. The rows below, without code, are the faults still applied by an `if f.is(…)`
+//! hook where the store decides (`docs/layout.md` lists them, with why).
 
-use super::model::{key_order, Account};
-use serde_json::Value;
-use std::collections::HashMap;
+/// A seam's registered faults: each departure that acts there, with its code (`F`, the seam's
+/// interface). Written by [`seam!`] from the rows of the seam's file.
+pub(in crate::sandbox) struct Seam<F: 'static> {
+    pub mutants: &'static [(Mutant, F)],
+    pub variants: &'static [(Variant, F)],
+}
+
+impl<F: Copy> Seam<F> {
+    /// The code registered for `mutant` or `variant`, if either acts here.
+    pub(in crate::sandbox) fn of(&self, mutant: Option<Mutant>, variant: Option<Variant>) -> Option<F> {
+        let m = self.mutants.iter().find(|(m, _)| Some(*m) == mutant).map(|(_, f)| *f);
+        m.or_else(|| self.variants.iter().find(|(v, _)| Some(*v) == variant).map(|(_, f)| *f))
+    }
+}
+
+/// A seam's table, from its rows: `seam!(NAME: Interface; mutants { … } variants { … })`.
+macro_rules! seam {
+    ($name:ident: $ty:ty; mutants { $($(#[$mflag:ident])* $mv:ident = $mn:literal, $ms:literal, [$($mc:literal),*], $md:literal => $mf:path;)* }
+        variants { $($vv:ident = $vn:literal, $vs:literal, [$($vc:literal),*], $vd:literal => $vf:path;)* }) => {
+        /// The faults registered at this seam, each with its code (the rows above).
+        pub(in crate::sandbox) const $name: super::Seam<$ty> = super::Seam {
+            mutants: &[$((super::Mutant::$mv, $mf as $ty),)*],
+            variants: &[$((super::Variant::$vv, $vf as $ty),)*],
+        };
+    };
+}
+
+/// Gathers the rows of every seam's file, in the order given, after the rows of this file:
+/// each file's macro hands its rows to the next (`collect!`), the last to [`departures!`].
+macro_rules! collect {
+    ([$next:ident $($more:ident)*] [$($m:tt)*] [$($v:tt)*] mutants { $($m2:tt)* } variants { $($v2:tt)* }) => {
+        $next!(collect [$($more)*] [$($m)* $($m2)*] [$($v)* $($v2)*]);
+    };
+    ([] [$($m:tt)*] [$($v:tt)*] mutants { $($m2:tt)* } variants { $($v2:tt)* }) => {
+        departures! {
+            /// One deliberate spec violation, for testing the harness itself: it breaks exactly one
+            /// rule the catalogue checks, and names the cases that must catch it
+            /// ([`Mutant::caught_by`]). `bankconf serve --mutant NAME`.
+            pub enum Mutant { $($m)* $($m2)* }
+        }
+        departures! {
+            /// A conforming server that reads the spec's freedoms differently: it differs from the
+            /// sandbox wherever the spec leaves an implementer free (status codes, id shapes, order,
+            /// limits, delivery), and the harness must pass it. `bankconf serve --variant NAME`.
+            pub enum Variant { $($v)* $($v2)* }
+        }
+    };
+}
 
 macro_rules! departures {
-    (@edit) => { None };
-    (@edit $edit:path) => { Some($edit as AnswerEdit) };
     (
         $(#[$meta:meta])* $vis:vis enum $ty:ident {
             $($(#[$flag:ident])* $v:ident = $name:literal, $section:literal, [$($case:literal),*], $desc:literal
-                $(=> $edit:path)?;)*
+                $(=> $code:path)?;)*
         }
     ) => {
         $(#[$meta])*
@@ -72,12 +117,6 @@ macro_rules! departures {
                 self.flags().contains(&"noisy")
             }
 
-            /// The edit of an answer that is its whole fault, when it is one: written beside
-            /// its row (`=> edit`), applied by one layer ([`super::edit_apply`]).
-            pub(super) fn answer_edit(self) -> Option<AnswerEdit> {
-                match self { $($ty::$v => departures!(@edit $($edit)?),)* }
-            }
-
             /// The one [`Self::name`] names.
             pub fn from_name(name: &str) -> Option<Self> {
                 Self::ALL.iter().copied().find(|m| m.name() == name)
@@ -92,14 +131,21 @@ macro_rules! departures {
     };
 }
 
-departures! {
-    /// One deliberate spec violation, for testing the harness itself: it breaks exactly one rule
-    /// the catalogue checks, and names the cases that must catch it ([`Mutant::caught_by`]).
-    /// `bankconf serve --mutant NAME`.
-    pub enum Mutant {
+// The seams, each a file with its rows and their code (`collect!` takes them in this order).
+#[macro_use]
+pub(super) mod answers;
+#[macro_use]
+pub(super) mod headers;
+#[macro_use]
+pub(super) mod widget;
+#[macro_use]
+pub(super) mod deliveries;
+#[macro_use]
+pub(super) mod objects;
+
+// The rows whose fault is still a hook where the store decides; then each seam's (`collect!`).
+answers! { collect [headers widget deliveries objects] [
         // §2.1, §4.1 creation
-        StatusLowercase = "status-lowercase", "§2.1", ["create.status-created", "create.response-schema"],
-            "POST /v1/connections answers status `created` instead of `CREATED`";
         ConnectionPrefix = "connection-prefix", "§2.1", ["create.id-prefixes"],
             "connection ids start with `connection_` instead of `conn_`";
         WidgetTokenPrefix = "widget-token-prefix", "§2.1", ["create.id-prefixes", "create.response-schema"],
@@ -109,29 +155,11 @@ departures! {
         // §2.2, §4.2 accounts
         AccountPrefix = "account-prefix", "§2", ["accounts.id-prefix", "accounts.response-schema"],
             "account ids start with `account_` instead of `acc_`";
-        AccountMissingCurrency = "account-missing-currency", "§2.2", ["accounts.response-schema"],
-            "accounts lack the required `currency`";
-        BalanceAsString = "balance-as-string", "§2.2", ["accounts.response-schema"],
-            "account `balance` is a string (\"12.50\")";
-        AccountTypeUppercase = "account-type-uppercase", "§2.2", ["accounts.response-schema"],
-            "account `type` is upper case (`CHECKING`)";
-        AccountNumberUnmasked = "account-number-unmasked", "§2.2", ["accounts.masked-numbers"],
-            "account numbers are served in full";
-        AccountCreatedAtOffset = "account-created-at-offset", "§2.2", ["accounts.response-schema"],
-            "account `createdAt` has a +02:00 offset instead of UTC";
-        CreditLimitOnChecking = "credit-limit-on-checking", "§2.2", ["accounts.conditional-fields", "accounts.response-schema"],
-            "checking accounts carry `creditLimit`";
-        PositionsOnSavings = "positions-on-savings", "§2.2", ["accounts.conditional-fields", "accounts.response-schema"],
-            "savings accounts carry `positions`";
-        AccountConnectionIdWrong = "account-connection-id-wrong", "§2.2", ["accounts.connection-id"],
-            "accounts name another connection in `connectionId`";
         #[seed]
         AccountListedTwice = "account-listed-twice", "§4.2", ["accounts.distinct-ids"],
             "a connection's accounts list carries its first account twice, as two identical elements";
         AccountsBeforeConnected = "accounts-before-connected", "§3.2", ["accounts.refused-before-connected"],
             "the accounts of a connection that is not CONNECTED are served (200 [])";
-        AccountsWhileVerifying = "accounts-while-verifying", "§3.2", ["accounts.refused-before-connected"],
-            "`connect` serves the accounts from `verifying` on; `connection.connected` is stamped and sent 1.5 s later";
         AccountEndpointMissing = "account-endpoint-missing", "§4.4", ["account.readable", "reactions.accounts-updated"],
             "GET /v1/accounts/{id} answers 404";
         AccountUnreadableAfterUpdate = "account-unreadable-after-update", "§6.3", ["reactions.accounts-updated"],
@@ -145,8 +173,6 @@ departures! {
         #[seed]
         TransactionsAfterAck = "transactions-after-ack", "§6.3", ["reactions.accounts-updated"],
             "an update's balance is readable with its accounts.updated, its new transactions only once the delivery is acknowledged and 1 s after its first posting";
-        AccountBalanceStale = "account-balance-stale", "§4.4", ["reactions.account-balance"],
-            "GET /v1/accounts/{id} keeps serving the balance of before accounts.updated";
         // What reads imply over time (the state model)
         #[seed]
         TransactionInTwoAccounts = "transaction-in-two-accounts", "§2.3", ["state.one-owner"],
@@ -180,18 +206,6 @@ departures! {
             "only the second client's accounts name another connection in connectionId";
         TransactionPrefix = "transaction-prefix", "§2.3", ["transactions.id-prefix", "transactions.page-schema"],
             "transaction ids start with `tx_` instead of `txn_`";
-        TransactionAccountIdWrong = "transaction-account-id-wrong", "§2.3", ["transactions.account-id"],
-            "transactions name another account in `accountId`";
-        TransactionDateTime = "transaction-date-time", "§2.3", ["transactions.page-schema"],
-            "`transactionDate` is a date-time instead of a date";
-        TransactionAmountString = "transaction-amount-string", "§2.3", ["transactions.page-schema"],
-            "transaction `amount` is a string";
-        TransactionCreatedAtOffset = "transaction-created-at-offset", "§2.3", ["transactions.page-schema"],
-            "transaction `createdAt` has a +02:00 offset instead of UTC";
-        TransactionStatusPending = "transaction-status-pending", "§2.3", ["transactions.status-posted"],
-            "transactions have status `pending`, a value the spec does not show (an advisory note)";
-        PageMissingHasMore = "page-missing-has-more", "§4.3", ["transactions.page-schema"],
-            "pages lack the required `has_more`" => page_missing_has_more;
         PageGap = "page-gap", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
             "starting_after skips one item: an item is lost at every page boundary";
         PageDuplicate = "page-duplicate", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
@@ -209,34 +223,17 @@ departures! {
         #[seed]
         OffsetCursorUnderInsertions = "offset-cursor-under-insertions", "§4.3", ["transactions.walk-under-insertions"],
             "next_cursor is an offset into the list, so a transaction added between two page reads shifts the items after it";
-        OffsetAfterDeletion = "offset-after-deletion", "§4.3", ["transactions.walk-under-deletions", "state.nothing-vanishes"],
-            "a cursor is followed from where its item was when it was served, as an offset is: a deletion before it skips an item" => offset_after_deletion;
         CursorIgnored = "cursor-ignored", "§4.3", ["transactions.walk-exactly-once", "transactions.starting-after"],
             "starting_after is ignored: always the first page";
         LimitIgnored = "limit-ignored", "§4.3", ["transactions.limit-respected"],
             "limit is ignored: always the default page size";
         CursorLoops = "cursor-loops", "§4.3", ["transactions.walk-exactly-once"],
             "the last page of a walk says has_more true and points back at the cursor it was fetched with";
-        HasMoreWithoutCursor = "has-more-without-cursor", "§4.3", ["transactions.has-more-honest", "transactions.walk-exactly-once"],
-            "has_more true comes without a next_cursor";
         // §6 events
-        #[seed]
-        NonEventDeliveries = "non-event-deliveries", "§6.1", ["events.deliveries-are-events"],
-            "before each event, the webhook address also gets a delivery that is no event (not JSON, an array, 64 nested objects, an array over 1 MiB)";
         EventPrefix = "event-prefix", "§6.1", ["events.schema"],
             "event ids start with `event_` instead of `evt_`";
         ClientPrefix = "client-prefix", "§6.2", ["events.schema"],
             "client ids start with `client_` instead of `cli_`";
-        CreatedAtNoMillis = "created-at-no-millis", "§6.1", ["events.schema"],
-            "envelope `created_at` has no milliseconds";
-        OccurredAtOffset = "occurred-at-offset", "§6.2", ["events.schema"],
-            "`data.occurredAt` has a +02:00 offset instead of UTC";
-        CreatedAtMissing = "created-at-missing", "§6.1", ["events.schema"],
-            "the envelope lacks `created_at`";
-        PreviousStatusUppercase = "previous-status-uppercase", "§3.1", ["events.previous-status-chain", "events.schema"],
-            "`previousStatus` is upper case";
-        PreviousStatusWrong = "previous-status-wrong", "§6.2", ["events.previous-status-chain"],
-            "`previousStatus` always says `created`: the chain is broken";
         #[seed]
         EventTimeReversed = "event-time-reversed", "§6.2", ["events.time-follows-chain"],
             "each later event of a connection has an occurredAt a minute earlier than the one before";
@@ -260,12 +257,6 @@ departures! {
             "accounts.updated is never sent";
         NoTransactionDeletedEvent = "no-transaction-deleted-event", "§6", ["reactions.transaction-deleted"],
             "transaction.deleted is never sent";
-        DataTypeMismatch = "data-type-mismatch", "§6.2", ["events.envelope-agrees"],
-            "`data.type` differs from the envelope `type`";
-        DataEventIdMismatch = "data-event-id-mismatch", "§6.2", ["events.envelope-agrees"],
-            "`data.eventId` differs from the envelope `id`";
-        RetryKeepsEventId = "retry-keeps-event-id", "§6.2", ["events.envelope-agrees"],
-            "every event is delivered twice, the copy under a new envelope `id` whose `data.eventId` keeps the first's";
         ReusedEventId = "reused-event-id", "§6.1", ["events.unique-ids"],
             "`accounts.updated` and `transaction.deleted` reuse the event id of the connection's `connection.connected`";
         #[seed]
@@ -279,22 +270,14 @@ departures! {
             "accounts are still served once the connection is `disconnected`";
         ForeignTransactionAfterUpdate = "foreign-transaction-after-update", "§2.3", ["transactions.account-id"],
             "the transaction `update_accounts` adds names another account of the connection as `accountId`";
-        BalanceStringAfterUpdate = "balance-string-after-update", "§2.2", ["accounts.response-schema"],
-            "an account's `balance` becomes a string once `update_accounts` changed it";
-        SharedClientId = "shared-client-id", "§6.2", ["events.distinct-client-ids"],
-            "every client's events carry one and the same `clientId`";
         SecondClientNoCreated = "second-client-no-created", "§3.2", ["events.created-announced", "events.previous-status-chain"],
             "connections of any client but the first are never announced by `connection.created`";
         CreatedEventLazy = "created-event-lazy", "§3.2", ["events.created-announced"],
             "`connection.created` is sent when the connection's first action is driven: one never driven is never announced";
-        TwoClientIds = "two-client-ids", "§6.2", ["events.single-client-id"],
-            "account and transaction events carry another clientId than connection events";
         WrongConnection = "wrong-connection", "§6.2", ["events.created-announced"],
             "every event names, as `connectionId`, its client's first connection instead of the one concerned";
         EventsNameOtherConnection = "events-name-other-connection", "§6.2", ["events.created-announced"],
             "each connection's events name, as `connectionId`, the connection its client created just before it (the client's first names the latest)";
-        EventsWithoutConnectionId = "events-without-connection-id", "§6.2", ["events.schema", "events.created-announced"],
-            "events carry no `data.connectionId`";
         FailedAuthAsError = "failed-auth-as-error", "§3.1", ["events.failed-auth-announced"],
             "a connection entering failed_auth is announced by connection.error (the right connection, the wrong type)";
         // §6.3 reactions
@@ -332,43 +315,10 @@ departures! {
             "a starting_after that names a transaction of another connection of the same client continues that account's list";
         FirstClientReadsAll = "first-client-reads-all", "§5", ["isolation.accounts", "isolation.account", "isolation.transactions"],
             "the first client can read every client's connections, accounts and transactions (the other direction stays closed)";
-        #[seed]
-        EventsToOtherClient = "events-to-other-client", "§6", ["isolation.deliveries"],
-            "every event goes to every registered address, also those registered for another client";
         // §1 widget
-        #[seed]
-        WidgetMissing = "widget-missing", "§1", ["widget.served"],
-            "the widget script answers 404";
-        WidgetTextPlain = "widget-text-plain", "§1", ["widget.served"],
-            "the widget script is served as text/plain";
-        WidgetEmbedsKey = "widget-embeds-key", "§5", ["widget.no-api-key"],
-            "the widget script carries a client's API key";
         #[seed]
         KeyInWidgetToken = "key-in-widget-token", "§5", ["widget.token-no-key"],
             "the widget token is `sess_` and the client's API key, hex-encoded";
-        WidgetSyntaxError = "widget-syntax-error", "§1", ["widget.script-runs", "widget.global-open"],
-            "the widget script has a syntax error";
-        WidgetNoGlobal = "widget-no-global", "§1", ["widget.global-open"],
-            "the widget script runs but defines no global";
-        WidgetOpenThrows = "widget-open-throws", "§1", ["widget.open-accepts-token"],
-            "the widget's open always throws";
-        WidgetLateOpen = "widget-late-open", "§1", ["widget.global-open"],
-            "the widget script defines its global only a minute after it runs";
-        #[seed]
-        KeyInWidgetFrame = "key-in-widget-frame", "§5", ["widget.frontend-no-key"],
-            "the frame page the widget opens carries a client's API key";
-        #[seed]
-        KeyInWidgetSession = "key-in-widget-session", "§5", ["widget.frontend-no-key"],
-            "the session the widget fetches carries a client's API key, hex-encoded";
-        #[seed]
-        KeyInLateSession = "key-in-late-session", "§5", ["widget.frontend-no-key"],
-            "the widget asks for its session 1.4 s after `open`, answered 0.6 s later with a client's API key, hex-encoded";
-        #[seed]
-        KeyInWidgetCookie = "key-in-widget-cookie", "§5", ["widget.frontend-no-key"],
-            "the frame page the widget opens sets a cookie holding a client's API key";
-        #[seed]
-        KeyInSuccessMetadata = "key-in-success-metadata", "§5", ["widget.frontend-no-key"],
-            "the onSuccess metadata carries a client's API key";
         // §7, §8 robustness
         BadLimit500 = "bad-limit-500", "§8", ["robustness.bad-limit"],
             "a bad limit answers 500";
@@ -393,26 +343,8 @@ departures! {
         AccountReadOtherFields = "account-read-other-fields", "§4.4", ["state.account-read-agrees"],
             "GET /v1/accounts/{id} answers the right id with another account's name, type and currency";
         #[seed]
-        EventsToFirstAddress = "events-to-first-address", "§6", ["isolation.deliveries"],
-            "every client's events go to the address registered first (the first client's), although each client registered its own";
-        DataEventsToFirstAddress = "data-events-to-first-address", "§6", ["isolation.deliveries"],
-            "every client's accounts.updated and transaction.deleted go to the address registered first (connection events go right)";
-        #[seed]
-        WidgetNeedsKey = "widget-needs-key", "§5", ["widget.served"],
-            "the widget script answers 401 unless the request carries an API key, which no frontend holds";
-        #[seed]
-        WidgetCorpSameOrigin = "widget-corp-same-origin", "§1", ["widget.loads-cross-origin"],
-            "the widget script is served with Cross-Origin-Resource-Policy: same-origin, so no client's page can load it";
-        WidgetNoCors = "widget-no-cors", "§1", ["widget.opens-cross-origin"],
-            "the widget fetches its session from the script's origin, answered with no Access-Control-Allow-Origin, so it fails in every client's page";
-        WidgetRelativeUrl = "widget-relative-url", "§1", ["widget.opens-cross-origin"],
-            "the widget fetches its session from a relative URL, which a client's page resolves against its own origin";
-        #[seed]
         ChangeAfterAck = "change-after-ack", "§6.3", ["reactions.accounts-updated"],
             "accounts.updated goes out at once, but the update becomes readable only 0.5 s after its delivery is acknowledged";
-        #[seed]
-        WidgetKeyHex = "widget-key-hex", "§5", ["widget.no-key-derivative"],
-            "the widget script carries a client's API key, hex-encoded";
         // Issue 46: invariants over everything the run observes
         #[seed]
         AccountAnsweredUnderOtherId = "account-answered-under-other-id", "§4.4", ["invariants.identity"],
@@ -447,26 +379,11 @@ departures! {
         #[seed]
         OtherClientReadSyncs = "other-client-read-syncs", "§5", ["invariants.cause"],
             "GET /v1/accounts/{id} with another client's key is refused (404), but syncs the account first (announced); other refusals do not";
-        EncodingLabelLies = "encoding-label-lies", "§4", ["http.content-coding"],
-            "GET /v1/accounts/{id} says Content-Encoding: gzip of a body that is plain JSON";
-        PartialContentPages = "partial-content-pages", "§4.3", ["http.status-allowed"],
-            "every transactions page is answered 206 Partial Content with a Content-Range, though no Range was asked for";
-        JsonLabelledHtml = "json-labelled-html", "§4", ["http.json-media-type"],
-            "the accounts list (§4.2) is labelled Content-Type: text/html";
-        KeyHintInRefusal = "key-hint-in-refusal", "§5", ["auth.secret-stays-with-owner"],
-            "a 401 says `did you mean` with a client's whole API key";
         OtherKeyInEvents = "other-key-in-events", "§5", ["auth.secret-stays-with-owner"],
             "every event carries `data.verification`: the API key of another client than its own";
         SecondClientOwnTransactionsRefused = "second-client-own-transactions-refused", "§4.3", ["transactions.owner-served"],
             "the second client's reads of its own accounts' transactions answer 404";
-    }
-}
-
-departures! {
-    /// A conforming server that reads the spec's freedoms differently: it differs from the
-    /// sandbox wherever the spec leaves an implementer free (status codes, id shapes, order,
-    /// limits, delivery), and the harness must pass it. `bankconf serve --variant NAME`.
-    pub enum Variant {
+] [
         UuidIds = "uuid-ids", "§2", [],
             "identifiers are the prefix and a lower-case UUID (`conn_3f2a…-…`)";
         PlainErrors = "plain-errors", "§7", [],
@@ -485,18 +402,8 @@ departures! {
             "no lastSyncedAt nor institution; transactions carry only id, accountId and amount";
         OpaqueCursor = "opaque-cursor", "§4.3", [],
             "next_cursor is an opaque token; starting_after takes tokens and transaction ids";
-        LateEvents = "late-events", "§6.3", [],
-            "every event is delivered 300 ms late";
         ReversedEvents = "reversed-events", "§6.3", [],
             "the events of one change are delivered in reverse order";
-        DuplicateEvents = "duplicate-events", "§6.3", [],
-            "every event is delivered twice";
-        RetryNewId = "retry-new-id", "§6.3", [],
-            "every event is delivered twice, the copy under a new event id (a retry that re-stamps)";
-        IsoBasicTimestamps = "iso-basic-timestamps", "§2.2", [],
-            "accounts' and transactions' createdAt and lastSyncedAt in ISO 8601's basic format (20261207T194815.620Z)";
-        RetryNewStamp = "retry-new-stamp", "§6.3", [],
-            "every event is delivered twice, the copy under the same id with a new envelope created_at (a retry stamped when sent)";
         EmptyArraysElsewhere = "empty-arrays-elsewhere", "§2.2", [],
             "accounts of every other type carry empty positions and currencyBalances arrays";
         ShortConnected = "short-connected", "§6.2", [],
@@ -507,18 +414,8 @@ departures! {
             "connection.created carries previousStatus \"\" instead of null";
         NoPreviousOnCreated = "no-previous-on-created", "§6.2", [],
             "connection.created has no previousStatus field at all (there is no previous state)";
-        WidgetOtherGlobal = "widget-other-global", "§1", [],
-            "the widget's global is named `ConnectWidget`";
-        WidgetPositional = "widget-positional", "§1", [],
-            "the widget's open takes (token, connectionId, onSuccess), and throws given one object";
-        WidgetPromise = "widget-promise", "§1", [],
-            "the widget's open returns a promise";
-        WidgetPolls = "widget-polls", "§1", [],
-            "the widget asks for its session every 300 ms after onSuccess, for as long as the page lives";
         PerClientIds = "per-client-ids", "§2", [],
             "each client numbers its accounts and transactions from 1: the second client's ids equal the first's";
-        WidgetFrame = "widget-frame", "§1", [],
-            "the widget's open adds a frame page and fetches a session, then calls onSuccess with the session";
         BigAccount = "big-account", "§8", [],
             "the checking account holds 3,000 transactions";
         EmptySecondClient = "empty-second-client", "§4.2", [],
@@ -535,64 +432,13 @@ departures! {
             "the server's clock reads whole seconds: every timestamp is cut to the second, an event's `.000`";
         AccountBesideBalance = "account-beside-balance", "§4.4", [],
             "GET /v1/accounts/{id} answers `{\"account\": {…}, \"balance\": {\"current\": …, \"available\": …}}`";
-        GzipAnswers = "gzip-answers", "§4", [],
-            "every JSON answer is gzipped, with Content-Encoding: gzip (no Accept-Encoding was sent: any coding is acceptable)";
         ReenteredStates = "reentered-states", "§3.2", [],
             "an action leading to the state a connection is in is accepted and re-enters it, announced again with that state as previousStatus";
         BackgroundDedup = "background-dedup", "§6", [],
             "from 0.4 s after a connection first connects, it deduplicates on its own 5 times, 0.4 s apart: the middle transaction of its first account removed each time, announced by transaction.deleted";
         BackgroundSync = "background-sync", "§1", [],
             "from 0.4 s after a connection first connects, it syncs on its own 5 times, 0.4 s apart: a transaction added each time, announced by accounts.updated";
-    }
-}
-
-/// An answer of the API on its way out, as an edit beside a row sees it (only a 2xx JSON answer
-/// to `/v1/…` is edited).
-pub(super) struct Answer<'a> {
-    /// The request's path, and its `starting_after` if it had one.
-    pub path: &'a str,
-    pub starting_after: Option<&'a str>,
-    /// The account the path names (`/v1/accounts/{id}…`), as the store holds it now.
-    pub account: Option<&'a Account>,
-    /// What the edit remembers from one answer to the next, in this sandbox.
-    pub memory: &'a mut HashMap<String, usize>,
-}
-
-/// An edit that is a departure's whole fault ([`Mutant::answer_edit`]).
-pub(super) type AnswerEdit = fn(Answer<'_>, &mut Value);
-
-/// Whether the answer is a page of an account's transactions (§4.3).
-fn is_page(a: &Answer<'_>) -> bool {
-    a.path.ends_with("/transactions")
-}
-
-/// `offset-after-deletion`: each served cursor remembers how many removed transactions were
-/// listed before its item; followed, the page skips as many items as were removed there since.
-fn offset_after_deletion(a: Answer<'_>, page: &mut Value) {
-    let Some(account) = a.account.filter(|_| is_page(&a)) else { return };
-    let removed_before = |cursor: &str| {
-        let key = account.transactions.iter().find(|t| t.id == cursor).map(|t| (t.date, t.id.clone()));
-        let Some((date, id)) = key.or_else(|| account.tombstones.get(cursor).cloned()) else { return 0 };
-        let before = |(d, i): &(chrono::NaiveDate, String)| key_order((d, i), (&date, &id)).is_lt();
-        account.tombstones.values().filter(|t| before(t)).count()
-    };
-    if let (Some(cursor), Some(items)) = (a.starting_after, page.get_mut("data").and_then(Value::as_array_mut)) {
-        if let Some(then) = a.memory.get(cursor) {
-            let skip = removed_before(cursor).saturating_sub(*then);
-            items.drain(..skip.min(items.len()));
-        }
-    }
-    if let Some(next) = page.get("next_cursor").and_then(Value::as_str) {
-        a.memory.insert(next.to_string(), removed_before(next));
-    }
-}
-
-/// `page-missing-has-more`.
-fn page_missing_has_more(a: Answer<'_>, page: &mut Value) {
-    if let Some(page) = page.as_object_mut().filter(|_| is_page(&a)) {
-        page.remove("has_more");
-    }
-}
+] }
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,71 @@
+//! The seam of an answer's body: a fault that is an edit of a 2xx JSON answer to `/v1/…` (a
+//! field dropped or changed, items skipped, a page cut). Each row's code is the function named
+//! on it, below the rows; one layer applies it (`edit_apply.rs`), after the routes answered.
+
+use crate::sandbox::model::{key_order, Account};
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// The rows of this seam, handed to `$then` (`seam!` here, `collect!` in `faults/mod.rs`).
+macro_rules! answers {
+    ($then:ident $($args:tt)*) => { $then! { $($args)*
+    mutants {
+        PageMissingHasMore = "page-missing-has-more", "§4.3", ["transactions.page-schema"],
+            "pages lack the required `has_more`" => page_missing_has_more;
+        OffsetAfterDeletion = "offset-after-deletion", "§4.3", ["transactions.walk-under-deletions", "state.nothing-vanishes"],
+            "a cursor is followed from where its item was when it was served, as an offset is: a deletion before it skips an item" => offset_after_deletion;
+    }
+    variants {
+    }
+    } };
+}
+
+answers!(seam EDITS: AnswerEdit;);
+
+/// An answer of the API on its way out, as an edit sees it (only a 2xx JSON answer to `/v1/…`
+/// is edited).
+pub(in crate::sandbox) struct Answer<'a> {
+    /// The request's path, and its `starting_after` if it had one.
+    pub path: &'a str,
+    pub starting_after: Option<&'a str>,
+    /// The account the path names (`/v1/accounts/{id}…`), as the store holds it now.
+    pub account: Option<&'a Account>,
+    /// What the edit remembers from one answer to the next, in this sandbox.
+    pub memory: &'a mut HashMap<String, usize>,
+}
+
+/// The seam's interface: an edit of the answer's JSON body.
+pub(in crate::sandbox) type AnswerEdit = fn(Answer<'_>, &mut Value);
+
+/// Whether the answer is a page of an account's transactions (§4.3).
+fn is_page(a: &Answer<'_>) -> bool {
+    a.path.ends_with("/transactions")
+}
+
+/// `offset-after-deletion`: each served cursor remembers how many removed transactions were
+/// listed before its item; followed, the page skips as many items as were removed there since.
+fn offset_after_deletion(a: Answer<'_>, page: &mut Value) {
+    let Some(account) = a.account.filter(|_| is_page(&a)) else { return };
+    let removed_before = |cursor: &str| {
+        let key = account.transactions.iter().find(|t| t.id == cursor).map(|t| (t.date, t.id.clone()));
+        let Some((date, id)) = key.or_else(|| account.tombstones.get(cursor).cloned()) else { return 0 };
+        let before = |(d, i): &(chrono::NaiveDate, String)| key_order((d, i), (&date, &id)).is_lt();
+        account.tombstones.values().filter(|t| before(t)).count()
+    };
+    if let (Some(cursor), Some(items)) = (a.starting_after, page.get_mut("data").and_then(Value::as_array_mut)) {
+        if let Some(then) = a.memory.get(cursor) {
+            let skip = removed_before(cursor).saturating_sub(*then);
+            items.drain(..skip.min(items.len()));
+        }
+    }
+    if let Some(next) = page.get("next_cursor").and_then(Value::as_str) {
+        a.memory.insert(next.to_string(), removed_before(next));
+    }
+}
+
+/// `page-missing-has-more`.
+fn page_missing_has_more(a: Answer<'_>, page: &mut Value) {
+    if let Some(page) = page.as_object_mut().filter(|_| is_page(&a)) {
+        page.remove("has_more");
+    }
+}
