@@ -459,8 +459,10 @@ fn the_sandbox_runs_the_docs_quote_end_as_they_say() {
 
 /// A number the docs write in words or digits.
 fn number(word: &str) -> usize {
-    const WORDS: [&str; 13] =
-        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"];
+    const WORDS: [&str; 16] = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+        "thirteen", "fourteen", "fifteen",
+    ];
     WORDS.iter().position(|w| *w == word).unwrap_or_else(|| word.parse().unwrap_or_else(|_| panic!("a number: {word}")))
 }
 

@@ -292,6 +292,17 @@ async fn open_accepts_token(ctx: Arc<RunContext>) -> Result<(), Stop> {
             printable(global),
             printable(&call.thrown.join(" | "))
         )
+    })?;
+    // §1 item 2: the callback receives a metadata argument (its shape is open): a call with no
+    // argument at all fails. A widget that calls it only once a person signs in is not judged
+    // here (the case's title says "where it calls it").
+    let bare = probe.successes.iter().filter(|args| args.trim() == "[]").count();
+    ensure(bare == 0, || {
+        format!(
+            "{url}: the widget called onSuccess with no argument ({bare} of {} calls), where §1 item 2 says the \
+             callback receives a metadata argument",
+            probe.successes.len()
+        )
     })
 }
 

@@ -53,6 +53,8 @@ macro_rules! widget {
             "the widget asks for its session 1.4 s after `open`, answered 0.6 s later with a client's API key, hex-encoded" => key_in_late_session;
         WidgetNoCors = "widget-no-cors", "§1", ["widget.opens-cross-origin"],
             "the widget fetches its session from the script's origin, answered with no Access-Control-Allow-Origin, so it fails in every client's page" => no_cors;
+        SuccessWithoutMetadata = "success-without-metadata", "§1", ["widget.open-accepts-token"],
+            "the widget calls onSuccess with no argument, keeping the metadata on its global" => success_without_metadata;
         WidgetRelativeUrl = "widget-relative-url", "§1", ["widget.opens-cross-origin"],
             "the widget fetches its session from a relative URL, which a client's page resolves against its own origin" => relative_url;
     }
@@ -256,6 +258,11 @@ const LATE_SESSION: &str = r#"setTimeout(function () {
 fn no_cors(s: &mut Served<'_>) {
     frame(s);
     s.headers.retain(|(name, _)| name != ACCESS_CONTROL_ALLOW_ORIGIN);
+}
+
+/// `success-without-metadata`: the callback is told "done" and nothing more.
+fn success_without_metadata(s: &mut Served<'_>) {
+    in_script(s, SUCCESS, "api.lastResult = metadata; options.onSuccess();");
 }
 
 /// `widget-relative-url`: the session asked for at `/widget/session`, which works on the
