@@ -299,6 +299,10 @@ async fn get_account(
             // Refused, with the account the key may not read beside the refusal.
             refused.details = Some(render::single_account(f, theirs));
         }
+        if let Some(token) = store.token_of_account(&account_id).filter(|_| f.is(Mutant::RefusalShowsToken)) {
+            // Refused, with a way back in for whoever holds the account's connection's session.
+            refused.details = Some(serde_json::json!({ "reconnect": { "widgetToken": token } }));
+        }
         refused
     })?;
     if f.is(Mutant::AccountEndpointMissing) {

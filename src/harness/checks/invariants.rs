@@ -85,6 +85,7 @@ fn add_answer(record: &mut Record, answer: &Answer, on_wall: &impl Fn(Instant) -
         seen.content_type.clone_from(&answer.content_type);
         seen.coding = answer.coding.clone();
         seen.revealed.clone_from(&answer.revealed);
+        seen.tokens.clone_from(&answer.tokens);
     }
 }
 

@@ -21,6 +21,29 @@ pub(crate) fn revealed<O: Copy>(text: &str, sent: Option<&str>, keys: &[(O, &str
         .collect()
 }
 
+/// Characters of a widget token that make a piece of it ([`tokens_shown`]).
+pub(crate) const TOKEN_PIECE: usize = 12;
+
+/// The owners among `tokens` of which `text` carries a piece of [`TOKEN_PIECE`] characters
+/// past the token's prefix (`sess_`, §2.1), plain: one pass over the text whatever the number
+/// of tokens (a run makes some 60), where [`revealed`]'s search of every encoding of every piece
+/// would cost seconds. A token's encodings are not searched (docs/checks.md).
+pub(crate) fn tokens_shown<O: Copy + Ord>(text: &str, tokens: &[(O, &str)]) -> Vec<O> {
+    let mut pieces: std::collections::HashMap<&[u8], O> = std::collections::HashMap::new();
+    for (owner, token) in tokens {
+        let random = token.split_once('_').map_or(*token, |(_, r)| r).as_bytes();
+        for piece in random.windows(TOKEN_PIECE) {
+            pieces.insert(piece, *owner);
+        }
+    }
+    if pieces.is_empty() {
+        return Vec::new();
+    }
+    let found: std::collections::BTreeSet<O> =
+        text.as_bytes().windows(TOKEN_PIECE).filter_map(|w| pieces.get(w).copied()).collect();
+    found.into_iter().collect()
+}
+
 /// The text a rule searches of an exchange: every header (`name: value`, one a line), then the
 /// body.
 pub(crate) fn searched<'a>(headers: impl IntoIterator<Item = (&'a str, &'a str)>, body: &str) -> String {
@@ -41,6 +64,15 @@ mod tests {
 
     const FIRST: &str = "acme_live_Q3xk9PzLm2Vt8RwYb4NcJ7hDs1";
     const SECOND: &str = "acme_live_Zr5Tq8Wm3Kx6Lp1Vn9Bc2Hj4Gd";
+
+    #[test]
+    fn a_token_shows_by_a_piece_of_it_and_only_so() {
+        let tokens = [(1, "sess_1PDZG9OPMSA2OQ2CTR5TN72VHM"), (2, "sess_AB3DE5GH7JK9MN1PQ3RS5TU7VW")];
+        assert_eq!(tokens_shown("{\"session\":\"sess_1PDZG9OPMSA2OQ2CTR5TN72VHM\"}", &tokens), vec![1]);
+        assert_eq!(tokens_shown("reconnect with …MSA2OQ2CTR5T…", &tokens), vec![1]);
+        assert!(tokens_shown("sess_ and 1PDZG9OPMSA is shorter than a piece", &tokens).is_empty());
+        assert!(tokens_shown("", &[]).is_empty());
+    }
 
     #[test]
     fn a_key_echoed_to_its_sender_is_no_leak_another_is() {

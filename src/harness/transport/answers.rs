@@ -81,6 +81,9 @@ pub(crate) struct Answer {
     /// The clients whose API key the answer carried (headers or body, before redaction), other
     /// than the one the request itself sent ([`crate::harness::rules::secrets::revealed`]).
     pub revealed: Vec<Client>,
+    /// The clients whose widget token (§2.1: of a connection their key created) the answer
+    /// carried, though the request was not sent with that client's key.
+    pub tokens: Vec<Client>,
 }
 
 impl Answer {

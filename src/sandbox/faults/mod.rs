@@ -371,6 +371,8 @@ answers! { collect [headers widget deliveries objects] [
         #[seed]
         RefusedRequestCreates = "refused-request-creates", "§5", ["invariants.cause"],
             "a refused POST /v1/connections still creates a connection of the first client (announced)";
+        RefusalShowsToken = "refusal-shows-token", "§5", ["auth.secret-stays-with-owner"],
+            "GET /v1/accounts/{id} of another client's account is refused (404) with its connection's widget token in `error.details`";
         RefusalShowsAccount = "refusal-shows-account", "§5", ["invariants.reach"],
             "GET /v1/accounts/{id} of another client's account is refused (404) with that account in `error.details`";
         #[seed]

@@ -225,6 +225,11 @@ async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
     for auth in unknown.map(Auth::Header).into_iter().chain([Auth::Missing]) {
         made(ctx.api.send(Method::GET, &path, &[], auth).await)?;
     }
+    // One of its accounts read with the other client's key: a refusal that names what the key
+    // may not have (its connection's widget token, §2.1) is judged with the rest.
+    if let Some(account) = connected.account_ids().first() {
+        made(ctx.api.send(Method::GET, &["v1", "accounts", account], &[], Auth::Second).await)?;
+    }
     Ok(())
 }
 
@@ -249,6 +254,18 @@ fn secrets_everywhere(record: &Record) -> Verdict {
                 seen.request,
                 seen.status,
                 keys.join(" and ")
+            );
+            verdict.found.push(finding(detail, &[seen.seq], &[]));
+        }
+        if !seen.tokens.is_empty() && verdict.found.len() < MAX_FINDINGS {
+            let tokens: Vec<&str> = seen.tokens.iter().map(whose).collect();
+            let detail = format!(
+                "{} ({}) answered a request not sent with its owner's key with {} widget token (of a connection that \
+                 client created; whole or a piece, in a header or the body): a token opens its own connection's \
+                 widget, in its own client's frontend only (§2.1, §5)",
+                seen.request,
+                seen.status,
+                tokens.join(" and ")
             );
             verdict.found.push(finding(detail, &[seen.seq], &[]));
         }

@@ -40,6 +40,7 @@ impl Log {
             har: None,
             coding: Default::default(),
             revealed: Vec::new(),
+            tokens: Vec::new(),
         }));
     }
 

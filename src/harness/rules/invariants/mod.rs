@@ -153,6 +153,8 @@ pub(crate) struct Seen {
     pub content_type: Option<String>,
     pub coding: crate::harness::rules::http::Coding,
     pub revealed: Vec<Client>,
+    /// Whose widget tokens the answer carried to a request not sent with that client's key.
+    pub tokens: Vec<Client>,
 }
 
 impl Seen {
@@ -269,6 +271,7 @@ impl Record {
             content_type: None,
             coding: crate::harness::rules::http::Coding::Identity,
             revealed: Vec::new(),
+            tokens: Vec::new(),
         });
     }
 

@@ -23,6 +23,9 @@ use retry::transport_error;
 
 pub(crate) use exchange::Exchange;
 
+/// Most widget tokens searched for in each answer: a run makes some 60 connections.
+const MAX_TOKENS: usize = 500;
+
 /// Client of the target's API.
 #[derive(Clone)]
 pub(crate) struct Api {
@@ -51,6 +54,9 @@ pub(crate) struct Api {
     /// of the run runs next to an experiment that must be told apart from them
     /// (`invariants.cause`).
     creations: Arc<tokio::sync::RwLock<()>>,
+    /// The widget tokens the run's creations were answered with, and whose (the client whose
+    /// key created the connection), shared by its clones: each answer is searched for them too.
+    tokens: Arc<std::sync::Mutex<Vec<(Client, String)>>>,
 }
 
 /// `--base-url` as a URL, if it is an http(s) one: parsed once, with the other flags
@@ -120,6 +126,7 @@ impl Api {
             held: Arc::default(),
             pages: Arc::default(),
             creations: Arc::default(),
+            tokens: Arc::default(),
         })
     }
 
@@ -278,7 +285,15 @@ impl Api {
             ),
             Err(_) => (None, None),
         };
-        let (coding, revealed) = self.whole(&result, sent_authorization.as_deref());
+        let sender = match &sent.auth {
+            Auth::Primary => Some(Client::First),
+            Auth::Second => Some(Client::Second),
+            _ => None,
+        };
+        let (coding, revealed, tokens) = self.whole(&result, sent_authorization.as_deref(), (sender, segments));
+        if creation {
+            self.learn_token(&result, sender);
+        }
         let seq = self.answers.push(Answer {
             seq: 0,
             sent,
@@ -293,6 +308,7 @@ impl Api {
             har,
             coding,
             revealed,
+            tokens,
         });
         match &mut result {
             Ok(x) => x.seq = seq,
@@ -303,17 +319,48 @@ impl Api {
         result
     }
 
-    /// What the answer log keeps of an answer beyond its body: its coding, and whose keys it
-    /// carried besides what `sent` (the request's credential) sent, searched in its headers and
-    /// whole body before any redaction (the text itself is not kept).
-    fn whole(&self, result: &Result<Exchange, Stop>, sent: Option<&str>) -> (Coding, Vec<Client>) {
-        let Ok(x) = result else { return (Coding::Identity, Vec::new()) };
+    /// What the answer log keeps of an answer beyond its body: its coding, whose keys it
+    /// carried besides what `sent` (the request's credential) sent, and whose widget tokens it
+    /// carried though `sender` (the client whose key the request sent, if any) does not own them,
+    /// searched in its headers and whole body before any redaction (the text is not kept). The
+    /// request's own path segments are taken out before the tokens are searched: an echo of the
+    /// id asked for is the sender's own, even where a server made its tokens of the same letters.
+    fn whole(
+        &self,
+        result: &Result<Exchange, Stop>,
+        sent: Option<&str>,
+        (sender, path): (Option<Client>, &[&str]),
+    ) -> (Coding, Vec<Client>, Vec<Client>) {
+        let Ok(x) = result else { return (Coding::Identity, Vec::new(), Vec::new()) };
         let keys: Vec<(Client, &str)> = [(Client::First, &self.key), (Client::Second, &self.second_key)]
             .into_iter()
             .filter_map(|(c, k)| Some((c, k.as_deref()?)))
             .collect();
         let text = secrets::searched(x.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), &x.body);
-        (x.coding.clone(), secrets::revealed(&text, sent, &keys))
+        let tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        let others: Vec<(Client, &str)> =
+            tokens.iter().filter(|(owner, _)| Some(*owner) != sender).map(|(o, t)| (*o, t.as_str())).collect();
+        let sent_token = sent.map(|s| s.strip_prefix("Bearer ").unwrap_or(s).trim()).filter(|s| s.len() >= 8);
+        let echo_free = path
+            .iter()
+            .copied()
+            .chain(sent_token)
+            .filter(|p| p.len() >= 8)
+            .fold(text.clone(), |t, p| t.replace(p, " "));
+        let shown = secrets::tokens_shown(&echo_free, &others);
+        (x.coding.clone(), secrets::revealed(&text, sent, &keys), shown)
+    }
+
+    /// Keeps the widget token a creation's 2xx answer gave (§2.1), as `sender`'s.
+    fn learn_token(&self, result: &Result<Exchange, Stop>, sender: Option<Client>) {
+        let (Ok(x), Some(owner)) = (result, sender) else { return };
+        let token = serde_json::from_str::<serde_json::Value>(&x.body)
+            .ok()
+            .and_then(|v| v.get("widgetToken").and_then(|t| t.as_str()).map(str::to_string));
+        let mut tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(token) = token.filter(|t| x.is_success() && t.len() >= 8 && tokens.len() < MAX_TOKENS) {
+            tokens.push((owner, token));
+        }
     }
 
     /// The run's exchanges so far (this client's and its clones').
@@ -335,12 +382,12 @@ impl Api {
         let mut result = self.exchange(&self.browser, Method::GET, url, None, "*/*").await;
         let status = result.as_ref().map_or(0, |x| x.status);
         let har = result.as_ref().ok().and_then(|x| x.har);
+        let (coding, revealed, tokens) = self.whole(&result, None, (None, segments));
         let (segments, query) = (segments.iter().map(|s| s.to_string()).collect(), Vec::new());
         let answered_at = Instant::now();
         let content_type =
             result.as_ref().ok().and_then(|x| x.content_type.as_deref()).map(|t| redact::shorten(t, 200));
         let (body, excerpt) = (None, None);
-        let (coding, revealed) = self.whole(&result, None);
         let answer = Answer {
             seq: 0,
             sent,
@@ -355,6 +402,7 @@ impl Api {
             har,
             coding,
             revealed,
+            tokens,
         };
         let seq = self.answers.push(answer);
         match &mut result {
