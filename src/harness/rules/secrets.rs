@@ -24,23 +24,30 @@ pub(crate) fn revealed<O: Copy>(text: &str, sent: Option<&str>, keys: &[(O, &str
 /// Characters of a widget token that make a piece of it ([`tokens_shown`]).
 pub(crate) const TOKEN_PIECE: usize = 12;
 
-/// The owners among `tokens` of which `text` carries a piece of [`TOKEN_PIECE`] characters
-/// past the token's prefix (`sess_`, §2.1), plain: one pass over the text whatever the number
-/// of tokens (a run makes some 60), where [`revealed`]'s search of every encoding of every piece
-/// would cost seconds. A token's encodings are not searched (docs/checks.md).
-pub(crate) fn tokens_shown<O: Copy + Ord>(text: &str, tokens: &[(O, &str)]) -> Vec<O> {
-    let mut pieces: std::collections::HashMap<&[u8], O> = std::collections::HashMap::new();
+/// The owners other than `sender` among `tokens` (every widget token the run was given, with
+/// its owner) of which `text` carries a piece of [`TOKEN_PIECE`] characters, plain: one pass
+/// over the text whatever the number of tokens (a run makes some 60), where [`revealed`]'s
+/// search of every encoding of every piece would cost seconds. A piece that two tokens share
+/// is structure, not secret (a JWT's header, a claim's name, a fixed prefix such as `sess_`),
+/// and is not searched; nor is anything while fewer than two tokens are known, since the
+/// structure cannot be told then. A token's encodings are not searched (docs/checks.md).
+pub(crate) fn tokens_shown<O: Copy + Ord>(text: &str, tokens: &[(O, &str)], sender: Option<O>) -> Vec<O> {
+    if tokens.len() < 2 {
+        return Vec::new();
+    }
+    let mut pieces: std::collections::HashMap<&[u8], (O, usize)> = std::collections::HashMap::new();
     for (owner, token) in tokens {
-        let random = token.split_once('_').map_or(*token, |(_, r)| r).as_bytes();
-        for piece in random.windows(TOKEN_PIECE) {
-            pieces.insert(piece, *owner);
+        let mut own = std::collections::HashSet::new();
+        for piece in token.as_bytes().windows(TOKEN_PIECE).filter(|p| own.insert(*p)) {
+            pieces.entry(piece).and_modify(|(_, n)| *n += 1).or_insert((*owner, 1));
         }
     }
+    pieces.retain(|_, (owner, n)| *n == 1 && Some(*owner) != sender);
     if pieces.is_empty() {
         return Vec::new();
     }
     let found: std::collections::BTreeSet<O> =
-        text.as_bytes().windows(TOKEN_PIECE).filter_map(|w| pieces.get(w).copied()).collect();
+        text.as_bytes().windows(TOKEN_PIECE).filter_map(|w| pieces.get(w).map(|(o, _)| *o)).collect();
     found.into_iter().collect()
 }
 
@@ -68,10 +75,20 @@ mod tests {
     #[test]
     fn a_token_shows_by_a_piece_of_it_and_only_so() {
         let tokens = [(1, "sess_1PDZG9OPMSA2OQ2CTR5TN72VHM"), (2, "sess_AB3DE5GH7JK9MN1PQ3RS5TU7VW")];
-        assert_eq!(tokens_shown("{\"session\":\"sess_1PDZG9OPMSA2OQ2CTR5TN72VHM\"}", &tokens), vec![1]);
-        assert_eq!(tokens_shown("reconnect with …MSA2OQ2CTR5T…", &tokens), vec![1]);
-        assert!(tokens_shown("sess_ and 1PDZG9OPMSA is shorter than a piece", &tokens).is_empty());
-        assert!(tokens_shown::<u8>("", &[]).is_empty());
+        let text = "{\"session\":\"sess_1PDZG9OPMSA2OQ2CTR5TN72VHM\"}";
+        assert_eq!(tokens_shown(text, &tokens, None), vec![1]);
+        assert!(tokens_shown(text, &tokens, Some(1)).is_empty(), "its owner's own");
+        assert_eq!(tokens_shown("reconnect with …MSA2OQ2CTR5T…", &tokens, Some(2)), vec![1]);
+        assert!(tokens_shown("sess_ and 1PDZG9OPMSA is shorter than a piece", &tokens, None).is_empty());
+        assert!(tokens_shown(text, &tokens[..1], None).is_empty(), "one token: its structure unknown");
+        // Two JWTs share their header: a third party's token with the same header shows nothing.
+        let header = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9";
+        let (a, b) = (
+            format!("{header}.eyJzdWIiOiJBQUFBIn0.c2lnbmF0dXJlQQ"),
+            format!("{header}.eyJzdWIiOiJCQkJCIn0.c2lnbmF0dXJlQg"),
+        );
+        let jwts = [(1, a.as_str()), (2, b.as_str())];
+        assert!(tokens_shown(&format!("{header}.eyJzdWIiOiJDQ0NDIn0.other"), &jwts, Some(2)).is_empty());
     }
 
     #[test]

@@ -338,8 +338,7 @@ impl Api {
             .collect();
         let text = secrets::searched(x.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), &x.body);
         let tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
-        let others: Vec<(Client, &str)> =
-            tokens.iter().filter(|(owner, _)| Some(*owner) != sender).map(|(o, t)| (*o, t.as_str())).collect();
+        let known: Vec<(Client, &str)> = tokens.iter().map(|(o, t)| (*o, t.as_str())).collect();
         let sent_token = sent.map(|s| s.strip_prefix("Bearer ").unwrap_or(s).trim()).filter(|s| s.len() >= 8);
         let echo_free = path
             .iter()
@@ -347,7 +346,7 @@ impl Api {
             .chain(sent_token)
             .filter(|p| p.len() >= 8)
             .fold(text.clone(), |t, p| t.replace(p, " "));
-        let shown = secrets::tokens_shown(&echo_free, &others);
+        let shown = secrets::tokens_shown(&echo_free, &known, sender);
         (x.coding.clone(), secrets::revealed(&text, sent, &keys), shown)
     }
 
