@@ -7,8 +7,9 @@
 //! - a delivery is a JSON `POST` of the §6.1 envelope; any 2xx answer counts as delivered;
 //! - up to 3 attempts per event and address, 100 ms then 400 ms apart, each with a 2 s timeout;
 //!   proxies from the environment are not used;
-//! - each address has its own worker that delivers one event at a time in emission order, so a
-//!   slow or dead address delays only itself; API requests never wait for deliveries (events
+//! - each address has its own worker, with a lane per connection that delivers the
+//!   connection's events one at a time in emission order, so a slow or dead address delays only
+//!   itself, and a slow delivery only its connection's; API requests never wait for deliveries (events
 //!   go through an unbounded queue to a background task);
 //! - [`Conditions`] can make every delivery late, or each one slow in that one-at-a-time queue.
 
@@ -17,6 +18,7 @@ use super::faults::{Mutant, Variant};
 use super::flavor::Flavor;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -171,6 +173,11 @@ struct Worker {
     task: JoinHandle<()>,
 }
 
+/// One address's deliveries: a lane per connection, each delivering its connection's events one
+/// at a time in emission order, the lanes side by side (a connection's slow or held delivery
+/// delays only its own: issue 72, a one-queue sandbox held every event behind the reaction
+/// reads of another connection's, up to 0.8 s late on a plain run). Under
+/// `--delivery-serial-ms`, one queue for all, as that condition says.
 async fn worker(
     client: Poster,
     url: String,
@@ -178,7 +185,42 @@ async fn worker(
     flavor: Flavor,
     conditions: Conditions,
 ) {
-    let mut junk = 0usize;
+    let junk = Arc::new(AtomicUsize::new(0));
+    if conditions.delivery_serial_ms > 0 {
+        lane(client, url, rx, flavor, conditions, junk).await;
+        return;
+    }
+    let mut lanes: HashMap<String, UnboundedSender<Arc<Value>>> = HashMap::new();
+    // Dropped with the worker (an address unregistered): every lane stops at once.
+    let mut running = tokio::task::JoinSet::new();
+    while let Some(event) = rx.recv().await {
+        let connection = event
+            .pointer("/data/connectionId")
+            .or_else(|| event.get("connectionId"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let tx = lanes.entry(connection).or_insert_with(|| {
+            let (tx, rx) = unbounded_channel();
+            running.spawn(lane(client.clone(), url.clone(), rx, flavor, conditions, junk.clone()));
+            tx
+        });
+        let _ = tx.send(event);
+    }
+    // The queue closed: the lanes deliver what they hold, then end.
+    lanes.clear();
+    while running.join_next().await.is_some() {}
+}
+
+/// One lane of [`worker`]: its events one at a time, in the order they came.
+async fn lane(
+    client: Poster,
+    url: String,
+    mut rx: UnboundedReceiver<Arc<Value>>,
+    flavor: Flavor,
+    conditions: Conditions,
+    junk: Arc<AtomicUsize>,
+) {
     while let Some(event) = rx.recv().await {
         if conditions.delivery_unreachable {
             // The address cannot be reached from here: nothing arrives.
@@ -195,8 +237,7 @@ async fn worker(
         }
         if flavor.is(Mutant::NonEventDeliveries) {
             // Something that is no event goes out first, each kind in turn.
-            let body = non_event(junk);
-            junk += 1;
+            let body = non_event(junk.fetch_add(1, Ordering::Relaxed));
             let post = client.http.post(&url).header("content-type", "application/json").body(body);
             let _ = post.send().await;
         }
