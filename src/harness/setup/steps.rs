@@ -127,6 +127,11 @@ impl Session {
     /// refused, or served empty, is the event awaited ([`Session::accounts_ready_with`]).
     pub(crate) async fn connect_new_as(&self, auth: Auth) -> Result<(Created, Vec<Value>), Stop> {
         let created = self.create_connection_as(auth.clone()).await?;
+        self.connect_as(created, auth).await
+    }
+
+    /// [`Session::connect_new_as`] on a connection `auth`'s key created earlier.
+    pub(crate) async fn connect_as(&self, created: Created, auth: Auth) -> Result<(Created, Vec<Value>), Stop> {
         self.drive(Action::Connect, &created, None, None).await?;
         let accounts = self.accounts_ready_with(&self.api.reading_as(auth), &created.connection_id).await?;
         Ok((created, accounts))
