@@ -298,9 +298,8 @@ fn refused_credentials(ctx: &RunContext) -> Vec<Auth> {
 /// of 8). The rule (`inv::cause_read`) weighs them with every other refused read of the run
 /// (the reach probes' keys of the other client, the auth cases' headers).
 async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let (connection, account) = match ctx.connect_new().await {
-        Ok(created) => {
-            let accounts = ctx.accounts_when_ready(&created.connection_id).await?;
+    let (connection, account) = match ctx.connect_new_as(Auth::Primary).await {
+        Ok((created, accounts)) => {
             let first = accounts.iter().find_map(|a| a.get("id")?.as_str().map(str::to_string));
             (created.connection_id, first)
         }

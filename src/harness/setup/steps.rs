@@ -116,12 +116,8 @@ impl Session {
         }
     }
 
-    /// Creates a connection and drives it to CONNECTED; returns once its accounts are readable.
-    pub(crate) async fn connect_new(&self) -> Result<Created, Stop> {
-        self.connect_new_as(Auth::Primary).await.map(|(created, _)| created)
-    }
-
-    /// [`Session::connect_new`] for the client whose key is `auth`; returns its accounts too.
+    /// Creates a connection with `auth`'s key and drives it to CONNECTED; returns once its
+    /// accounts are readable, with them (the caller reads them from here, not again: issue 72).
     /// Accounts served say CONNECTED (§4.2), so a late `connection.connected` is not awaited
     /// (each such wait would add one lateness to the flow after it); only while they are
     /// refused, or served empty, is the event awaited ([`Session::accounts_ready_with`]).
