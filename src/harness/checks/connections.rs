@@ -2,12 +2,13 @@
 
 use super::Reply;
 use crate::harness::fixtures::context::RunContext;
+use crate::harness::transport::answers::Auth;
 use crate::harness::vocab::kind::{ConnectionKind, Kind};
 use crate::harness::vocab::outcome::{str_field, Failure, Problem, Stop};
 use crate::schemas::{self, Schema};
 use crate::spec::prefix;
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 super::cases! {
@@ -68,15 +69,32 @@ fn id_prefixes(reply: &Reply) -> Vec<Problem> {
     problems
 }
 
+/// §4.1, §2: each creation names a connection of its own. Judged over the first client's
+/// creations of the run so far: the shared one and the tour's (every run that judges the
+/// events makes them), with creations of its own only while there are fewer than three
+/// (issue 72: two creations and their deliveries fewer, and five or more creations judged
+/// instead of three). Ids may repeat across clients (§2): only the first client's are compared.
 async fn fresh_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let mut seen = HashSet::new();
-    // The run's shared creation, and two more.
-    seen.insert(ctx.created().await?.connection_id.clone());
-    for n in 2..=3 {
-        let created = ctx.create_connection().await?;
-        if !seen.insert(created.connection_id.clone()) {
-            let message = format!("{REQUEST}: creation {n} returned connectionId {:?} again", created.connection_id);
-            return Err(Stop::Fail(Failure::from(message).on_answer(created.answer)));
+    ctx.created().await?;
+    let _ = ctx.tour().await;
+    let own = |ctx: &RunContext| {
+        let created = ctx.api.answers().created();
+        created.into_iter().filter(|c| c.auth == Auth::Primary).collect::<Vec<_>>()
+    };
+    let mut created = own(&ctx);
+    while created.len() < 3 {
+        ctx.create_connection().await?;
+        created = own(&ctx);
+    }
+    let mut seen = HashMap::new();
+    for (n, creation) in created.iter().enumerate() {
+        if let Some(first) = seen.insert(creation.id.as_str(), creation.seq) {
+            let message = format!(
+                "{REQUEST}: creation {} of the run returned connectionId {:?} again (as an earlier one did)",
+                n + 1,
+                creation.id
+            );
+            return Err(Stop::Fail(Failure::from(message).on_answer(Some(first)).on_answer(Some(creation.seq))));
         }
     }
     Ok(())

@@ -272,10 +272,12 @@ fn token_of(ctx: &RunContext, connection: &str) -> Option<String> {
     })
 }
 
-/// Cause: the two experiments side by side, creations and reads.
+/// Cause: the two experiments side by side, creations and reads, then one creation that
+/// settles both ([`settle`]; one for each was a creation and its delivery more: issue 72).
 async fn refused_requests(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let (created, read) = tokio::join!(refused_creations(ctx.clone()), refused_reads(ctx));
-    created.and(read)
+    let (created, read) = tokio::join!(refused_creations(ctx.clone()), refused_reads(ctx.clone()));
+    created.and(read)?;
+    settle(&ctx).await
 }
 
 /// The credentials the service must refuse: none, a malformed header, a key never issued.
@@ -297,9 +299,8 @@ fn refused_credentials(ctx: &RunContext) -> Vec<Auth> {
 /// of 8). The rule (`inv::cause_read`) weighs them with every other refused read of the run
 /// (the reach probes' keys of the other client, the auth cases' headers).
 async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let (connection, account) = match ctx.connect_new().await {
-        Ok(created) => {
-            let accounts = ctx.accounts_when_ready(&created.connection_id).await?;
+    let (connection, account) = match ctx.connect_new_as(Auth::Primary).await {
+        Ok((created, accounts)) => {
             let first = accounts.iter().find_map(|a| a.get("id")?.as_str().map(str::to_string));
             (created.connection_id, first)
         }
@@ -319,7 +320,7 @@ async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
             ctx.api.send(Method::GET, &["v1", "accounts", &account, "transactions"], &[], auth.clone()).await?;
         }
     }
-    settle(&ctx).await
+    Ok(())
 }
 
 /// One creation of the run after an experiment's refusals, whose `connection.created` is
@@ -391,7 +392,7 @@ async fn refused_creations(ctx: Arc<RunContext>) -> Result<(), Stop> {
         }
         tokio::time::sleep(margin).await;
     }
-    settle(&ctx).await
+    Ok(())
 }
 
 /// Two near misses of the API key (its letters' case swapped, else one character more, and the

@@ -29,42 +29,29 @@ async fn accounts_updated(ctx: Arc<RunContext>) -> Result<(), Stop> {
 /// agree. The shape of §4.4 is not shown: without a numeric `balance` there, nothing is judged.
 async fn account_balance(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let receiver = ctx.receiver()?;
-    let created = ctx.connect_new().await?;
-    let id = created.connection_id.clone();
-    let accounts = ctx.accounts_when_ready(&id).await?;
-    let account = accounts
-        .iter()
-        .find_map(|a| a.get("id").and_then(Value::as_str))
-        .ok_or_else(|| Stop::ignore("the connection has no account"))?
-        .to_string();
-    // Read once before the update as well: a server that keeps an account's first answer for
-    // a while (a cache) shows it again after the event (`tests/foreign/node-projected`'s
-    // `account-get-stale-cache`, missed while the account was first read after it).
-    ctx.api.get(&["v1", "accounts", &account], &[]).await?;
-    // The step's event is the one helper's answer (`delivery::step_event`): not known before
-    // the drive, naming the account driven when one does.
-    let known = delivery::identities(&receiver.for_connection(&id));
-    ctx.drive(Action::UpdateAccounts, &created, Some(&account), None).await?;
-    let names = |d: &Delivery| d.body.pointer("/data/accountId").and_then(Value::as_str) == Some(account.as_str());
+    // The state cases' connection with an account updated, read singly before the update.
+    let updated = super::state::updated(&ctx).await?;
+    let (id, account, known) = (&updated.created.connection_id, updated.account.as_str(), &updated.known);
+    let names = |d: &Delivery| d.body.pointer("/data/accountId").and_then(Value::as_str) == Some(account);
     let what = format!("{} for {id}", spec::ACCOUNTS_UPDATED);
     // Its own event, naming the account driven: another account's update may come first (a
     // sync of several), and which came first must not decide which account is judged.
     let (_, seen) = receiver
-        .wait_until(&what, &id, ctx.plan.event_wait(), |ds| {
-            delivery::step_event(ds, &known, spec::ACCOUNTS_UPDATED, names).is_some_and(names)
+        .wait_until(&what, id, ctx.plan.event_wait(), |ds| {
+            delivery::step_event(ds, known, spec::ACCOUNTS_UPDATED, names).is_some_and(names)
         })
         .await;
-    let Some(event) = delivery::step_event(&seen, &known, spec::ACCOUNTS_UPDATED, names) else {
+    let Some(event) = delivery::step_event(&seen, known, spec::ACCOUNTS_UPDATED, names) else {
         return Err(Stop::ignore(format!(
             "no {} arrived (judged by {ACCOUNTS_UPDATED}){}",
             spec::ACCOUNTS_UPDATED,
             receiver.refusals()
         )));
     };
-    let account = event.body.pointer("/data/accountId").and_then(Value::as_str).unwrap_or(&account).to_string();
+    let account = event.body.pointer("/data/accountId").and_then(Value::as_str).unwrap_or(account).to_string();
     let mut last = None;
     for _ in 0..BALANCE_TRIES {
-        match balances_agree(&ctx, &id, &account).await? {
+        match balances_agree(&ctx, id, &account).await? {
             None => return Ok(()),
             Some(failure) => last = Some(failure),
         }

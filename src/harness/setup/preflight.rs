@@ -61,10 +61,11 @@ pub(crate) async fn check(session: &mut Session) -> Result<(), SetupError> {
         receiver.patience.expect_first(since + first_wait(session));
         session.first_deliveries = Some(FirstDeliveries {
             connection_id: created.connection_id.clone(),
-            second: second.map(|s| s.connection_id),
+            second: second.as_ref().map(|s| s.connection_id.clone()),
             since,
         });
     }
+    session.second_early = second.map(|s| (s.connection_id, s.widget_token));
     Ok(())
 }
 

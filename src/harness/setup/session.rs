@@ -80,6 +80,11 @@ pub(crate) struct Session {
     /// The connection the preflight created and had the driver connect: the shared CONNECTED
     /// connection of the read-only cases (`RunContext::connected`), when there is one.
     pub connected_early: Option<String>,
+    /// The connection the preflight created with the second client's key, never driven: the
+    /// second client's CONNECTED connection once connected (`RunContext::connected_second`),
+    /// not made a second time (issue 72).
+    /// Its id and widget token.
+    pub second_early: Option<(String, Option<String>)>,
     /// What the preflight left for `preflight::listen` to await, when webhooks are registered.
     pub first_deliveries: Option<FirstDeliveries>,
     /// Why the widget script is not served, when the preflight found it missing: the widget
@@ -146,6 +151,7 @@ impl Session {
             notes: Default::default(),
             stale: Default::default(),
             connected_early: None,
+            second_early: None,
             first_deliveries: None,
             widget_missing: None,
         };

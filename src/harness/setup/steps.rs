@@ -116,17 +116,18 @@ impl Session {
         }
     }
 
-    /// Creates a connection and drives it to CONNECTED; returns once its accounts are readable.
-    pub(crate) async fn connect_new(&self) -> Result<Created, Stop> {
-        self.connect_new_as(Auth::Primary).await.map(|(created, _)| created)
-    }
-
-    /// [`Session::connect_new`] for the client whose key is `auth`; returns its accounts too.
+    /// Creates a connection with `auth`'s key and drives it to CONNECTED; returns once its
+    /// accounts are readable, with them (the caller reads them from here, not again: issue 72).
     /// Accounts served say CONNECTED (§4.2), so a late `connection.connected` is not awaited
     /// (each such wait would add one lateness to the flow after it); only while they are
     /// refused, or served empty, is the event awaited ([`Session::accounts_ready_with`]).
     pub(crate) async fn connect_new_as(&self, auth: Auth) -> Result<(Created, Vec<Value>), Stop> {
         let created = self.create_connection_as(auth.clone()).await?;
+        self.connect_as(created, auth).await
+    }
+
+    /// [`Session::connect_new_as`] on a connection `auth`'s key created earlier.
+    pub(crate) async fn connect_as(&self, created: Created, auth: Auth) -> Result<(Created, Vec<Value>), Stop> {
         self.drive(Action::Connect, &created, None, None).await?;
         let accounts = self.accounts_ready_with(&self.api.reading_as(auth), &created.connection_id).await?;
         Ok((created, accounts))

@@ -4,6 +4,7 @@
 use super::reference;
 use crate::harness::fixtures::context::{Driven, RunContext, LONG_ACCOUNT_DRAWS};
 use crate::harness::setup::steps::Created;
+use crate::harness::transport::answers::Auth;
 use crate::harness::transport::pagination::{self, fetch_page};
 use crate::harness::vocab::outcome::{Failure, Problems, Stop};
 use crate::spec::Action;
@@ -192,9 +193,10 @@ async fn sync_after_deletions(
 /// other case.
 async fn longest_account(ctx: &RunContext, at_least: usize) -> Result<(Created, String, Vec<String>, u64), Stop> {
     for _ in 0..LONG_ACCOUNT_DRAWS {
-        let created = ctx.connect_new().await?;
+        // The accounts as the connect served them: read once (issue 72).
+        let (created, accounts) = ctx.connect_new_as(Auth::Primary).await?;
         let mut longest: Option<(String, Vec<String>, usize)> = None;
-        for account in ctx.accounts_when_ready(&created.connection_id).await? {
+        for account in accounts {
             let Some(id) = account.get("id").and_then(Value::as_str) else { continue };
             let walk = pagination::walk(&ctx.api, id, None, None).await?;
             let page = walk.pages.iter().map(|p| p.items.len()).max().unwrap_or(0);
