@@ -6,6 +6,13 @@ use crate::sandbox::faults::Mutant;
 use serde_json::Value;
 
 impl Store {
+    /// `refusal-shows-token`: the widget token of the connection `account_id` belongs to, for a
+    /// refusal to name (`api.rs`).
+    pub(in crate::sandbox) fn token_of_account(&self, account_id: &str) -> Option<String> {
+        let account = self.accounts.get(account_id)?;
+        self.connections.get(&account.connection_id).map(|c| c.widget_token.clone())
+    }
+
     /// `other-key-in-events`: the event carries, as `data.verification`, the API key of a client
     /// other than the one it is delivered to (a global set by the last registration).
     pub(super) fn leak_other_key(&self, body: &mut Value, client: &str) {

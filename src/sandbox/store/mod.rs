@@ -416,12 +416,6 @@ impl Store {
     /// The account as reads show it: under mutants `change-after-ack` and `event-before-data`,
     /// as it was before its update for a moment after the update was announced (its
     /// transactions only, under `transactions-after-ack`).
-    /// The widget token of the connection `account_id` belongs to (mutant `refusal-shows-token`).
-    pub(super) fn token_of_account(&self, account_id: &str) -> Option<String> {
-        let account = self.accounts.get(account_id)?;
-        self.connections.get(&account.connection_id).map(|c| c.widget_token.clone())
-    }
-
     pub(super) fn account_as_read(&self, account_id: &str) -> Option<&Account> {
         if let Some((event, before)) = self.unacked.get(account_id) {
             let readable = self.outbox.acked(event).map(|at| at + std::time::Duration::from_millis(500));
