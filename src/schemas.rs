@@ -132,8 +132,11 @@ fn compile(schema: Schema) -> Result<jsonschema::Validator, String> {
         .should_validate_formats(true)
         .should_ignore_unknown_formats(false)
         // "ISO 8601 UTC timestamp" (§2.2, §2.3, §6): basic or extended, not only RFC 3339's profile.
+        // ISO 8601 joins date and time with `T` (chrono's RFC 3339 reader also takes a space).
         .with_format("date-time", |s: &str| {
-            chrono::DateTime::parse_from_rfc3339(&crate::spec::extended_timestamp(s)).is_ok()
+            let extended = crate::spec::extended_timestamp(s);
+            matches!(extended.as_bytes().get(10), Some(b'T' | b't'))
+                && chrono::DateTime::parse_from_rfc3339(&extended).is_ok()
         });
     for other in Schema::ALL.into_iter().filter(|o| *o != schema) {
         let resource = jsonschema::Resource::from_contents(other.document().clone())
