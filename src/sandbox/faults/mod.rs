@@ -404,6 +404,8 @@ answers! { collect [headers widget deliveries objects] [
             "no lastSyncedAt nor institution; transactions carry only id, accountId and amount";
         OpaqueCursor = "opaque-cursor", "§4.3", [],
             "next_cursor is an opaque token; starting_after takes tokens and transaction ids";
+        DeletedCursorRefused = "deleted-cursor-refused", "§4.3", [],
+            "a starting_after naming a transaction deleted since is refused with 400, as an unknown one is";
         ReversedEvents = "reversed-events", "§6.3", [],
             "the events of one change are delivered in reverse order";
         EmptyArraysElsewhere = "empty-arrays-elsewhere", "§2.2", [],
