@@ -15,6 +15,53 @@ fn finding(problem: String, answer: &Arc<Answer>) -> Finding {
     Finding { problem: format!("{problem}{}", answer.whose()), answer: answer.clone(), awaits_event: false }
 }
 
+/// §6 (a transaction removed during deduplication or correction) and §2.3: a
+/// `transaction.deleted` removes a transaction that existed, so one naming a transaction that
+/// no read of its view ever showed, although a complete listing of its account ended before the
+/// server dates the deletion, with no change of the account or its connection announced from
+/// that listing's start up to a second after the deletion (what could have brought the
+/// transaction in between), is about an object nobody created (`invariants.cause`; mutant
+/// `phantom-deletion`). Open: a deletion of a transaction added and removed between two
+/// listings with its addition announced, any deletion no complete listing precedes (a
+/// deduplication before the first read), and events without `occurredAt` or a clock offset.
+pub(crate) fn deletions_caused(model: &Model) -> (usize, Vec<Finding>) {
+    let (mut judged, mut findings) = (0, Vec::new());
+    let offset = model.clock_offset();
+    let listings = model.listings();
+    for e in model.events.iter().filter(|e| e.kind == spec::TRANSACTION_DELETED) {
+        let (Some(account), Some(txn)) = (&e.account, &e.transaction) else { continue };
+        let before = listings
+            .iter()
+            .filter(|l| l.first.account == *account && e.speaks_for(view(&l.first.answer)))
+            .filter(|l| model.happened_after(e, offset, l.last.answer.answered_at))
+            .max_by_key(|l| l.last.answer.seq);
+        let Some(listing) = before else { continue };
+        judged += 1;
+        let reader = view(&listing.first.answer);
+        let shown =
+            |p: &&super::model::PageRead| view(&p.answer) == reader && p.items.iter().any(|(id, _, _)| id == txn);
+        if model.pages.iter().any(|p| shown(&p)) {
+            continue;
+        }
+        let connection = e.connection.as_deref().or_else(|| model.connection_of(reader, account));
+        if model.announced_by(account, connection, &listing.first.answer, Some(e)) {
+            continue;
+        }
+        findings.push(finding(
+            format!(
+                "a {} names transaction {txn} of account {account}, which no read showed: {} and following \
+                 next_cursor listed the account to its end before the server dates the deletion, and no change of it \
+                 was announced between (§6: a removal of a transaction that existed; §2.3): an event about an object \
+                 nobody created",
+                spec::TRANSACTION_DELETED,
+                listing.first.answer.sent.request
+            ),
+            &listing.last.answer,
+        ));
+    }
+    (judged, findings)
+}
+
 /// §6.2 `accountId` of `transaction.deleted` is the account concerned, and §2.3 a
 /// transaction's owning account: the account the event names is the one whose list showed the
 /// removed transaction. Judged where a read of the event's view listed it under some account.
