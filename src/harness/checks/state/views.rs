@@ -225,3 +225,42 @@ pub(super) fn account_read_agrees(model: &Model) -> (usize, Vec<Finding>) {
     }
     (judged, findings)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testlog::{txn, Log};
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// A deletion of a transaction no read showed, dated after a complete listing with nothing
+    /// announced between, fails; one the listing showed, or one a sync announced between may
+    /// have brought, does not.
+    #[test]
+    fn a_deletion_of_a_transaction_nobody_created_fails() {
+        let base = chrono::Utc::now();
+        let mut log = Log::new();
+        log.create(json!({"connectionId": "conn_1", "status": "CREATED"}));
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        let at =
+            |ms: i64| (base + chrono::Duration::milliseconds(ms)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let event = |id: &str, kind: &str, data: Value| {
+            let mut data = data;
+            data["connectionId"] = json!("conn_1");
+            json!({"id": id, "type": kind, "data": data})
+        };
+        let created = event("evt_0", "connection.created", json!({"occurredAt": at(0)}));
+        let deleted = |t: &str| {
+            let data = json!({"accountId": "acc_1", "transactionId": t, "occurredAt": at(500)});
+            event("evt_1", spec::TRANSACTION_DELETED, data)
+        };
+        let found = deletions_caused(&log.model(&[(1, created.clone()), (501, deleted("txn_9"))])).1;
+        assert_eq!(found.len(), 1);
+        assert!(found[0].problem.contains("nobody created"), "{}", found[0].problem);
+        assert!(deletions_caused(&log.model(&[(1, created.clone()), (501, deleted("txn_1"))])).1.is_empty());
+        let synced = event("evt_2", spec::ACCOUNTS_UPDATED, json!({"accountId": "acc_1", "occurredAt": at(300)}));
+        let events = [(1, created.clone()), (301, synced), (501, deleted("txn_9"))];
+        assert!(deletions_caused(&log.model(&events)).1.is_empty());
+        // Without a creation's event no clock offset dates the deletion: not judged.
+        assert!(deletions_caused(&log.model(&[(501, deleted("txn_9"))])).1.is_empty());
+    }
+}
