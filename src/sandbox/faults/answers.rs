@@ -20,6 +20,8 @@ macro_rules! answers {
             "a cursor whose own transaction was deleted since it was served skips the first item after it" => deleted_cursor_skips;
     }
     variants {
+        DeletedCursorEmpty = "deleted-cursor-empty", "§4.3", [],
+            "a cursor whose own transaction was deleted since it was served is answered with an empty last page: nothing is after an item that is not there" => deleted_cursor_empty;
     }
     } };
 }
@@ -76,6 +78,18 @@ fn deleted_cursor_skips(a: Answer<'_>, page: &mut Value) {
         if let Some(items) = page.get_mut("data").and_then(Value::as_array_mut).filter(|i| !i.is_empty()) {
             items.remove(0);
         }
+    }
+}
+
+/// `deleted-cursor-empty`: a cursor naming a removed transaction names nothing, so no items
+/// come after it (the ruling "A cursor whose own item was deleted", docs/checks.md).
+fn deleted_cursor_empty(a: Answer<'_>, page: &mut Value) {
+    let Some(account) = a.account.filter(|_| is_page(&a)) else { return };
+    let Some(cursor) = a.starting_after.filter(|c| account.tombstones.contains_key(*c)) else { return };
+    if let Some(page) = page.as_object_mut().filter(|_| account.transactions.iter().all(|t| t.id != cursor)) {
+        page.insert("data".to_string(), Value::Array(Vec::new()));
+        page.insert("has_more".to_string(), Value::Bool(false));
+        page.remove("next_cursor");
     }
 }
 

@@ -527,6 +527,13 @@ impl Model {
                 let key = (view(&first.answer), first.account.as_str(), first.limit, cursor.as_str());
                 let after = next.get(&key).and_then(|ps| ps.iter().find(|p| p.answer.seq > last.answer.seq));
                 let Some(page) = after else { continue 'first };
+                // An empty last page for a cursor whose transaction a `transaction.deleted` named
+                // is open (the ruling "A cursor whose own item was deleted"): it names nothing
+                // after an item that is not there, and ends no listing.
+                let removed = |e: &Event| e.transaction.as_deref() == Some(cursor.as_str());
+                if page.items.is_empty() && !page.has_more && self.events.iter().any(removed) {
+                    continue 'first;
+                }
                 last = page;
             }
         }
