@@ -15,6 +15,7 @@
 //! this file holds the cases' table and their flow.
 
 mod announced;
+mod echo;
 mod model;
 mod rules;
 mod stale;
@@ -44,6 +45,7 @@ super::cases! {
     DELETED_OWNER = "state.deleted-owner" => reread, models [views::deleted_owner];
     LIST_COMPLETE = "state.list-complete" => reread, models [views::list_complete];
     ACCOUNT_READ_AGREES = "state.account-read-agrees" => single_reads, models [views::account_read_agrees];
+    UPDATES_SHOW_A_CHANGE = "state.updates-show-a-change" => echo::quiet, models [echo::updates_show_a_change];
 }
 
 /// The flow of the state cases, run once for all four: the fixtures' and the tour's reads, then

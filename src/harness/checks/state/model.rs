@@ -87,6 +87,8 @@ pub(super) struct ListRead {
     pub(super) connection: String,
     /// Each account's id and the fields of [`ACCOUNT_FIELDS`] it has.
     pub(super) accounts: Vec<(String, Value)>,
+    /// Each account's id and the [`fingerprint`] of its whole object, every field it shows.
+    pub(super) whole: Vec<(String, u64)>,
 }
 
 /// A 2xx `GET /v1/accounts/{id}/transactions`.
@@ -144,6 +146,8 @@ pub(super) struct Listing<'a> {
     /// The ids it lists more than once: two items under one id, which names no one object
     /// (§2; `invariants.identity` and `transactions.walk-exactly-once` judge that).
     pub(super) twice: BTreeSet<&'a str>,
+    /// Each item's id and [`fingerprint`], in the order listed.
+    pub(super) items: Vec<(&'a str, u64)>,
 }
 
 /// An id within one client's view ([`view`]).
@@ -200,7 +204,8 @@ impl Observed {
                     Value::Object(kept.filter_map(|f| Some((f.to_string(), a.get(*f)?.clone()))).collect())
                 };
                 let accounts = items.iter().filter_map(|a| Some((string(a, "id")?, fields(a)))).collect();
-                self.lists.push(ListRead { answer: answer.clone(), connection: read.id.clone(), accounts });
+                let whole = items.iter().filter_map(|a| Some((string(a, "id")?, fingerprint(a)))).collect();
+                self.lists.push(ListRead { answer: answer.clone(), connection: read.id.clone(), accounts, whole });
             }
             Endpoint::Account => {
                 let Some(map) = crate::spec::single_account(body) else { return };
@@ -321,6 +326,11 @@ impl Model {
         model
     }
 
+    /// Every event under either reading of a whole-second stamp ([`Model::second_reading`]).
+    pub(super) fn every_reading(&self) -> impl Iterator<Item = &Event> {
+        self.events.iter().chain(&self.second_reading)
+    }
+
     /// Whether the connection events of `connection` do not link into one chain (see
     /// [`Model::unlinked`]).
     pub(super) fn unlinked(&self, connection: &str) -> bool {
@@ -347,8 +357,16 @@ impl Model {
         clock::offset_at_most(&intervals).map(|bound| bound.min(clock::MAX_SKEW))
     }
 
+    /// The earliest moment, in this machine's clock, at which the server can have stamped `e`,
+    /// its clock at most `offset` ahead ([`Model::clock_offset`]): its `occurredAt` less the
+    /// offset and one unit of the stamp (a stamp cut reads up to a unit early). `None` without
+    /// a readable `occurredAt`.
+    pub(super) fn occurred_from(&self, e: &Event, offset: chrono::Duration) -> Option<chrono::DateTime<chrono::Utc>> {
+        Some(e.occurred? - offset - e.unit)
+    }
+
     /// The wall time an [`Instant`] of this run was.
-    fn on_wall(&self, at: Instant) -> chrono::DateTime<chrono::Utc> {
+    pub(super) fn on_wall(&self, at: Instant) -> chrono::DateTime<chrono::Utc> {
         let (now, wall) = self.wall;
         wall - chrono::Duration::from_std(now.saturating_duration_since(at)).unwrap_or_default()
     }
@@ -484,16 +502,17 @@ impl Model {
         }
         let mut listings = Vec::new();
         'first: for first in self.pages.iter().filter(|p| p.cursor.is_none()) {
-            let (mut last, mut ids, mut twice) = (first, BTreeSet::new(), BTreeSet::new());
+            let (mut last, mut ids, mut twice, mut items) = (first, BTreeSet::new(), BTreeSet::new(), Vec::new());
             // Bounded by the pages read: each step moves to a later read.
             for _ in 0..=self.pages.len() {
-                for (id, _, _) in &last.items {
+                for (id, print, _) in &last.items {
                     if !ids.insert(id.as_str()) {
                         twice.insert(id.as_str());
                     }
+                    items.push((id.as_str(), *print));
                 }
                 if !last.has_more {
-                    listings.push(Listing { first, last, ids, twice });
+                    listings.push(Listing { first, last, ids, twice, items });
                     continue 'first;
                 }
                 let Some(cursor) = &last.next_cursor else { continue 'first };
