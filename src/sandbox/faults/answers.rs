@@ -14,6 +14,8 @@ macro_rules! answers {
             "pages lack the required `has_more`" => page_missing_has_more;
         OffsetAfterDeletion = "offset-after-deletion", "§4.3", ["transactions.walk-under-deletions", "state.nothing-vanishes"],
             "a cursor is followed from where its item was when it was served, as an offset is: a deletion before it skips an item" => offset_after_deletion;
+        InstitutionRenamedSilently = "institution-renamed-silently", "§2.2", ["state.changes-announced"],
+            "from the second read of a connection's accounts on, each account's `institution.name` carries the read's number, with no event" => institution_renamed;
     }
     variants {
     }
@@ -67,5 +69,21 @@ fn offset_after_deletion(a: Answer<'_>, page: &mut Value) {
 fn page_missing_has_more(a: Answer<'_>, page: &mut Value) {
     if let Some(page) = page.as_object_mut().filter(|_| is_page(&a)) {
         page.remove("has_more");
+    }
+}
+
+/// `institution-renamed-silently`: each read of a connection's accounts after its first renames
+/// every account's institution (its name and the read's number), announced by nothing.
+fn institution_renamed(a: Answer<'_>, accounts: &mut Value) {
+    if !(a.path.starts_with("/v1/connections/") && a.path.ends_with("/accounts")) {
+        return;
+    }
+    let reads = a.memory.entry(format!("institution:{}", a.path)).or_default();
+    *reads += 1;
+    if *reads < 2 {
+        return;
+    }
+    for name in accounts.as_array_mut().into_iter().flatten().filter_map(|acc| acc.pointer_mut("/institution/name")) {
+        *name = Value::String(format!("{} {reads}", name.as_str().unwrap_or_default()));
     }
 }

@@ -27,6 +27,7 @@ use crate::harness::transport::pagination;
 use crate::harness::vocab::outcome::Stop;
 use crate::spec;
 use chrono::{DateTime, Utc};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,7 +62,25 @@ pub(super) fn updates_show_a_change(model: &Model) -> (usize, Vec<Finding>) {
             }
         }
     }
-    (judged, findings)
+    (judged + read_twice(model, &listings), findings)
+}
+
+/// The accounts of each view read twice whole (a list that shows it and a complete listing of
+/// its transactions, each twice): where an update of no change would have been judged. A target
+/// that sent none there passes on them (the flow's quiet connection is one).
+fn read_twice(model: &Model, listings: &[Listing]) -> usize {
+    let mut shown: HashMap<(Option<u8>, &str), (usize, usize)> = HashMap::new();
+    for list in &model.lists {
+        for (id, _) in &list.whole {
+            shown.entry((view(&list.answer), id)).or_default().0 += 1;
+        }
+    }
+    for listing in listings {
+        if let Some(counts) = shown.get_mut(&(view(&listing.first.answer), listing.first.account.as_str())) {
+            counts.1 += 1;
+        }
+    }
+    shown.values().filter(|(lists, walks)| *lists >= 2 && *walks >= 2).count()
 }
 
 /// One `accounts.updated` and the reads of one view around it.
@@ -88,8 +107,10 @@ impl Around<'_> {
             .filter(|l| l.first.account == self.account && view(&l.first.answer) == self.v && l.twice.is_empty())
             .collect();
         let shows = |l: &&&ListRead| l.whole.iter().any(|(id, _)| id == self.account);
-        let r1 = lists.iter().filter(shows).filter(|l| m.on_wall(l.answer.answered_at) < before).last()?;
-        let l1 = listings.iter().filter(|l| m.on_wall(l.last.answer.answered_at) < before).last()?;
+        // Answered before the event happened, so before it arrived too.
+        let earlier = |at: Instant| at < self.e.arrived && m.on_wall(at) < before;
+        let r1 = lists.iter().filter(shows).filter(|l| earlier(l.answer.answered_at)).last()?;
+        let l1 = listings.iter().filter(|l| earlier(l.last.answer.answered_at)).last()?;
         let start = r1.answer.sent_at.min(l1.first.answer.sent_at);
         let cap = self.cap(start, r1)?;
         let until = |at: Instant| cap.is_none_or(|cap| m.on_wall(at) < cap);
@@ -171,4 +192,64 @@ pub(super) async fn quiet(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.api.get(&path, &[]).await?;
     super::along(pagination::walk_again(&ctx.api, &account).await)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testlog::{event, txn, Log};
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// A creation at 0 ms (announced, for the clock), the account and its transactions read at
+    /// 10 and 20 ms, then `updates` (each arriving and stamped so many ms after the start), the
+    /// account and its transactions read again at 320 and 330 ms, showing `balance` then.
+    fn around(balance: f64, updates: &[(u64, i64)]) -> (usize, Vec<Finding>) {
+        let mut log = Log::new();
+        let start = Utc::now() - chrono::Duration::from_std(log.at(0).elapsed()).unwrap_or_default();
+        let stamp = |ms: i64| (start + chrono::Duration::milliseconds(ms)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        log.read("v1/connections", &[], json!({"connectionId": "conn_1"}));
+        if let Some(post) = Arc::get_mut(&mut log.answers[0]) {
+            post.sent.method = "POST".into();
+        }
+        let accounts = |balance: f64| json!([{"id": "acc_1", "connectionId": "conn_1", "balance": balance}]);
+        log.read("v1/connections/conn_1/accounts", &[], accounts(1.0));
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        // Other reads until 320 ms.
+        for _ in 3..32 {
+            log.read("v1/connections/conn_9/accounts", &[], json!([]));
+        }
+        log.read("v1/connections/conn_1/accounts", &[], accounts(balance));
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        let created = event("connection.created", json!({"connectionId": "conn_1", "occurredAt": stamp(1)}));
+        let mut events = vec![(5, created)];
+        for (i, (arrived, occurred)) in updates.iter().enumerate() {
+            let data = json!({"accountId": "acc_1", "connectionId": "conn_1", "occurredAt": stamp(*occurred)});
+            let mut updated: Value = event(spec::ACCOUNTS_UPDATED, data);
+            updated["id"] = json!(format!("evt_u{i}"));
+            events.push((*arrived, updated));
+        }
+        // Every instant of the log in the past, as the model reads them.
+        std::thread::sleep(Duration::from_millis(400));
+        updates_show_a_change(&log.model(&events))
+    }
+
+    #[test]
+    fn an_update_that_changes_nothing_fails() {
+        let (judged, found) = around(1.0, &[(305, 300)]);
+        assert_eq!((judged, found.len()), (2, 1), "the update, and the account read twice whole");
+        assert!(found[0].problem.contains("announced no change"), "{}", found[0].problem);
+        let changed = around(2.0, &[(305, 300)]).1;
+        assert!(changed.is_empty(), "a balance changed: {}", changed[0].problem);
+    }
+
+    #[test]
+    fn an_update_not_provably_after_the_earlier_reads_or_beside_another_is_not_judged() {
+        // Stamped 30 ms after the start: within the slack of the earlier reads.
+        let (judged, found) = around(1.0, &[(305, 30)]);
+        assert_eq!((judged, found.len()), (1, 0), "the account read twice whole only");
+        // Another update stamped between the reads: a change and its reversal cannot be told apart.
+        assert!(around(1.0, &[(305, 300), (306, 25)]).1.is_empty());
+        // Another one stamped long after the later reads leaves the pair judged.
+        assert_eq!(around(1.0, &[(305, 300), (5005, 5000)]).1.len(), 1);
+    }
 }

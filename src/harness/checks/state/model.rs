@@ -14,10 +14,25 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The account fields a read of §4.2 shows that change only with an announcement (§1 step 5).
+/// The account fields a read of §4.2 shows that change only with an announcement (§1 step 5),
+/// every field of §2.2 but its id (the classes of docs/checks.md, "Every field classified"):
+/// the optional ones too, as whole values (`institution`, whose `logo` may change with the
+/// rest; `creditLimit`, `currencyBalances`, `positions`, whose shapes are not shown).
 /// `lastSyncedAt` is left out: a sync that found nothing new changes it and nothing else.
-const ACCOUNT_FIELDS: [&str; 8] =
-    ["connectionId", "name", "type", "currency", "balance", "availableBalance", "accountNumber", "createdAt"];
+const ACCOUNT_FIELDS: [&str; 12] = [
+    "connectionId",
+    "name",
+    "type",
+    "currency",
+    "balance",
+    "availableBalance",
+    "accountNumber",
+    "createdAt",
+    "institution",
+    "creditLimit",
+    "currencyBalances",
+    "positions",
+];
 
 /// What each field's meaning allows over time (the rulings of `cases/README.md`): ids and owners
 /// never change (the owners are `state.one-owner`'s), `createdAt` (when the object was created,
@@ -171,6 +186,20 @@ fn string(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
+/// A field's value as kept: itself when its JSON is at most [`KEPT_BYTES`], else its size and
+/// [`fingerprint`] (a hostile account may carry thousands of positions in every read), which
+/// compare as the value would, by value.
+fn compact(v: &Value) -> Value {
+    let size = v.to_string().len();
+    match size <= KEPT_BYTES {
+        true => v.clone(),
+        false => Value::String(format!("(a value of {size} bytes, fingerprint {:016x})", fingerprint(v))),
+    }
+}
+
+/// The longest value of a field the model keeps as read ([`compact`]).
+const KEPT_BYTES: usize = 2048;
+
 /// A string field short enough to be a timestamp (a hostile page may hold thousands of items
 /// with huge strings: only what can be a time is kept; the schema judges the rest).
 fn timestamp(v: &Value, key: &str) -> Option<String> {
@@ -201,7 +230,7 @@ impl Observed {
                 let Value::Array(items) = body else { return };
                 let fields = |a: &Value| -> Value {
                     let kept = ACCOUNT_FIELDS.iter().chain([&LAST_SYNCED_AT]);
-                    Value::Object(kept.filter_map(|f| Some((f.to_string(), a.get(*f)?.clone()))).collect())
+                    Value::Object(kept.filter_map(|f| Some((f.to_string(), compact(a.get(*f)?)))).collect())
                 };
                 let accounts = items.iter().filter_map(|a| Some((string(a, "id")?, fields(a)))).collect();
                 let whole = items.iter().filter_map(|a| Some((string(a, "id")?, fingerprint(a)))).collect();
@@ -213,7 +242,7 @@ impl Observed {
                     self.balances.push((answer.clone(), read.id.clone(), balance));
                 }
                 if map.get("id").is_none_or(|id| id.as_str() == Some(read.id.as_str())) {
-                    let kept = ACCOUNT_FIELDS.iter().filter_map(|f| Some((f.to_string(), map.get(*f)?.clone())));
+                    let kept = ACCOUNT_FIELDS.iter().filter_map(|f| Some((f.to_string(), compact(map.get(*f)?))));
                     self.singles.push((answer.clone(), read.id.clone(), Value::Object(kept.collect())));
                 }
             }
