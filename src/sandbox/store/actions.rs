@@ -134,7 +134,8 @@ impl Store {
     /// `tests/foreign/python-wire`'s `read-echo-updated`).
     pub(in crate::sandbox) fn echo_read(&mut self, client: &str, account_id: &str) {
         let Ok(account) = self.own_account(client, account_id, false) else { return };
-        let (id, connection_id, client_id) = (account.id.clone(), account.connection_id.clone(), account.client_id.clone());
+        let (id, connection_id, client_id) =
+            (account.id.clone(), account.connection_id.clone(), account.client_id.clone());
         let now = self.now();
         if self.announced.get(&id).is_some_and(|at| now - *at < chrono::Duration::seconds(ECHO_EVERY_S)) {
             return;

@@ -116,7 +116,8 @@ impl Around<'_> {
         let until = |at: Instant| cap.is_none_or(|cap| m.on_wall(at) < cap);
         let after = |sent: Instant| sent >= self.e.arrived;
         let r2 = lists.iter().filter(|l| after(l.answer.sent_at) && until(l.answer.answered_at)).last()?;
-        let l2 = listings.iter().filter(|l| after(l.first.answer.sent_at) && until(l.last.answer.answered_at)).last()?;
+        let l2 =
+            listings.iter().filter(|l| after(l.first.answer.sent_at) && until(l.last.answer.answered_at)).last()?;
         let whole = |l: &ListRead| l.whole.iter().find(|(id, _)| id == self.account).map(|(_, p)| *p);
         let ids = |l: &ListRead| l.whole.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
         let changed = whole(r1) != whole(r2) || ids(r1) != ids(r2) || l1.items != l2.items;
@@ -182,7 +183,12 @@ pub(super) async fn quiet(ctx: Arc<RunContext>) -> Result<(), Stop> {
     ctx.api.get(&["v1", "accounts", &account], &[]).await?;
     let started = Instant::now();
     while started.elapsed() < QUIET_CAP {
-        let last = receiver.timeline().into_iter().filter(|(_, d)| d.connection_id() == Some(id.as_str())).map(|(at, _)| at).max();
+        let last = receiver
+            .timeline()
+            .into_iter()
+            .filter(|(_, d)| d.connection_id() == Some(id.as_str()))
+            .map(|(at, _)| at)
+            .max();
         let quiet_for = last.filter(|at| *at > started).unwrap_or(started).elapsed();
         if quiet_for >= QUIET {
             break;
@@ -206,7 +212,8 @@ mod tests {
     fn around(balance: f64, updates: &[(u64, i64)]) -> (usize, Vec<Finding>) {
         let mut log = Log::new();
         let start = Utc::now() - chrono::Duration::from_std(log.at(0).elapsed()).unwrap_or_default();
-        let stamp = |ms: i64| (start + chrono::Duration::milliseconds(ms)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let stamp =
+            |ms: i64| (start + chrono::Duration::milliseconds(ms)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         log.read("v1/connections", &[], json!({"connectionId": "conn_1"}));
         if let Some(post) = Arc::get_mut(&mut log.answers[0]) {
             post.sent.method = "POST".into();
