@@ -109,15 +109,14 @@ impl Around<'_> {
         let shows = |l: &&&ListRead| l.whole.iter().any(|(id, _)| id == self.account);
         // Answered before the event happened, so before it arrived too.
         let earlier = |at: Instant| at < self.e.arrived && m.on_wall(at) < before;
-        let r1 = lists.iter().filter(shows).filter(|l| earlier(l.answer.answered_at)).last()?;
-        let l1 = listings.iter().filter(|l| earlier(l.last.answer.answered_at)).last()?;
+        let r1 = lists.iter().filter(shows).rfind(|l| earlier(l.answer.answered_at))?;
+        let l1 = listings.iter().rfind(|l| earlier(l.last.answer.answered_at))?;
         let start = r1.answer.sent_at.min(l1.first.answer.sent_at);
         let cap = self.cap(start, r1)?;
         let until = |at: Instant| cap.is_none_or(|cap| m.on_wall(at) < cap);
         let after = |sent: Instant| sent >= self.e.arrived;
-        let r2 = lists.iter().filter(|l| after(l.answer.sent_at) && until(l.answer.answered_at)).last()?;
-        let l2 =
-            listings.iter().filter(|l| after(l.first.answer.sent_at) && until(l.last.answer.answered_at)).last()?;
+        let r2 = lists.iter().rfind(|l| after(l.answer.sent_at) && until(l.answer.answered_at))?;
+        let l2 = listings.iter().rfind(|l| after(l.first.answer.sent_at) && until(l.last.answer.answered_at))?;
         let whole = |l: &ListRead| l.whole.iter().find(|(id, _)| id == self.account).map(|(_, p)| *p);
         let ids = |l: &ListRead| l.whole.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
         let changed = whole(r1) != whole(r2) || ids(r1) != ids(r2) || l1.items != l2.items;
