@@ -16,6 +16,8 @@ macro_rules! answers {
             "a cursor is followed from where its item was when it was served, as an offset is: a deletion before it skips an item" => offset_after_deletion;
         InstitutionRenamedSilently = "institution-renamed-silently", "§2.2", ["state.changes-announced"],
             "from the second read of a connection's accounts on, each account's `institution.name` carries the read's number, with no event" => institution_renamed;
+        SingleReadDrifts = "single-read-drifts", "§1", ["state.changes-announced"],
+            "GET /v1/accounts/{id} shows `availableBalance` a cent lower on each read of the account after its first, with no event (the list stays right)" => single_read_drifts;
     }
     variants {
     }
@@ -85,5 +87,17 @@ fn institution_renamed(a: Answer<'_>, accounts: &mut Value) {
     }
     for name in accounts.as_array_mut().into_iter().flatten().filter_map(|acc| acc.pointer_mut("/institution/name")) {
         *name = Value::String(format!("{} {reads}", name.as_str().unwrap_or_default()));
+    }
+}
+
+/// `single-read-drifts`: each read of one account alone (§4.4) after its first shows its
+/// `availableBalance` a cent lower per read, announced by nothing.
+fn single_read_drifts(a: Answer<'_>, account: &mut Value) {
+    let Some(id) = a.path.strip_prefix("/v1/accounts/").filter(|rest| !rest.contains('/')) else { return };
+    let reads = a.memory.entry(format!("single:{id}")).or_default();
+    *reads += 1;
+    let cents = (*reads - 1) as f64 / 100.0;
+    if let Some(available) = account.get("availableBalance").and_then(Value::as_f64) {
+        account["availableBalance"] = Value::from(((available - cents) * 100.0).round() / 100.0);
     }
 }
