@@ -378,6 +378,18 @@ mod tests {
         assert_eq!((changes_announced(&model).1.len(), data_after_event(&model).1.len()), (1, 0));
     }
 
+    /// Single reads (§4.4) against each other, on the fields the list may not show; their
+    /// balance goes with the lists'.
+    #[test]
+    fn single_reads_change_only_with_an_announcement() {
+        let mut log = Log::new();
+        for available in [1.0, 1.0, 0.99] {
+            log.read("v1/accounts/acc_1", &[], json!({"id": "acc_1", "balance": 1.0, "availableBalance": available}));
+        }
+        assert_eq!(changes_announced(&log.model(&[])).1.len(), 1);
+        assert!(changes_announced(&log.model(&[(15, updated())])).1.is_empty(), "an update between");
+    }
+
     #[test]
     fn an_id_listed_twice_is_left_to_identity_by_changes_announced() {
         let mut log = Log::new();
