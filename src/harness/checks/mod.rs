@@ -100,7 +100,8 @@ pub(crate) type ModelRule = fn(&state::Model) -> (usize, Vec<Finding>);
 
 /// A problem a model rule found, with the answer that shows it.
 pub(crate) struct Finding {
-    pub problem: String,
+    /// What it found, typed (its kind, the ids it is about, what it compared).
+    pub problem: Problem,
     pub answer: Arc<Answer>,
     /// Whether a delivery that has not arrived yet could explain it (a late event, §6.3).
     pub awaits_event: bool,

@@ -7,7 +7,8 @@ use crate::harness::rules::delivery::{Delivery, Recipient};
 use crate::harness::rules::invariants::IDENTIFYING;
 use crate::harness::transport::answers::{Answer, Auth};
 use crate::harness::transport::http::Exchange;
-use crate::harness::vocab::outcome::{Problems, Stop};
+use crate::harness::vocab::kind::IsolationKind;
+use crate::harness::vocab::outcome::{Problem, Problems, Stop};
 use reqwest::Method;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -538,16 +539,15 @@ pub(super) fn deliveries_isolated(model: &state::Model) -> (usize, Vec<Finding>)
                 Auth::Second => "the second client's",
                 _ => "the client under test's",
             };
-            Finding {
-                problem: format!(
-                    "{address} webhook address got {count} event{} of {owner} connection {connection} ({}): each \
-                     client's events go to its own server",
-                    if count == 1 { "" } else { "s" },
-                    kinds.join(", ")
-                ),
-                answer: created,
-                awaits_event: false,
-            }
+            let detail = format!(
+                "{address} webhook address got {count} event{} of {owner} connection {connection} ({}): each \
+                 client's events go to its own server",
+                if count == 1 { "" } else { "s" },
+                kinds.join(", ")
+            );
+            let problem = Problem::found(IsolationKind::Deliveries, [connection], detail)
+                .expecting(format!("{owner} webhook address"), format!("{address} webhook address"));
+            Finding { problem, answer: created, awaits_event: false }
         })
         .collect();
     (judged, findings)

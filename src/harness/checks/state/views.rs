@@ -6,13 +6,15 @@
 use super::model::{same, view, Event, ListRead, Model};
 use crate::harness::checks::Finding;
 use crate::harness::transport::answers::Answer;
+use crate::harness::vocab::kind::StateKind;
+use crate::harness::vocab::outcome::Problem;
 use crate::spec;
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-fn finding(problem: String, answer: &Arc<Answer>) -> Finding {
-    Finding { problem: format!("{problem}{}", answer.whose()), answer: answer.clone(), awaits_event: false }
+fn finding(problem: Problem, answer: &Arc<Answer>) -> Finding {
+    super::model::finding(problem, answer, false)
 }
 
 /// §6.2 `accountId` of `transaction.deleted` is the account concerned, and §2.3 a
@@ -34,16 +36,16 @@ pub(super) fn deleted_owner(model: &Model) -> (usize, Vec<Finding>) {
             continue;
         }
         let page = owners[0];
-        findings.push(finding(
-            format!(
-                "{} names account {account} for the removed transaction {txn}, which {} lists under account {} \
-                 (§6.2: the account concerned; §2.3: the owning account)",
-                spec::TRANSACTION_DELETED,
-                page.answer.sent.request,
-                page.account
-            ),
-            &page.answer,
-        ));
+        let detail = format!(
+            "{} names account {account} for the removed transaction {txn}, which {} lists under account {} \
+             (§6.2: the account concerned; §2.3: the owning account)",
+            spec::TRANSACTION_DELETED,
+            page.answer.sent.request,
+            page.account
+        );
+        let problem = Problem::found(StateKind::DeletedOwner, [txn.clone(), account.clone()], detail)
+            .expecting(page.account.clone(), account.clone());
+        findings.push(finding(problem, &page.answer));
     }
     (judged, findings)
 }
@@ -97,14 +99,13 @@ pub(super) fn list_complete(model: &Model) -> (usize, Vec<Finding>) {
             {
                 continue;
             }
-            findings.push(finding(
-                format!(
-                    "{} leaves out account {account}, which a {} of connection {connection} named before the read \
-                     (§4.2: all accounts linked to the connection)",
-                    list.answer.sent.request, e.kind
-                ),
-                &list.answer,
-            ));
+            let detail = format!(
+                "{} leaves out account {account}, which a {} of connection {connection} named before the read \
+                 (§4.2: all accounts linked to the connection)",
+                list.answer.sent.request, e.kind
+            );
+            let about = [account.to_string(), connection.to_string()];
+            findings.push(finding(Problem::found(StateKind::ListIncomplete, about, detail), &list.answer));
         }
     }
     (judged, findings)
@@ -154,10 +155,13 @@ pub(super) fn account_read_agrees(model: &Model) -> (usize, Vec<Finding>) {
             .min_by_key(|(l, _)| distance(l.answer.sent_at));
         let Some((list, (_, listed))) = nearest else { continue };
         let mut differ = BTreeSet::new();
+        let (mut listed_values, mut read_values) = (Vec::new(), Vec::new());
         for field in AGREED {
             if let (Some(a), Some(b)) = (listed.get(field), fields.get(field)) {
                 if !same(a, b) {
                     differ.insert(format!("{field} {b} where the list shows {a}"));
+                    listed_values.push(format!("{field} {a}"));
+                    read_values.push(format!("{field} {b}"));
                 }
             }
         }
@@ -165,15 +169,15 @@ pub(super) fn account_read_agrees(model: &Model) -> (usize, Vec<Finding>) {
             judged += 1;
         }
         if !differ.is_empty() {
-            findings.push(finding(
-                format!(
-                    "{} answers account {id} with {} (by {}, §4.4, §2.2: one account, one set of fields)",
-                    answer.sent.request,
-                    differ.into_iter().collect::<Vec<_>>().join(", "),
-                    list.answer.sent.request
-                ),
-                answer,
-            ));
+            let detail = format!(
+                "{} answers account {id} with {} (by {}, §4.4, §2.2: one account, one set of fields)",
+                answer.sent.request,
+                differ.into_iter().collect::<Vec<_>>().join(", "),
+                list.answer.sent.request
+            );
+            let problem = Problem::found(StateKind::ReadDisagrees, [id.clone()], detail)
+                .expecting(listed_values.join(", "), read_values.join(", "));
+            findings.push(finding(problem, answer));
         }
     }
     (judged, findings)
