@@ -239,6 +239,8 @@ async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
 /// or a piece, plain, escaped or encoded (`rules::secrets`); the text is never kept.
 fn secrets_everywhere(record: &Record) -> Verdict {
     use crate::harness::rules::invariants::{finding, Client};
+    use crate::harness::vocab::kind::SecretKind;
+    use crate::harness::vocab::outcome::Problem;
     let mut verdict = Verdict::default();
     let whose = |c: &Client| match c {
         Client::First => "the first client's",
@@ -255,7 +257,11 @@ fn secrets_everywhere(record: &Record) -> Verdict {
                 seen.status,
                 keys.join(" and ")
             );
-            verdict.found.push(finding(detail, &[seen.seq], &[]));
+            verdict.found.push(finding(
+                Problem::found(SecretKind::KeyInAnswer, [seen.id.clone()], detail),
+                &[seen.seq],
+                &[],
+            ));
         }
         if !seen.tokens.is_empty() && verdict.found.len() < MAX_FINDINGS {
             let tokens: Vec<&str> = seen.tokens.iter().map(whose).collect();
@@ -267,7 +273,11 @@ fn secrets_everywhere(record: &Record) -> Verdict {
                 seen.status,
                 tokens.join(" and ")
             );
-            verdict.found.push(finding(detail, &[seen.seq], &[]));
+            verdict.found.push(finding(
+                Problem::found(SecretKind::TokenInAnswer, [seen.id.clone()], detail),
+                &[seen.seq],
+                &[],
+            ));
         }
     }
     for heard in &record.deliveries {
@@ -282,7 +292,12 @@ fn secrets_everywhere(record: &Record) -> Verdict {
                  header or the body): a key stays on its own client's backend (§5)",
                 heard.delivery.label()
             );
-            verdict.found.push(finding(detail, &[], &[heard.delivery.seq]));
+            let about = heard.delivery.connection_id().map(str::to_string);
+            verdict.found.push(finding(
+                Problem::found(SecretKind::KeyInDelivery, about, detail),
+                &[],
+                &[heard.delivery.seq],
+            ));
         }
     }
     verdict

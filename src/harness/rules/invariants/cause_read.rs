@@ -26,6 +26,8 @@
 use super::cause::{offset_bounds, overlaps, reach_of, refused, settled_after, weigh, Effect, Experiment, LATE};
 use super::clock::whole_second;
 use super::{finding, Client, Credential, Endpoint, Record, Seen, Verdict};
+use crate::harness::vocab::kind::InvariantKind as K;
+use crate::harness::vocab::outcome::Problem;
 use chrono::Duration;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -155,7 +157,11 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         f.weighed,
         f.background
     );
-    Verdict { judged: refused.len(), found: vec![finding(detail, &f.answers, &f.deliveries)], unweighed }
+    Verdict {
+        judged: refused.len(),
+        found: vec![finding(Problem::found(K::RefusedReadActs, [], detail), &f.answers, &f.deliveries)],
+        unweighed,
+    }
 }
 
 /// The effects a driver call explains: after each call on a connection, the first event of
