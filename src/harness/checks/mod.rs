@@ -220,7 +220,9 @@ pub(crate) fn derive_from_misnamed(
     found: &mut Option<Judged>,
 ) {
     if id == MISNAMED_OWNER {
-        let failure = m.deliveries.iter().fold(Failure::from(m.to_string()), |f, seq| f.on_delivery(*seq));
+        let problem =
+            Problem::found(crate::harness::vocab::kind::EventKind::Misnamed, [m.connection.clone()], m.to_string());
+        let failure = m.deliveries.iter().fold(Failure::from(problem), |f, seq| f.on_delivery(*seq));
         found.get_or_insert_with(Default::default).problems.insert(0, failure);
     } else if ON_EVENT_CONNECTION.contains(&id) {
         found.get_or_insert_with(Default::default).blocked = Some(Blocked {
