@@ -51,8 +51,8 @@ pub use harness::transport::driver::{Answer, DriveArgs, DriveFuture, Driver, Dri
 pub use harness::vocab::catalogue::{Case, Level, Need};
 pub use harness::vocab::errors::{ExpectError, ReportWriteError, SelectionError, SetupError, UrlProblem};
 pub use harness::vocab::kind::{
-    AccountKind, ConnectionKind, EventKind, HttpKind, InvariantKind, IsolationKind, Kind, LifecycleKind, SecretKind,
-    StateKind, TransactionKind,
+    AccountKind, AnswerKind, AuthKind, ConnectionKind, EventKind, HttpKind, InvariantKind, IsolationKind, Kind,
+    LifecycleKind, ReactionKind, SecretKind, StateKind, TransactionKind, WalkKind, WidgetKind,
 };
 pub use harness::vocab::note::Note;
 pub use harness::vocab::outcome::{

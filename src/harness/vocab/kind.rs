@@ -30,6 +30,34 @@ pub enum Kind {
     Secret(SecretKind),
     /// One client shown another's (`checks::security::isolation`: §5).
     Isolation(IsolationKind),
+    /// A walk of an account's pages by `next_cursor` (`transport::pagination`: §4.3).
+    Walk(WalkKind),
+    /// An answer a rule could not read (`transport::http`: §4).
+    Answer(AnswerKind),
+    /// Who may call the API (`checks::security`: §5).
+    Auth(AuthKind),
+    /// The widget script and what its page receives (`checks::widget`: §1, §5).
+    Widget(WidgetKind),
+    /// What an event sends the client to do (`fixtures::reaction`: §6.3).
+    Reaction(ReactionKind),
+}
+
+impl From<ConnectionKind> for Kind {
+    fn from(kind: ConnectionKind) -> Self {
+        Kind::Connection(kind)
+    }
+}
+
+impl From<AccountKind> for Kind {
+    fn from(kind: AccountKind) -> Self {
+        Kind::Account(kind)
+    }
+}
+
+impl From<TransactionKind> for Kind {
+    fn from(kind: TransactionKind) -> Self {
+        Kind::Transaction(kind)
+    }
 }
 
 /// Declares a family of kinds: its enum (each variant's doc names its section), the name of each
@@ -84,6 +112,10 @@ pub enum ConnectionKind {
     ConnectionIdPrefix,
     /// Its `widgetToken` lacks `sess_` (its value is never shown).
     WidgetTokenPrefix,
+    /// A creation returned a `connectionId` an earlier creation returned (§2, §3.2).
+    IdRepeated,
+    /// A `connectionId` unlike the samples' shape (§2: allowed, advisory).
+    IdShape,
 }
 
 /// The rules over a list of accounts (`GET /v1/connections/{id}/accounts`).
@@ -101,6 +133,8 @@ pub enum AccountKind {
     ConditionalField,
     /// An account number is not masked (the number is never shown).
     Unmasked,
+    /// A CREATED connection's accounts served (§3.2, §4.2).
+    ServedWhenCreated,
 }
 
 /// The rules over a page of transactions (`GET /v1/accounts/{id}/transactions`).
@@ -183,6 +217,8 @@ family! {
         RefusedCreationActs = "refused-creation-acts", "§5";
         /// Refused reads followed by an event of what they read (§5, §6).
         RefusedReadActs = "refused-read-acts", "§5";
+        /// One id reused for another object after the first was gone (§2).
+        IdReused = "id-reused", "§2";
     }
 }
 
@@ -271,6 +307,111 @@ family! {
     IsolationKind as Isolation "isolation" {
         /// A client's webhook address got events of the other client's connection (§5).
         Deliveries = "deliveries", "§5";
+        /// A read with one client's key served the other client's data (§5).
+        Leak = "leak", "§5";
+        /// A cursor taken from another account or client served what it names (§4.3, §5).
+        ForeignCursor = "foreign-cursor", "§5";
+    }
+}
+
+family! {
+    /// Who may call the API (`checks::security`).
+    AuthKind as Auth "auth" {
+        /// A request without a key the service issued, not refused (§5).
+        NotRefused = "not-refused", "§5";
+    }
+}
+
+family! {
+    /// What a walk of an account's transactions by `next_cursor` shows (§4.3): the pages every
+    /// listing built from cursors rests on.
+    WalkKind as Walk "walk" {
+        /// A page that is no object with a `data` array and a boolean `has_more` (§4.3).
+        PageShape = "page-shape", "§4.3";
+        /// `has_more` true with no `next_cursor` to follow (§4.3 rule 1).
+        NoNextCursor = "no-next-cursor", "§4.3";
+        /// A `next_cursor` already followed: the walk loops (§4.3 rule 1).
+        CursorLoops = "cursor-loops", "§4.3";
+        /// An item visited twice in one walk (§4.3 rule 1).
+        Repeated = "repeated", "§4.3";
+        /// A walk whose items are not the reference's (§4.3 rule 1).
+        Differs = "differs", "§4.3";
+        /// A walk from a cursor that does not continue after its item (§4.3 `starting_after`).
+        AfterCursor = "after-cursor", "§4.3";
+        /// `has_more` true, and the next page empty (§4.3 rule 2).
+        EmptyAfterMore = "empty-after-has-more", "§4.3";
+        /// `has_more` false, and items after the last one (§4.3 rule 2).
+        MoreAfterEnd = "more-after-end", "§4.3";
+        /// `has_more` false before every item was listed (§4.3 rule 2).
+        EndsEarly = "ends-early", "§4.3";
+        /// An item that existed throughout a walk, never listed by it (§4.3 rule 1).
+        NeverListed = "never-listed", "§4.3";
+    }
+}
+
+family! {
+    /// An answer a rule needed to read and could not (§4: request and response bodies are JSON).
+    AnswerKind as Answer "answer" {
+        /// Not a 2xx where one was expected (§4).
+        NotSuccess = "not-2xx", "§4";
+        /// A body that is not UTF-8, so no JSON (§4).
+        NotUtf8 = "not-utf8", "§4";
+        /// A body that is not JSON (§4).
+        NotJson = "not-json", "§4";
+        /// A body too dense to parse within the harness's bounds (§4).
+        TooDense = "too-dense", "§4";
+        /// A 5xx answer to a request the harness made (§7 leaves errors open, but a 5xx says the
+        /// service failed).
+        ServerError = "server-error", "§7";
+        /// An id that is a dot segment, which no URL can name (§2, §4).
+        DotSegment = "dot-segment-id", "§2";
+    }
+}
+
+family! {
+    /// The widget script (`checks::widget`), served and run in a browser, and what its page
+    /// receives.
+    WidgetKind as Widget "widget" {
+        /// The script is not served where §1 says (§1 item 2).
+        NotServed = "not-served", "§1";
+        /// Served with a content type no browser runs as a script (§1).
+        MediaType = "media-type", "§1";
+        /// The script never mentions `open` (§1 item 2; without a browser).
+        NoOpen = "no-open", "§1";
+        /// A page of another origin cannot load the script (§1 item 2).
+        LoadsCrossOrigin = "loads-cross-origin", "§1";
+        /// The widget does not work in a page of another origin (§1 item 2).
+        OpensCrossOrigin = "opens-cross-origin", "§1";
+        /// The script does not load or throws in the browser (§1 item 2).
+        ScriptRuns = "script-runs", "§1";
+        /// No global with an `open` function (§1 item 2).
+        GlobalOpen = "global-open", "§1";
+        /// `open` refuses a fresh token, or `onSuccess` gets no argument (§1 item 2).
+        OpenAcceptsToken = "open-accepts-token", "§1";
+        /// The script carries an API key (§5 item 2).
+        KeyInScript = "key-in-script", "§5";
+        /// The creation's token or id carries an API key (§5 items 2 and 3).
+        KeyInToken = "key-in-token", "§5";
+        /// What the widget's page received carries an API key (§5 item 2).
+        KeyInFrontend = "key-in-frontend", "§5";
+    }
+}
+
+family! {
+    /// What an event sends the client to do, done (`fixtures::reaction`, §6.3).
+    ReactionKind as Reaction "reaction" {
+        /// An `accounts.updated` or `transaction.deleted` with no `data.accountId` (§6.2).
+        NoAccountId = "no-account-id", "§6.2";
+        /// A `transaction.deleted` with no `data.transactionId` (§6.2).
+        NoTransactionId = "no-transaction-id", "§6.2";
+        /// The event names an account that is not its connection's (§6.2, §6.3).
+        ForeignAccount = "foreign-account", "§6.3";
+        /// A `transaction.deleted` naming a transaction never listed (§6.3).
+        UnknownTransaction = "unknown-transaction", "§6.3";
+        /// The reads the event sends the client to still show the account as before it (§6, §6.3).
+        BeforeData = "before-data", "§6.3";
+        /// The account read after an update shows neither balance its list showed around it (§6.3).
+        Balance = "balance", "§6.3";
     }
 }
 
@@ -283,6 +424,8 @@ impl Kind {
                 ConnectionKind::StatusCreated => "connection.status-created",
                 ConnectionKind::ConnectionIdPrefix => "connection.connection-id-prefix",
                 ConnectionKind::WidgetTokenPrefix => "connection.widget-token-prefix",
+                ConnectionKind::IdRepeated => "connection.id-repeated",
+                ConnectionKind::IdShape => "connection.id-shape",
             },
             Self::Account(k) => match k {
                 AccountKind::Schema => "account.schema",
@@ -291,6 +434,7 @@ impl Kind {
                 AccountKind::IdPrefix => "account.id-prefix",
                 AccountKind::ConditionalField => "account.conditional-field",
                 AccountKind::Unmasked => "account.unmasked-number",
+                AccountKind::ServedWhenCreated => "account.served-when-created",
             },
             Self::Transaction(k) => match k {
                 TransactionKind::PageSchema => "transaction.page-schema",
@@ -306,6 +450,11 @@ impl Kind {
             Self::Http(k) => k.name(),
             Self::Secret(k) => k.name(),
             Self::Isolation(k) => k.name(),
+            Self::Walk(k) => k.name(),
+            Self::Answer(k) => k.name(),
+            Self::Auth(k) => k.name(),
+            Self::Widget(k) => k.name(),
+            Self::Reaction(k) => k.name(),
         }
     }
 
@@ -313,9 +462,11 @@ impl Kind {
     pub fn section(self) -> &'static str {
         match self {
             Self::Connection(ConnectionKind::Schema) => "§4.1",
+            Self::Connection(ConnectionKind::IdRepeated | ConnectionKind::IdShape) => "§2",
             Self::Connection(_) => "§2.1",
             Self::Account(AccountKind::Schema | AccountKind::Repeated) => "§4.2",
             Self::Account(AccountKind::IdPrefix) => "§2",
+            Self::Account(AccountKind::ServedWhenCreated) => "§3.2",
             Self::Account(_) => "§2.2",
             Self::Transaction(TransactionKind::PageSchema | TransactionKind::PageBound) => "§4.3",
             Self::Transaction(_) => "§2.3",
@@ -326,6 +477,11 @@ impl Kind {
             Self::Http(k) => k.section(),
             Self::Secret(k) => k.section(),
             Self::Isolation(k) => k.section(),
+            Self::Walk(k) => k.section(),
+            Self::Answer(k) => k.section(),
+            Self::Auth(k) => k.section(),
+            Self::Widget(k) => k.section(),
+            Self::Reaction(k) => k.section(),
         }
     }
 }
@@ -345,12 +501,15 @@ mod tests {
             Kind::Connection(C::StatusCreated),
             Kind::Connection(C::ConnectionIdPrefix),
             Kind::Connection(C::WidgetTokenPrefix),
+            Kind::Connection(C::IdRepeated),
+            Kind::Connection(C::IdShape),
             Kind::Account(A::Schema),
             Kind::Account(A::Repeated),
             Kind::Account(A::ConnectionId),
             Kind::Account(A::IdPrefix),
             Kind::Account(A::ConditionalField),
             Kind::Account(A::Unmasked),
+            Kind::Account(A::ServedWhenCreated),
             Kind::Transaction(T::PageSchema),
             Kind::Transaction(T::AccountId),
             Kind::Transaction(T::IdPrefix),
@@ -365,6 +524,11 @@ mod tests {
             HttpKind::ALL.iter().map(|k| Kind::from(*k)).collect(),
             SecretKind::ALL.iter().map(|k| Kind::from(*k)).collect(),
             IsolationKind::ALL.iter().map(|k| Kind::from(*k)).collect(),
+            WalkKind::ALL.iter().map(|k| Kind::from(*k)).collect(),
+            AnswerKind::ALL.iter().map(|k| Kind::from(*k)).collect(),
+            AuthKind::ALL.iter().map(|k| Kind::from(*k)).collect(),
+            WidgetKind::ALL.iter().map(|k| Kind::from(*k)).collect(),
+            ReactionKind::ALL.iter().map(|k| Kind::from(*k)).collect(),
         ];
         let all: Vec<Kind> = all.into_iter().chain(families.into_iter().flatten()).collect();
         let names: std::collections::BTreeSet<&str> = all.iter().map(|k| k.name()).collect();

@@ -8,7 +8,8 @@ use crate::harness::fixtures::context::{Connected, RunContext};
 use crate::harness::rules::invariants::{Record, Verdict, MAX_FINDINGS};
 use crate::harness::transport::answers::Auth;
 use crate::harness::vocab::key_variant::KeyEdit;
-use crate::harness::vocab::outcome::{Problems, Stop};
+use crate::harness::vocab::kind::AuthKind;
+use crate::harness::vocab::outcome::{Problem, Problems, Stop};
 use isolation::{
     deliveries_isolated, foreign_cursor, isolation_account, isolation_accounts, isolation_transactions, request_shapes,
     separate_addresses,
@@ -66,10 +67,11 @@ async fn refused(
 ) -> Result<(), Stop> {
     let exchange = ctx.api.send(method, segments, &[], auth).await?;
     if exchange.is_success() {
-        problems.add_at(
-            exchange.seq,
-            format!("{} {what}: expected a refusal (any non-2xx), got {}", exchange.request, exchange.summary()),
-        );
+        let detail =
+            format!("{} {what}: expected a refusal (any non-2xx), got {}", exchange.request, exchange.summary());
+        let problem =
+            Problem::found(AuthKind::NotRefused, [], detail).expecting("a refusal (any non-2xx)", exchange.summary());
+        problems.add_at(exchange.seq, problem);
     }
     Ok(())
 }
@@ -240,7 +242,6 @@ async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
 fn secrets_everywhere(record: &Record) -> Verdict {
     use crate::harness::rules::invariants::{finding, Client};
     use crate::harness::vocab::kind::SecretKind;
-    use crate::harness::vocab::outcome::Problem;
     let mut verdict = Verdict::default();
     let whose = |c: &Client| match c {
         Client::First => "the first client's",
