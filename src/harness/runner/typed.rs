@@ -9,8 +9,11 @@ use crate::harness::vocab::outcome::Outcome;
 
 /// A mutant of each family: its name, and the kinds among its findings whose rule compares two
 /// values (each must say both, and one at least is found).
-const MUTANTS: [(&str, &[&str]); 6] = [
+const MUTANTS: [(&str, &[&str]); 9] = [
     ("created-at-restamped", &["state.fixed-field"]),
+    ("page-gap", &[]),
+    ("isolation-transactions", &["isolation.leak"]),
+    ("key-prefix-match", &["auth.not-refused"]),
     ("last-synced-goes-back", &["state.sync-back"]),
     ("account-answered-under-other-id", &["invariants.answered-other", "invariants.id-two-accounts"]),
     ("data-type-mismatch", &["event.envelope-disagrees"]),
