@@ -81,9 +81,12 @@ async fn served(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let exchange = fetch(&ctx).await?;
     let media =
         exchange.content_type.as_deref().unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    exchange.ensure_found(W::MediaType, JS_TYPES.contains(&media.as_str()), || {
-        format!("expected a JavaScript content type, got {:?}", exchange.content_type.as_deref().unwrap_or("none"))
-    })
+    if JS_TYPES.contains(&media.as_str()) {
+        return Ok(());
+    }
+    let given = format!("{:?}", exchange.content_type.as_deref().unwrap_or("none"));
+    let detail = format!("expected a JavaScript content type, got {given}");
+    Err(exchange.fails(Problem::found(W::MediaType, [], detail).expecting("a JavaScript content type", given)))
 }
 
 /// Advisory fallback for runs without a browser: §1 says the global's `open` takes the token,

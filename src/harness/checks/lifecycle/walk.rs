@@ -441,12 +441,22 @@ async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result
                 exchange.summary()
             )
         };
-        let owner = if served {
-            (owners::ACCOUNTS_SERVED, LifecycleKind::AccountsServed.into())
+        let (owner, expected) = if served {
+            (
+                (owners::ACCOUNTS_SERVED, LifecycleKind::AccountsServed.into()),
+                format!("a refusal (the chain ends {state})"),
+            )
         } else {
-            (owners::ACCOUNTS_REFUSED, LifecycleKind::AccountsRefused.into())
+            (
+                (owners::ACCOUNTS_REFUSED, LifecycleKind::AccountsRefused.into()),
+                "accounts served (CONNECTED)".to_string(),
+            )
         };
-        return Err(trace.fail(owner, id, problem, &deliveries));
+        let got = if served { format!("status {}", exchange.status) } else { exchange.summary() };
+        return Err(match trace.fail(owner, id, problem, &deliveries) {
+            Stop::Fail(f) => Stop::Fail(f.expected(expected, got)),
+            other => other,
+        });
     }
     if served {
         if let Ok(Value::Array(accounts)) = exchange.success_json() {
