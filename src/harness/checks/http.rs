@@ -13,6 +13,7 @@ super::cases! {
     CONTENT_CODING = "http.content-coding" => reads, record [coding_everywhere];
     JSON_MEDIA_TYPE = "http.json-media-type" => reads, record [media_types_everywhere];
     STATUS_ALLOWED = "http.status-allowed" => reads, record [statuses_everywhere];
+    ONE_VALUE_PER_NAME = "http.one-value-per-name" => reads, record [repeats_everywhere];
 }
 
 /// The reads of every endpoint that every run makes (the reference's, and one single read of
@@ -108,4 +109,28 @@ fn statuses_everywhere(record: &Record) -> Verdict {
         ("a status other than 206 and 304 (no Range, no condition sent)".to_string(), format!("status {}", s.status))
     };
     over_answers(record, (HttpKind::Status, contrast), |s| s.status != 0, |s| http::status_problem(s.status))
+}
+
+/// Every 2xx JSON answer one of whose objects repeats a name with another value (RFC 8259 §4;
+/// §2.2 and §2.3 give each field one value): which of the two a client reads is unpredictable.
+/// A name repeated with the same value is not judged (the RFC only recommends unique names).
+fn repeats_everywhere(record: &Record) -> Verdict {
+    let contrast: Contrast = |s| {
+        let name = crate::harness::vocab::redact::shorten(s.repeated.as_deref().unwrap_or_default(), 64);
+        (format!("one value for {name:?}"), format!("{name:?} twice, with two different values"))
+    };
+    over_answers(
+        record,
+        (HttpKind::RepeatedName, contrast),
+        |s| s.ok() && s.endpoint != Endpoint::Other,
+        |s| {
+            s.repeated.as_ref().map(|name| {
+                format!(
+                    "an object of the body names {:?} twice, with two different values: a reader keeps either \
+                     (RFC 8259 §4), so the answer gives no one value for it (§2.2, §2.3)",
+                    crate::harness::vocab::redact::shorten(name, 64)
+                )
+            })
+        },
+    )
 }

@@ -86,6 +86,9 @@ fn add_answer(record: &mut Record, answer: &Answer, on_wall: &impl Fn(Instant) -
         seen.coding = answer.coding.clone();
         seen.revealed.clone_from(&answer.revealed);
         seen.tokens.clone_from(&answer.tokens);
+        let judged = |t: &&str| ok && read && budget::too_dense(t.as_bytes()).is_none();
+        seen.repeated =
+            answer.body.as_deref().filter(judged).and_then(crate::harness::rules::members::repeated_differently);
     }
 }
 

@@ -9,6 +9,7 @@ pub(crate) mod graph;
 pub(crate) mod http;
 pub(crate) mod invariants;
 pub(crate) mod latency;
+pub(crate) mod members;
 pub(crate) mod misnamed;
 pub(crate) mod roots;
 pub(crate) mod secrets;

@@ -51,6 +51,77 @@ pub(crate) fn tokens_shown<O: Copy + Ord>(text: &str, tokens: &[(O, &str)], send
     found.into_iter().collect()
 }
 
+/// The run's widget tokens with their owners, and the search [`tokens_shown`] makes for them
+/// built once per token learned rather than once per answer: an automaton of every piece that
+/// one token alone holds, which scans a text in one pass (issue 72: building the pieces' map
+/// for each of some 500 answers was a third of a sandbox run's processor time).
+pub(crate) struct TokenSearch<O> {
+    tokens: Vec<(O, String)>,
+    /// The automaton of the unique pieces, and each pattern's owner; `None` until the first
+    /// search after a token was added.
+    built: Option<(aho_corasick::AhoCorasick, Vec<O>)>,
+}
+
+impl<O: Copy + Ord + std::hash::Hash> Default for TokenSearch<O> {
+    fn default() -> Self {
+        Self { tokens: Vec::new(), built: None }
+    }
+}
+
+impl<O: Copy + Ord + std::hash::Hash> TokenSearch<O> {
+    /// How many tokens it knows.
+    pub(crate) fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Learns `owner`'s `token`.
+    pub(crate) fn add(&mut self, owner: O, token: String) {
+        self.tokens.push((owner, token));
+        self.built = None;
+    }
+
+    /// What [`tokens_shown`] says of `text`, with the automaton built once per token set.
+    pub(crate) fn shown(&mut self, text: &str, sender: Option<O>) -> Vec<O> {
+        if self.tokens.len() < 2 {
+            return Vec::new();
+        }
+        if self.built.is_none() {
+            self.built = unique_pieces(&self.tokens);
+        }
+        let Some((automaton, owners)) = &self.built else {
+            let known: Vec<(O, &str)> = self.tokens.iter().map(|(o, t)| (*o, t.as_str())).collect();
+            return tokens_shown(text, &known, sender);
+        };
+        let found: std::collections::BTreeSet<O> = automaton
+            .find_overlapping_iter(text)
+            .map(|m| owners[m.pattern().as_usize()])
+            .filter(|owner| Some(*owner) != sender)
+            .collect();
+        found.into_iter().collect()
+    }
+}
+
+/// The automaton of the [`TOKEN_PIECE`]-byte pieces that one token alone holds, with each
+/// piece's owner (`None` only past the automaton's size limits, far beyond a run's tokens).
+fn unique_pieces<O: Copy + std::hash::Hash + Eq>(
+    tokens: &[(O, String)],
+) -> Option<(aho_corasick::AhoCorasick, Vec<O>)> {
+    let mut pieces: std::collections::HashMap<&[u8], (O, usize)> = std::collections::HashMap::new();
+    for (owner, token) in tokens {
+        let mut own = std::collections::HashSet::new();
+        for piece in token.as_bytes().windows(TOKEN_PIECE).filter(|p| own.insert(*p)) {
+            pieces.entry(piece).and_modify(|(_, n)| *n += 1).or_insert((*owner, 1));
+        }
+    }
+    let (patterns, owners): (Vec<&[u8]>, Vec<O>) =
+        pieces.into_iter().filter(|(_, (_, n))| *n == 1).map(|(piece, (owner, _))| (piece, owner)).unzip();
+    let automaton = aho_corasick::AhoCorasick::builder()
+        .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
+        .build(patterns)
+        .ok()?;
+    Some((automaton, owners))
+}
+
 /// The text a rule searches of an exchange: every header (`name: value`, one a line), then the
 /// body.
 pub(crate) fn searched<'a>(headers: impl IntoIterator<Item = (&'a str, &'a str)>, body: &str) -> String {
@@ -89,6 +160,29 @@ mod tests {
         );
         let jwts = [(1, a.as_str()), (2, b.as_str())];
         assert!(tokens_shown(&format!("{header}.eyJzdWIiOiJDQ0NDIn0.other"), &jwts, Some(2)).is_empty());
+    }
+
+    #[test]
+    fn the_built_search_says_what_the_plain_one_says() {
+        let tokens = [
+            (1, "sess_1PDZG9OPMSA2OQ2CTR5TN72VHM"),
+            (2, "sess_AB3DE5GH7JK9MN1PQ3RS5TU7VW"),
+            (3, "sess_ZZ3DE5GH7JK9MN1PQ3RS5TU7VW"),
+        ];
+        let mut search = TokenSearch::default();
+        for (owner, token) in tokens {
+            search.add(owner, token.to_string());
+        }
+        for text in [
+            "x sess_1PDZG9OPMSA2OQ2CTR5TN72VHM y",
+            "…MSA2OQ2CTR5T… and 7JK9MN1PQ3RS5TU7",
+            "sess_AB3DE5GH7JK9",
+            "nothing",
+        ] {
+            for sender in [None, Some(1), Some(2)] {
+                assert_eq!(search.shown(text, sender), tokens_shown(text, &tokens, sender), "{text} {sender:?}");
+            }
+        }
     }
 
     #[test]

@@ -304,7 +304,7 @@ async fn follow(
             _ => shared_page(api, account_id, limit, cursor.as_deref()).await?,
         };
         let more = page.has_more;
-        let next = page.next_cursor.clone();
+        let next = page.next();
         let request = page.request.clone();
         read += page.size;
         walk.keep(page)?;
@@ -313,7 +313,9 @@ async fn follow(
             return Ok(walk);
         }
         let next = next.ok_or_else(|| {
-            let detail = format!("{request}: has_more is true but there is no next_cursor to follow (§4.3 rule 1)");
+            let detail = format!(
+                "{request}: has_more is true but there is no next_cursor to follow, nor an item to continue after (§4.3 rules 1 and 2)"
+            );
             walk.fail(WalkKind::NoNextCursor, detail)
         })?;
         // Cursors are kept as a hash: a target chooses their length.

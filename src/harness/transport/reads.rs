@@ -63,6 +63,20 @@ impl Page {
     pub(crate) fn ids(&self) -> Vec<String> {
         self.items.iter().map(|i| i.id.clone()).collect()
     }
+
+    /// The cursor of the page after this one: its `next_cursor`, or, where it sent none, the
+    /// id of its last item. §4.3 does not require `next_cursor`, and defines `starting_after`
+    /// as the identifier of the item to continue after (the ruling "A page without
+    /// next_cursor", docs/checks.md). `None` only for a page with neither.
+    pub(crate) fn next(&self) -> Option<String> {
+        self.next_cursor.clone().or_else(|| after_last(self.items.last().map(|i| i.id.as_str())))
+    }
+}
+
+/// The cursor that continues after an item whose id is `last`, where a page sent no
+/// `next_cursor` ([`Page::next`]): the id itself, unless the item had no string id.
+pub(crate) fn after_last(last: Option<&str>) -> Option<String> {
+    last.filter(|id| !id.starts_with('<')).map(str::to_string)
 }
 
 /// The `id` of a transaction, or a placeholder naming what was there.

@@ -286,6 +286,8 @@ family! {
         MediaType = "media-type", "§4";
         /// A status the request rules out: 206, 304 (RFC 9110 §15.3.7, §15.4.5; §4.3).
         Status = "status", "§4.3";
+        /// An object of a JSON body that names one field twice with two values (RFC 8259 §4; §2.2, §2.3).
+        RepeatedName = "repeated-name", "§2.2";
     }
 }
 

@@ -352,30 +352,66 @@ pub(crate) fn reveals(text: &str, secret: &str) -> bool {
     if secret.is_empty() {
         return false;
     }
-    let mut all: Vec<(String, usize)> = forms(secret)
-        .into_iter()
-        .map(|form| {
-            let public = public_part(&form);
-            (form, public)
-        })
-        .collect();
-    if all.iter().any(|(form, _)| text.contains(form.as_str())) {
-        return true;
-    }
-    let public = public_part(secret);
-    let bytes = secret.as_bytes();
-    // A piece that starts at byte `a` encodes as a run of base64 of `secret[a % 3..]`; its
-    // first `shown` characters encode only the public prefix.
-    for shift in 0..3.min(bytes.len()) {
-        let shown = public.saturating_sub(shift) * 4 / 3;
-        for alphabet in [BASE64, BASE64URL] {
-            all.push((base64(&bytes[shift..], alphabet), shown));
+    let search = Revealing::of(secret);
+    search.whole.iter().any(|form| text.contains(form.as_str())) || search.pieces.hidden(text).contains(&true)
+}
+
+/// What [`reveals`] searches for one secret: its whole forms, and the automaton of the pieces
+/// of every form and encoding. Built once per secret and kept: a run asks it of every answer and
+/// delivery (some 700 texts) with the same two keys, and building the automaton each time was
+/// the largest single cost of a sandbox run's processor time (issue 72).
+struct Revealing {
+    whole: Vec<String>,
+    pieces: Pieces,
+}
+
+impl Revealing {
+    /// The search for `secret`, built on its first use; at most [`Self::KEPT`] are kept (a run
+    /// has a few keys; a long-lived library user starts afresh past that).
+    fn of(secret: &str) -> Arc<Self> {
+        static BUILT: OnceLock<std::sync::Mutex<std::collections::HashMap<String, Arc<Revealing>>>> = OnceLock::new();
+        let mut built = BUILT.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(search) = built.get(secret) {
+            return Arc::clone(search);
         }
+        if built.len() >= Self::KEPT {
+            built.clear();
+        }
+        let search = Arc::new(Self::build(secret));
+        built.insert(secret.to_string(), Arc::clone(&search));
+        search
     }
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    all.push((hex.to_ascii_uppercase(), 2 * public));
-    all.push((hex, 2 * public));
-    Pieces::of(all.iter().map(|(f, p)| (f.as_str(), *p))).hidden(text).contains(&true)
+
+    const KEPT: usize = 64;
+
+    fn build(secret: &str) -> Self {
+        let mut all: Vec<(String, usize)> = forms(secret)
+            .into_iter()
+            .map(|form| {
+                let public = public_part(&form);
+                (form, public)
+            })
+            .collect();
+        let whole = all.iter().map(|(form, _)| form.clone()).collect();
+        let public = public_part(secret);
+        let bytes = secret.as_bytes();
+        // A piece that starts at byte `a` encodes as a run of base64 of `secret[a % 3..]`; its
+        // first `shown` characters encode only the public prefix.
+        for shift in 0..3.min(bytes.len()) {
+            let shown = public.saturating_sub(shift) * 4 / 3;
+            for alphabet in [BASE64, BASE64URL] {
+                all.push((base64(&bytes[shift..], alphabet), shown));
+            }
+        }
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        all.push((hex.to_ascii_uppercase(), 2 * public));
+        all.push((hex, 2 * public));
+        // A piece that is judged a leak holds MIN_FRAGMENT characters past the public prefix, not
+        // the prefix and one more: `ins_artisan_demo` beside a key `artisan_d…` is the
+        // institution's id, not an echo (the redactor, which only hides, still takes those).
+        let pieces = Pieces::of(all.iter().map(|(f, p)| (f.as_str(), *p + MIN_FRAGMENT - 1)));
+        Self { whole, pieces }
+    }
 }
 
 const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -543,6 +579,10 @@ mod tests {
         assert!(!reveals("bankconf_test_", key));
         assert!(!reveals(&base64(b"bankconf_test_", BASE64), key));
         assert!(!reveals("bankconf_test_zzzzzzzzzzzzzzzzzzzzzzzz", key));
+        // The public prefix and a letter or two are a word that happens to follow it, not a leak.
+        let key = "artisan_dQ3xk9PzLm2Vt8RwYb4NcJ7hDs1Ab";
+        assert!(!reveals(r#"{"institution":{"id":"ins_artisan_demo"}}"#, key));
+        assert!(reveals("hint: dQ3xk9Pz", key));
     }
 
     #[test]

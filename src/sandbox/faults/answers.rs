@@ -14,6 +14,8 @@ macro_rules! answers {
             "pages lack the required `has_more`" => page_missing_has_more;
         OffsetAfterDeletion = "offset-after-deletion", "§4.3", ["transactions.walk-under-deletions", "state.nothing-vanishes"],
             "a cursor is followed from where its item was when it was served, as an offset is: a deletion before it skips an item" => offset_after_deletion;
+        HasMoreWithoutCursor = "has-more-without-cursor", "§4.3", ["transactions.has-more-honest", "transactions.walk-exactly-once"],
+            "a page after the first that says has_more true comes with no items and no next_cursor: nothing to continue from" => has_more_without_cursor;
     }
     variants {
     }
@@ -67,5 +69,16 @@ fn offset_after_deletion(a: Answer<'_>, page: &mut Value) {
 fn page_missing_has_more(a: Answer<'_>, page: &mut Value) {
     if let Some(page) = page.as_object_mut().filter(|_| is_page(&a)) {
         page.remove("has_more");
+    }
+}
+
+/// `has-more-without-cursor`: a followed page that says more remain gives no way on, neither a
+/// `next_cursor` nor an item whose id would continue the walk (the ruling "A page without
+/// next_cursor", docs/checks.md).
+fn has_more_without_cursor(a: Answer<'_>, page: &mut Value) {
+    let more = page.get("has_more").and_then(Value::as_bool) == Some(true);
+    if let Some(page) = page.as_object_mut().filter(|_| is_page(&a) && a.starting_after.is_some() && more) {
+        page.remove("next_cursor");
+        page.insert("data".to_string(), Value::Array(Vec::new()));
     }
 }

@@ -17,10 +17,14 @@ macro_rules! headers {
             "the accounts list (§4.2) is labelled Content-Type: text/html" => json_labelled_html;
         PartialContentPages = "partial-content-pages", "§4.3", ["http.status-allowed"],
             "every transactions page is answered 206 Partial Content with a Content-Range, though no Range was asked for" => partial_content_pages;
+        RepeatedBalance = "repeated-balance", "§2.2", ["http.one-value-per-name"],
+            "every account of the accounts list names `balance` twice: the bank feed's stale 0.01 first, then the current one" => repeated_balance;
         KeyHintInRefusal = "key-hint-in-refusal", "§5", ["auth.secret-stays-with-owner"],
             "a 401 says `did you mean` with a client's whole API key" => key_hint_in_refusal;
     }
     variants {
+        RepeatedSameValue = "repeated-same-value", "§2.2", [],
+            "every account of the accounts list names `currency` twice with the same value (RFC 8259 §4 only recommends unique names)" => repeated_same_value;
         GzipAnswers = "gzip-answers", "§4", [],
             "every JSON answer is gzipped, with Content-Encoding: gzip (no Accept-Encoding was sent: any coding is acceptable)" => gzipped;
     }
@@ -90,5 +94,33 @@ fn gzipped(_: &Said<'_>, head: &mut Parts, body: &mut Vec<u8>) {
     if let Ok(zipped) = encoder.write_all(body).and_then(|()| encoder.finish()) {
         *body = zipped;
         head.headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+}
+
+/// `repeated-balance`: an account serialiser writes the feed's cached balance, then the
+/// current one under the same name (a parser that keeps the last member reads the current).
+fn repeated_balance(said: &Said<'_>, head: &mut Parts, body: &mut Vec<u8>) {
+    if head.status.is_success() && matches!(segments(said).as_slice(), ["v1", "connections", _, "accounts"]) {
+        let text = String::from_utf8_lossy(body).replace("\"balance\":", "\"balance\":0.01,\"balance\":");
+        *body = text.into_bytes();
+    }
+}
+
+/// `repeated-same-value`: the same serialiser, writing `currency` twice with one value.
+fn repeated_same_value(said: &Said<'_>, head: &mut Parts, body: &mut Vec<u8>) {
+    if head.status.is_success() && matches!(segments(said).as_slice(), ["v1", "connections", _, "accounts"]) {
+        let text = String::from_utf8_lossy(body).into_owned();
+        let mut out = String::with_capacity(text.len() * 2);
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("\"currency\":\"") {
+            let value_at = at + "\"currency\":\"".len();
+            let end = rest[value_at..].find('"').map_or(rest.len(), |e| value_at + e + 1);
+            out.push_str(&rest[..end]);
+            out.push(',');
+            out.push_str(&rest[at..end]);
+            rest = &rest[end..];
+        }
+        out.push_str(rest);
+        *body = out.into_bytes();
     }
 }

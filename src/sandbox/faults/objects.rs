@@ -44,8 +44,6 @@ macro_rules! objects {
             "transaction `createdAt` has a +02:00 offset instead of UTC" => transaction_created_at_offset;
         TransactionStatusPending = "transaction-status-pending", "§2.3", ["transactions.status-posted"],
             "transactions have status `pending`, a value the spec does not show (an advisory note)" => transaction_status_pending;
-        HasMoreWithoutCursor = "has-more-without-cursor", "§4.3", ["transactions.has-more-honest", "transactions.walk-exactly-once"],
-            "has_more true comes without a next_cursor" => has_more_without_cursor;
         EventsWithoutConnectionId = "events-without-connection-id", "§6.2", ["events.schema", "events.created-announced"],
             "events carry no `data.connectionId`" => events_without_connection_id;
         PreviousStatusUppercase = "previous-status-uppercase", "§3.1", ["events.previous-status-chain", "events.schema"],
@@ -68,6 +66,8 @@ macro_rules! objects {
             "the envelope lacks `created_at`" => created_at_missing;
     }
     variants {
+        CursorlessPages = "cursorless-pages", "§4.3", [],
+            "no page carries next_cursor (not required, §4.3): a client continues after the last item's id" => cursorless_pages;
         IsoBasicTimestamps = "iso-basic-timestamps", "§2.2", [],
             "accounts' and transactions' createdAt and lastSyncedAt in ISO 8601's basic format (20261207T194815.620Z)" => iso_basic_timestamps;
     }
@@ -207,7 +207,7 @@ fn transaction_created_at_offset(o: Object<'_>, v: &mut Value) {
     }
 }
 
-fn has_more_without_cursor(o: Object<'_>, v: &mut Value) {
+fn cursorless_pages(o: Object<'_>, v: &mut Value) {
     if let (Object::Page, Some(page)) = (o, v.as_object_mut()) {
         page.remove("next_cursor");
     }

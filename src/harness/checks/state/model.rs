@@ -226,7 +226,10 @@ impl Observed {
                         .filter_map(|t| Some((string(t, "id")?, fingerprint(t), timestamp(t, CREATED_AT))))
                         .collect(),
                     has_more,
-                    next_cursor: string(body, "next_cursor"),
+                    // The page after follows its `next_cursor`, or its last item where it sent none.
+                    next_cursor: string(body, "next_cursor").or_else(|| {
+                        crate::harness::transport::reads::after_last(items.last().and_then(|t| t.get("id")?.as_str()))
+                    }),
                 });
             }
         }

@@ -136,7 +136,7 @@ async fn interleaved_walk(
             return Ok(walked);
         }
         // A page without a cursor to follow is has-more-honest's failure, not this one's.
-        let next = page.next_cursor.ok_or_else(|| Stop::ignore("has_more without next_cursor: no walk to judge"))?;
+        let next = page.next().ok_or_else(|| Stop::ignore("has_more without next_cursor: no walk to judge"))?;
         // A refused deletion is replaced at once by another, between the same two pages.
         while let Some(change) = between(read, &walked.seen, &next, &walked.refused) {
             let Between::Remove(id) = change else {

@@ -155,6 +155,8 @@ pub(crate) struct Seen {
     pub revealed: Vec<Client>,
     /// Whose widget tokens the answer carried to a request not sent with that client's key.
     pub tokens: Vec<Client>,
+    /// A name one object of its JSON body repeats with another value (`rules::members`).
+    pub repeated: Option<String>,
 }
 
 impl Seen {
@@ -272,6 +274,7 @@ impl Record {
             coding: crate::harness::rules::http::Coding::Identity,
             revealed: Vec::new(),
             tokens: Vec::new(),
+            repeated: None,
         });
     }
 

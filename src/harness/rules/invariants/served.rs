@@ -2,8 +2,9 @@
 //! transactions of each account of its CONNECTED connection (response 200, §4.3). A plain read
 //! of them (no `limit`, no cursor: those may be bad input, refused at will) with the key of the client that was listed the account, refused (a 4xx other than 408
 //! and 429), fails, where the connection never left CONNECTED: every connection event of it
-//! that arrived, by the end of the run, announces a state on the way to CONNECTED or CONNECTED
-//! itself, none left it (`previousStatus: connected`), and a 2xx accounts list of it was sent
+//! that arrived, by the end of the run, announces a state on the way to CONNECTED, CONNECTED
+//! itself, or another state as occurring before its first `connection.connected` (a step such
+//! as `mfa_required` on the way), and none left it (`previousStatus: connected`), and a 2xx accounts list of it was sent
 //! before the read. A connection that left CONNECTED at some point is not judged: §3.2 leaves
 //! the transactions of one that is not CONNECTED open, and when it left cannot be told from a
 //! late event. Answers of 5xx, 408 and 429 are never evidence (rule 5).
@@ -23,17 +24,37 @@ const ON_THE_WAY: [ConnectionState; 4] = [
     ConnectionState::Connected,
 ];
 
-/// The connections whose events never show them leaving CONNECTED (see the module).
+/// The connections whose events never show them leaving CONNECTED (see the module). A state
+/// off the way to CONNECTED (`mfa_required`, say) announced as occurring before the connection's
+/// first `connection.connected` is a step of its way there (§3.2 leaves the path open), not a
+/// departure; one with no time, or at or after it, counts as leaving.
 fn never_left(record: &Record) -> BTreeSet<&str> {
     let mut left = BTreeSet::new();
     let mut named = BTreeSet::new();
+    let mut connected: BTreeMap<&str, chrono::DateTime<chrono::Utc>> = BTreeMap::new();
+    let mut off_the_way: Vec<(&str, Option<chrono::DateTime<chrono::Utc>>)> = Vec::new();
     for h in &record.deliveries {
         let d = &h.delivery;
         let Some(connection) = d.connection_id() else { continue };
         named.insert(connection);
         let state = d.event_type().and_then(ConnectionState::from_event_type);
-        let leaving = d.data_str("previousStatus") == Some(ConnectionState::Connected.lower());
-        if state.is_some_and(|s| !ON_THE_WAY.contains(&s)) || leaving {
+        if d.data_str("previousStatus") == Some(ConnectionState::Connected.lower()) {
+            left.insert(connection);
+        }
+        match state {
+            Some(ConnectionState::Connected) => {
+                if let Some(at) = d.occurred_at() {
+                    let first = connected.entry(connection).or_insert(at);
+                    *first = (*first).min(at);
+                }
+            }
+            Some(s) if !ON_THE_WAY.contains(&s) => off_the_way.push((connection, d.occurred_at())),
+            _ => {}
+        }
+    }
+    for (connection, at) in off_the_way {
+        let before = matches!((at, connected.get(connection)), (Some(at), Some(first)) if at < *first);
+        if !before {
             left.insert(connection);
         }
     }
@@ -78,4 +99,36 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         }
     }
     verdict
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::rules::delivery::Delivery;
+    use serde_json::json;
+
+    fn event(seq: u64, kind: &str, previous: &str, ms: i64) -> Delivery {
+        let at = chrono::DateTime::from_timestamp_millis(1_700_000_000_000 + ms).expect("a time");
+        let stamp = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        Delivery::new(
+            seq,
+            json!({"id": format!("evt_{seq}"), "type": kind, "created_at": stamp,
+                   "data": {"eventId": format!("evt_{seq}"), "type": kind, "occurredAt": stamp, "clientId": "cli_1",
+                            "connectionId": "conn_1", "previousStatus": previous, "error": null}}),
+        )
+    }
+
+    /// python-artisan's legal `connect-via-mfa`: a multi-factor step on the way to CONNECTED is
+    /// no departure from it; the same state after CONNECTED is.
+    #[test]
+    fn a_step_before_connected_is_on_the_way_one_after_it_leaves() {
+        let now = chrono::DateTime::from_timestamp_millis(1_700_000_010_000).expect("a time");
+        let mut record = Record::default();
+        record.delivery(now, event(1, "connection.mfa_required", "verifying", 100));
+        record.delivery(now, event(2, "connection.verifying", "mfa_required", 200));
+        record.delivery(now, event(3, "connection.connected", "verifying", 300));
+        assert!(never_left(&record).contains("conn_1"));
+        record.delivery(now, event(4, "connection.error", "verifying", 400));
+        assert!(!never_left(&record).contains("conn_1"));
+    }
 }

@@ -56,7 +56,7 @@ pub(crate) struct Api {
     creations: Arc<tokio::sync::RwLock<()>>,
     /// The widget tokens the run's creations were answered with, and whose (the client whose
     /// key created the connection), shared by its clones: each answer is searched for them too.
-    tokens: Arc<std::sync::Mutex<Vec<(Client, String)>>>,
+    tokens: Arc<std::sync::Mutex<secrets::TokenSearch<Client>>>,
 }
 
 /// `--base-url` as a URL, if it is an http(s) one: parsed once, with the other flags
@@ -340,8 +340,6 @@ impl Api {
             .filter_map(|(c, k)| Some((c, k.as_deref()?)))
             .collect();
         let text = secrets::searched(x.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), &x.body);
-        let tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
-        let known: Vec<(Client, &str)> = tokens.iter().map(|(o, t)| (*o, t.as_str())).collect();
         let sent_token = sent.map(|s| s.strip_prefix("Bearer ").unwrap_or(s).trim()).filter(|s| s.len() >= 8);
         let echo_free = path
             .iter()
@@ -349,7 +347,7 @@ impl Api {
             .chain(sent_token)
             .filter(|p| p.len() >= 8)
             .fold(text.clone(), |t, p| t.replace(p, " "));
-        let shown = secrets::tokens_shown(&echo_free, &known, sender);
+        let shown = self.tokens.lock().unwrap_or_else(|e| e.into_inner()).shown(&echo_free, sender);
         (x.coding.clone(), secrets::revealed(&text, sent, &keys), shown)
     }
 
@@ -361,7 +359,7 @@ impl Api {
             .and_then(|v| v.get("widgetToken").and_then(|t| t.as_str()).map(str::to_string));
         let mut tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(token) = token.filter(|t| x.is_success() && t.len() >= 8 && tokens.len() < MAX_TOKENS) {
-            tokens.push((owner, token));
+            tokens.add(owner, token);
         }
     }
 
