@@ -131,6 +131,9 @@ impl FromRequestParts<Arc<Shared>> for ClientId {
         if result.is_err() && state.flavor.is(Mutant::RefusedReadSyncs) {
             refused_read_syncs(parts, state);
         }
+        if result.is_err() && state.flavor.is(Mutant::RefusedReadReverifies) {
+            refused_read_reverifies(parts, state);
+        }
         // The auth mutants serve the first client where they should refuse.
         let accept = match &result {
             Err(e) if e.message.starts_with("missing") => state.flavor.is(Mutant::NoAuthRequired),
@@ -151,6 +154,22 @@ fn refused_read_syncs(parts: &Parts, state: &Arc<Shared>) {
     let path: Vec<&str> = parts.uri.path().trim_start_matches('/').split('/').collect();
     let ["v1", "accounts", id] = path.as_slice() else { return };
     sync_as_read(state, id, None);
+}
+
+/// [`Mutant::RefusedReadReverifies`]: the connection a refused read names (its own path's, or
+/// its account's) is re-verified before the key is looked at, announced.
+fn refused_read_reverifies(parts: &Parts, state: &Arc<Shared>) {
+    let path: Vec<&str> = parts.uri.path().trim_start_matches('/').split('/').collect();
+    let mut store = state.lock();
+    let connection = match path.as_slice() {
+        ["v1", "connections", id, "accounts"] => id.to_string(),
+        ["v1", "accounts", id] | ["v1", "accounts", id, "transactions"] => {
+            let Some(account) = store.account_as_read(id) else { return };
+            account.connection_id.clone()
+        }
+        _ => return,
+    };
+    store.reverify_on_refusal(&connection);
 }
 
 /// Syncs account `id` as an `update_accounts` of its own (announced), unless it is `reader`'s
@@ -378,6 +397,12 @@ async fn list_transactions(
     let limit = parse_limit(f, query.get("limit").map(String::as_str))?;
     let mut page =
         store.transactions_page(&client, &account_id, limit, cursor, any_client).map_err(|e| read_error(f, e))?;
+    if f.is(Mutant::PhantomDeletion) {
+        drop(store);
+        let last = page.get("has_more") == Some(&serde_json::Value::Bool(false));
+        shared.lock().phantom_deletion(&account_id, cursor.is_none(), last);
+        return Ok(Json(page));
+    }
     if f.is(Mutant::SecondClientTransactionAccount) && store.first_client().as_ref() != Some(&client) {
         for item in page.get_mut("data").and_then(|d| d.as_array_mut()).into_iter().flatten() {
             item["accountId"] = serde_json::json!(format!("{account_id}X"));

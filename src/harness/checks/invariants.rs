@@ -22,7 +22,8 @@ super::cases! {
     IDENTITY = "invariants.identity" => identity_reads, record [inv::identity::judge];
     CLOCK = "invariants.clock" => clock_reads, record [inv::clock::judge];
     REACH = "invariants.reach" => reach_probes, record [inv::reach::judge];
-    CAUSE = "invariants.cause" => refused_requests, record [inv::cause::judge, inv::cause_read::judge];
+    CAUSE = "invariants.cause" => refused_requests, models [super::state::deletions_caused],
+        record [inv::cause::judge, inv::cause_read::judge];
 }
 
 /// The whole record of the run: every answer (a 2xx body of §4's endpoints parsed one at a
@@ -302,18 +303,21 @@ fn refused_credentials(ctx: &RunContext) -> Vec<Auth> {
 /// of 8). The rule (`inv::cause_read`) weighs them with every other refused read of the run
 /// (the reach probes' keys of the other client, the auth cases' headers).
 async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
-    let (connection, account) = match ctx.connect_new_as(Auth::Primary).await {
+    let (connection, ids) = match ctx.connect_new_as(Auth::Primary).await {
         Ok((created, accounts)) => {
-            let first = accounts.iter().find_map(|a| a.get("id")?.as_str().map(str::to_string));
-            (created.connection_id, first)
+            let ids = accounts.iter().filter_map(|a| a.get("id")?.as_str().map(str::to_string)).collect();
+            (created.connection_id, ids)
         }
         Err(Stop::Ignore(..)) => {
             let shared = ctx.connected().await?;
-            (shared.connection_id.clone(), shared.account_ids().into_iter().next())
+            (shared.connection_id.clone(), shared.account_ids())
         }
         Err(stop) => return Err(stop),
     };
-    let Some(account) = account else { return Ok(()) };
+    let Some(account) = ids.first().cloned() else { return Ok(()) };
+    if let Some(other) = ids.last().filter(|id| **id != account) {
+        listed_twice(&ctx, other).await?;
+    }
     let credentials = refused_credentials(&ctx);
     let other = ctx.api.has_second_key().then_some(Auth::Second);
     quiet_deliveries(&ctx, &connection).await;
@@ -323,6 +327,20 @@ async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
             ctx.api.send(Method::GET, &["v1", "accounts", &account, "transactions"], &[], auth.clone()).await?;
         }
     }
+    Ok(())
+}
+
+/// Cause, over events about objects nobody created: another account of the experiment's
+/// connection listed to its end, then, the offset's uncertainty later ([`margin`]), its first
+/// page once more (two requests or a few more), so that a `transaction.deleted` the server
+/// dates between them is judged (`state::deletions_caused`) whatever else the run selected.
+/// Before the quiet wait that precedes the refusals, and of another account than theirs: these
+/// 2xx reads make none of them unclear, and an event they set off is past by then.
+async fn listed_twice(ctx: &RunContext, account: &str) -> Result<(), Stop> {
+    use crate::harness::transport::pagination;
+    pagination::walk(&ctx.api, account, None, None).await?;
+    tokio::time::sleep(margin(&record_of(ctx))).await;
+    pagination::fetch_page(&ctx.api, account, None, None).await?;
     Ok(())
 }
 

@@ -49,7 +49,7 @@ pub(crate) async fn fetch_page(
 }
 
 /// [`fetch_page`] with the answer's status (0 when none came).
-async fn fetch_with_status(
+pub(crate) async fn fetch_with_status(
     api: &Api,
     account_id: &str,
     limit: Option<u64>,

@@ -219,6 +219,9 @@ family! {
         RefusedReadActs = "refused-read-acts", "§5";
         /// One id reused for another object after the first was gone (§2).
         IdReused = "id-reused", "§2";
+        /// A `transaction.deleted` naming a transaction no read showed, after a complete listing
+        /// of its account with nothing announced between (§6, §2.3).
+        PhantomDeletion = "phantom-deletion", "§6";
     }
 }
 

@@ -16,8 +16,12 @@ macro_rules! answers {
             "a cursor is followed from where its item was when it was served, as an offset is: a deletion before it skips an item" => offset_after_deletion;
         HasMoreWithoutCursor = "has-more-without-cursor", "§4.3", ["transactions.has-more-honest", "transactions.walk-exactly-once"],
             "a page after the first that says has_more true comes with no items and no next_cursor: nothing to continue from" => has_more_without_cursor;
+        DeletedCursorSkips = "deleted-cursor-skips", "§4.3", ["transactions.walk-under-deletions"],
+            "a cursor whose own transaction was deleted since it was served skips the first item after it" => deleted_cursor_skips;
     }
     variants {
+        DeletedCursorEmpty = "deleted-cursor-empty", "§4.3", [],
+            "a cursor whose own transaction was deleted since it was served is answered with an empty last page: nothing is after an item that is not there" => deleted_cursor_empty;
     }
     } };
 }
@@ -62,6 +66,30 @@ fn offset_after_deletion(a: Answer<'_>, page: &mut Value) {
     }
     if let Some(next) = page.get("next_cursor").and_then(Value::as_str) {
         a.memory.insert(next.to_string(), removed_before(next));
+    }
+}
+
+/// `deleted-cursor-skips`: a page read with a cursor naming a transaction the account no longer
+/// lists (one it deleted) loses its first item.
+fn deleted_cursor_skips(a: Answer<'_>, page: &mut Value) {
+    let Some(account) = a.account.filter(|_| is_page(&a)) else { return };
+    let Some(cursor) = a.starting_after.filter(|c| account.tombstones.contains_key(*c)) else { return };
+    if account.transactions.iter().all(|t| t.id != cursor) {
+        if let Some(items) = page.get_mut("data").and_then(Value::as_array_mut).filter(|i| !i.is_empty()) {
+            items.remove(0);
+        }
+    }
+}
+
+/// `deleted-cursor-empty`: a cursor naming a removed transaction names nothing, so no items
+/// come after it (the ruling "A cursor whose own item was deleted", docs/checks.md).
+fn deleted_cursor_empty(a: Answer<'_>, page: &mut Value) {
+    let Some(account) = a.account.filter(|_| is_page(&a)) else { return };
+    let Some(cursor) = a.starting_after.filter(|c| account.tombstones.contains_key(*c)) else { return };
+    if let Some(page) = page.as_object_mut().filter(|_| account.transactions.iter().all(|t| t.id != cursor)) {
+        page.insert("data".to_string(), Value::Array(Vec::new()));
+        page.insert("has_more".to_string(), Value::Bool(false));
+        page.remove("next_cursor");
     }
 }
 

@@ -381,6 +381,10 @@ answers! { collect [headers widget deliveries objects] [
         #[seed]
         OtherClientReadSyncs = "other-client-read-syncs", "§5", ["invariants.cause"],
             "GET /v1/accounts/{id} with another client's key is refused (404), but syncs the account first (announced); other refusals do not";
+        RefusedReadReverifies = "refused-read-reverifies", "§5", ["invariants.cause"],
+            "a read refused for its key re-verifies the CONNECTED connection it names first: connection.verifying then connection.connected, announced";
+        PhantomDeletion = "phantom-deletion", "§6", ["invariants.cause"],
+            "once an account was listed to its end, its next first page announces a transaction.deleted of a transaction it never had (once per account)";
         OtherKeyInEvents = "other-key-in-events", "§5", ["auth.secret-stays-with-owner"],
             "every event carries `data.verification`: the API key of another client than its own";
         SecondClientOwnTransactionsRefused = "second-client-own-transactions-refused", "§4.3", ["transactions.owner-served"],
@@ -404,6 +408,8 @@ answers! { collect [headers widget deliveries objects] [
             "no lastSyncedAt nor institution; transactions carry only id, accountId and amount";
         OpaqueCursor = "opaque-cursor", "§4.3", [],
             "next_cursor is an opaque token; starting_after takes tokens and transaction ids";
+        DeletedCursorRefused = "deleted-cursor-refused", "§4.3", [],
+            "a starting_after naming a transaction deleted since is refused with 400, as an unknown one is";
         ReversedEvents = "reversed-events", "§6.3", [],
             "the events of one change are delivered in reverse order";
         EmptyArraysElsewhere = "empty-arrays-elsewhere", "§2.2", [],

@@ -302,6 +302,43 @@ impl Store {
         }
     }
 
+    /// [`Mutant::RefusedReadReverifies`]: a read refused for its key still re-verifies the
+    /// connection it names when that one is CONNECTED: `connection.verifying`, then
+    /// `connection.connected` again, both announced (the state ends where it was).
+    pub(in crate::sandbox) fn reverify_on_refusal(&mut self, conn_id: &str) {
+        if self.connections.get(conn_id).map(|c| c.status) != Some(ConnectionState::Connected) {
+            return;
+        }
+        let now = self.now();
+        let (connected, verifying) = (ConnectionState::Connected, ConnectionState::Verifying);
+        self.connection_event(conn_id, verifying, Some(connected), now);
+        self.connection_event(conn_id, connected, Some(verifying), now);
+        self.flush();
+    }
+
+    /// [`Mutant::PhantomDeletion`]: once an account was listed to its end, its next first page
+    /// announces a `transaction.deleted` of a transaction it never had, once per account.
+    pub(in crate::sandbox) fn phantom_deletion(&mut self, account_id: &str, first: bool, last: bool) {
+        let key = format!("phantom:{account_id}");
+        match self.reads_of(&key) {
+            0 if last => {
+                self.count_read(&key);
+            }
+            1 if first => {
+                self.count_read(&key);
+                let Some(account) = self.accounts.get(account_id) else { return };
+                let (client_id, connection_id) = (account.client_id.clone(), account.connection_id.clone());
+                let transaction_id = self.flavor.new_id(prefix::TRANSACTION);
+                let detail = EventDetail::TransactionDeleted { account_id: account_id.to_string(), transaction_id };
+                let id = self.flavor.new_id(prefix::EVENT);
+                let at = self.now();
+                self.emit(Event { id, kind: TRANSACTION_DELETED, at, client_id, connection_id, detail });
+                self.flush();
+            }
+            _ => {}
+        }
+    }
+
     /// [`Variant::BackgroundDedup`]: the transaction in the middle of the connection's first
     /// account that has any, where a walk of that account is most likely to be.
     fn middle_transaction(&self, conn_id: &str) -> ActionArgs {

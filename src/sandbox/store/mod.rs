@@ -567,7 +567,9 @@ impl Store {
                         _ => i + 1,
                     }
                     .min(list.len())
-                } else if let Some((date, id)) = account.tombstones.get(cursor) {
+                } else if let Some((date, id)) =
+                    account.tombstones.get(cursor).filter(|_| !f.has(Variant::DeletedCursorRefused))
+                {
                     list.partition_point(|t| {
                         let (a, b) = ((&t.date, &t.id), (date, id));
                         if oldest_first { key_order(b, a) } else { key_order(a, b) }.is_lt()

@@ -33,6 +33,7 @@ pub(super) use model::{Model, Observed};
 use serde_json::Value;
 pub(super) use stale::set_aside;
 use std::sync::Arc;
+pub(super) use views::deletions_caused;
 
 super::cases! {
     ONE_OWNER = "state.one-owner" => reread, models [rules::one_owner];

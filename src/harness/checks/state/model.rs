@@ -351,6 +351,12 @@ impl Model {
         clock::offset_at_most(&intervals).map(|bound| bound.min(clock::MAX_SKEW))
     }
 
+    /// Whether the server dates `e` after `at` in the harness's clock, whatever its clock's
+    /// offset within [`Model::clock_offset`] (`offset`) and its stamp's unit.
+    pub(super) fn happened_after(&self, e: &Event, offset: Option<chrono::Duration>, at: Instant) -> bool {
+        matches!((e.occurred, offset), (Some(s), Some(o)) if s - o - e.unit > self.on_wall(at))
+    }
+
     /// The wall time an [`Instant`] of this run was.
     fn on_wall(&self, at: Instant) -> chrono::DateTime<chrono::Utc> {
         let (now, wall) = self.wall;
@@ -385,8 +391,26 @@ impl Model {
     /// the read `since` was sent, under either reading of a whole-second stamp: its `accounts.updated`, or any event of its connection (a new
     /// connection or reconnection brings fresh data) that is not [`Model::old_news`] to it.
     pub(super) fn announced(&self, account: &str, connection: Option<&str>, since: &Answer) -> bool {
+        self.announced_by(account, connection, since, None)
+    }
+
+    /// [`Model::announced`], counting only announcements the server dates no later than a
+    /// second after `by` (when both carry `occurredAt`): a change announced after a deletion
+    /// cannot have brought what it removed.
+    pub(super) fn announced_by(
+        &self,
+        account: &str,
+        connection: Option<&str>,
+        since: &Answer,
+        by: Option<&Event>,
+    ) -> bool {
+        let in_time = |e: &Event| match (e.occurred, by.and_then(|b| b.occurred)) {
+            (Some(a), Some(b)) => a <= b + chrono::Duration::seconds(1),
+            _ => true,
+        };
         self.events.iter().chain(&self.second_reading).any(|e| {
             e.arrived >= since.sent_at
+                && in_time(e)
                 && ((e.kind == spec::ACCOUNTS_UPDATED && e.account.as_deref() == Some(account))
                     || (e.kind.starts_with("connection.")
                         && connection.is_some()
@@ -504,6 +528,13 @@ impl Model {
                 let key = (view(&first.answer), first.account.as_str(), first.limit, cursor.as_str());
                 let after = next.get(&key).and_then(|ps| ps.iter().find(|p| p.answer.seq > last.answer.seq));
                 let Some(page) = after else { continue 'first };
+                // An empty last page for a cursor whose transaction a `transaction.deleted` named
+                // is open (the ruling "A cursor whose own item was deleted"): it names nothing
+                // after an item that is not there, and ends no listing.
+                let removed = |e: &Event| e.transaction.as_deref() == Some(cursor.as_str());
+                if page.items.is_empty() && !page.has_more && self.events.iter().any(removed) {
+                    continue 'first;
+                }
                 last = page;
             }
         }

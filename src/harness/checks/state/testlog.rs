@@ -24,11 +24,20 @@ impl Log {
     }
 
     pub(super) fn read(&mut self, path: &str, query: &[(&str, &str)], body: Value) {
+        self.exchange("GET", path, query, body);
+    }
+
+    /// A creation (§4.1) answered with `body`.
+    pub(super) fn create(&mut self, body: Value) {
+        self.exchange("POST", "v1/connections", &[], body);
+    }
+
+    fn exchange(&mut self, method: &str, path: &str, query: &[(&str, &str)], body: Value) {
         let n = self.answers.len() as u64;
-        let request = format!("GET /{path}");
+        let request = format!("{method} /{path}");
         self.answers.push(Arc::new(Answer {
             seq: n,
-            sent: Sent { method: "GET".into(), url: request.clone(), auth: Auth::Primary, request },
+            sent: Sent { method: method.into(), url: request.clone(), auth: Auth::Primary, request },
             segments: path.split('/').map(str::to_string).collect(),
             query: query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             status: 200,

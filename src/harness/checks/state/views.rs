@@ -6,7 +6,7 @@
 use super::model::{same, view, Event, ListRead, Model};
 use crate::harness::checks::Finding;
 use crate::harness::transport::answers::Answer;
-use crate::harness::vocab::kind::StateKind;
+use crate::harness::vocab::kind::{InvariantKind, StateKind};
 use crate::harness::vocab::outcome::Problem;
 use crate::spec;
 use std::collections::{BTreeSet, HashSet};
@@ -15,6 +15,52 @@ use std::time::Instant;
 
 fn finding(problem: Problem, answer: &Arc<Answer>) -> Finding {
     super::model::finding(problem, answer, false)
+}
+
+/// §6 (a transaction removed during deduplication or correction) and §2.3: a
+/// `transaction.deleted` removes a transaction that existed, so one naming a transaction that
+/// no read of its view ever showed, although a complete listing of its account ended before the
+/// server dates the deletion, with no change of the account or its connection announced from
+/// that listing's start up to a second after the deletion (what could have brought the
+/// transaction in between), is about an object nobody created (`invariants.cause`; mutant
+/// `phantom-deletion`). Open: a deletion of a transaction added and removed between two
+/// listings with its addition announced, any deletion no complete listing precedes (a
+/// deduplication before the first read), and events without `occurredAt` or a clock offset.
+pub(crate) fn deletions_caused(model: &Model) -> (usize, Vec<Finding>) {
+    let (mut judged, mut findings) = (0, Vec::new());
+    let offset = model.clock_offset();
+    let listings = model.listings();
+    for e in model.events.iter().filter(|e| e.kind == spec::TRANSACTION_DELETED) {
+        let (Some(account), Some(txn)) = (&e.account, &e.transaction) else { continue };
+        let before = listings
+            .iter()
+            .filter(|l| l.first.account == *account && e.speaks_for(view(&l.first.answer)))
+            .filter(|l| model.happened_after(e, offset, l.last.answer.answered_at))
+            .max_by_key(|l| l.last.answer.seq);
+        let Some(listing) = before else { continue };
+        judged += 1;
+        let reader = view(&listing.first.answer);
+        let shown =
+            |p: &&super::model::PageRead| view(&p.answer) == reader && p.items.iter().any(|(id, _, _)| id == txn);
+        if model.pages.iter().any(|p| shown(&p)) {
+            continue;
+        }
+        let connection = e.connection.as_deref().or_else(|| model.connection_of(reader, account));
+        if model.announced_by(account, connection, &listing.first.answer, Some(e)) {
+            continue;
+        }
+        let detail = format!(
+            "a {} names transaction {txn} of account {account}, which no read showed: {} and following \
+             next_cursor listed the account to its end before the server dates the deletion, and no change of it \
+             was announced between (§6: a removal of a transaction that existed; §2.3): an event about an object \
+             nobody created",
+            spec::TRANSACTION_DELETED,
+            listing.first.answer.sent.request
+        );
+        let problem = Problem::found(InvariantKind::PhantomDeletion, [txn.clone(), account.clone()], detail);
+        findings.push(finding(problem, &listing.last.answer));
+    }
+    (judged, findings)
 }
 
 /// §6.2 `accountId` of `transaction.deleted` is the account concerned, and §2.3 a
@@ -181,4 +227,43 @@ pub(super) fn account_read_agrees(model: &Model) -> (usize, Vec<Finding>) {
         }
     }
     (judged, findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testlog::{txn, Log};
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// A deletion of a transaction no read showed, dated after a complete listing with nothing
+    /// announced between, fails; one the listing showed, or one a sync announced between may
+    /// have brought, does not.
+    #[test]
+    fn a_deletion_of_a_transaction_nobody_created_fails() {
+        let base = chrono::Utc::now();
+        let mut log = Log::new();
+        log.create(json!({"connectionId": "conn_1", "status": "CREATED"}));
+        log.page("acc_1", json!([txn("txn_1", 1.0)]));
+        let at =
+            |ms: i64| (base + chrono::Duration::milliseconds(ms)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let event = |id: &str, kind: &str, data: Value| {
+            let mut data = data;
+            data["connectionId"] = json!("conn_1");
+            json!({"id": id, "type": kind, "data": data})
+        };
+        let created = event("evt_0", "connection.created", json!({"occurredAt": at(0)}));
+        let deleted = |t: &str| {
+            let data = json!({"accountId": "acc_1", "transactionId": t, "occurredAt": at(500)});
+            event("evt_1", spec::TRANSACTION_DELETED, data)
+        };
+        let found = deletions_caused(&log.model(&[(1, created.clone()), (501, deleted("txn_9"))])).1;
+        assert_eq!(found.len(), 1);
+        assert!(found[0].problem.detail.contains("nobody created"), "{}", found[0].problem.detail);
+        assert!(deletions_caused(&log.model(&[(1, created.clone()), (501, deleted("txn_1"))])).1.is_empty());
+        let synced = event("evt_2", spec::ACCOUNTS_UPDATED, json!({"accountId": "acc_1", "occurredAt": at(300)}));
+        let events = [(1, created.clone()), (301, synced), (501, deleted("txn_9"))];
+        assert!(deletions_caused(&log.model(&events)).1.is_empty());
+        // Without a creation's event no clock offset dates the deletion: not judged.
+        assert!(deletions_caused(&log.model(&[(501, deleted("txn_9"))])).1.is_empty());
+    }
 }

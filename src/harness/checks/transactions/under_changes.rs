@@ -34,25 +34,29 @@ pub(super) async fn walk_under_insertions(ctx: Arc<RunContext>) -> Result<(), St
 }
 
 /// §4.3 rule 1 under deletions: a transaction removed between two page reads
-/// (`delete_transaction`, §6.3), one the walk already listed (before the cursor) and then one it
-/// has not reached (after it), neither hides nor repeats one that is still there. No
+/// (`delete_transaction`, §6.3), one the walk already listed (before the cursor), then one it
+/// has not reached (after it), then the very one the next cursor names (the page's last item
+/// when the cursor is opaque), neither hides nor repeats one that is still there. No
 /// `transaction.deleted` is awaited within the walk: the driver's answer says the deletion was
-/// done, and the walk needs no event; both are awaited with the first round of the changes
-/// after it (one late wait, not one per deletion: issue 72), and `state.deletions-hold` judges
-/// every page read after one arrived. The cursor's own transaction is never removed: what
-/// answers a cursor naming a removed item is not shown (§4.3 places the items after an item; a
-/// removed one has no place).
+/// done, and the walk needs no event; all are awaited with the first round of the changes after
+/// it (one late wait, not one per deletion: issue 72), and `state.deletions-hold` judges every
+/// page read after one arrived. The cursor whose item is gone may be refused (`cases/README.md`,
+/// "Walks under deletions"): the walk then goes on after the last item it listed that is still
+/// there; a page that answers it is the next page, held to the same promise.
 pub(super) async fn walk_under_deletions(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let (created, account, before, limit) = longest_account(&ctx, 6).await?;
     let known = ctx.known_events(&created);
     let mut picked = Vec::<String>::new();
     let walk = interleaved_walk(&ctx, &created, &account, limit, |_, seen, next, refused| {
-        // Never the page's last item, which an opaque cursor may name.
+        // Never the page's last item first, which an opaque cursor may name: that one is the
+        // third deletion's.
         let fresh = |id: &&String| !picked.contains(id);
         let listed = |id: &&String| seen.contains(id) && **id != next && Some(*id) != seen.last();
+        let own = cursor_item(seen, next);
         let pick = match picked.len() - refused.len() {
             0 => before.iter().filter(fresh).find(listed),
             1 => before.iter().filter(fresh).find(|id| !seen.contains(id)),
+            2 => before.iter().filter(fresh).find(|id| Some(id.as_str()) == own),
             _ => None,
         };
         let id = pick.cloned()?;
@@ -60,14 +64,11 @@ pub(super) async fn walk_under_deletions(ctx: Arc<RunContext>) -> Result<(), Sto
         Some(Between::Remove(id))
     })
     .await?;
-    let removed: Vec<String> = picked.into_iter().filter(|id| !walk.refused.contains(id)).collect();
+    let removed = walk.removed.clone();
     if removed.len() < 2 {
         return Err(Stop::ignore(format!("the walk of {account} ended before both of its deletions; not judged")));
     }
-    let walked = format!(
-        "{} and following next_cursor, with {} (listed) and {} (not yet) deleted between page reads",
-        walk.first, removed[0], removed[1]
-    );
+    let walked = describe(&walk, &removed);
     let kept = before.iter().filter(|id| !removed.contains(id)).collect();
     let verdict = unless_removed(&ctx, kept, (&walk, &walked)).await;
     let survivor = before.iter().find(|id| !removed.contains(id)).cloned().unwrap_or_default();
@@ -83,6 +84,34 @@ pub(super) async fn walk_under_deletions(ctx: Arc<RunContext>) -> Result<(), Sto
         ctx.note("not judged", format!("the sync of {account} after its walk under deletions: {stop}"));
     }
     verdict
+}
+
+/// The item a page's `next` cursor names: the cursor itself when the walk listed it (a
+/// transaction id, §4.3's sample), else the page's last item (an opaque cursor).
+fn cursor_item<'a>(seen: &'a [String], next: &'a str) -> Option<&'a str> {
+    match seen.iter().any(|id| id == next) {
+        true => Some(next),
+        false => seen.last().map(String::as_str),
+    }
+}
+
+/// The walk under deletions as its findings name it.
+fn describe(walk: &Walked, removed: &[String]) -> String {
+    let own = walk.own.as_ref().filter(|id| removed.contains(id));
+    let others: Vec<&String> = removed.iter().filter(|id| Some(*id) != own).collect();
+    let mut text = format!("{} and following next_cursor, with {} (listed)", walk.first, others[0]);
+    match (others.get(1), own) {
+        (Some(next), Some(own)) => {
+            text += &format!(", {next} (not yet) and {own} (the one the next cursor names) deleted between page reads")
+        }
+        (Some(next), None) => text += &format!(" and {next} (not yet) deleted between page reads"),
+        (None, Some(own)) => text += &format!(" and {own} (the one the next cursor names) deleted between page reads"),
+        (None, None) => text += " deleted between page reads",
+    }
+    if let Some(after) = &walk.resumed {
+        text += &format!(" (the cursor was refused once its item was gone; the walk went on after {after})");
+    }
+    text
 }
 
 /// How many of a walk's deletions the driver may refuse before the walk stops with its error:
@@ -105,6 +134,12 @@ struct Walked {
     /// The deletions the driver did not make (the target may have removed the item on its own
     /// first, §6: a deduplication); the walk picks another.
     refused: Vec<String>,
+    /// The deletions the driver made, in order.
+    removed: Vec<String>,
+    /// The removed item the next cursor named when it was removed, if any.
+    own: Option<String>,
+    /// The item the walk went on after, when the cursor naming a removed item was refused.
+    resumed: Option<String>,
     pages: Vec<Option<u64>>,
     first: String,
 }
@@ -112,7 +147,9 @@ struct Walked {
 /// Walks `account` at `limit`, making the change `between` asks for after each page that has a
 /// next one (given the page's number, the ids listed so far, the cursor to follow and the
 /// deletions the driver refused). A refused deletion is no verdict: another is asked for at
-/// once; more than [`REFUSALS`] stop the walk with the driver's error.
+/// once; more than [`REFUSALS`] stop the walk with the driver's error. A cursor refused once the
+/// item it names was removed is open (§4.3 places the items after an item, §7 shows no error):
+/// the walk goes on with `starting_after` the last listed item it did not remove.
 async fn interleaved_walk(
     ctx: &RunContext,
     created: &Created,
@@ -120,13 +157,31 @@ async fn interleaved_walk(
     limit: u64,
     mut between: impl FnMut(usize, &[String], &str, &[String]) -> Option<Between>,
 ) -> Result<Walked, Stop> {
-    let mut walked = Walked { seen: Vec::new(), refused: Vec::new(), pages: Vec::new(), first: String::new() };
+    let mut walked = Walked {
+        seen: Vec::new(),
+        refused: Vec::new(),
+        removed: Vec::new(),
+        own: None,
+        resumed: None,
+        pages: Vec::new(),
+        first: String::new(),
+    };
     let mut cursor = None::<String>;
+    let mut gone = false;
     for read in 0.. {
         if read == pagination::MAX_LIMITED_PAGES {
             return Err(Stop::ignore(format!("the walk stopped at its bound of {read} pages; not judged")));
         }
-        let page = fetch_page(&ctx.api, account, Some(limit), cursor.as_deref()).await?;
+        // The cursor whose item is gone may be refused, or answered as naming nothing: an empty
+        // last page ("no items after an item that is not there"). Either way the walk goes on.
+        let page = match pagination::fetch_with_status(&ctx.api, account, Some(limit), cursor.as_deref()).await {
+            (400..=599, Err(_)) if gone => resume(ctx, account, limit, &mut walked).await?,
+            (_, Ok(page)) if gone && page.items.is_empty() && !page.has_more => {
+                resume(ctx, account, limit, &mut walked).await?
+            }
+            (_, page) => page?,
+        };
+        gone = false;
         if read == 0 {
             walked.first = page.request.clone();
         }
@@ -144,7 +199,14 @@ async fn interleaved_walk(
                 break;
             };
             match ctx.drive(Action::DeleteTransaction, created, Some(account), Some(&id)).await {
-                Ok(()) => break,
+                Ok(()) => {
+                    gone = cursor_item(&walked.seen, &next) == Some(id.as_str());
+                    if gone {
+                        walked.own = Some(id.clone());
+                    }
+                    walked.removed.push(id);
+                    break;
+                }
                 Err(stop) if walked.refused.len() == REFUSALS => return Err(stop),
                 Err(_) => walked.refused.push(id),
             }
@@ -152,6 +214,20 @@ async fn interleaved_walk(
         cursor = Some(next);
     }
     Ok(walked)
+}
+
+/// The page after the last listed item the walk did not remove, where the cursor naming a
+/// removed item was refused or named nothing.
+async fn resume(
+    ctx: &RunContext,
+    account: &str,
+    limit: u64,
+    walked: &mut Walked,
+) -> Result<crate::harness::transport::reads::Page, Stop> {
+    let after = walked.seen.iter().rev().find(|id| !walked.removed.contains(id));
+    let after = after.cloned().ok_or_else(|| Stop::ignore("no listed item left to go on after"))?;
+    walked.resumed = Some(after.clone());
+    fetch_page(&ctx.api, account, Some(limit), Some(&after)).await
 }
 
 /// After a walk's deletions, more changes of the same account interleaved, in two rounds, each

@@ -126,41 +126,87 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         stamps if !stamps.is_empty() && stamps.iter().all(|at| whole_second(*at)) => Duration::seconds(1) + SLACK,
         _ => SLACK,
     };
-    let all = announced(record, &owners, bounds);
-    let explained = explained(record, &all);
-    let effects: Vec<Effect> = all
-        .into_iter()
-        .filter(|e| !explained.contains(&e.seq))
-        .filter(|e| !own.iter().any(|(o, f, t)| same(o, &e.subject) && overlaps(e, *f, *t, grain)))
-        .collect();
     let last = record.deliveries.iter().map(|h| h.arrived).max();
     let settled = |r: &Seen| last.is_some_and(|l| l >= r.answered + LATE) || settled_after(record, r.answered);
     let may_cause = |r: &Seen, e: &Effect| same(&owners.subject(r), &e.subject);
-    let x = Experiment {
-        refused: refused.clone(),
-        clear: &clear,
-        effects,
-        may_cause: &may_cause,
-        settled: &settled,
-        slack: grain,
-    };
-    let weighing = weigh(record, &x);
-    let unweighed = weighing.unweighed("the refused reads (§5)", reach).into_iter().collect();
-    let Some(f) = weighing.followed else { return Verdict { judged: refused.len(), found: Vec::new(), unweighed } };
-    let detail = format!(
-        "refused reads (GET of an account, its transactions or a connection's accounts, answered 4xx) with {} were \
-         each followed, inside its own time window, by an accounts.updated or transaction.deleted of what it read, in {} of the {} whose \
-         effect could be told apart from the run's own reads and actions ({} such events in the whole run that no \
-         refusal could take, one each): a refused request has an effect (§5, §6)",
-        f.labels.join(" or "),
-        f.matched,
-        f.weighed,
-        f.background
-    );
-    Verdict {
-        judged: refused.len(),
-        found: vec![finding(Problem::found(K::RefusedReadActs, [], detail), &f.answers, &f.deliveries)],
-        unweighed,
+    // Two experiments, each weighed against its own background: the data events, and the
+    // connection events that leave CONNECTED (a read refused for its key that re-verifies or
+    // drops the connection it names).
+    let (mut found, mut unweighed) = (Vec::new(), Vec::new());
+    for (all, what, effect) in [
+        (announced(record, &owners, bounds), "the refused reads (§5)", "an accounts.updated or transaction.deleted"),
+        (left_connected(record, bounds), "the refused reads, against connection events (§5)", LEFT),
+    ] {
+        let explained = explained(record, &all);
+        let effects: Vec<Effect> = all
+            .into_iter()
+            .filter(|e| !explained.contains(&e.seq))
+            .filter(|e| !own.iter().any(|(o, f, t)| same(o, &e.subject) && overlaps(e, *f, *t, grain)))
+            .collect();
+        let x = Experiment {
+            refused: refused.clone(),
+            clear: &clear,
+            effects,
+            may_cause: &may_cause,
+            settled: &settled,
+            slack: grain,
+        };
+        let weighing = weigh(record, &x);
+        unweighed.extend(weighing.unweighed(what, reach));
+        let Some(f) = weighing.followed else { continue };
+        let detail = format!(
+            "refused reads (GET of an account, its transactions or a connection's accounts, answered 4xx) with {} were \
+             each followed, inside its own time window, by {effect} of what it read, in {} of the {} whose \
+             effect could be told apart from the run's own reads and actions ({} such events in the whole run that no \
+             refusal could take, one each): a refused request has an effect (§5, §6)",
+            f.labels.join(" or "),
+            f.matched,
+            f.weighed,
+            f.background
+        );
+        found.push(finding(Problem::found(K::RefusedReadActs, [], detail), &f.answers, &f.deliveries));
+    }
+    // One experiment weighing nothing is said only when the other weighed nothing either.
+    unweighed.truncate(1);
+    Verdict { judged: refused.len(), found, unweighed }
+}
+
+/// What the second experiment counts as an effect.
+const LEFT: &str = "a connection event leaving CONNECTED (previousStatus `connected`)";
+
+/// Each connection event whose `previousStatus` is `connected` (§6.2: the connection left
+/// CONNECTED), once, with its connection and when it happened (as [`announced`] times them).
+fn left_connected(record: &Record, bounds: Option<(Duration, Duration)>) -> Vec<Effect> {
+    let mut seen = HashSet::new();
+    record
+        .deliveries
+        .iter()
+        .filter(|h| h.delivery.event_type().is_some_and(|t| t.starts_with("connection.")))
+        .filter(|h| h.delivery.data_str("previousStatus") == Some("connected"))
+        .filter(|h| seen.insert(h.delivery.identity()))
+        .map(|h| {
+            let (from, to) = window(h, bounds);
+            let kind = h.delivery.event_type().unwrap_or_default().to_string();
+            Effect {
+                seq: h.delivery.seq,
+                from,
+                to,
+                subject: (None, h.delivery.connection_id().map(str::to_string)),
+                kind,
+            }
+        })
+        .collect()
+}
+
+/// When a delivery's event happened in the harness's clock: its `occurredAt` through the
+/// offset's bounds, or up to [`LATE`] before it arrived.
+fn window(
+    h: &super::Heard,
+    bounds: Option<(Duration, Duration)>,
+) -> (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>) {
+    match (bounds, h.delivery.occurred_at()) {
+        (Some((lo, hi)), Some(at)) => (at - hi, (at - lo).min(h.arrived)),
+        _ => (h.arrived - LATE, h.arrived),
     }
 }
 
@@ -200,10 +246,7 @@ fn announced(record: &Record, owners: &Owners, bounds: Option<(Duration, Duratio
                 .connection_id()
                 .map(str::to_string)
                 .or_else(|| account.as_ref().and_then(|a| owners.connection_of.get(a).cloned()));
-            let (from, to) = match (bounds, h.delivery.occurred_at()) {
-                (Some((lo, hi)), Some(at)) => (at - hi, (at - lo).min(h.arrived)),
-                _ => (h.arrived - LATE, h.arrived),
-            };
+            let (from, to) = window(h, bounds);
             let kind = h.delivery.event_type().unwrap_or_default().to_string();
             Effect { seq: h.delivery.seq, from, to, subject: (account, connection), kind }
         })

@@ -558,3 +558,25 @@ fn a_burst_of_the_servers_own_inside_slow_refusals_is_background() {
     let found = cause_read::judge(&r).found;
     assert_eq!(found.len(), 0, "{found:?}");
 }
+
+/// Refused reads each followed, inside its window, by their connection leaving CONNECTED (a
+/// re-verification, §6.2 `previousStatus: connected`) fail, as a third experiment; the
+/// connection's return to CONNECTED is no second effect.
+#[test]
+fn cause_judges_refused_reads_by_the_connection_events_that_followed() {
+    let mut r = a_run();
+    let event = |seq: u64, kind: &str, previous: &str, ms: i64| {
+        let data = json!({"eventId": format!("evt_{seq}"), "type": kind, "occurredAt": stamp(ms), "clientId": "cli_1",
+                          "connectionId": "conn_1", "previousStatus": previous, "error": null});
+        Delivery::new(seq, json!({"id": format!("evt_{seq}"), "type": kind, "created_at": stamp(ms), "data": data}))
+    };
+    add(&mut r, "GET", "v1/connections/conn_1/accounts", Credential::Key(Client::First), 200, 500, json!([]));
+    for (i, ms) in [(1u64, 8000), (2, 10_000), (3, 12_000)] {
+        add(&mut r, "GET", "v1/connections/conn_1/accounts", Credential::Missing, 401, ms, json!(null));
+        r.delivery(at(ms + 300), event(60 + i, "connection.verifying", "connected", ms + 20));
+        r.delivery(at(ms + 310), event(70 + i, "connection.connected", "verifying", ms + 25));
+    }
+    let found = cause_read::judge(&r).found;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].to_string().contains("leaving CONNECTED") && found[0].to_string().contains("in 3 of the 3"));
+}
