@@ -311,6 +311,9 @@ async fn get_account(
     if f.is(Mutant::OtherClientReadSyncs) {
         sync_as_read(&shared, &account_id, Some(&client));
     }
+    if f.is(Mutant::ReadEchoesUpdate) {
+        shared.lock().echo_read(&client, &account_id);
+    }
     let store = shared.lock();
     let account = store.own_account(&client, &account_id, f.is(Mutant::IsolationAccount)).map_err(|e| {
         let mut refused = read_error(f, e);

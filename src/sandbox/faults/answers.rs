@@ -18,6 +18,10 @@ macro_rules! answers {
             "a page after the first that says has_more true comes with no items and no next_cursor: nothing to continue from" => has_more_without_cursor;
         DeletedCursorSkips = "deleted-cursor-skips", "§4.3", ["transactions.walk-under-deletions"],
             "a cursor whose own transaction was deleted since it was served skips the first item after it" => deleted_cursor_skips;
+        InstitutionRenamedSilently = "institution-renamed-silently", "§2.2", ["state.changes-announced"],
+            "from the second read of a connection's accounts on, each account's `institution.name` carries the read's number, with no event" => institution_renamed;
+        SingleReadDrifts = "single-read-drifts", "§1", ["state.changes-announced"],
+            "GET /v1/accounts/{id} shows `availableBalance` a cent lower on each read of the account after its first, with no event (the list stays right)" => single_read_drifts;
     }
     variants {
         DeletedCursorEmpty = "deleted-cursor-empty", "§4.3", [],
@@ -108,5 +112,33 @@ fn has_more_without_cursor(a: Answer<'_>, page: &mut Value) {
     if let Some(page) = page.as_object_mut().filter(|_| is_page(&a) && a.starting_after.is_some() && more) {
         page.remove("next_cursor");
         page.insert("data".to_string(), Value::Array(Vec::new()));
+    }
+}
+
+/// `institution-renamed-silently`: each read of a connection's accounts after its first renames
+/// every account's institution (its name and the read's number), announced by nothing.
+fn institution_renamed(a: Answer<'_>, accounts: &mut Value) {
+    if !(a.path.starts_with("/v1/connections/") && a.path.ends_with("/accounts")) {
+        return;
+    }
+    let reads = a.memory.entry(format!("institution:{}", a.path)).or_default();
+    *reads += 1;
+    if *reads < 2 {
+        return;
+    }
+    for name in accounts.as_array_mut().into_iter().flatten().filter_map(|acc| acc.pointer_mut("/institution/name")) {
+        *name = Value::String(format!("{} {reads}", name.as_str().unwrap_or_default()));
+    }
+}
+
+/// `single-read-drifts`: each read of one account alone (§4.4) after its first shows its
+/// `availableBalance` a cent lower per read, announced by nothing.
+fn single_read_drifts(a: Answer<'_>, account: &mut Value) {
+    let Some(id) = a.path.strip_prefix("/v1/accounts/").filter(|rest| !rest.contains('/')) else { return };
+    let reads = a.memory.entry(format!("single:{id}")).or_default();
+    *reads += 1;
+    let cents = (*reads - 1) as f64 / 100.0;
+    if let Some(available) = account.get("availableBalance").and_then(Value::as_f64) {
+        account["availableBalance"] = Value::from(((available - cents) * 100.0).round() / 100.0);
     }
 }

@@ -194,6 +194,9 @@ answers! { collect [headers widget deliveries objects] [
         QuickSyncUnannounced = "quick-sync-unannounced", "§1", ["state.changes-announced"],
             "an `accounts.updated` within 10 s of its account's last one is dropped, the sync's new transaction kept (a rate limit on events, as `tests/foreign/node-side-effects`'s `update-silenced` within 3 s)";
         #[seed]
+        ReadEchoesUpdate = "read-echoes-update", "§6", ["state.updates-show-a-change"],
+            "every authorised GET /v1/accounts/{id} sends an accounts.updated of the account (at most once per account every 2 s), with nothing changed (as `tests/foreign/python-wire`'s `read-echo-updated`)";
+        #[seed]
         CreatedAtRestamped = "created-at-restamped", "§2.2", ["state.fixed-fields"],
             "`update_accounts` re-stamps the account's createdAt a day later (announced by accounts.updated)";
         #[seed]

@@ -26,6 +26,8 @@ macro_rules! objects {
             "account numbers are served in full" => account_number_unmasked;
         AccountCreatedAtOffset = "account-created-at-offset", "§2.2", ["accounts.response-schema"],
             "account `createdAt` has a +02:00 offset instead of UTC" => account_created_at_offset;
+        SyncedBeforeCreated = "synced-before-created", "§2.2", ["invariants.clock"],
+            "an account's `lastSyncedAt` is two days before its `createdAt`: synced before it was created" => synced_before_created;
         CreditLimitOnChecking = "credit-limit-on-checking", "§2.2", ["accounts.conditional-fields", "accounts.response-schema"],
             "checking accounts carry `creditLimit`" => credit_limit_on_checking;
         PositionsOnSavings = "positions-on-savings", "§2.2", ["accounts.conditional-fields", "accounts.response-schema"],
@@ -148,6 +150,13 @@ fn account_number_unmasked(o: Object<'_>, v: &mut Value) {
 fn account_created_at_offset(o: Object<'_>, v: &mut Value) {
     if let Object::Account(a) = o {
         v["createdAt"] = json!(offset_timestamp(a.created_at));
+    }
+}
+
+/// `synced-before-created`.
+fn synced_before_created(o: Object<'_>, v: &mut Value) {
+    if let Object::Account(a) = o {
+        v["lastSyncedAt"] = json!(timestamp(a.created_at - chrono::Duration::days(2)));
     }
 }
 

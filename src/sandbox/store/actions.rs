@@ -18,6 +18,9 @@ const SYNCS: u32 = 5;
 /// What a data change did: its account, its transaction, the event's detail and kind.
 type Change = (String, String, EventDetail, &'static str);
 
+/// How often `read-echoes-update` echoes one account's reads at most.
+const ECHO_EVERY_S: i64 = 2;
+
 impl Store {
     /// One control action (§3 lifecycle, see `transitions.rs`; data changes for
     /// `update_accounts` / `delete_transaction`).
@@ -123,6 +126,30 @@ impl Store {
                 false
             }
         }
+    }
+
+    /// [`Mutant::ReadEchoesUpdate`]: an authorised `GET /v1/accounts/{id}` of `client`'s own
+    /// account sends an `accounts.updated` of it, at most once per account every
+    /// [`ECHO_EVERY_S`] seconds, with nothing changed (a refresh hook that notifies on refresh, as
+    /// `tests/foreign/python-wire`'s `read-echo-updated`).
+    pub(in crate::sandbox) fn echo_read(&mut self, client: &str, account_id: &str) {
+        let Ok(account) = self.own_account(client, account_id, false) else { return };
+        let (id, connection_id, client_id) =
+            (account.id.clone(), account.connection_id.clone(), account.client_id.clone());
+        let now = self.now();
+        if self.announced.get(&id).is_some_and(|at| now - *at < chrono::Duration::seconds(ECHO_EVERY_S)) {
+            return;
+        }
+        self.announced.insert(id.clone(), now);
+        self.emit(Event {
+            id: self.flavor.new_id(prefix::EVENT),
+            kind: ACCOUNTS_UPDATED,
+            at: now,
+            client_id,
+            connection_id,
+            detail: EventDetail::AccountsUpdated { account_id: id },
+        });
+        self.flush();
     }
 
     /// [`Mutant::ConnectedReannounced`]: `connection.connected` again, with previousStatus

@@ -99,7 +99,8 @@ pub(crate) struct Store {
     /// Variant `background-sync`: connections that sync on their own, each at its instant, with
     /// the syncs it has left.
     syncs_due: Vec<(std::time::Instant, String, u32)>,
-    /// Mutant `quick-sync-unannounced`: when each account's last `accounts.updated` occurred.
+    /// Mutants `quick-sync-unannounced` and `read-echoes-update`: when each account's last
+    /// `accounts.updated` occurred.
     announced: HashMap<String, DateTime<Utc>>,
     /// Mutant `created-event-lazy`: connections whose `connection.created` waits for an action.
     unannounced: std::collections::HashSet<String>,

@@ -122,14 +122,18 @@ fn classify(late: bool, unannounced: String, account: &str) -> (Kind, String) {
     }
 }
 
-/// Accounts: from the lists, and the balance of §4.4. Returns how many pairs were judged.
+/// Accounts: from the lists, and the balance of §4.4; and each single read of §4.4 against the
+/// single reads before it, on every other field it shows (its shape is not shown, so a single
+/// read is compared with a list only by `state.account-read-agrees`). Returns how many pairs were
+/// judged.
 fn account_fields(model: &Model, kind: Kind, findings: &mut Vec<Finding>) -> usize {
     let mut judged = 0;
     type Seen<'a> = (Instant, &'a Arc<Answer>, Value);
-    let mut accounts: HashMap<(Option<u8>, String), Vec<Seen>> = HashMap::new();
+    // Keyed by view, account and source: the lists (with §4.4's balance), or §4.4's other fields.
+    let mut accounts: HashMap<(Option<u8>, String, bool), Vec<Seen>> = HashMap::new();
     for list in &model.lists {
         for (id, fields) in &list.accounts {
-            accounts.entry((view(&list.answer), id.clone())).or_default().push((
+            accounts.entry((view(&list.answer), id.clone(), false)).or_default().push((
                 list.answer.sent_at,
                 &list.answer,
                 fields.clone(),
@@ -137,13 +141,20 @@ fn account_fields(model: &Model, kind: Kind, findings: &mut Vec<Finding>) -> usi
         }
     }
     for (answer, id, balance) in &model.balances {
-        accounts.entry((view(answer), id.clone())).or_default().push((
+        accounts.entry((view(answer), id.clone(), false)).or_default().push((
             answer.sent_at,
             answer,
             serde_json::json!({ "balance": balance }),
         ));
     }
-    for ((v, id), mut seen) in accounts {
+    for (answer, id, fields) in &model.singles {
+        let mut fields = fields.clone();
+        if let Some(map) = fields.as_object_mut() {
+            map.remove("balance");
+        }
+        accounts.entry((view(answer), id.clone(), true)).or_default().push((answer.sent_at, answer, fields));
+    }
+    for ((v, id, _), mut seen) in accounts {
         seen.sort_by_key(|(at, a, _)| (*at, a.seq));
         let connection = model.connection_of(v, &id);
         // Each field's reads so far, in the order they were sent.
@@ -383,6 +394,18 @@ mod tests {
         }
         let model = log.model(&[]);
         assert_eq!((changes_announced(&model).1.len(), data_after_event(&model).1.len()), (1, 0));
+    }
+
+    /// Single reads (§4.4) against each other, on the fields the list may not show; their
+    /// balance goes with the lists'.
+    #[test]
+    fn single_reads_change_only_with_an_announcement() {
+        let mut log = Log::new();
+        for available in [1.0, 1.0, 0.99] {
+            log.read("v1/accounts/acc_1", &[], json!({"id": "acc_1", "balance": 1.0, "availableBalance": available}));
+        }
+        assert_eq!(changes_announced(&log.model(&[])).1.len(), 1);
+        assert!(changes_announced(&log.model(&[(15, updated())])).1.is_empty(), "an update between");
     }
 
     #[test]

@@ -15,10 +15,25 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The account fields a read of §4.2 shows that change only with an announcement (§1 step 5).
+/// The account fields a read of §4.2 shows that change only with an announcement (§1 step 5),
+/// every field of §2.2 but its id (the classes of docs/checks.md, "Every field classified"):
+/// the optional ones too, as whole values (`institution`, whose `logo` may change with the
+/// rest; `creditLimit`, `currencyBalances`, `positions`, whose shapes are not shown).
 /// `lastSyncedAt` is left out: a sync that found nothing new changes it and nothing else.
-const ACCOUNT_FIELDS: [&str; 8] =
-    ["connectionId", "name", "type", "currency", "balance", "availableBalance", "accountNumber", "createdAt"];
+const ACCOUNT_FIELDS: [&str; 12] = [
+    "connectionId",
+    "name",
+    "type",
+    "currency",
+    "balance",
+    "availableBalance",
+    "accountNumber",
+    "createdAt",
+    "institution",
+    "creditLimit",
+    "currencyBalances",
+    "positions",
+];
 
 /// What each field's meaning allows over time (the rulings of `cases/README.md`): ids and owners
 /// never change (the owners are `state.one-owner`'s), `createdAt` (when the object was created,
@@ -88,6 +103,8 @@ pub(super) struct ListRead {
     pub(super) connection: String,
     /// Each account's id and the fields of [`ACCOUNT_FIELDS`] it has.
     pub(super) accounts: Vec<(String, Value)>,
+    /// Each account's id and the [`fingerprint`] of its whole object, every field it shows.
+    pub(super) whole: Vec<(String, u64)>,
 }
 
 /// A 2xx `GET /v1/accounts/{id}/transactions`.
@@ -145,6 +162,8 @@ pub(super) struct Listing<'a> {
     /// The ids it lists more than once: two items under one id, which names no one object
     /// (§2; `invariants.identity` and `transactions.walk-exactly-once` judge that).
     pub(super) twice: BTreeSet<&'a str>,
+    /// Each item's id and [`fingerprint`], in the order listed.
+    pub(super) items: Vec<(&'a str, u64)>,
 }
 
 /// An id within one client's view ([`view`]).
@@ -167,6 +186,20 @@ pub(super) fn view_of(auth: &Auth) -> Option<u8> {
 fn string(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
 }
+
+/// A field's value as kept: itself when its JSON is at most [`KEPT_BYTES`], else its size and
+/// [`fingerprint`] (a hostile account may carry thousands of positions in every read), which
+/// compare as the value would, by value.
+fn compact(v: &Value) -> Value {
+    let size = v.to_string().len();
+    match size <= KEPT_BYTES {
+        true => v.clone(),
+        false => Value::String(format!("(a value of {size} bytes, fingerprint {:016x})", fingerprint(v))),
+    }
+}
+
+/// The longest value of a field the model keeps as read ([`compact`]).
+const KEPT_BYTES: usize = 2048;
 
 /// A string field short enough to be a timestamp (a hostile page may hold thousands of items
 /// with huge strings: only what can be a time is kept; the schema judges the rest).
@@ -198,10 +231,11 @@ impl Observed {
                 let Value::Array(items) = body else { return };
                 let fields = |a: &Value| -> Value {
                     let kept = ACCOUNT_FIELDS.iter().chain([&LAST_SYNCED_AT]);
-                    Value::Object(kept.filter_map(|f| Some((f.to_string(), a.get(*f)?.clone()))).collect())
+                    Value::Object(kept.filter_map(|f| Some((f.to_string(), compact(a.get(*f)?)))).collect())
                 };
                 let accounts = items.iter().filter_map(|a| Some((string(a, "id")?, fields(a)))).collect();
-                self.lists.push(ListRead { answer: answer.clone(), connection: read.id.clone(), accounts });
+                let whole = items.iter().filter_map(|a| Some((string(a, "id")?, fingerprint(a)))).collect();
+                self.lists.push(ListRead { answer: answer.clone(), connection: read.id.clone(), accounts, whole });
             }
             Endpoint::Account => {
                 let Some(map) = crate::spec::single_account(body) else { return };
@@ -209,7 +243,7 @@ impl Observed {
                     self.balances.push((answer.clone(), read.id.clone(), balance));
                 }
                 if map.get("id").is_none_or(|id| id.as_str() == Some(read.id.as_str())) {
-                    let kept = ACCOUNT_FIELDS.iter().filter_map(|f| Some((f.to_string(), map.get(*f)?.clone())));
+                    let kept = ACCOUNT_FIELDS.iter().filter_map(|f| Some((f.to_string(), compact(map.get(*f)?))));
                     self.singles.push((answer.clone(), read.id.clone(), Value::Object(kept.collect())));
                 }
             }
@@ -325,6 +359,11 @@ impl Model {
         model
     }
 
+    /// Every event under either reading of a whole-second stamp ([`Model::second_reading`]).
+    pub(super) fn every_reading(&self) -> impl Iterator<Item = &Event> {
+        self.events.iter().chain(&self.second_reading)
+    }
+
     /// Whether the connection events of `connection` do not link into one chain (see
     /// [`Model::unlinked`]).
     pub(super) fn unlinked(&self, connection: &str) -> bool {
@@ -357,8 +396,16 @@ impl Model {
         matches!((e.occurred, offset), (Some(s), Some(o)) if s - o - e.unit > self.on_wall(at))
     }
 
+    /// The earliest moment, in this machine's clock, at which the server can have stamped `e`,
+    /// its clock at most `offset` ahead ([`Model::clock_offset`]): its `occurredAt` less the
+    /// offset and one unit of the stamp (a stamp cut reads up to a unit early). `None` without
+    /// a readable `occurredAt`.
+    pub(super) fn occurred_from(&self, e: &Event, offset: chrono::Duration) -> Option<chrono::DateTime<chrono::Utc>> {
+        Some(e.occurred? - offset - e.unit)
+    }
+
     /// The wall time an [`Instant`] of this run was.
-    fn on_wall(&self, at: Instant) -> chrono::DateTime<chrono::Utc> {
+    pub(super) fn on_wall(&self, at: Instant) -> chrono::DateTime<chrono::Utc> {
         let (now, wall) = self.wall;
         wall - chrono::Duration::from_std(now.saturating_duration_since(at)).unwrap_or_default()
     }
@@ -512,16 +559,17 @@ impl Model {
         }
         let mut listings = Vec::new();
         'first: for first in self.pages.iter().filter(|p| p.cursor.is_none()) {
-            let (mut last, mut ids, mut twice) = (first, BTreeSet::new(), BTreeSet::new());
+            let (mut last, mut ids, mut twice, mut items) = (first, BTreeSet::new(), BTreeSet::new(), Vec::new());
             // Bounded by the pages read: each step moves to a later read.
             for _ in 0..=self.pages.len() {
-                for (id, _, _) in &last.items {
+                for (id, print, _) in &last.items {
                     if !ids.insert(id.as_str()) {
                         twice.insert(id.as_str());
                     }
+                    items.push((id.as_str(), *print));
                 }
                 if !last.has_more {
-                    listings.push(Listing { first, last, ids, twice });
+                    listings.push(Listing { first, last, ids, twice, items });
                     continue 'first;
                 }
                 let Some(cursor) = &last.next_cursor else { continue 'first };

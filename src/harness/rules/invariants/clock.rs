@@ -17,10 +17,14 @@
 //! (the other direction). The message names both causes it can have: the server's time, or this
 //! machine's clock.
 //!
-//! Orders between two timestamps of one object or event are not judged here: the spec orders
-//! none of them (`cases/clauses.toml`: createdAt against occurredAt, created_at against
-//! occurredAt, lastSyncedAt against createdAt are all open); only `events.time-follows-chain`'s
-//! order of one connection's events is stated, and judged there.
+//! One order between two timestamps of one object is judged here, in the server's own clock
+//! with no offset: an account is not synced before it was created (§2.2: `createdAt` is when
+//! the account was created, `lastSyncedAt` when it was last synced), by more than
+//! [`SYNC_SLACK`] ([`synced_before_created`]). The spec orders no other two of them (what a
+//! transaction's `createdAt` or an event's `created_at` and `occurredAt` stamp is not said:
+//! docs/checks.md, "Each object's timestamps in one order"); `events.time-follows-chain` orders
+//! one connection's events, and the accounts' `createdAt` against their `connection.connected`
+//! is [`accounts_before_connected`]'s.
 
 use super::{finding, Record, Verdict, MAX_FINDINGS};
 use crate::harness::rules::delivery::event_moment;
@@ -96,7 +100,11 @@ fn moment(v: Option<&Value>) -> Option<DateTime<Utc>> {
 }
 
 pub(crate) fn judge(record: &Record) -> Verdict {
-    let Some(bound) = offset_bound(record) else { return Verdict::default() };
+    let mut ordered = Vec::new();
+    let synced = synced_before_created(record, &mut ordered);
+    let Some(bound) = offset_bound(record) else {
+        return Verdict { judged: synced, found: ordered, ..Verdict::default() };
+    };
     let offset = bound.min(MAX_SKEW);
     let ahead = |at: DateTime<Utc>, observed: DateTime<Utc>| at - (observed + offset);
     let (mut judged, mut found) = (0, Vec::new());
@@ -174,8 +182,42 @@ pub(crate) fn judge(record: &Record) -> Verdict {
             if n == 1 { "" } else { "s" }
         )),
     }
+    found.extend(ordered);
     found.truncate(MAX_FINDINGS);
-    Verdict { judged, found, unweighed }
+    Verdict { judged: judged + synced, found, unweighed }
+}
+
+/// How much earlier than its `createdAt` an account's `lastSyncedAt` may be: a server may stamp
+/// the sync that brought the account as it starts, and store the account (its `createdAt`) when
+/// the sync ends. No sync of a run lasts an hour.
+pub(crate) const SYNC_SLACK: Duration = Duration::hours(1);
+
+/// §2.2: an account is not synced before it was created. Every account object of a 2xx answer
+/// with both stamps (either format of ISO 8601) is judged, in the server's own clock: a
+/// `lastSyncedAt` more than [`SYNC_SLACK`] before the `createdAt` beside it fails (once per
+/// account). Returns how many objects were judged.
+fn synced_before_created(record: &Record, found: &mut Vec<Failure>) -> usize {
+    let (mut judged, mut told) = (0, BTreeSet::new());
+    for seen in record.answers.iter().filter(|a| a.ok()) {
+        for object in seen.objects.iter().filter(|o| o.kind == super::Kind::Account) {
+            let created = parsed(object.fields.get("createdAt"));
+            let (Some(created), Some(synced)) = (created, parsed(object.fields.get("lastSyncedAt"))) else { continue };
+            judged += 1;
+            if created - synced > SYNC_SLACK && told.insert(object.id.clone()) {
+                let detail = format!(
+                    "account {}'s lastSyncedAt {} is {} h before its createdAt {}: an account is not synced before it \
+                     was created (§2.2; a sync may be stamped up to {} h before the account it brings)",
+                    object.id,
+                    synced.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    (created - synced).num_hours(),
+                    created.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    SYNC_SLACK.num_hours()
+                );
+                found.push(finding(detail, &[seen.seq], &[]).requested(&seen.request));
+            }
+        }
+    }
+    judged
 }
 
 /// How many connections of the run have event times their chain contradicts

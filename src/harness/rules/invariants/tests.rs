@@ -580,3 +580,20 @@ fn cause_judges_refused_reads_by_the_connection_events_that_followed() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].to_string().contains("leaving CONNECTED") && found[0].to_string().contains("in 3 of the 3"));
 }
+
+#[test]
+fn an_account_synced_over_an_hour_before_it_was_created_fails() {
+    let listed = |synced: i64| {
+        let mut r = Record::default();
+        let account =
+            json!({"id": "acc_1", "connectionId": "conn_1", "createdAt": stamp(0), "lastSyncedAt": stamp(synced)});
+        add(&mut r, "GET", "v1/connections/conn_1/accounts", Credential::Key(Client::First), 200, 10, json!([account]));
+        clock::judge(&r)
+    };
+    // No creation event: the order needs no clock offset.
+    let v = listed(-2 * 3_600_000);
+    assert_eq!((v.judged, v.found.len()), (1, 1), "{:?}", v.found);
+    assert!(v.found[0].to_string().contains("not synced before it was created"), "{:?}", v.found);
+    assert!(listed(-3_000_000).found.is_empty(), "within the hour a sync may last");
+    assert!(listed(400 * 86_400_000).found.is_empty(), "synced long after: open");
+}
