@@ -179,6 +179,8 @@ family! {
         ListIncomplete = "list-incomplete", "§4.2";
         /// A single read of an account disagrees with its connection's list (§4.4).
         ReadDisagrees = "account-read-disagrees", "§4.4";
+        /// An `accounts.updated` after which the account and its transactions read as before (§6).
+        NoChange = "update-shows-no-change", "§6";
     }
 }
 
@@ -197,6 +199,8 @@ family! {
         EventAhead = "event-ahead", "§6.2";
         /// An object's timestamp after the answer that showed it (§2.2, §2.3).
         TimestampAhead = "timestamp-ahead", "§2.2";
+        /// An account synced well before it was created (§2.2).
+        SyncedBeforeCreated = "synced-before-created", "§2.2";
         /// Every `connection.created` stamped minutes before its creation was sent (§6.2).
         ClockBehind = "clock-behind", "§6.2";
         /// An account created well after its connection was announced connected (§3.1, §2.2).

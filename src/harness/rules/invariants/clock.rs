@@ -213,7 +213,11 @@ fn synced_before_created(record: &Record, found: &mut Vec<Failure>) -> usize {
                     created.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                     SYNC_SLACK.num_hours()
                 );
-                found.push(finding(detail, &[seen.seq], &[]).requested(&seen.request));
+                let problem = Problem::found(K::SyncedBeforeCreated, [object.id.clone()], detail).expecting(
+                    format!("lastSyncedAt no more than {} h before createdAt", SYNC_SLACK.num_hours()),
+                    format!("{} h before", (created - synced).num_hours()),
+                );
+                found.push(finding(problem, &[seen.seq], &[]).requested(&seen.request));
             }
         }
     }
