@@ -50,7 +50,10 @@ pub use harness::setup::config::RunConfig;
 pub use harness::transport::driver::{Answer, DriveArgs, DriveFuture, Driver, DriverAction};
 pub use harness::vocab::catalogue::{Case, Level, Need};
 pub use harness::vocab::errors::{ExpectError, ReportWriteError, SelectionError, SetupError, UrlProblem};
-pub use harness::vocab::kind::{AccountKind, ConnectionKind, Kind, TransactionKind};
+pub use harness::vocab::kind::{
+    AccountKind, AnswerKind, AuthKind, ConnectionKind, EventKind, HttpKind, InvariantKind, IsolationKind, Kind,
+    LifecycleKind, ReactionKind, SecretKind, StateKind, TransactionKind, WalkKind, WidgetKind,
+};
 pub use harness::vocab::note::Note;
 pub use harness::vocab::outcome::{
     CaseResult, Consequence, Contrast, Counts, ErrorSource, Evidence, Failure, Foundation, Gate, IgnoreCause, Outcome,

@@ -108,10 +108,11 @@ async fn refused_when_created(ctx: &RunContext) -> Result<(), Stop> {
             return Err(Stop::ignore("the target connected the new connection on its own before it could be read"));
         }
     }
-    Err(exchange.fail(format!(
-        "expected a refusal (any non-2xx) while the connection is CREATED (§3.2), got {}",
-        exchange.summary()
-    )))
+    let detail =
+        format!("expected a refusal (any non-2xx) while the connection is CREATED (§3.2), got {}", exchange.summary());
+    let problem = Problem::found(AccountKind::ServedWhenCreated, [created.connection_id.clone()], detail)
+        .expecting("a refusal (any non-2xx)", exchange.summary());
+    Err(exchange.fails(problem))
 }
 
 /// §4.2: every accounts answer validates against accounts.json.

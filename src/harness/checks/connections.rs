@@ -94,7 +94,8 @@ async fn fresh_ids(ctx: Arc<RunContext>) -> Result<(), Stop> {
                 n + 1,
                 creation.id
             );
-            return Err(Stop::Fail(Failure::from(message).on_answer(Some(first)).on_answer(Some(creation.seq))));
+            let problem = Problem::found(ConnectionKind::IdRepeated, [creation.id.clone()], message);
+            return Err(Stop::Fail(Failure::from(problem).on_answer(Some(first)).on_answer(Some(creation.seq))));
         }
     }
     Ok(())
@@ -108,5 +109,6 @@ async fn id_shape(ctx: Arc<RunContext>) -> Result<(), Stop> {
         return Ok(());
     }
     let message = format!("{REQUEST}: connectionId {:?} differs from the samples' shape (conn_ + 26 upper-case alphanumerics); allowed, noted only", created.connection_id);
-    Err(Stop::Fail(Failure::from(message).shown_by(created.answer)))
+    let problem = Problem::found(ConnectionKind::IdShape, [created.connection_id.clone()], message);
+    Err(Stop::Fail(Failure::from(problem).shown_by(created.answer)))
 }

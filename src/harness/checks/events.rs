@@ -10,7 +10,8 @@ use crate::harness::rules::event_rules;
 use crate::harness::rules::invariants::{Record, Verdict};
 use crate::harness::setup::session::Webhooks;
 use crate::harness::transport::answers::{Auth, Creation};
-use crate::harness::vocab::outcome::{Failure, Problems, Stop};
+use crate::harness::vocab::kind::EventKind;
+use crate::harness::vocab::outcome::{Failure, Problem, Problems, Stop};
 use crate::spec::{Action, ConnectionState};
 use std::sync::Arc;
 
@@ -117,7 +118,12 @@ fn reentries_everywhere(record: &Record) -> Verdict {
                 .count()
         };
         for (problem, events) in chain::unexplained_reentries(ds, accepted) {
-            verdict.found.push(event_rules::on(&events, format!("connection {connection}: {problem}")));
+            let detail = format!("connection {connection}: {problem}");
+            let mut found = Problem::found(EventKind::Reentered, [connection.clone()], detail);
+            if let crate::harness::vocab::errors::ChainError::NoChange { count, actions, state, .. } = &problem {
+                found = found.expecting(format!("{actions} re-entries of {state} at most"), format!("{count}"));
+            }
+            verdict.found.push(event_rules::on(&events, found));
         }
     }
     verdict
@@ -232,12 +238,16 @@ pub(crate) async fn creations_announced(ctx: &RunContext, selected: &[&str]) {
         let waited = c.answered_at.elapsed().as_secs_f64();
         ctx.report_to(
             CREATED_ANNOUNCED,
-            Failure::from(format!(
-                "POST /v1/connections answered {} ({whose}), and no {created} naming it arrived in the {waited:.0} s \
-                 after, while {later} delivery(ies) about the same client's other connections arrived after it: a \
-                 creation is announced (§3.2), whether or not anything drives the connection (an announcement \
-                 later than the run is not told from none)",
-                c.id
+            Failure::from(Problem::found(
+                EventKind::CreatedMissing,
+                [c.id.clone()],
+                format!(
+                    "POST /v1/connections answered {} ({whose}), and no {created} naming it arrived in the {waited:.0} \
+                     s after, while {later} delivery(ies) about the same client's other connections arrived after it: \
+                     a creation is announced (§3.2), whether or not anything drives the connection (an announcement \
+                     later than the run is not told from none)",
+                    c.id
+                ),
             ))
             .on_answer(Some(c.seq)),
         );
@@ -255,7 +265,10 @@ async fn time_follows_chain(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let mut problems = Problems::default();
     for (connection, deliveries) in tour.connections()? {
         for contradiction in chain::time_contradictions(deliveries) {
-            problems.add(event_rules::on(deliveries, format!("{connection}: {contradiction}")));
+            let detail = format!("{connection}: {}", contradiction.said);
+            let problem = Problem::found(EventKind::TimeContradicts, [connection.to_string()], detail)
+                .expecting(contradiction.expected, contradiction.actual);
+            problems.add(event_rules::on(deliveries, problem));
         }
     }
     problems.finish()

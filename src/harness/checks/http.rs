@@ -5,7 +5,8 @@
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::rules::http;
 use crate::harness::rules::invariants::{finding, Endpoint, Record, Seen, Verdict, MAX_FINDINGS};
-use crate::harness::vocab::outcome::Stop;
+use crate::harness::vocab::kind::HttpKind;
+use crate::harness::vocab::outcome::{Problem, Stop};
 use std::sync::Arc;
 
 super::cases! {
@@ -41,21 +42,34 @@ pub(super) fn made<T>(result: Result<T, Stop>) -> Result<Option<T>, Stop> {
     }
 }
 
-/// `problem` of each answer it finds one in, over every answer of the record.
-fn over_answers(record: &Record, judged: impl Fn(&Seen) -> bool, problem: impl Fn(&Seen) -> Option<String>) -> Verdict {
+/// What a rule of `kind` expects of an answer, and what the answer showed instead.
+type Contrast = fn(&Seen) -> (String, String);
+
+/// `problem` of each answer it finds one in, over every answer of the record: a finding of
+/// `kind`, with what was expected against what came (`contrast`).
+fn over_answers(
+    record: &Record,
+    (kind, contrast): (HttpKind, Contrast),
+    judged: impl Fn(&Seen) -> bool,
+    problem: impl Fn(&Seen) -> Option<String>,
+) -> Verdict {
     let (mut verdict, mut more) = (Verdict::default(), 0);
     for seen in record.answers.iter().filter(|s| judged(s)) {
         verdict.judged += 1;
         match problem(seen) {
             Some(_) if verdict.found.len() >= MAX_FINDINGS => more += 1,
             Some(p) => {
-                verdict.found.push(finding(format!("{} ({}): {p}", seen.request, seen.status), &[seen.seq], &[]))
+                let (expected, actual) = contrast(seen);
+                let detail = format!("{} ({}): {p}", seen.request, seen.status);
+                let problem = Problem::found(kind, [seen.id.clone()], detail).expecting(expected, actual);
+                verdict.found.push(finding(problem, &[seen.seq], &[]))
             }
             None => {}
         }
     }
     if more > 0 {
-        verdict.found.push(finding(format!("and {more} more answers with a problem of the same rule"), &[], &[]));
+        let detail = format!("and {more} more answers with a problem of the same rule");
+        verdict.found.push(finding(Problem::found(kind, [], detail), &[], &[]));
     }
     verdict
 }
@@ -63,14 +77,26 @@ fn over_answers(record: &Record, judged: impl Fn(&Seen) -> bool, problem: impl F
 /// Every answer whose `Content-Encoding` names a coding its bytes do not decode as (RFC 9110
 /// §8.4; §4: bodies are JSON). A coding the harness does not decode is not judged.
 fn coding_everywhere(record: &Record) -> Verdict {
-    over_answers(record, |s| s.status != 0, |s| http::coding_problem(&s.coding))
+    let contrast: Contrast = |s| {
+        let named = match &s.coding {
+            http::Coding::Undecodable { coding, .. } => coding.clone(),
+            _ => String::new(),
+        };
+        (format!("a body that decodes as {named}"), format!("bytes that do not decode as {named}"))
+    };
+    over_answers(record, (HttpKind::Coding, contrast), |s| s.status != 0, |s| http::coding_problem(&s.coding))
 }
 
 /// Every 2xx answer of §4's endpoints that labels its body (§4: bodies are JSON; RFC 9110 §8.3).
 /// Error answers are not judged: their bodies are not shown (§7).
 fn media_types_everywhere(record: &Record) -> Verdict {
+    let contrast: Contrast = |s| {
+        let given = crate::harness::vocab::redact::shorten(s.content_type.as_deref().unwrap_or_default(), 80);
+        ("a JSON media type".to_string(), format!("Content-Type {given:?}"))
+    };
     over_answers(
         record,
+        (HttpKind::MediaType, contrast),
         |s| s.ok() && s.status != 204 && s.endpoint != Endpoint::Other,
         |s| http::media_type_problem(s.content_type.as_deref()),
     )
@@ -79,15 +105,23 @@ fn media_types_everywhere(record: &Record) -> Verdict {
 /// Every answer whose status its request rules out (RFC 9110 §15.3.7, §15.4.5; §4.2 and §4.3
 /// answer 200): the harness sends no `Range` and no condition, so none may be a 206 or a 304.
 fn statuses_everywhere(record: &Record) -> Verdict {
-    over_answers(record, |s| s.status != 0, |s| http::status_problem(s.status))
+    let contrast: Contrast = |s| {
+        ("a status other than 206 and 304 (no Range, no condition sent)".to_string(), format!("status {}", s.status))
+    };
+    over_answers(record, (HttpKind::Status, contrast), |s| s.status != 0, |s| http::status_problem(s.status))
 }
 
 /// Every 2xx JSON answer one of whose objects repeats a name with another value (RFC 8259 §4;
 /// §2.2 and §2.3 give each field one value): which of the two a client reads is unpredictable.
 /// A name repeated with the same value is not judged (the RFC only recommends unique names).
 fn repeats_everywhere(record: &Record) -> Verdict {
+    let contrast: Contrast = |s| {
+        let name = crate::harness::vocab::redact::shorten(s.repeated.as_deref().unwrap_or_default(), 64);
+        (format!("one value for {name:?}"), format!("{name:?} twice, with two different values"))
+    };
     over_answers(
         record,
+        (HttpKind::RepeatedName, contrast),
         |s| s.ok() && s.endpoint != Endpoint::Other,
         |s| {
             s.repeated.as_ref().map(|name| {

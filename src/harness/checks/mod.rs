@@ -100,7 +100,8 @@ pub(crate) type ModelRule = fn(&state::Model) -> (usize, Vec<Finding>);
 
 /// A problem a model rule found, with the answer that shows it.
 pub(crate) struct Finding {
-    pub problem: String,
+    /// What it found, typed (its kind, the ids it is about, what it compared).
+    pub problem: Problem,
     pub answer: Arc<Answer>,
     /// Whether a delivery that has not arrived yet could explain it (a late event, §6.3).
     pub awaits_event: bool,
@@ -219,7 +220,9 @@ pub(crate) fn derive_from_misnamed(
     found: &mut Option<Judged>,
 ) {
     if id == MISNAMED_OWNER {
-        let failure = m.deliveries.iter().fold(Failure::from(m.to_string()), |f, seq| f.on_delivery(*seq));
+        let problem =
+            Problem::found(crate::harness::vocab::kind::EventKind::Misnamed, [m.connection.clone()], m.to_string());
+        let failure = m.deliveries.iter().fold(Failure::from(problem), |f, seq| f.on_delivery(*seq));
         found.get_or_insert_with(Default::default).problems.insert(0, failure);
     } else if ON_EVENT_CONNECTION.contains(&id) {
         found.get_or_insert_with(Default::default).blocked = Some(Blocked {

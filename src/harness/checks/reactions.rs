@@ -3,7 +3,8 @@
 
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::rules::delivery::{self, Delivery};
-use crate::harness::vocab::outcome::Stop;
+use crate::harness::vocab::kind::ReactionKind;
+use crate::harness::vocab::outcome::{Problem, Stop};
 use crate::spec::{self, Action};
 use serde_json::Value;
 use std::sync::Arc;
@@ -94,11 +95,14 @@ async fn balances_agree(ctx: &RunContext, id: &str, account: &str) -> Result<Opt
         return Ok(None);
     }
     let was = was.map_or_else(|| "no balance".to_string(), |b| b.to_string());
-    Ok(Some(one.cites(format!(
+    let detail = format!(
         "after {} for {account}: {} shows balance {got}, GET /v1/connections/{id}/accounts shows {was} just before it and {want} just after",
         spec::ACCOUNTS_UPDATED,
         one.request
-    ))))
+    );
+    let problem = Problem::found(ReactionKind::Balance, [account.to_string()], detail)
+        .expecting(format!("balance {want} (or {was})"), format!("balance {got}"));
+    Ok(Some(one.cites(problem)))
 }
 
 async fn transaction_deleted(ctx: Arc<RunContext>) -> Result<(), Stop> {

@@ -10,7 +10,7 @@
 use super::{connections, Judged};
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::transport::answers::Auth;
-use crate::harness::vocab::outcome::{CaseResult, Consequence, ErrorSource, Failure, Foundation, Outcome};
+use crate::harness::vocab::outcome::{CaseResult, Consequence, ErrorSource, Failure, Foundation, Outcome, Problem};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -258,7 +258,8 @@ pub(crate) fn rests_on_transaction_id(id: &str) -> bool {
 pub(crate) fn derive(id: &str, r: &Reused, found: &mut Option<Judged>) {
     let owner = r.owner();
     if id == owner {
-        let failure = r.answers.iter().fold(Failure::from(r.to_string()), |f, seq| f.on_answer(Some(*seq)));
+        let problem = Problem::found(crate::harness::vocab::kind::InvariantKind::IdReused, [], r.to_string());
+        let failure = r.answers.iter().fold(Failure::from(problem), |f, seq| f.on_answer(Some(*seq)));
         found.get_or_insert_with(Default::default).problems.insert(0, failure);
     } else if r.blocks(id) {
         found.get_or_insert_with(Default::default).blocked = Some(crate::harness::checks::Blocked {

@@ -2,7 +2,8 @@
 
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::transport::http::Exchange;
-use crate::harness::vocab::outcome::{Problems, Stop};
+use crate::harness::vocab::kind::AnswerKind;
+use crate::harness::vocab::outcome::{Problem, Problems, Stop};
 use crate::spec::prefix;
 use std::sync::Arc;
 
@@ -14,7 +15,9 @@ super::cases! {
 
 fn no_server_error(exchange: &Exchange, problems: &mut Problems) {
     if exchange.is_server_error() {
-        problems.add_at(exchange.seq, format!("{}: expected no 5xx, got {}", exchange.request, exchange.summary()));
+        let detail = format!("{}: expected no 5xx, got {}", exchange.request, exchange.summary());
+        let problem = Problem::found(AnswerKind::ServerError, [], detail).expecting("no 5xx", exchange.summary());
+        problems.add_at(exchange.seq, problem);
     }
 }
 

@@ -5,7 +5,8 @@ use crate::harness::transport::browser;
 use crate::harness::transport::elsewhere::Opened;
 use crate::harness::transport::http::Exchange;
 use crate::harness::transport::probe::{Probe, Received};
-use crate::harness::vocab::outcome::{ensure, Failure, IgnoreCause, Problems, Stop};
+use crate::harness::vocab::kind::WidgetKind as W;
+use crate::harness::vocab::outcome::{ensure_found, Failure, IgnoreCause, Problem, Problems, Stop};
 use crate::harness::vocab::redact;
 use std::sync::Arc;
 
@@ -49,7 +50,9 @@ async fn fetch(ctx: &RunContext) -> Result<Exchange, Stop> {
     // redirects followed.
     let exchange = ctx.api.fetch_asset(&["widget", &format!("{service}-connect.js")]).await?;
     let why = causes(service, exchange.status);
-    exchange.ensure(exchange.is_success(), || format!("expected 2xx, got {}{why}", exchange.summary()))?;
+    exchange.ensure_found(W::NotServed, exchange.is_success(), || {
+        format!("expected 2xx, got {}{why}", exchange.summary())
+    })?;
     Ok(exchange)
 }
 
@@ -78,9 +81,12 @@ async fn served(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let exchange = fetch(&ctx).await?;
     let media =
         exchange.content_type.as_deref().unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    exchange.ensure(JS_TYPES.contains(&media.as_str()), || {
-        format!("expected a JavaScript content type, got {:?}", exchange.content_type.as_deref().unwrap_or("none"))
-    })
+    if JS_TYPES.contains(&media.as_str()) {
+        return Ok(());
+    }
+    let given = format!("{:?}", exchange.content_type.as_deref().unwrap_or("none"));
+    let detail = format!("expected a JavaScript content type, got {given}");
+    Err(exchange.fails(Problem::found(W::MediaType, [], detail).expecting("a JavaScript content type", given)))
 }
 
 /// Advisory fallback for runs without a browser: §1 says the global's `open` takes the token,
@@ -91,7 +97,7 @@ async fn defines_open(ctx: Arc<RunContext>) -> Result<(), Stop> {
         return global_open(ctx).await;
     }
     let exchange = fetch(&ctx).await?;
-    exchange.ensure(exchange.body.contains("open"), || {
+    exchange.ensure_found(W::NoOpen, exchange.body.contains("open"), || {
         format!("the script never mentions `open` ({})", browser::INSTALL_HINT)
     })
 }
@@ -124,7 +130,7 @@ async fn loads_cross_origin(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let session = ctx.browser.get(ctx.plan.browser.as_deref()).await?;
     let url = script_url(&ctx);
     let loaded = session.loads_elsewhere(&url, &ctx.browser.headers).await?;
-    ensure(loaded, || {
+    ensure_found(W::LoadsCrossOrigin, loaded, || {
         format!(
             "{url}: a page of another origin (a client's frontend, holding no key) could not load the script, which \
              its own origin loads (a Cross-Origin-Resource-Policy or similar refusal)"
@@ -182,19 +188,25 @@ fn refused_for_cors(url: &str, opened: &Opened, headers: bool) -> Result<(), Sto
     }
     if n > 0 {
         let reached = if opened.called { " and called `open`" } else { "" };
-        return Err(Stop::fail(format!(
+        return Err(Stop::found(
+            W::OpensCrossOrigin,
+            format!(
             "{url}: in a page of another origin (a client's frontend) that loaded the script{reached}, the browser \
              refused {n} of the widget's requests for CORS, so it cannot work in any client's page: {list}"
-        )));
+        ),
+        ));
     }
     if !opened.asked_page_origin.is_empty() {
         let asked: Vec<String> = opened.asked_page_origin.iter().map(|a| printable(a)).collect();
-        return Err(Stop::fail(format!(
+        return Err(Stop::found(
+            W::OpensCrossOrigin,
+            format!(
             "{url}: in a page of another origin (a client's frontend, which serves its page only), the widget asked \
              the page's own origin for {}: a URL resolved against the client's page, not the service (§1 item 2: the \
              widget is hosted by the service), so it works only on the service's own origin",
             asked.join("; ")
-        )));
+        ),
+        ));
     }
     if !opened.called {
         let what = if opened.found { "could not call `open`" } else { "found no global with `open` within 10 s" };
@@ -226,12 +238,12 @@ async fn script_runs(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let probe = probe(&ctx).await?;
     let url = script_url(&ctx);
     if probe.load_failed {
-        return Err(Stop::fail(format!(
-            "{url}: the browser could not load the script{}",
-            both_answers(&ctx, &probe).await
-        )));
+        return Err(Stop::found(
+            W::ScriptRuns,
+            format!("{url}: the browser could not load the script{}", both_answers(&ctx, &probe).await),
+        ));
     }
-    ensure(probe.errors.is_empty(), || {
+    ensure_found(W::ScriptRuns, probe.errors.is_empty(), || {
         format!("{url}: running the script threw in the browser: {}", printable(&probe.errors.join(" | ")))
     })
 }
@@ -260,17 +272,26 @@ async fn global_open(ctx: Arc<RunContext>) -> Result<(), Stop> {
         return Ok(());
     }
     if probe.load_failed || !probe.errors.is_empty() {
-        return Err(Stop::fail(format!(
-            "{url}: no global with an `open` function: the script did not run through (see widget.script-runs)"
-        )));
+        return Err(Stop::found(
+            W::GlobalOpen,
+            format!(
+                "{url}: no global with an `open` function: the script did not run through (see widget.script-runs)"
+            ),
+        ));
     }
     if probe.added.is_empty() {
-        return Err(Stop::fail(format!("{url}: after the script ran (and 10 s more), no new global exists")));
+        return Err(Stop::found(
+            W::GlobalOpen,
+            format!("{url}: after the script ran (and 10 s more), no new global exists"),
+        ));
     }
-    Err(Stop::fail(format!(
-        "{url}: the script added globals, none with an `open` function: {}",
-        printable(&probe.open_types.join(", "))
-    )))
+    Err(Stop::found(
+        W::GlobalOpen,
+        format!(
+            "{url}: the script added globals, none with an `open` function: {}",
+            printable(&probe.open_types.join(", "))
+        ),
+    ))
 }
 
 /// §1 step 2: `open` takes the widget token, the connection id and `onSuccess`. The spec
@@ -286,7 +307,7 @@ async fn open_accepts_token(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let Some(call) = &probe.call else {
         return Err(Stop::ignore("POST /v1/connections gave no widget token to call `open` with"));
     };
-    ensure(call.accepted.is_some(), || {
+    ensure_found(W::OpenAcceptsToken, call.accepted.is_some(), || {
         format!(
             "{url}: {}.open threw with a fresh widget token and connection id in both forms: {}",
             printable(global),
@@ -297,7 +318,7 @@ async fn open_accepts_token(ctx: Arc<RunContext>) -> Result<(), Stop> {
     // argument at all fails. A widget that calls it only once a person signs in is not judged
     // here (the case's title says "where it calls it").
     let bare = probe.successes.iter().filter(|args| args.trim() == "[]").count();
-    ensure(bare == 0, || {
+    ensure_found(W::OpenAcceptsToken, bare == 0, || {
         format!(
             "{url}: the widget called onSuccess with no argument ({bare} of {} calls), where §1 item 2 says the \
              callback receives a metadata argument",
@@ -319,7 +340,7 @@ fn printable(text: &str) -> String {
 async fn no_api_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let exchange = fetch(&ctx).await?;
     let mut keys = ctx.api.keys();
-    exchange.ensure(!keys.any(|k| exchange.body.contains(k)), || {
+    exchange.ensure_found(W::KeyInScript, !keys.any(|k| exchange.body.contains(k)), || {
         "the script contains an API key of this run (§5.2: keys never reach a frontend)".to_string()
     })
 }
@@ -343,17 +364,16 @@ async fn token_no_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
         let value = created.body.get(field).map(ToString::to_string).unwrap_or_default();
         if let Some(key) = revealed_key(&ctx, &value) {
             found = true;
-            problems.add_at(created.answer, format!(
+            let detail = format!(
                 "POST /v1/connections: `{field}` carries {key} or a piece of it (plain or encoded); the frontend gets it (§5.2, §5.3)"
-            ));
+            );
+            problems.add_at(created.answer, Problem::found(W::KeyInToken, [], detail));
         }
     }
     if !found {
         if let Some(key) = revealed_key(&ctx, &created.body.to_string()) {
-            problems.add_at(
-                created.answer,
-                format!("POST /v1/connections: the answer carries {key} or a piece of it (plain or encoded)"),
-            );
+            let detail = format!("POST /v1/connections: the answer carries {key} or a piece of it (plain or encoded)");
+            problems.add_at(created.answer, Problem::found(W::KeyInToken, [], detail));
         }
     }
     problems.finish()
@@ -364,7 +384,7 @@ async fn token_no_key(ctx: Arc<RunContext>) -> Result<(), Stop> {
 async fn no_key_derivative(ctx: Arc<RunContext>) -> Result<(), Stop> {
     let exchange = fetch(&ctx).await?;
     let body = ctx.api.keys().fold(exchange.body.clone(), |body, key| body.replace(key, ""));
-    exchange.ensure(revealed_key(&ctx, &body).is_none(), || {
+    exchange.ensure_found(W::KeyInScript, revealed_key(&ctx, &body).is_none(), || {
         format!(
             "the script carries a piece of {} (plain or encoded; §5.2: keys never reach a frontend)",
             revealed_key(&ctx, &body).unwrap_or("an API key")
@@ -407,10 +427,14 @@ fn no_key_received(
     for (seq, received) in (0u64..).zip(received) {
         if let Some(key) = revealed(&received.text) {
             problems.add(
-                Failure::from(format!(
-                    "{}: the widget's page received {key} or a piece of it (plain or encoded) (§5.2: keys never reach \
-                     a frontend)",
-                    printable(&received.what)
+                Failure::from(Problem::found(
+                    W::KeyInFrontend,
+                    [],
+                    format!(
+                        "{}: the widget's page received {key} or a piece of it (plain or encoded) (§5.2: keys never \
+                         reach a frontend)",
+                        printable(&received.what)
+                    ),
                 ))
                 .on_received(seq),
             );

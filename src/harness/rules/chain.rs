@@ -133,7 +133,7 @@ pub(crate) fn unexplained_reentries(
 /// where every reading of the chain forces that order, without trusting arrival order: a state
 /// entered by exactly one event (and by no short form, which may be taken again). Equal times
 /// pass. Returns each contradiction, for messages.
-pub(crate) fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
+pub(crate) fn time_contradictions(deliveries: &[Delivery]) -> Vec<Contradiction> {
     let events = unique(deliveries);
     let state_of = |d: &Delivery| d.event_type().and_then(ConnectionState::from_event_type);
     let occurred = |d: &Delivery| {
@@ -160,15 +160,28 @@ pub(crate) fn time_contradictions(deliveries: &[Delivery]) -> Vec<String> {
         }
         if let (Some((at, text)), Some((before, before_text))) = (occurred(d), occurred(entered)) {
             if at < before {
-                out.push(format!(
-                    "{} occurred at {text}, before {} (at {before_text}) entered the state it leaves",
-                    d.label(),
-                    entered.label()
-                ));
+                out.push(Contradiction {
+                    said: format!(
+                        "{} occurred at {text}, before {} (at {before_text}) entered the state it leaves",
+                        d.label(),
+                        entered.label()
+                    ),
+                    expected: format!("occurredAt {before_text} or later"),
+                    actual: format!("occurredAt {text}"),
+                });
             }
         }
     }
     out
+}
+
+/// An event whose `occurredAt` is before the event that entered the state it leaves: the
+/// sentence, and the times compared.
+#[derive(Debug)]
+pub(crate) struct Contradiction {
+    pub said: String,
+    pub expected: String,
+    pub actual: String,
 }
 
 fn index(state: ConnectionState) -> usize {

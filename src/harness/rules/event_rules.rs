@@ -5,8 +5,9 @@
 
 use crate::harness::rules::chain;
 use crate::harness::rules::delivery::{distinct, labels, Delivery, Recipient};
+use crate::harness::vocab::kind::EventKind;
 use crate::harness::vocab::outcome::{validate, Problems};
-use crate::harness::vocab::outcome::{Failure, Stop};
+use crate::harness::vocab::outcome::{Failure, Problem, Stop};
 use crate::schemas::Schema;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -22,9 +23,15 @@ pub(crate) fn what(d: &Delivery) -> String {
     }
 }
 
-/// A finding resting on `deliveries` (by their `seq`): what the reports link and replay.
-pub(crate) fn on<'a>(deliveries: impl IntoIterator<Item = &'a Delivery>, message: String) -> Failure {
-    deliveries.into_iter().fold(Failure::from(message), |f, d| f.on_delivery(d.seq))
+/// The finding `problem`, resting on `deliveries` (by their `seq`): what the reports link and
+/// replay.
+pub(crate) fn on<'a>(deliveries: impl IntoIterator<Item = &'a Delivery>, problem: Problem) -> Failure {
+    deliveries.into_iter().fold(Failure::from(problem), |f, d| f.on_delivery(d.seq))
+}
+
+/// The id of the event `d` carries, if it names one (the ids a finding about it is about).
+pub(crate) fn event_id(d: &Delivery) -> Option<String> {
+    d.body.get("id").and_then(Value::as_str).map(str::to_string)
 }
 
 fn show(v: Option<&Value>) -> String {
@@ -36,18 +43,20 @@ pub(crate) fn schema(deliveries: &[Delivery]) -> Result<(), Stop> {
     let mut problems = Problems::default();
     for d in distinct(deliveries) {
         if d.body.is_null() {
-            problems.add(on([&d], format!("{}: body is not JSON", what(&d))));
+            let detail = format!("{}: body is not JSON", what(&d));
+            problems.add(on([&d], Problem::found(EventKind::NotJson, d.connection_id().map(str::to_string), detail)));
         } else if let Some(batch) = d.body.as_array() {
             let message = format!(
                 "{}: body is a JSON array of {} (a batch); §6.1 shows one event object per delivery",
                 what(&d),
                 batch.len()
             );
-            problems.add(on([&d], message));
+            problems.add(on([&d], Problem::found(EventKind::Batch, d.connection_id().map(str::to_string), message)));
         } else if let Err(e) = validate(Schema::WebhookEvent, &d.body, &what(&d)) {
             // The delivery is the evidence: its body, cut, in the message (which the run redacts).
             let body = crate::harness::vocab::redact::shorten(&d.body.to_string(), 240);
-            problems.add(on([&d], format!("{e}; the delivery's body: {body}")));
+            let detail = format!("{e}; the delivery's body: {body}");
+            problems.add(on([&d], Problem::found(EventKind::Schema, event_id(&d), detail)));
         }
     }
     problems.finish()
@@ -73,7 +82,7 @@ pub(crate) fn deliveries_are_events(all: &[Delivery], judged: &HashSet<String>) 
     // depends on timing; the deliveries are the evidence (the first three of each kind).
     for (kind, ds) in &kinds {
         let message = format!("a delivery posted to a client's webhook address is no event (§6.1): {kind}");
-        problems.add(on(ds.iter().take(3).copied(), message));
+        problems.add(on(ds.iter().take(3).copied(), Problem::found(EventKind::NoEvent, [], message)));
     }
     let others: Vec<Delivery> =
         all.iter().filter(|d| d.is_event() && d.connection_id().is_none() && !judged.is_empty()).cloned().collect();
@@ -100,10 +109,12 @@ pub(crate) fn ids_identify_events(deliveries: &[Delivery]) -> Result<(), Stop> {
             None => {
                 first.insert((d.to, id), (d, content));
             }
-            Some((earlier, was)) if *was != content => problems.add(on(
-                &[(*earlier).clone(), d.clone()],
-                format!("event id {id} names two different events: {} and {}", earlier.label(), d.label()),
-            )),
+            Some((earlier, was)) if *was != content => {
+                let detail = format!("event id {id} names two different events: {} and {}", earlier.label(), d.label());
+                let problem =
+                    Problem::found(EventKind::IdReused, [id.to_string()], detail).expecting(earlier.label(), d.label());
+                problems.add(on(&[(*earlier).clone(), d.clone()], problem))
+            }
             Some(_) => {}
         }
     }
@@ -127,7 +138,10 @@ pub(crate) fn envelope_agrees(deliveries: &[Delivery]) -> Result<(), Stop> {
         for (outer, inner) in [("type", "type"), ("id", "eventId")] {
             let (a, b) = (d.body.get(outer), d.body.pointer(&format!("/data/{inner}")));
             if a != b {
-                problems.add(on([d], format!("{}: {outer} is {} but data.{inner} is {}", what(d), show(a), show(b))));
+                let detail = format!("{}: {outer} is {} but data.{inner} is {}", what(d), show(a), show(b));
+                let problem = Problem::found(EventKind::EnvelopeDisagrees, event_id(d), detail)
+                    .expecting(format!("data.{inner} {}", show(a)), format!("data.{inner} {}", show(b)));
+                problems.add(on([d], problem));
             }
         }
     }
@@ -144,7 +158,10 @@ pub(crate) fn missing_created(groups: &[Group<'_>]) -> Vec<Failure> {
     groups
         .iter()
         .filter(|(_, ds)| !has_created(ds))
-        .map(|(id, ds)| on(ds.iter(), format!("connection {id}: no connection.created among {}", labels(ds))))
+        .map(|(id, ds)| {
+            let detail = format!("connection {id}: no connection.created among {}", labels(ds));
+            on(ds.iter(), Problem::found(EventKind::CreatedMissing, [id.to_string()], detail))
+        })
         .collect()
 }
 
@@ -154,7 +171,8 @@ pub(crate) fn chains(groups: &[Group<'_>]) -> Result<(), Stop> {
     let mut problems = Problems::default();
     for (id, deliveries) in groups {
         if let Err(e) = chain::resolve(deliveries) {
-            problems.add(on(deliveries.iter(), format!("connection {id}: {e}")));
+            let detail = format!("connection {id}: {e}");
+            problems.add(on(deliveries.iter(), Problem::found(EventKind::Chain, [id.to_string()], detail)));
         }
     }
     problems.finish()
@@ -172,12 +190,11 @@ pub(crate) fn one_client_id(groups: &[(String, Vec<Delivery>)]) -> Result<(), St
             .map(|d| show(d.body.pointer("/data/clientId")))
             .collect();
         if ids.len() > 1 {
-            let message = format!(
-                "{name}: events carry {} different data.clientId values: {}",
-                ids.len(),
-                ids.into_iter().collect::<Vec<_>>().join(", ")
-            );
-            problems.add(on(deliveries, message));
+            let n = ids.len();
+            let carried = ids.into_iter().collect::<Vec<_>>().join(", ");
+            let message = format!("{name}: events carry {n} different data.clientId values: {carried}");
+            let problem = Problem::found(EventKind::ClientIds, [], message).expecting("one data.clientId", carried);
+            problems.add(on(deliveries, problem));
         }
     }
     problems.finish()
@@ -204,7 +221,8 @@ pub(crate) fn distinct_client_ids(groups: &[(String, Vec<Delivery>)]) -> Result<
                         .cloned()
                 };
                 let shown: Vec<Delivery> = [carrying(ds_a), carrying(ds_b)].into_iter().flatten().collect();
-                problems.add(on(&shown, format!("{a} and {b} are both announced with data.clientId {shared}")));
+                let detail = format!("{a} and {b} are both announced with data.clientId {shared}");
+                problems.add(on(&shown, Problem::found(EventKind::SharedClientId, [shared.clone()], detail)));
             }
         }
     }

@@ -7,6 +7,8 @@ mod consequences;
 mod dispatch;
 mod notes;
 pub(crate) mod reproduce;
+#[cfg(test)]
+mod typed;
 
 use crate::harness::checks;
 use crate::harness::checks::Judged;

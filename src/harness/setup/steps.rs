@@ -5,7 +5,8 @@ use crate::harness::setup::session::Session;
 use crate::harness::transport::answers::Auth;
 use crate::harness::transport::driver::{DriveArgs, DriveError, DriverAction};
 use crate::harness::transport::http::Exchange;
-use crate::harness::vocab::outcome::{ErrorSource, IgnoreCause, Stop};
+use crate::harness::vocab::kind::{AccountKind, ConnectionKind};
+use crate::harness::vocab::outcome::{ErrorSource, IgnoreCause, Problem, Stop};
 use crate::spec::Action;
 use reqwest::Method;
 use serde_json::Value;
@@ -52,7 +53,10 @@ impl Session {
             .get("connectionId")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| exchange.fail(format!("no connectionId string in {}", exchange.snippet())))?
+            .ok_or_else(|| {
+                let detail = format!("no connectionId string in {}", exchange.snippet());
+                exchange.fails(Problem::found(ConnectionKind::Schema, [], detail))
+            })?
             .to_string();
         // Its `connection.created` is late by the time from here (§6.2; reported, not judged).
         self.api.recorder().latency.triggered(&connection_id, sent_at);
@@ -237,7 +241,11 @@ const EMPTY_POLL: Duration = Duration::from_millis(500);
 fn accounts_of(exchange: &crate::harness::transport::http::Exchange) -> Result<Vec<Value>, Stop> {
     match exchange.success_json()? {
         Value::Array(items) => Ok(items),
-        _ => Err(exchange.fail(format!("expected a JSON array, got {}", exchange.snippet()))),
+        _ => {
+            let detail = format!("expected a JSON array, got {}", exchange.snippet());
+            Err(exchange
+                .fails(Problem::found(AccountKind::Schema, [], detail).expecting("a JSON array", exchange.snippet())))
+        }
     }
 }
 

@@ -6,7 +6,8 @@
 use crate::harness::transport::http::Api;
 pub(crate) use crate::harness::transport::reads::{Item, Page};
 use crate::harness::vocab::budget;
-use crate::harness::vocab::outcome::{Failure, Stop};
+use crate::harness::vocab::kind::WalkKind;
+use crate::harness::vocab::outcome::{Failure, Problem, Stop};
 use crate::harness::vocab::redact;
 
 use serde_json::Value;
@@ -64,11 +65,20 @@ fn read_page(exchange: crate::harness::transport::http::Exchange) -> Result<Page
     let body = exchange.success_json()?;
     let items = match body.get("data") {
         Some(Value::Array(items)) => items.iter().map(Item::of).collect(),
-        _ => return Err(exchange.fail(format!("expected an object with a data array, got {}", exchange.snippet()))),
+        _ => {
+            let detail = format!("expected an object with a data array, got {}", exchange.snippet());
+            let problem = Problem::found(WalkKind::PageShape, [], detail).expecting("a data array", exchange.snippet());
+            return Err(exchange.fails(problem));
+        }
     };
     let has_more = match body.get("has_more") {
         Some(Value::Bool(b)) => *b,
-        _ => return Err(exchange.fail(format!("expected a boolean has_more, got {}", exchange.snippet()))),
+        _ => {
+            let detail = format!("expected a boolean has_more, got {}", exchange.snippet());
+            let problem =
+                Problem::found(WalkKind::PageShape, [], detail).expecting("a boolean has_more", exchange.snippet());
+            return Err(exchange.fails(problem));
+        }
     };
     let next_cursor = match body.get("next_cursor") {
         Some(Value::String(s)) => Some(s.clone()),
@@ -94,9 +104,10 @@ impl Walk {
         self.pages.iter().flat_map(Page::ids).collect()
     }
 
-    /// A finding this walk shows, resting on every page it read.
-    pub(crate) fn fail(&self, message: String) -> Stop {
-        Stop::Fail(self.pages.iter().fold(Failure::from(message), |f, p| f.on_answer(p.seq)))
+    /// A finding of `kind` this walk shows, said as `message`, resting on every page it read.
+    pub(crate) fn fail(&self, kind: WalkKind, message: String) -> Stop {
+        let problem = Problem::found(kind, [], message);
+        Stop::Fail(self.pages.iter().fold(Failure::from(problem), |f, p| f.on_answer(p.seq)))
     }
 
     /// Keeps `page`, within the run's budget of held bytes.
@@ -302,14 +313,20 @@ async fn follow(
             return Ok(walk);
         }
         let next = next.ok_or_else(|| {
-            walk.fail(format!("{request}: has_more is true but there is no next_cursor to follow, nor an item to continue after (§4.3 rules 1 and 2)"))
+            let detail = format!(
+                "{request}: has_more is true but there is no next_cursor to follow, nor an item to continue after (§4.3 rules 1 and 2)"
+            );
+            walk.fail(WalkKind::NoNextCursor, detail)
         })?;
         // Cursors are kept as a hash: a target chooses their length.
         if !followed.insert(hash(&next)) {
-            return Err(walk.fail(format!(
-                "{request}: next_cursor {:?} was already followed: the walk loops",
-                redact::shorten(&next, 100)
-            )));
+            return Err(walk.fail(
+                WalkKind::CursorLoops,
+                format!(
+                    "{request}: next_cursor {:?} was already followed: the walk loops",
+                    redact::shorten(&next, 100)
+                ),
+            ));
         }
         match bound {
             Bound::Window(pages) if walk.pages.len() >= pages => return Ok(walk),

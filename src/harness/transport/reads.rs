@@ -2,7 +2,7 @@
 //! the run's cache of pages shared by its cases. Below the HTTP client, which owns the cache
 //! (one per run, shared by the client's clones), so that no run sees another's pages.
 
-use crate::harness::vocab::outcome::{Failure, Stop};
+use crate::harness::vocab::outcome::{Failure, Problem, Stop};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -55,8 +55,8 @@ impl Page {
     /// a page rule compares pages (`has_more` against the next page, a count against the
     /// reference), and a page on its own is a valid page ([`Failure::shown_by`] is for a rule
     /// that judges one answer alone).
-    pub(crate) fn fail(&self, message: String, others: &[&Page]) -> Stop {
-        let failure = Failure::from(message).on_answer(self.seq);
+    pub(crate) fn fail(&self, problem: Problem, others: &[&Page]) -> Stop {
+        let failure = Failure::from(problem).on_answer(self.seq);
         Stop::Fail(others.iter().fold(failure, |f, p| f.on_answer(p.seq)))
     }
 

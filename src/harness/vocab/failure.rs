@@ -86,8 +86,8 @@ pub struct Problem {
 impl Problem {
     /// A finding of `kind` about the objects `about`, said as `detail`: the sentence made once
     /// from the values it compared, which every report renders.
-    pub(crate) fn found(kind: Kind, about: impl IntoIterator<Item = String>, detail: String) -> Self {
-        Self { kind: Some(kind), about: about.into_iter().collect(), detail, ..Self::default() }
+    pub(crate) fn found(kind: impl Into<Kind>, about: impl IntoIterator<Item = String>, detail: String) -> Self {
+        Self { kind: Some(kind.into()), about: about.into_iter().collect(), detail, ..Self::default() }
     }
 
     /// The same finding with what its rule expected and what came instead (`expected` and

@@ -220,6 +220,11 @@ impl Stop {
         Self::Fail(Failure::from(message.into()))
     }
 
+    /// A finding of `kind`, said as `message` ([`Problem::found`], about nothing named).
+    pub(crate) fn found(kind: impl Into<super::kind::Kind>, message: impl Into<String>) -> Self {
+        Self::Fail(Failure::from(Problem::found(kind, [], message.into())))
+    }
+
     /// Not judged: something the case builds on is missing.
     pub fn ignore(reason: impl Into<String>) -> Self {
         Self::Ignore(IgnoreCause::MissingPrerequisite, reason.into())
@@ -264,12 +269,16 @@ impl From<Result<(), Stop>> for Outcome {
     }
 }
 
-/// Fails with `message` unless `condition` holds.
-pub(crate) fn ensure(condition: bool, message: impl FnOnce() -> String) -> Result<(), Stop> {
+/// Fails with a finding of `kind` said as `message` unless `condition` holds ([`Stop::found`]).
+pub(crate) fn ensure_found(
+    kind: impl Into<super::kind::Kind>,
+    condition: bool,
+    message: impl FnOnce() -> String,
+) -> Result<(), Stop> {
     if condition {
         Ok(())
     } else {
-        Err(Stop::fail(message()))
+        Err(Stop::found(kind, message()))
     }
 }
 
@@ -289,14 +298,14 @@ impl Problems {
     }
 
     /// A problem that the answer `seq` shows (`http::Exchange::seq`).
-    pub(crate) fn add_at(&mut self, seq: Option<u64>, problem: impl Into<String>) {
-        self.0.push(Failure::from(problem.into()).shown_by(seq));
+    pub(crate) fn add_at(&mut self, seq: Option<u64>, problem: impl Into<Failure>) {
+        self.0.push(problem.into().shown_by(seq));
     }
 
     /// A problem that rests on the answer `seq` without showing it alone (the events that
     /// followed a creation, a read against another): evidence, never a reproduction.
-    pub(crate) fn add_citing(&mut self, seq: Option<u64>, problem: impl Into<String>) {
-        self.0.push(Failure::from(problem.into()).on_answer(seq));
+    pub(crate) fn add_citing(&mut self, seq: Option<u64>, problem: impl Into<Failure>) {
+        self.0.push(problem.into().on_answer(seq));
     }
 
     /// Keeps a failure as a problem; an ignore or error still stops.

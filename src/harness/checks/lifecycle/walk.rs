@@ -12,7 +12,8 @@ use crate::harness::setup::session::Session;
 use crate::harness::setup::steps::Created;
 use crate::harness::transport::answers::Auth;
 use crate::harness::transport::driver::{DriveArgs, DriveError, DriverAction};
-use crate::harness::vocab::outcome::{Failure, Stop};
+use crate::harness::vocab::kind::{Kind, LifecycleKind};
+use crate::harness::vocab::outcome::{Failure, Problem, Stop};
 use crate::spec::{prefix, Action, ConnectionState};
 use serde_json::Value;
 use std::time::Instant;
@@ -25,10 +26,26 @@ struct Trace {
 impl Trace {
     /// A finding about the connection's events, resting on their deliveries; `owner` is the
     /// case whose rule it breaks ([`owners`]).
-    fn fail(&self, owner: &'static str, connection: &str, problem: String, deliveries: &[Delivery]) -> Stop {
+    fn fail(
+        &self,
+        (owner, kind): (&'static str, Kind),
+        connection: &str,
+        problem: String,
+        deliveries: &[Delivery],
+    ) -> Stop {
         let message =
             format!("after [{}] on {connection}: {problem}; events {}", self.steps.join(", "), labels(deliveries));
-        Stop::Fail(crate::harness::rules::event_rules::on(deliveries, message).owned_by(owner))
+        let problem = Problem::found(kind, [connection.to_string()], message);
+        Stop::Fail(crate::harness::rules::event_rules::on(deliveries, problem).owned_by(owner))
+    }
+}
+
+/// The kind of the rule `stop` broke (its first problem's), else `or`: a walk that applies
+/// another rule keeps that rule's kind.
+fn kind_of(stop: &Stop, or: LifecycleKind) -> Kind {
+    match stop {
+        Stop::Fail(f) => f.problems.first().and_then(|p| p.kind).unwrap_or(or.into()),
+        _ => or.into(),
     }
 }
 
@@ -288,7 +305,8 @@ impl Pending {
                 receiver.patience.describe(started.elapsed()),
                 receiver.refusals()
             );
-            return Err(trace.fail(owners::announced(absent), id, problem, &deliveries));
+            let owner = (owners::announced(absent), LifecycleKind::NotAnnounced.into());
+            return Err(trace.fail(owner, id, problem, &deliveries));
         }
         Ok(deliveries)
     }
@@ -302,12 +320,17 @@ impl Pending {
         let Pending { id, trace, reaction, .. } = self;
         // Every delivery on its own: schema (which also asserts the prefixes of the ids it
         // names, §2) and envelope agreement (§6.2).
-        event_rules::schema(&deliveries)
-            .map_err(|problem| trace.fail(owners::SCHEMA, &id, problem.to_string(), &deliveries))?;
-        event_rules::envelope_agrees(&deliveries)
-            .map_err(|problem| trace.fail(owners::ENVELOPE, &id, problem.to_string(), &deliveries))?;
-        chain::resolve(&deliveries)
-            .map_err(|problem| trace.fail(owners::CHAIN, &id, problem.to_string(), &deliveries))?;
+        event_rules::schema(&deliveries).map_err(|problem| {
+            let owner = (owners::SCHEMA, kind_of(&problem, LifecycleKind::Event));
+            trace.fail(owner, &id, problem.to_string(), &deliveries)
+        })?;
+        event_rules::envelope_agrees(&deliveries).map_err(|problem| {
+            let owner = (owners::ENVELOPE, kind_of(&problem, LifecycleKind::Event));
+            trace.fail(owner, &id, problem.to_string(), &deliveries)
+        })?;
+        chain::resolve(&deliveries).map_err(|problem| {
+            trace.fail((owners::CHAIN, LifecycleKind::Chain.into()), &id, problem.to_string(), &deliveries)
+        })?;
         accounts_follow_state(ctx, &id, &trace).await?;
         if let Some(reaction) = reaction {
             judge_reaction(ctx, &id, &trace, reaction, &deliveries).await?;
@@ -332,7 +355,9 @@ async fn judge_reaction(
         if action == Action::DeleteTransaction { owners::TRANSACTION_DELETED } else { owners::ACCOUNTS_UPDATED };
     match react(ctx, id, action, event, before.as_ref(), &Auth::Primary, None).await {
         Err(Stop::Fail(f)) if left_connected(ctx, id, &f).await.is_some() => Ok(()),
-        Err(e) if e.is_fail() => Err(trace.fail(owner, id, e.to_string(), deliveries)),
+        Err(e) if e.is_fail() => {
+            Err(trace.fail((owner, kind_of(&e, LifecycleKind::Reaction)), id, e.to_string(), deliveries))
+        }
         other => other,
     }
 }
@@ -399,8 +424,9 @@ async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result
         deliveries = receiver.wait_until(&what, id, ctx.plan.event_wait(), agrees).await.1;
     }
     if !agrees(&deliveries) {
-        let state = chain::resolve(&deliveries)
-            .map_err(|problem| trace.fail(owners::CHAIN, id, problem.to_string(), &deliveries))?;
+        let state = chain::resolve(&deliveries).map_err(|problem| {
+            trace.fail((owners::CHAIN, LifecycleKind::Chain.into()), id, problem.to_string(), &deliveries)
+        })?;
         let problem = if served {
             format!(
                 "{}: the chain of events ends {state}, and CONNECTED was not announced since the request was sent, \
@@ -415,8 +441,22 @@ async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result
                 exchange.summary()
             )
         };
-        let owner = if served { owners::ACCOUNTS_SERVED } else { owners::ACCOUNTS_REFUSED };
-        return Err(trace.fail(owner, id, problem, &deliveries));
+        let (owner, expected) = if served {
+            (
+                (owners::ACCOUNTS_SERVED, LifecycleKind::AccountsServed.into()),
+                format!("a refusal (the chain ends {state})"),
+            )
+        } else {
+            (
+                (owners::ACCOUNTS_REFUSED, LifecycleKind::AccountsRefused.into()),
+                "accounts served (CONNECTED)".to_string(),
+            )
+        };
+        let got = if served { format!("status {}", exchange.status) } else { exchange.summary() };
+        return Err(match trace.fail(owner, id, problem, &deliveries) {
+            Stop::Fail(f) => Stop::Fail(f.expected(expected, got)),
+            other => other,
+        });
     }
     if served {
         if let Ok(Value::Array(accounts)) = exchange.success_json() {
@@ -426,7 +466,7 @@ async fn accounts_follow_state(ctx: &Session, id: &str, trace: &Trace) -> Result
                 .find(|a| !a.starts_with(prefix::ACCOUNT))
             {
                 return Err(trace.fail(
-                    owners::ACCOUNT_PREFIX,
+                    (owners::ACCOUNT_PREFIX, LifecycleKind::AccountPrefix.into()),
                     id,
                     format!("{}: account id {bad:?} does not start with {}", exchange.request, prefix::ACCOUNT),
                     &deliveries,

@@ -7,12 +7,13 @@ use crate::harness::rules::delivery::{Delivery, Recipient};
 use crate::harness::rules::invariants::IDENTIFYING;
 use crate::harness::transport::answers::{Answer, Auth};
 use crate::harness::transport::http::Exchange;
-use crate::harness::vocab::outcome::{Problems, Stop};
+use crate::harness::vocab::kind::IsolationKind;
+use crate::harness::vocab::outcome::{Problem, Problems, Stop};
 use reqwest::Method;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 /// A 2xx answer to the second client leaks the first client's data (see [`leaks_to`]).
-fn leaks(ctx: &RunContext, exchange: &Exchange, ids: &[String]) -> Option<String> {
+fn leaks(ctx: &RunContext, exchange: &Exchange, ids: &[String]) -> Option<Problem> {
     leaks_to(ctx, exchange, ids, Auth::Second)
 }
 
@@ -21,7 +22,7 @@ fn leaks(ctx: &RunContext, exchange: &Exchange, ids: &[String]) -> Option<String
 /// equal (at least one). Ids are opaque (§2) and need not be unique across clients, so an
 /// answer that names one of `ids` (the other client's) with other content is the reader's own
 /// object under an equal id, or unknown: an advisory note at most, never a failure.
-fn leaks_to(ctx: &RunContext, exchange: &Exchange, ids: &[String], reader: Auth) -> Option<String> {
+fn leaks_to(ctx: &RunContext, exchange: &Exchange, ids: &[String], reader: Auth) -> Option<Problem> {
     if !exchange.is_success() {
         return None;
     }
@@ -39,13 +40,15 @@ fn leaks_to(ctx: &RunContext, exchange: &Exchange, ids: &[String], reader: Auth)
     for (id, got) in &answered {
         let Some(versions) = theirs.get(id) else { continue };
         if let Some(agree) = versions.iter().find_map(|v| same_object(v, got)) {
-            return Some(format!(
+            let detail = format!(
                 "{} with {whose}: expected a refusal, got status {} serving {id} as the other client read it \
                  ({} agree)",
                 exchange.request,
                 exchange.status,
                 agree.join(", ")
-            ));
+            );
+            let served = format!("status {} serving {id}", exchange.status);
+            return Some(Problem::found(IsolationKind::Leak, [id.clone()], detail).expecting("a refusal", served));
         }
     }
     // One short item per request: the ids themselves would fill the line.
@@ -262,10 +265,14 @@ async fn probe_cursor(
     let exchange = ctx.api.get(&["v1", "accounts", asked, "transactions"], &query).await?;
     let named = foreign.iter().find(|id| exchange.is_success() && exchange.body.contains(id.as_str()));
     if let Some(id) = named {
-        problems.add_at(exchange.seq, format!(
+        let detail = format!(
             "{} (a starting_after taken from {whose}): expected a refusal, an empty page or transactions of {asked}, got status {} naming {id}",
             exchange.request, exchange.status
-        ));
+        );
+        let expected = format!("a refusal, an empty page or transactions of {asked}");
+        let named = format!("status {} naming {id}", exchange.status);
+        let problem = Problem::found(IsolationKind::ForeignCursor, [asked.to_string(), id.clone()], detail);
+        problems.add_at(exchange.seq, problem.expecting(expected, named));
     }
     Ok(())
 }
@@ -442,17 +449,17 @@ pub(super) async fn separate_addresses(ctx: Arc<RunContext>) -> Result<(), Stop>
                 kinds.dedup();
                 // Evidence, not a reproduction: the creation answered as it should; the
                 // deliveries that followed went to the wrong address.
-                problems.add_citing(
-                    created.answer,
-                    format!(
+                let detail = format!(
                     "the client under test's webhook address got {count} event{} of the second client's connection {} \
                      ({}), and none arrived at the second client's own address, which the driver registered for it \
                      (it says each client's address is its own): each client's events go to its own server",
                     if count == 1 { "" } else { "s" },
                     created.connection_id,
                     kinds.join(", ")
-                ),
                 );
+                let problem = Problem::found(IsolationKind::Deliveries, [created.connection_id.clone()], detail)
+                    .expecting("the second client's webhook address", "the client under test's webhook address");
+                problems.add_citing(created.answer, problem);
             }
             problems.finish()
         }
@@ -538,16 +545,15 @@ pub(super) fn deliveries_isolated(model: &state::Model) -> (usize, Vec<Finding>)
                 Auth::Second => "the second client's",
                 _ => "the client under test's",
             };
-            Finding {
-                problem: format!(
-                    "{address} webhook address got {count} event{} of {owner} connection {connection} ({}): each \
-                     client's events go to its own server",
-                    if count == 1 { "" } else { "s" },
-                    kinds.join(", ")
-                ),
-                answer: created,
-                awaits_event: false,
-            }
+            let detail = format!(
+                "{address} webhook address got {count} event{} of {owner} connection {connection} ({}): each \
+                 client's events go to its own server",
+                if count == 1 { "" } else { "s" },
+                kinds.join(", ")
+            );
+            let problem = Problem::found(IsolationKind::Deliveries, [connection], detail)
+                .expecting(format!("{owner} webhook address"), format!("{address} webhook address"));
+            Finding { problem, answer: created, awaits_event: false }
         })
         .collect();
     (judged, findings)

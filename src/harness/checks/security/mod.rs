@@ -8,7 +8,8 @@ use crate::harness::fixtures::context::{Connected, RunContext};
 use crate::harness::rules::invariants::{Record, Verdict, MAX_FINDINGS};
 use crate::harness::transport::answers::Auth;
 use crate::harness::vocab::key_variant::KeyEdit;
-use crate::harness::vocab::outcome::{Problems, Stop};
+use crate::harness::vocab::kind::AuthKind;
+use crate::harness::vocab::outcome::{Problem, Problems, Stop};
 use isolation::{
     deliveries_isolated, foreign_cursor, isolation_account, isolation_accounts, isolation_transactions, request_shapes,
     separate_addresses,
@@ -66,10 +67,11 @@ async fn refused(
 ) -> Result<(), Stop> {
     let exchange = ctx.api.send(method, segments, &[], auth).await?;
     if exchange.is_success() {
-        problems.add_at(
-            exchange.seq,
-            format!("{} {what}: expected a refusal (any non-2xx), got {}", exchange.request, exchange.summary()),
-        );
+        let detail =
+            format!("{} {what}: expected a refusal (any non-2xx), got {}", exchange.request, exchange.summary());
+        let problem =
+            Problem::found(AuthKind::NotRefused, [], detail).expecting("a refusal (any non-2xx)", exchange.summary());
+        problems.add_at(exchange.seq, problem);
     }
     Ok(())
 }
@@ -239,6 +241,7 @@ async fn refused_reads(ctx: Arc<RunContext>) -> Result<(), Stop> {
 /// or a piece, plain, escaped or encoded (`rules::secrets`); the text is never kept.
 fn secrets_everywhere(record: &Record) -> Verdict {
     use crate::harness::rules::invariants::{finding, Client};
+    use crate::harness::vocab::kind::SecretKind;
     let mut verdict = Verdict::default();
     let whose = |c: &Client| match c {
         Client::First => "the first client's",
@@ -255,7 +258,11 @@ fn secrets_everywhere(record: &Record) -> Verdict {
                 seen.status,
                 keys.join(" and ")
             );
-            verdict.found.push(finding(detail, &[seen.seq], &[]));
+            verdict.found.push(finding(
+                Problem::found(SecretKind::KeyInAnswer, [seen.id.clone()], detail),
+                &[seen.seq],
+                &[],
+            ));
         }
         if !seen.tokens.is_empty() && verdict.found.len() < MAX_FINDINGS {
             let tokens: Vec<&str> = seen.tokens.iter().map(whose).collect();
@@ -267,7 +274,11 @@ fn secrets_everywhere(record: &Record) -> Verdict {
                 seen.status,
                 tokens.join(" and ")
             );
-            verdict.found.push(finding(detail, &[seen.seq], &[]));
+            verdict.found.push(finding(
+                Problem::found(SecretKind::TokenInAnswer, [seen.id.clone()], detail),
+                &[seen.seq],
+                &[],
+            ));
         }
     }
     for heard in &record.deliveries {
@@ -282,7 +293,12 @@ fn secrets_everywhere(record: &Record) -> Verdict {
                  header or the body): a key stays on its own client's backend (§5)",
                 heard.delivery.label()
             );
-            verdict.found.push(finding(detail, &[], &[heard.delivery.seq]));
+            let about = heard.delivery.connection_id().map(str::to_string);
+            verdict.found.push(finding(
+                Problem::found(SecretKind::KeyInDelivery, about, detail),
+                &[],
+                &[heard.delivery.seq],
+            ));
         }
     }
     verdict

@@ -18,6 +18,8 @@
 use super::model::{finding, same, view, InView, Model, LAST_SYNCED_AT};
 use crate::harness::checks::Finding;
 use crate::harness::transport::answers::Answer;
+use crate::harness::vocab::kind::StateKind;
+use crate::harness::vocab::outcome::Problem;
 use crate::spec;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -29,6 +31,17 @@ use std::time::Instant;
 enum Kind {
     Unannounced,
     LateData,
+}
+
+impl Kind {
+    /// A finding of this kind about `about`, said as `message`.
+    fn problem(self, about: Vec<String>, message: String) -> Problem {
+        let kind = match self {
+            Self::Unannounced => StateKind::Unannounced,
+            Self::LateData => StateKind::DataAfterEvent,
+        };
+        Problem::found(kind, about, message)
+    }
 }
 
 /// §1 step 5 (later account or transaction changes are announced by webhook events): between
@@ -159,7 +172,10 @@ fn account_fields(model: &Model, kind: Kind, findings: &mut Vec<Finding>) -> usi
                         );
                         let (found, message) = classify(late(model, v, &id, &sent, |a, b| same(a, b)), said, &id);
                         if found == kind {
-                            findings.push(finding(message, answer, true));
+                            let problem = found
+                                .problem(vec![id.clone()], message)
+                                .expecting(format!("{field} {old}"), format!("{field} {value}"));
+                            findings.push(finding(problem, answer, true));
                         }
                     }
                 }
@@ -203,7 +219,8 @@ fn transaction_fields(model: &Model, kind: Kind, findings: &mut Vec<Finding>) ->
                     let (found, message) =
                         classify(late(model, v, &page.account, &sent, |a, b| a == b), said, &page.account);
                     if found == kind {
-                        findings.push(finding(message, &page.answer, true));
+                        let about = vec![id.clone(), page.account.clone()];
+                        findings.push(finding(found.problem(about, message), &page.answer, true));
                     }
                 }
             }
@@ -272,7 +289,8 @@ fn listing_sets(model: &Model, kind: Kind, findings: &mut Vec<Finding>) -> usize
         let late = new.is_some() && late(model, v, account, &sent, |a, b| a == b);
         let (found, message) = classify(late, said, account);
         if found == kind {
-            findings.push(finding(message, &later.last.answer, true));
+            let about = vec![new.or(gone).map_or_else(String::new, |id| id.to_string()), account.to_string()];
+            findings.push(finding(found.problem(about, message), &later.last.answer, true));
         }
     }
     judged
@@ -305,7 +323,7 @@ mod tests {
         assert!(changes_announced(&model).1.is_empty());
         let (_, found) = data_after_event(&model);
         assert_eq!(found.len(), 1);
-        assert!(found[0].problem.contains("the event came before its data"), "{}", found[0].problem);
+        assert!(found[0].problem.detail.contains("the event came before its data"), "{}", found[0].problem.detail);
         assert!(found[0].awaits_event);
         // The same of a balance in the account list.
         let mut log = Log::new();
@@ -362,7 +380,7 @@ mod tests {
             let model = log.model(&events);
             let found = changes_announced(&model).1;
             assert_eq!(found.len(), 1, "update arrived at {arrived:?} ms");
-            assert!(found[0].problem.contains("no transaction.deleted names it"), "{}", found[0].problem);
+            assert!(found[0].problem.detail.contains("no transaction.deleted names it"), "{}", found[0].problem.detail);
             assert!(data_after_event(&model).1.is_empty(), "update arrived at {arrived:?} ms");
         }
     }

@@ -24,7 +24,8 @@ use crate::harness::checks::Finding;
 use crate::harness::fixtures::context::RunContext;
 use crate::harness::transport::answers::Auth;
 use crate::harness::transport::pagination;
-use crate::harness::vocab::outcome::Stop;
+use crate::harness::vocab::kind::StateKind;
+use crate::harness::vocab::outcome::{Problem, Stop};
 use crate::spec;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -136,7 +137,8 @@ impl Around<'_> {
             l1.first.answer.sent.request,
             spec::ACCOUNTS_UPDATED,
         );
-        Some(Some(finding(problem, later, true)))
+        let about = [self.account.to_string()];
+        Some(Some(finding(Problem::found(StateKind::NoChange, about, problem), later, true)))
     }
 
     /// The latest moment (this machine's clock) the later reads may be answered by, so that no
@@ -247,9 +249,9 @@ mod tests {
     fn an_update_that_changes_nothing_fails() {
         let (judged, found) = around(1.0, &[(305, 300)]);
         assert_eq!((judged, found.len()), (2, 1), "the update, and the account read twice whole");
-        assert!(found[0].problem.contains("announced no change"), "{}", found[0].problem);
+        assert!(found[0].problem.detail.contains("announced no change"), "{}", found[0].problem.detail);
         let changed = around(2.0, &[(305, 300)]).1;
-        assert!(changed.is_empty(), "a balance changed: {}", changed[0].problem);
+        assert!(changed.is_empty(), "a balance changed: {}", changed[0].problem.detail);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::harness::rules::delivery;
 use crate::harness::rules::invariants::clock;
 use crate::harness::transport::answers::{Answer, Auth};
 use crate::harness::transport::parsed::{Endpoint, Read};
+use crate::harness::vocab::outcome::Problem;
 use crate::spec;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -627,6 +628,7 @@ pub(super) fn same(a: &Value, b: &Value) -> bool {
 }
 
 /// A model rule's finding on `answer`, naming whose read it was.
-pub(super) fn finding(problem: String, answer: &Arc<Answer>, awaits_event: bool) -> Finding {
-    Finding { problem: format!("{problem}{}", answer.whose()), answer: answer.clone(), awaits_event }
+pub(super) fn finding(mut problem: Problem, answer: &Arc<Answer>, awaits_event: bool) -> Finding {
+    problem.detail += answer.whose();
+    Finding { problem, answer: answer.clone(), awaits_event }
 }

@@ -5,6 +5,8 @@
 use super::model::{finding, same, view, Event, InView, Model, CREATED_AT, LAST_SYNCED_AT};
 use crate::harness::checks::Finding;
 use crate::harness::transport::answers::Answer;
+use crate::harness::vocab::kind::StateKind;
+use crate::harness::vocab::outcome::Problem;
 use crate::spec;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -37,14 +39,13 @@ fn owned_once<'a>(
     for (answer, id, under) in listed {
         let (first_owner, first) = *owners.entry((view(answer), id)).or_insert((under, answer));
         if first_owner != under {
-            findings.push(finding(
-                format!(
-                    "{}: lists {what} {id}, which {} listed under {owner} {first_owner}",
-                    answer.sent.request, first.sent.request
-                ),
-                answer,
-                false,
-            ));
+            let detail = format!(
+                "{}: lists {what} {id}, which {} listed under {owner} {first_owner}",
+                answer.sent.request, first.sent.request
+            );
+            let problem = Problem::found(StateKind::OneOwner, [id.clone()], detail)
+                .expecting(first_owner.to_string(), under.to_string());
+            findings.push(finding(problem, answer, false));
         }
     }
     findings
@@ -88,15 +89,13 @@ pub(super) fn deletions_hold(model: &Model) -> (usize, Vec<Finding>) {
                 })
             };
             if before.iter().any(|event| !resynced(event)) {
-                findings.push(finding(
-                    format!(
-                        "{}: lists {id}, which a {} delivery announced removed before this request was sent",
-                        page.answer.sent.request,
-                        spec::TRANSACTION_DELETED
-                    ),
-                    &page.answer,
-                    false,
-                ));
+                let detail = format!(
+                    "{}: lists {id}, which a {} delivery announced removed before this request was sent",
+                    page.answer.sent.request,
+                    spec::TRANSACTION_DELETED
+                );
+                let about = [id.clone(), page.account.clone()];
+                findings.push(finding(Problem::found(StateKind::DeletedListed, about, detail), &page.answer, false));
             }
         }
     }
@@ -129,14 +128,12 @@ pub(super) fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
         }
         for (id, _) in &earlier.accounts {
             if !later.accounts.iter().any(|(a, _)| a == id) {
-                findings.push(finding(
-                    format!(
-                        "{}: no longer lists account {id}, which {} listed (§4.2: all accounts linked to the connection)",
-                        later.answer.sent.request, earlier.answer.sent.request
-                    ),
-                    &later.answer,
-                    false,
-                ));
+                let detail = format!(
+                    "{}: no longer lists account {id}, which {} listed (§4.2: all accounts linked to the connection)",
+                    later.answer.sent.request, earlier.answer.sent.request
+                );
+                let about = [id.clone(), later.connection.clone()];
+                findings.push(finding(Problem::found(StateKind::AccountGone, about, detail), &later.answer, false));
             }
         }
     }
@@ -163,14 +160,16 @@ pub(super) fn nothing_vanishes(model: &Model) -> (usize, Vec<Finding>) {
             }
         }
         if let Some((id, seen)) = missing.first() {
+            let detail = format!(
+                "{} and following next_cursor to the end: {id} is not listed, though {} listed it and no {} names it ({} such)",
+                listing.first.answer.sent.request,
+                seen.sent.request,
+                spec::TRANSACTION_DELETED,
+                missing.len()
+            );
+            let about = [id.to_string(), account.to_string()];
             findings.push(finding(
-                format!(
-                    "{} and following next_cursor to the end: {id} is not listed, though {} listed it and no {} names it ({} such)",
-                    listing.first.answer.sent.request,
-                    seen.sent.request,
-                    spec::TRANSACTION_DELETED,
-                    missing.len()
-                ),
+                Problem::found(StateKind::TransactionGone, about, detail),
                 &listing.last.answer,
                 true,
             ));
@@ -206,15 +205,14 @@ pub(super) fn fixed_fields(model: &Model) -> (usize, Vec<Finding>) {
             let Some((earlier, old)) = before.replace((answer, value)) else { continue };
             judged += 1;
             if !same_moment(old, value) {
-                findings.push(finding(
-                    format!(
-                        "{}: account {id} has {CREATED_AT} {value}, but {} showed {old}: when an account was created \
-                         does not change (§2.2)",
-                        answer.sent.request, earlier.sent.request
-                    ),
-                    answer,
-                    false,
-                ));
+                let detail = format!(
+                    "{}: account {id} has {CREATED_AT} {value}, but {} showed {old}: when an account was created \
+                     does not change (§2.2)",
+                    answer.sent.request, earlier.sent.request
+                );
+                let problem = Problem::found(StateKind::FixedField, [id.to_string()], detail)
+                    .expecting(old.to_string(), value.to_string());
+                findings.push(finding(problem, answer, false));
             }
         }
     }
@@ -228,15 +226,14 @@ pub(super) fn fixed_fields(model: &Model) -> (usize, Vec<Finding>) {
             };
             judged += 1;
             if !same_moment(&Value::from(old), &Value::from(at.as_str())) {
-                findings.push(finding(
-                    format!(
-                        "{}: transaction {id} has {CREATED_AT} {at:?}, but {} showed {old:?}: when a transaction was \
-                         created does not change (§2.3)",
-                        page.answer.sent.request, earlier.sent.request
-                    ),
-                    &page.answer,
-                    false,
-                ));
+                let detail = format!(
+                    "{}: transaction {id} has {CREATED_AT} {at:?}, but {} showed {old:?}: when a transaction was \
+                     created does not change (§2.3)",
+                    page.answer.sent.request, earlier.sent.request
+                );
+                let problem = Problem::found(StateKind::FixedField, [id.clone(), page.account.clone()], detail)
+                    .expecting(format!("{old:?}"), format!("{at:?}"));
+                findings.push(finding(problem, &page.answer, false));
             }
         }
     }
@@ -283,15 +280,14 @@ pub(super) fn sync_moves_forward(model: &Model) -> (usize, Vec<Finding>) {
             }
             match latest {
                 Some((earlier, before, old)) if at < before && earlier.answered_at <= answer.sent_at => {
-                    findings.push(finding(
-                        format!(
-                            "{}: account {id} has {LAST_SYNCED_AT} {value}, earlier than {old}, which {} showed \
-                             before: the last sync cannot move back in time (§2.2)",
-                            answer.sent.request, earlier.sent.request
-                        ),
-                        answer,
-                        false,
-                    ));
+                    let detail = format!(
+                        "{}: account {id} has {LAST_SYNCED_AT} {value}, earlier than {old}, which {} showed \
+                         before: the last sync cannot move back in time (§2.2)",
+                        answer.sent.request, earlier.sent.request
+                    );
+                    let problem = Problem::found(StateKind::SyncBack, [id.to_string()], detail)
+                        .expecting(format!("{old} or later"), value.to_string());
+                    findings.push(finding(problem, answer, false));
                     continue;
                 }
                 // Reads in flight together: either may show the later sync.
@@ -318,7 +314,7 @@ mod tests {
         log.page("acc_2", json!([txn("txn_1", 1.0)]));
         let (_, findings) = one_owner(&log.model(&[]));
         assert_eq!(findings.len(), 1);
-        assert!(findings[0].problem.contains("listed under account acc_1"), "{}", findings[0].problem);
+        assert!(findings[0].problem.detail.contains("listed under account acc_1"), "{}", findings[0].problem.detail);
     }
 
     /// Reads of an account a case found stale (its event before its data) are that case's
@@ -384,7 +380,7 @@ mod tests {
         observed.keep_own_cursors();
         let (_, found) = nothing_vanishes(&Model::of(&Arc::new(observed), &[]));
         assert_eq!(found.len(), 1, "{:?}", found.iter().map(|f| &f.problem).collect::<Vec<_>>());
-        assert!(found[0].problem.contains("txn_2"), "{}", found[0].problem);
+        assert!(found[0].problem.detail.contains("txn_2"), "{}", found[0].problem.detail);
     }
 
     #[test]
@@ -476,7 +472,7 @@ mod tests {
         accounts(&mut log, "2026-01-01T00:00:00Z", "2026-01-02T01:00:00Z");
         let (judged, found) = sync_moves_forward(&log.model(&[]));
         assert_eq!((judged, found.len()), (2, 1));
-        assert!(found[0].problem.contains("cannot move back"), "{}", found[0].problem);
+        assert!(found[0].problem.detail.contains("cannot move back"), "{}", found[0].problem.detail);
     }
 
     #[test]

@@ -6,13 +6,15 @@
 use super::model::{same, view, Event, ListRead, Model};
 use crate::harness::checks::Finding;
 use crate::harness::transport::answers::Answer;
+use crate::harness::vocab::kind::{InvariantKind, StateKind};
+use crate::harness::vocab::outcome::Problem;
 use crate::spec;
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-fn finding(problem: String, answer: &Arc<Answer>) -> Finding {
-    Finding { problem: format!("{problem}{}", answer.whose()), answer: answer.clone(), awaits_event: false }
+fn finding(problem: Problem, answer: &Arc<Answer>) -> Finding {
+    super::model::finding(problem, answer, false)
 }
 
 /// §6 (a transaction removed during deduplication or correction) and §2.3: a
@@ -47,17 +49,16 @@ pub(crate) fn deletions_caused(model: &Model) -> (usize, Vec<Finding>) {
         if model.announced_by(account, connection, &listing.first.answer, Some(e)) {
             continue;
         }
-        findings.push(finding(
-            format!(
-                "a {} names transaction {txn} of account {account}, which no read showed: {} and following \
-                 next_cursor listed the account to its end before the server dates the deletion, and no change of it \
-                 was announced between (§6: a removal of a transaction that existed; §2.3): an event about an object \
-                 nobody created",
-                spec::TRANSACTION_DELETED,
-                listing.first.answer.sent.request
-            ),
-            &listing.last.answer,
-        ));
+        let detail = format!(
+            "a {} names transaction {txn} of account {account}, which no read showed: {} and following \
+             next_cursor listed the account to its end before the server dates the deletion, and no change of it \
+             was announced between (§6: a removal of a transaction that existed; §2.3): an event about an object \
+             nobody created",
+            spec::TRANSACTION_DELETED,
+            listing.first.answer.sent.request
+        );
+        let problem = Problem::found(InvariantKind::PhantomDeletion, [txn.clone(), account.clone()], detail);
+        findings.push(finding(problem, &listing.last.answer));
     }
     (judged, findings)
 }
@@ -81,16 +82,16 @@ pub(super) fn deleted_owner(model: &Model) -> (usize, Vec<Finding>) {
             continue;
         }
         let page = owners[0];
-        findings.push(finding(
-            format!(
-                "{} names account {account} for the removed transaction {txn}, which {} lists under account {} \
-                 (§6.2: the account concerned; §2.3: the owning account)",
-                spec::TRANSACTION_DELETED,
-                page.answer.sent.request,
-                page.account
-            ),
-            &page.answer,
-        ));
+        let detail = format!(
+            "{} names account {account} for the removed transaction {txn}, which {} lists under account {} \
+             (§6.2: the account concerned; §2.3: the owning account)",
+            spec::TRANSACTION_DELETED,
+            page.answer.sent.request,
+            page.account
+        );
+        let problem = Problem::found(StateKind::DeletedOwner, [txn.clone(), account.clone()], detail)
+            .expecting(page.account.clone(), account.clone());
+        findings.push(finding(problem, &page.answer));
     }
     (judged, findings)
 }
@@ -144,14 +145,13 @@ pub(super) fn list_complete(model: &Model) -> (usize, Vec<Finding>) {
             {
                 continue;
             }
-            findings.push(finding(
-                format!(
-                    "{} leaves out account {account}, which a {} of connection {connection} named before the read \
-                     (§4.2: all accounts linked to the connection)",
-                    list.answer.sent.request, e.kind
-                ),
-                &list.answer,
-            ));
+            let detail = format!(
+                "{} leaves out account {account}, which a {} of connection {connection} named before the read \
+                 (§4.2: all accounts linked to the connection)",
+                list.answer.sent.request, e.kind
+            );
+            let about = [account.to_string(), connection.to_string()];
+            findings.push(finding(Problem::found(StateKind::ListIncomplete, about, detail), &list.answer));
         }
     }
     (judged, findings)
@@ -201,10 +201,13 @@ pub(super) fn account_read_agrees(model: &Model) -> (usize, Vec<Finding>) {
             .min_by_key(|(l, _)| distance(l.answer.sent_at));
         let Some((list, (_, listed))) = nearest else { continue };
         let mut differ = BTreeSet::new();
+        let (mut listed_values, mut read_values) = (Vec::new(), Vec::new());
         for field in AGREED {
             if let (Some(a), Some(b)) = (listed.get(field), fields.get(field)) {
                 if !same(a, b) {
                     differ.insert(format!("{field} {b} where the list shows {a}"));
+                    listed_values.push(format!("{field} {a}"));
+                    read_values.push(format!("{field} {b}"));
                 }
             }
         }
@@ -212,15 +215,15 @@ pub(super) fn account_read_agrees(model: &Model) -> (usize, Vec<Finding>) {
             judged += 1;
         }
         if !differ.is_empty() {
-            findings.push(finding(
-                format!(
-                    "{} answers account {id} with {} (by {}, §4.4, §2.2: one account, one set of fields)",
-                    answer.sent.request,
-                    differ.into_iter().collect::<Vec<_>>().join(", "),
-                    list.answer.sent.request
-                ),
-                answer,
-            ));
+            let detail = format!(
+                "{} answers account {id} with {} (by {}, §4.4, §2.2: one account, one set of fields)",
+                answer.sent.request,
+                differ.into_iter().collect::<Vec<_>>().join(", "),
+                list.answer.sent.request
+            );
+            let problem = Problem::found(StateKind::ReadDisagrees, [id.clone()], detail)
+                .expecting(listed_values.join(", "), read_values.join(", "));
+            findings.push(finding(problem, answer));
         }
     }
     (judged, findings)
@@ -255,7 +258,7 @@ mod tests {
         };
         let found = deletions_caused(&log.model(&[(1, created.clone()), (501, deleted("txn_9"))])).1;
         assert_eq!(found.len(), 1);
-        assert!(found[0].problem.contains("nobody created"), "{}", found[0].problem);
+        assert!(found[0].problem.detail.contains("nobody created"), "{}", found[0].problem.detail);
         assert!(deletions_caused(&log.model(&[(1, created.clone()), (501, deleted("txn_1"))])).1.is_empty());
         let synced = event("evt_2", spec::ACCOUNTS_UPDATED, json!({"accountId": "acc_1", "occurredAt": at(300)}));
         let events = [(1, created.clone()), (301, synced), (501, deleted("txn_9"))];

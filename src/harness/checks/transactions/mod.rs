@@ -8,7 +8,7 @@ use crate::harness::fixtures::property;
 use crate::harness::transport::answers::Auth;
 use crate::harness::transport::har;
 use crate::harness::transport::pagination::{self, Window};
-use crate::harness::vocab::kind::{Kind, TransactionKind};
+use crate::harness::vocab::kind::{Kind, TransactionKind, WalkKind};
 use crate::harness::vocab::outcome::{str_field, ErrorSource, Problem, Stop};
 use crate::schemas::{self, Schema};
 use crate::spec::prefix;
@@ -294,10 +294,13 @@ async fn walk_exactly_once(ctx: Arc<RunContext>) -> Result<(), Stop> {
             let got = window.walk.ids();
             let mut seen = std::collections::HashSet::new();
             if let Some(dup) = got.iter().find(|id| !seen.insert(id.as_str())) {
-                return Err(window.walk.fail(format!(
-                    "{} and following next_cursor: {dup} was visited twice",
-                    walk_request(account, Some(input.limit), after)
-                )));
+                return Err(window.walk.fail(
+                    WalkKind::Repeated,
+                    format!(
+                        "{} and following next_cursor: {dup} was visited twice",
+                        walk_request(account, Some(input.limit), after)
+                    ),
+                ));
             }
             // The same items as the reference walk, in any order (§4.3 rule 3).
             let mut sorted_expected = window.expected(expected).to_vec();
@@ -305,10 +308,10 @@ async fn walk_exactly_once(ctx: Arc<RunContext>) -> Result<(), Stop> {
             sorted_expected.sort();
             sorted_got.sort();
             if let Some(d) = difference(&sorted_expected, &sorted_got) {
-                let failure = window.walk.fail(format!(
-                    "{} and following next_cursor: {d}",
-                    walk_request(account, Some(input.limit), after)
-                ));
+                let failure = window.walk.fail(
+                    WalkKind::Differs,
+                    format!("{} and following next_cursor: {d}", walk_request(account, Some(input.limit), after)),
+                );
                 return reference.unless_changed(&ctx, account, failure).await;
             }
         }
@@ -344,11 +347,14 @@ async fn starting_after(ctx: Arc<RunContext>) -> Result<(), Stop> {
         match difference(window.expected(ids), &window.walk.ids()) {
             None => Ok(()),
             Some(d) => {
-                let failure = window.walk.fail(format!(
-                    "{} (item {k} of {}) and following next_cursor: expected the items after it, in the same order; {d}",
-                    walk_request(account, Some(input.limit), Some(&ids[k])),
-                    ids.len()
-                ));
+                let failure = window.walk.fail(
+                    WalkKind::AfterCursor,
+                    format!(
+                        "{} (item {k} of {}) and following next_cursor: expected the items after it, in the same order; {d}",
+                        walk_request(account, Some(input.limit), Some(&ids[k])),
+                        ids.len()
+                    ),
+                );
                 reference.unless_changed(&ctx, account, failure).await
             }
         }
@@ -380,13 +386,13 @@ async fn has_more_told(ctx: &RunContext, reference: &Reference, input: &Input) -
         // has_more true: another page exists, so the next page has items (§4.3 rule 2).
         for pair in walk.pages.windows(2) {
             if pair[1].items.is_empty() {
-                return Err(pair[1].fail(
-                    format!(
-                        "{}: has_more was true, but the next page ({}) was empty",
-                        pair[0].request, pair[1].request
-                    ),
-                    &[&pair[0]],
-                ));
+                let detail = format!(
+                    "{}: has_more was true, but the next page ({}) was empty",
+                    pair[0].request, pair[1].request
+                );
+                let problem = Problem::found(WalkKind::EmptyAfterMore, [account.to_string()], detail)
+                    .expecting("a next page with items", "an empty page");
+                return Err(pair[1].fail(problem, &[&pair[0]]));
             }
         }
         // has_more false: nothing remains after the last item.
@@ -394,26 +400,26 @@ async fn has_more_told(ctx: &RunContext, reference: &Reference, input: &Input) -
         if let Some(item) = last.items.last() {
             let after = pagination::page(&ctx.api, account, None, Some(&item.id)).await?;
             if !after.items.is_empty() {
-                return Err(after.fail(
-                    format!(
-                        "{}: has_more was false, but {} still returned {} items",
-                        last.request,
-                        after.request,
-                        after.items.len()
-                    ),
-                    &[last],
-                ));
+                let detail = format!(
+                    "{}: has_more was false, but {} still returned {} items",
+                    last.request,
+                    after.request,
+                    after.items.len()
+                );
+                let problem = Problem::found(WalkKind::MoreAfterEnd, [account.to_string()], detail)
+                    .expecting("0 items", format!("{} items", after.items.len()));
+                return Err(after.fail(problem, &[last]));
             }
         }
         let (seen, remaining) = (walk.ids().len(), window.expected(ids).len());
         if seen < remaining {
-            return Err(last.fail(
-                format!(
-                    "{}: has_more was false after {seen} items, but at least {remaining} were to come",
-                    last.request
-                ),
-                &[],
-            ));
+            let detail = format!(
+                "{}: has_more was false after {seen} items, but at least {remaining} were to come",
+                last.request
+            );
+            let problem = Problem::found(WalkKind::EndsEarly, [account.to_string()], detail)
+                .expecting(format!("{remaining} items"), format!("{seen} items"));
+            return Err(last.fail(problem, &[]));
         }
     }
     Ok(())

@@ -6,7 +6,8 @@ use crate::harness::fixtures::context::{Driven, RunContext, LONG_ACCOUNT_DRAWS};
 use crate::harness::setup::steps::Created;
 use crate::harness::transport::answers::Auth;
 use crate::harness::transport::pagination::{self, fetch_page};
-use crate::harness::vocab::outcome::{Failure, Problems, Stop};
+use crate::harness::vocab::kind::WalkKind;
+use crate::harness::vocab::outcome::{Failure, Problem, Problems, Stop};
 use crate::spec::Action;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -316,16 +317,18 @@ fn exactly_once<'a>(
     for id in expected {
         match counts.get(id.as_str()).copied().unwrap_or(0) {
             1 => {}
-            0 => {
-                problems.add(on_pages(pages, format!("{walked}: {id} was never listed, though it existed throughout")))
-            }
-            n => problems.add(on_pages(pages, format!("{walked}: {id} was listed {n} times"))),
+            0 => problems.add(on_pages(
+                pages,
+                WalkKind::NeverListed,
+                format!("{walked}: {id} was never listed, though it existed throughout"),
+            )),
+            n => problems.add(on_pages(pages, WalkKind::Repeated, format!("{walked}: {id} was listed {n} times"))),
         }
     }
     problems
 }
 
 /// A finding resting on the answers of `pages` (their places in the answer log).
-fn on_pages(pages: &[Option<u64>], message: String) -> Failure {
-    pages.iter().fold(Failure::from(message), |f, seq| f.on_answer(*seq))
+fn on_pages(pages: &[Option<u64>], kind: WalkKind, message: String) -> Failure {
+    pages.iter().fold(Failure::from(Problem::found(kind, [], message)), |f, seq| f.on_answer(*seq))
 }

@@ -18,6 +18,8 @@
 //! state the connection's last driven action asked for had arrived.
 
 use super::{finding, Endpoint, Record, Verdict, MAX_FINDINGS};
+use crate::harness::vocab::kind::InvariantKind as K;
+use crate::harness::vocab::outcome::Problem;
 use crate::spec::ConnectionState;
 use chrono::{DateTime, Duration, Utc};
 use std::collections::BTreeMap;
@@ -118,7 +120,15 @@ pub(crate) fn judge(record: &Record) -> Verdict {
                 ceiling.num_milliseconds(),
                 SLACK.num_milliseconds()
             );
-            Some(finding(detail, &[seen.seq], &[event]).requested(&seen.request))
+            Some(
+                finding(
+                    Problem::found(K::ServedBeforeConnected, [seen.id.clone()], detail)
+                        .expecting("a refusal before connection.connected occurred", format!("status {}", seen.status)),
+                    &[seen.seq],
+                    &[event],
+                )
+                .requested(&seen.request),
+            )
         })
         .collect();
     let after: Vec<_> =

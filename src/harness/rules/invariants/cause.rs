@@ -22,6 +22,8 @@
 
 use super::clock::offsets;
 use super::{finding, Credential, Endpoint, Record, Seen, Verdict};
+use crate::harness::vocab::kind::InvariantKind as K;
+use crate::harness::vocab::outcome::Problem;
 use chrono::{DateTime, Duration, Utc};
 use std::collections::{BTreeMap, HashSet};
 
@@ -345,5 +347,9 @@ pub(crate) fn judge(record: &Record) -> Verdict {
         f.weighed,
         f.background
     );
-    Verdict { judged: refused.len(), found: vec![finding(detail, &f.answers, &f.deliveries)], unweighed }
+    Verdict {
+        judged: refused.len(),
+        found: vec![finding(Problem::found(K::RefusedCreationActs, [], detail), &f.answers, &f.deliveries)],
+        unweighed,
+    }
 }

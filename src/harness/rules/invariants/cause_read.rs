@@ -26,6 +26,8 @@
 use super::cause::{offset_bounds, overlaps, reach_of, refused, settled_after, weigh, Effect, Experiment, LATE};
 use super::clock::whole_second;
 use super::{finding, Client, Credential, Endpoint, Record, Seen, Verdict};
+use crate::harness::vocab::kind::InvariantKind as K;
+use crate::harness::vocab::outcome::Problem;
 use chrono::Duration;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -162,7 +164,7 @@ pub(crate) fn judge(record: &Record) -> Verdict {
             f.weighed,
             f.background
         );
-        found.push(finding(detail, &f.answers, &f.deliveries));
+        found.push(finding(Problem::found(K::RefusedReadActs, [], detail), &f.answers, &f.deliveries));
     }
     // One experiment weighing nothing is said only when the other weighed nothing either.
     unweighed.truncate(1);

@@ -28,7 +28,9 @@
 
 use super::{finding, Record, Verdict, MAX_FINDINGS};
 use crate::harness::rules::delivery::event_moment;
+use crate::harness::vocab::kind::InvariantKind as K;
 use crate::harness::vocab::outcome::Failure;
+use crate::harness::vocab::outcome::Problem;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -140,7 +142,12 @@ pub(crate) fn judge(record: &Record) -> Verdict {
             let by = ahead(at, heard.arrived);
             if by > TOLERANCE && told.insert(d.dedup_key()) {
                 let detail = format!("{}: its {field} is {}", event_rules_what(d), say(by));
-                found.push(finding(detail, &[], &[d.seq]));
+                found.push(finding(
+                    Problem::found(K::EventAhead, d.body.get("id").and_then(Value::as_str).map(str::to_string), detail)
+                        .expecting(format!("{field} no later than the delivery's arrival"), say(by)),
+                    &[],
+                    &[d.seq],
+                ));
             }
         }
     }
@@ -152,7 +159,15 @@ pub(crate) fn judge(record: &Record) -> Verdict {
                 let by = ahead(at, seen.answered);
                 if by > TOLERANCE && told.insert(format!("{}/{field}", object.id)) {
                     let detail = format!("{} {}'s {field} is {}", object.kind.name(), object.id, say(by));
-                    found.push(finding(detail, &[seen.seq], &[]).requested(&seen.request));
+                    found.push(
+                        finding(
+                            Problem::found(K::TimestampAhead, [object.id.clone()], detail)
+                                .expecting(format!("{field} no later than the answer"), say(by)),
+                            &[seen.seq],
+                            &[],
+                        )
+                        .requested(&seen.request),
+                    );
                 }
             }
         }
@@ -198,7 +213,11 @@ fn synced_before_created(record: &Record, found: &mut Vec<Failure>) -> usize {
                     created.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                     SYNC_SLACK.num_hours()
                 );
-                found.push(finding(detail, &[seen.seq], &[]).requested(&seen.request));
+                let problem = Problem::found(K::SyncedBeforeCreated, [object.id.clone()], detail).expecting(
+                    format!("lastSyncedAt no more than {} h before createdAt", SYNC_SLACK.num_hours()),
+                    format!("{} h before", (created - synced).num_hours()),
+                );
+                found.push(finding(problem, &[seen.seq], &[]).requested(&seen.request));
             }
         }
     }
@@ -284,7 +303,18 @@ fn accounts_before_connected(record: &Record, found: &mut Vec<Failure>) -> usize
                     by.num_milliseconds(),
                     seen.id
                 );
-                found.push(finding(detail, &[seen.seq], &[event]).requested(&seen.request));
+                found.push(
+                    finding(
+                        Problem::found(K::CreatedAfterConnected, [object.id.clone(), seen.id.clone()], detail)
+                            .expecting(
+                                "createdAt by connection.connected",
+                                format!("{} ms after it", by.num_milliseconds()),
+                            ),
+                        &[seen.seq],
+                        &[event],
+                    )
+                    .requested(&seen.request),
+                );
             }
         }
     }
@@ -302,7 +332,14 @@ fn behind(record: &Record, bound: Duration) -> crate::harness::vocab::outcome::F
         -bound.num_minutes(),
         MAX_SKEW.num_minutes()
     );
-    finding(detail, &seqs, &[])
+    finding(
+        Problem::found(K::ClockBehind, [], detail).expecting(
+            format!("within {} min of the POST", MAX_SKEW.num_minutes()),
+            format!("{} min before it", -bound.num_minutes()),
+        ),
+        &seqs,
+        &[],
+    )
 }
 
 fn event_rules_what(d: &crate::harness::rules::delivery::Delivery) -> String {

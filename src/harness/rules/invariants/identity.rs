@@ -14,6 +14,8 @@
 use super::{finding, Client, Kind, Record, Seen, Verdict, MAX_FINDINGS};
 use crate::harness::rules::delivery::Recipient;
 use crate::harness::rules::event_rules;
+use crate::harness::vocab::kind::InvariantKind as K;
+use crate::harness::vocab::outcome::Problem;
 use crate::harness::vocab::outcome::{Failure, Stop};
 use std::collections::BTreeMap;
 
@@ -62,7 +64,15 @@ fn asked(seen: &Seen) -> Vec<Failure> {
                     object.id,
                     whose(seen)
                 );
-                out.push(finding(detail, &[seen.seq], &[]).requested(&seen.request));
+                out.push(
+                    finding(
+                        Problem::found(K::AnsweredOther, [seen.id.clone(), object.id.clone()], detail)
+                            .expecting(format!("{field} {}", seen.id), format!("{field} {named}")),
+                        &[seen.seq],
+                        &[],
+                    )
+                    .requested(&seen.request),
+                );
                 break;
             }
             _ => {}
@@ -104,7 +114,15 @@ fn one_view(record: &Record, client: Client) -> Vec<Failure> {
                         earlier.name(),
                         whose(seen)
                     );
-                    out.push(finding(detail, &[*seq, seen.seq], &[]).requested(&seen.request));
+                    out.push(
+                        finding(
+                            Problem::found(K::IdTwoKinds, [id.to_string()], detail)
+                                .expecting(earlier.name(), kind.name()),
+                            &[*seq, seen.seq],
+                            &[],
+                        )
+                        .requested(&seen.request),
+                    );
                 }
                 Some(_) => {}
                 None => {
@@ -128,7 +146,15 @@ fn one_view(record: &Record, client: Client) -> Vec<Failure> {
                             first.value,
                             whose(seen)
                         );
-                        out.push(finding(detail, &[first.seq, seen.seq], &[]).requested(&seen.request));
+                        out.push(
+                            finding(
+                                Problem::found(K::IdTwoOwners, [object.id.clone()], detail)
+                                    .expecting(first.value, owner),
+                                &[first.seq, seen.seq],
+                                &[],
+                            )
+                            .requested(&seen.request),
+                        );
                     }
                     Some(_) => {}
                     None => {
@@ -150,7 +176,15 @@ fn one_view(record: &Record, client: Client) -> Vec<Failure> {
                             first.value,
                             whose(seen)
                         );
-                        out.push(finding(detail, &[first.seq, seen.seq], &[]).requested(&seen.request));
+                        out.push(
+                            finding(
+                                Problem::found(K::IdTwoAccounts, [object.id.clone()], detail)
+                                    .expecting(format!("{field} {:?}", first.value), format!("{field} {value:?}")),
+                                &[first.seq, seen.seq],
+                                &[],
+                            )
+                            .requested(&seen.request),
+                        );
                     }
                     Some(_) => {}
                     None => {

@@ -22,7 +22,7 @@ pub(crate) mod served;
 pub(crate) mod settled;
 
 use crate::harness::rules::delivery::{Delivery, Recipient};
-use crate::harness::vocab::outcome::Failure;
+use crate::harness::vocab::outcome::{Failure, Problem};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -344,9 +344,9 @@ impl From<(usize, Vec<Failure>)> for Verdict {
     }
 }
 
-/// A finding resting on `answers` and `deliveries` (by `seq`).
-pub(crate) fn finding(detail: String, answers: &[u64], deliveries: &[u64]) -> Failure {
-    let failure = answers.iter().fold(Failure::from(detail), |f, a| f.on_answer(Some(*a)));
+/// The finding `problem`, resting on `answers` and `deliveries` (by `seq`).
+pub(crate) fn finding(problem: Problem, answers: &[u64], deliveries: &[u64]) -> Failure {
+    let failure = answers.iter().fold(Failure::from(problem), |f, a| f.on_answer(Some(*a)));
     deliveries.iter().fold(failure, |f, d| f.on_delivery(*d))
 }
 

@@ -12,6 +12,8 @@
 //!   leaks as a 2xx answer would.
 
 use super::{finding, Client, Credential, Endpoint, Kind, Record, Seen, Verdict, MAX_FINDINGS};
+use crate::harness::vocab::kind::InvariantKind as K;
+use crate::harness::vocab::outcome::Problem;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -92,7 +94,15 @@ fn no_key(record: &Record, seen: &Seen, tokens: &HashMap<String, &str>) -> Optio
          status {} serving {shown}",
         seen.request, seen.status
     );
-    Some(finding(detail, &[seen.seq], &[]).requested(&seen.request))
+    Some(
+        finding(
+            Problem::found(K::ServedWithoutKey, [seen.id.clone()], detail)
+                .expecting("a refusal", format!("status {}", seen.status)),
+            &[seen.seq],
+            &[],
+        )
+        .requested(&seen.request),
+    )
 }
 
 /// Whether the answer is about `connection` or one of the accounts its lists showed.
@@ -188,7 +198,17 @@ fn leak(seen: &Seen, objects: &[super::Object], client: Client, own: &Tree, thei
             object.id,
             leaked.join(", ")
         );
-        return Some(finding(detail, &[seen.seq], &[]).requested(&seen.request));
+        return Some(
+            finding(
+                Problem::found(K::OtherClientsData, [object.id.clone()], detail).expecting(
+                    format!("no data of {}'s", client.other().name()),
+                    format!("{} {} with {}", kind, object.id, leaked.join(", ")),
+                ),
+                &[seen.seq],
+                &[],
+            )
+            .requested(&seen.request),
+        );
     }
     None
 }

@@ -10,6 +10,8 @@
 //! late event. Answers of 5xx, 408 and 429 are never evidence (rule 5).
 
 use super::{finding, Client, Endpoint, Record, Verdict, MAX_FINDINGS};
+use crate::harness::vocab::kind::InvariantKind as K;
+use crate::harness::vocab::outcome::Problem;
 use crate::spec::ConnectionState;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -88,7 +90,12 @@ pub(crate) fn judge(record: &Record) -> Verdict {
                  client reads the transactions of each account)",
                 seen.request, seen.status
             );
-            verdict.found.push(finding(detail, &[seen.seq], &[]));
+            verdict.found.push(finding(
+                Problem::found(K::TransactionsRefused, [seen.id.clone(), connection.to_string()], detail)
+                    .expecting("200", format!("status {}", seen.status)),
+                &[seen.seq],
+                &[],
+            ));
         }
     }
     verdict

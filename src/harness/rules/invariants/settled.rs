@@ -14,7 +14,9 @@
 //! here, the polls that await a connection's accounts among them.
 
 use super::{finding, Endpoint, Heard, Record, Seen, Verdict, MAX_FINDINGS};
+use crate::harness::vocab::kind::InvariantKind as K;
 use crate::harness::vocab::outcome::Failure;
+use crate::harness::vocab::outcome::Problem;
 use crate::spec::{Action, ConnectionState};
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,7 +81,15 @@ pub(crate) fn served_after_leaving(record: &Record) -> Vec<Failure> {
             s.state.event_type(),
             s.action
         );
-        Some(finding(detail, &[seen.seq], &[s.event.delivery.seq]).requested(&seen.request))
+        Some(
+            finding(
+                Problem::found(K::ServedAfterLeaving, [seen.id.clone()], detail)
+                    .expecting("a refusal", format!("status {}", seen.status)),
+                &[seen.seq],
+                &[s.event.delivery.seq],
+            )
+            .requested(&seen.request),
+        )
     })
     .1
 }
@@ -97,7 +107,15 @@ pub(crate) fn judge_connected(record: &Record) -> Verdict {
              target left CONNECTED unannounced (§6)",
             seen.id, seen.status, s.after_ms
         );
-        Some(finding(detail, &[seen.seq], &[s.event.delivery.seq]).requested(&seen.request))
+        Some(
+            finding(
+                Problem::found(K::RefusedWhenConnected, [seen.id.clone()], detail)
+                    .expecting("accounts served", format!("status {}", seen.status)),
+                &[seen.seq],
+                &[s.event.delivery.seq],
+            )
+            .requested(&seen.request),
+        )
     })
     .into()
 }

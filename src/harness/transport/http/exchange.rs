@@ -6,7 +6,8 @@ use super::{describe, Api};
 use crate::harness::rules::http::Coding;
 use crate::harness::transport::har::Exchanged;
 use crate::harness::vocab::budget;
-use crate::harness::vocab::outcome::{Failure, IgnoreCause, Stop};
+use crate::harness::vocab::kind::AnswerKind;
+use crate::harness::vocab::outcome::{Failure, IgnoreCause, Problem, Stop};
 use crate::harness::vocab::redact;
 use reqwest::{Method, Url};
 use serde_json::Value;
@@ -65,31 +66,31 @@ impl Exchange {
         self.status >= 500
     }
 
-    /// A finding this answer shows by itself: `message` (which names the request), resting on
-    /// it; pasting its request asks the same question again ([`Failure::shown_by`]). A finding
-    /// that needs more than this answer is [`Exchange::cites`].
-    pub(crate) fn fail(&self, message: impl Into<String>) -> Stop {
-        Stop::Fail(self.failure(message))
-    }
-
-    /// Fails with `message` unless `condition` holds: [`crate::harness::vocab::outcome::ensure`] on this answer.
-    pub(crate) fn ensure(&self, condition: bool, message: impl FnOnce() -> String) -> Result<(), Stop> {
+    /// Fails with a finding of `kind`, said as `message`, unless `condition` holds ([`Exchange::fails`]).
+    pub(crate) fn ensure_found(
+        &self,
+        kind: impl Into<crate::harness::vocab::kind::Kind>,
+        condition: bool,
+        message: impl FnOnce() -> String,
+    ) -> Result<(), Stop> {
         if condition {
             Ok(())
         } else {
-            Err(self.fail(message()))
+            Err(self.fails(Problem::found(kind, [], message())))
         }
     }
 
     /// A finding this answer takes part in but does not show alone (compared with another read,
     /// an event, the reference): resting on it, never reproduced by pasting its request.
-    pub(crate) fn cites(&self, message: impl Into<String>) -> Stop {
-        Stop::Fail(Failure::from(message.into()).on_answer(self.seq).requested(&self.request))
+    pub(crate) fn cites(&self, problem: impl Into<Failure>) -> Stop {
+        Stop::Fail(problem.into().on_answer(self.seq).requested(&self.request))
     }
 
-    /// [`Exchange::fail`] as a [`Failure`], to collect among [`crate::harness::vocab::outcome::Problems`].
-    pub(crate) fn failure(&self, message: impl Into<String>) -> Failure {
-        Failure::from(message.into()).shown_by(self.seq).requested(&self.request)
+    /// A finding this answer shows by itself, `problem` (its kind, the ids it is about, what it
+    /// compared), resting on it; pasting its request asks the same question again
+    /// ([`Failure::shown_by`]). A finding that needs more than this answer is [`Exchange::cites`].
+    pub(crate) fn fails(&self, problem: Problem) -> Stop {
+        Stop::Fail(Failure::from(problem).shown_by(self.seq).requested(&self.request))
     }
 
     /// The start of the body, for messages: without control characters (a hostile body must
@@ -112,20 +113,23 @@ impl Exchange {
     /// The JSON body of a 2xx answer, or a failure naming the request and what came back.
     pub(crate) fn success_json(&self) -> Result<Value, Stop> {
         if !self.is_success() {
-            let failure = self.failure(format!("expected 2xx, got {}", self.summary()));
-            return Err(Stop::Fail(failure.expected("2xx", self.summary())));
+            let detail = format!("expected 2xx, got {}", self.summary());
+            return Err(self.fails(Problem::found(AnswerKind::NotSuccess, [], detail).expecting("2xx", self.summary())));
         }
         if let Some(at) = self.invalid_utf8 {
-            return Err(self.fail(format!(
+            let detail = format!(
                 "expected a JSON body, which is UTF-8, but byte {at} of the body is not valid UTF-8: {}",
                 self.summary()
-            )));
+            );
+            return Err(self.fails(Problem::found(AnswerKind::NotUtf8, [], detail)));
         }
         if let Some(why) = budget::too_dense(self.body.as_bytes()) {
-            return Err(self.fail(format!("not read: {why}")));
+            return Err(self.fails(Problem::found(AnswerKind::TooDense, [], format!("not read: {why}"))));
         }
-        serde_json::from_str(&self.body)
-            .map_err(|e| self.fail(format!("expected a JSON body, got {} ({e})", self.summary())))
+        serde_json::from_str(&self.body).map_err(|e| {
+            let detail = format!("expected a JSON body, got {} ({e})", self.summary());
+            self.fails(Problem::found(AnswerKind::NotJson, [], detail).expecting("a JSON body", self.summary()))
+        })
     }
 }
 

@@ -216,10 +216,13 @@ impl Api {
     fn checked_url(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Url, Stop> {
         let dots = |s: &str| matches!(s.to_ascii_lowercase().replace("%2e", ".").as_str(), "." | "..");
         if let Some(bad) = segments.iter().find(|s| dots(s)) {
-            return Err(Stop::fail(format!(
-                "cannot request /{}: the id {bad:?} is a dot segment, which URLs remove, so no request can name it",
-                segments.join("/")
-            )));
+            return Err(Stop::found(
+                crate::harness::vocab::kind::AnswerKind::DotSegment,
+                format!(
+                    "cannot request /{}: the id {bad:?} is a dot segment, which URLs remove, so no request can name it",
+                    segments.join("/")
+                ),
+            ));
         }
         Ok(self.url(segments, query))
     }
