@@ -17,6 +17,7 @@
 mod announced;
 mod echo;
 mod model;
+mod reading;
 mod rules;
 mod stale;
 #[cfg(test)]
