@@ -282,7 +282,11 @@ fn named_perturbations_alone() {
     let rt = runtime();
     for name in names.split(',').filter(|n| !n.is_empty()) {
         for i in 0..runs {
-            let run = rt.block_on(generated::run(Vec::new(), vec![name.to_string()], EVENT_TIMEOUT, SEED));
+            // BANKCONF_PERTURB_CASES: the cases to run (comma-separated), as the full table runs a
+            // mutant against its cell's cases only; the whole catalogue when unset.
+            let cases = std::env::var("BANKCONF_PERTURB_CASES").unwrap_or_default();
+            let cases: Vec<String> = cases.split(',').filter(|c| !c.is_empty()).map(str::to_string).collect();
+            let run = rt.block_on(generated::run(cases, vec![name.to_string()], EVENT_TIMEOUT, SEED));
             eprintln!("{name} #{i}: {}", shown(&run));
         }
     }
